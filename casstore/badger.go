@@ -1,0 +1,201 @@
+package casstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+var (
+	_ Store      = (*Badger)(nil)
+	_ Enumerator = (*Badger)(nil)
+)
+
+// KeyPrefix is the Badger key prefix owned by this package. See the Format
+// section of the package documentation.
+const KeyPrefix = "cas/"
+
+// Badger is a Store backed by a Badger database. It is safe for concurrent
+// use.
+type Badger struct {
+	db *badger.DB
+}
+
+// NewBadger returns a Store that keeps objects in db under KeyPrefix. It
+// does not open db, and the caller still owns it and must close it after the
+// last use of the Store.
+func NewBadger(db *badger.DB) *Badger { return &Badger{db: db} }
+
+// Get returns the verified content of ref; see Fetcher.
+func (b *Badger) Get(ctx context.Context, ref Ref) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var data []byte
+	err := b.db.View(func(txn *badger.Txn) error {
+		var err error
+		data, err = GetTxn(txn, ref)
+		return err
+	})
+	return data, err
+}
+
+// Put stores data unless it is already present; see Putter. Objects larger
+// than Badger's value limit return an error wrapping ErrTooLarge.
+func (b *Badger) Put(ctx context.Context, data []byte) (Ref, error) {
+	if err := ctx.Err(); err != nil {
+		return Ref{}, err
+	}
+	if err := b.checkSize(len(data)); err != nil {
+		return Ref{}, err
+	}
+	var ref Ref
+	put := func(txn *badger.Txn) error {
+		var err error
+		ref, err = PutTxn(txn, data)
+		return err
+	}
+	err := b.db.Update(put)
+	if errors.Is(err, badger.ErrConflict) {
+		// The only key read was ref's, so another transaction committed
+		// this very object first. Once more finds it present.
+		err = b.db.Update(put)
+	}
+	if err != nil {
+		return Ref{}, err
+	}
+	return ref, nil
+}
+
+// Has reports whether ref is stored; see Statter.
+func (b *Badger) Has(ctx context.Context, ref Ref) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	var ok bool
+	err := b.db.View(func(txn *badger.Txn) error {
+		var err error
+		ok, err = HasTxn(txn, ref)
+		return err
+	})
+	return ok, err
+}
+
+// Enumerate implements Enumerator. It runs inside one read transaction and
+// reads each value to report its exact size, so fn should be quick: a long
+// enumeration holds back Badger's garbage collection.
+func (b *Badger) Enumerate(ctx context.Context, after Ref, fn func(Ref, int64) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return b.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.PrefetchValues = false
+		opts.Prefix = []byte(KeyPrefix)
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		start := key(after)
+		for it.Seek(start); it.Valid(); it.Next() {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			item := it.Item()
+			ref, err := FromBytes(item.Key()[len(KeyPrefix):])
+			if err != nil {
+				return fmt.Errorf("enumerate: key %q: %w", item.Key(), err)
+			}
+			if ref == after {
+				continue
+			}
+			var size int64
+			if err := item.Value(func(v []byte) error { size = int64(len(v)); return nil }); err != nil {
+				return fmt.Errorf("enumerate %s: %w", ref, err)
+			}
+			if err := fn(ref, size); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// maxInMemory is the largest object Put accepts when Badger runs in memory.
+// There Badger keeps every value in its LSM tree and refuses values over its
+// initial ValueThreshold, at most 1 MiB; v4.9.6 panics on a value of exactly
+// that size, so stop one byte short.
+const maxInMemory = 1<<20 - 1
+
+// checkSize returns an error wrapping ErrTooLarge if Badger would refuse a
+// value of n bytes with b.db's options.
+func (b *Badger) checkSize(n int) error {
+	opts := b.db.Opts()
+	limit := opts.ValueLogFileSize
+	if opts.InMemory {
+		limit = min(limit, maxInMemory)
+	}
+	if int64(n) > limit {
+		return fmt.Errorf("put %d bytes, limit %d: %w", n, limit, ErrTooLarge)
+	}
+	return nil
+}
+
+// PutTxn stores data within txn, which must be a read-write transaction, and
+// returns its Ref. If the object already exists, or txn has already written
+// it, PutTxn writes nothing. The object becomes visible only when the caller
+// commits txn, together with anything else txn writes. Like badger.Txn.Set,
+// PutTxn keeps a reference to data until txn ends.
+func PutTxn(txn *badger.Txn, data []byte) (Ref, error) {
+	ref := RefOf(data)
+	ok, err := HasTxn(txn, ref)
+	if err != nil {
+		return Ref{}, err
+	}
+	if ok {
+		return ref, nil
+	}
+	if err := txn.Set(key(ref), data); err != nil {
+		return Ref{}, fmt.Errorf("put %s: %w", ref, err)
+	}
+	return ref, nil
+}
+
+// GetTxn returns a verified copy of the content of ref as seen by txn. It
+// returns an error wrapping ErrNotFound if there is none, and a
+// *CorruptError if the stored bytes do not hash to ref.
+func GetTxn(txn *badger.Txn, ref Ref) ([]byte, error) {
+	item, err := txn.Get(key(ref))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, fmt.Errorf("get %s: %w", ref, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", ref, err)
+	}
+	data, err := item.ValueCopy(nil)
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", ref, err)
+	}
+	if err := Verify(ref, data); err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// HasTxn reports whether ref is stored as seen by txn. It does not read or
+// verify the content.
+func HasTxn(txn *badger.Txn, ref Ref) (bool, error) {
+	_, err := txn.Get(key(ref))
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, badger.ErrKeyNotFound):
+		return false, nil
+	}
+	return false, fmt.Errorf("has %s: %w", ref, err)
+}
+
+// key returns the Badger key of ref: KeyPrefix followed by the raw sum.
+func key(ref Ref) []byte {
+	return append([]byte(KeyPrefix), ref.sum[:]...)
+}

@@ -1,0 +1,137 @@
+package checkpointchain
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/wacpd/wacpd/casstore"
+)
+
+// Statuses and confidences (WACP Checkpoint §3).
+const (
+	StatusProvisional = "provisional"
+	StatusFinal       = "final"
+
+	ConfidenceHigh   = "high"
+	ConfidenceMedium = "medium"
+	ConfidenceLow    = "low"
+)
+
+// Checkpoint is a checkpoint record: every field of WACP Checkpoint §3 plus
+// Digest, the BLAKE3 address of its canonical encoding (Encode), which is
+// the checkpoint's integrity proof.
+type Checkpoint struct {
+	ID            string         `json:"id"`
+	Workspace     string         `json:"workspace"`
+	Type          string         `json:"type"`
+	Payload       Payload        `json:"payload"`
+	Intent        string         `json:"intent"`
+	Parent        *string        `json:"parent"`
+	Status        string         `json:"status"`
+	Confidence    string         `json:"confidence"`
+	ResourceUsage *ResourceUsage `json:"resource_usage"`
+	Timestamp     string         `json:"timestamp"`
+	Digest        casstore.Ref   `json:"digest"`
+}
+
+// ParentID returns the parent's id, "" for the first checkpoint.
+func (c *Checkpoint) ParentID() string {
+	if c.Parent == nil {
+		return ""
+	}
+	return *c.Parent
+}
+
+// Payload is a checkpoint's work product. Extra holds fields beyond the base
+// three (taxonomy checkpoint types may require some, see
+// taxonomy.RequiredFields); they are kept as JSON values.
+type Payload struct {
+	FilesChanged []string
+	Content      string
+	Artifacts    []string
+	Extra        map[string]json.RawMessage
+}
+
+var baseFields = map[string]bool{"files_changed": true, "content": true, "artifacts": true}
+
+// MarshalJSON writes the base fields and the extra fields in one object;
+// nil lists are written as [].
+func (p Payload) MarshalJSON() ([]byte, error) {
+	m := make(map[string]any, 3+len(p.Extra))
+	for k, v := range p.Extra {
+		m[k] = v
+	}
+	m["files_changed"] = orEmpty(p.FilesChanged)
+	m["content"] = p.Content
+	m["artifacts"] = orEmpty(p.Artifacts)
+	return json.Marshal(m)
+}
+
+// UnmarshalJSON reads a payload object. The base fields must have their
+// types; any other field is kept in Extra.
+func (p *Payload) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	if raw == nil {
+		return fmt.Errorf("payload must be an object")
+	}
+	*p = Payload{}
+	for k, v := range raw {
+		var err error
+		switch k {
+		case "files_changed":
+			err = strictUnmarshal(v, &p.FilesChanged)
+		case "content":
+			err = strictUnmarshal(v, &p.Content)
+		case "artifacts":
+			err = strictUnmarshal(v, &p.Artifacts)
+		default:
+			if p.Extra == nil {
+				p.Extra = map[string]json.RawMessage{}
+			}
+			p.Extra[k] = bytes.Clone(v)
+		}
+		if err != nil {
+			return fmt.Errorf("payload.%s: %w", k, err)
+		}
+	}
+	return nil
+}
+
+// ExtraFields returns the names of the extra fields, sorted.
+func (p Payload) ExtraFields() []string {
+	out := make([]string, 0, len(p.Extra))
+	for k := range p.Extra {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ResourceUsage is agent-reported consumption since the previous checkpoint
+// (a delta, WACP Checkpoint §6). Absent fields were not reported.
+type ResourceUsage struct {
+	TokensConsumed *int64   `json:"tokens_consumed,omitempty"`
+	WallTime       *string  `json:"wall_time,omitempty"`
+	Cost           *float64 `json:"cost,omitempty"`
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// strictUnmarshal decodes b into v, refusing a JSON null (which encoding/json
+// would silently accept as "no change").
+func strictUnmarshal(b json.RawMessage, v any) error {
+	if string(bytes.TrimSpace(b)) == "null" {
+		return fmt.Errorf("must not be null")
+	}
+	return json.Unmarshal(b, v)
+}

@@ -1,0 +1,153 @@
+package checkpointchain
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/wacpd/wacpd/casstore"
+)
+
+// Key layout (prefix "k/"); the objects themselves are in casstore.
+var (
+	prefixHead  = []byte("k/h/") // k/h/<ws> -> Chain
+	prefixIndex = []byte("k/c/") // k/c/<checkpoint id> -> indexEntry
+	prefixOrder = []byte("k/w/") // k/w/<ws>/<n:8BE> -> checkpoint id
+)
+
+type indexEntry struct {
+	Workspace string       `json:"workspace"`
+	N         uint64       `json:"n"` // 1-based position in the chain
+	Digest    casstore.Ref `json:"digest"`
+}
+
+// Put writes c (its canonical encoding b) into txn: the object into the
+// content-addressed store, the id index, the chain position and the new head.
+// prev is the chain before c; Put returns the chain after it.
+func Put(txn *badger.Txn, c Checkpoint, b []byte, prev Chain) (Chain, error) {
+	ref, err := casstore.PutTxn(txn, b)
+	if err != nil {
+		return Chain{}, fmt.Errorf("store checkpoint %s: %w", c.ID, err)
+	}
+	if ref != c.Digest {
+		return Chain{}, fmt.Errorf("store checkpoint %s: %w", c.ID, casstore.ErrCorrupt)
+	}
+	next := prev.Append(c)
+	if err := setJSON(txn, append(bytes.Clone(prefixIndex), c.ID...), indexEntry{Workspace: c.Workspace, N: next.Count, Digest: ref}); err != nil {
+		return Chain{}, err
+	}
+	if err := txn.Set(orderKey(c.Workspace, next.Count), []byte(c.ID)); err != nil {
+		return Chain{}, fmt.Errorf("store checkpoint %s: %w", c.ID, err)
+	}
+	if err := setJSON(txn, append(bytes.Clone(prefixHead), c.Workspace...), next); err != nil {
+		return Chain{}, err
+	}
+	return next, nil
+}
+
+// Get reads checkpoint id, verifying its object's hash (casstore.ErrCorrupt
+// on mismatch).
+func Get(txn *badger.Txn, id string) (Checkpoint, error) {
+	item, err := txn.Get(append(bytes.Clone(prefixIndex), id...))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return Checkpoint{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	var ix indexEntry
+	if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &ix) }); err != nil {
+		return Checkpoint{}, fmt.Errorf("checkpoint %s index: %w", id, err)
+	}
+	b, err := casstore.GetTxn(txn, ix.Digest)
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("checkpoint %s: %w", id, err)
+	}
+	c, err := Decode(b)
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("checkpoint %s: %w", id, err)
+	}
+	if c.ID != id {
+		return Checkpoint{}, fmt.Errorf("checkpoint %s: object holds %s: %w", id, c.ID, casstore.ErrCorrupt)
+	}
+	return c, nil
+}
+
+// List returns up to limit checkpoints of workspace ws in chain order,
+// starting after position after (0 = from the first).
+func List(txn *badger.Txn, ws string, after uint64, limit int) ([]Checkpoint, error) {
+	var ids []string
+	prefix := append(append(bytes.Clone(prefixOrder), ws...), '/')
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true})
+	for it.Seek(orderKey(ws, after+1)); it.Valid() && len(ids) < limit; it.Next() {
+		v, err := it.Item().ValueCopy(nil)
+		if err != nil {
+			it.Close()
+			return nil, err
+		}
+		ids = append(ids, string(v))
+	}
+	it.Close()
+	out := make([]Checkpoint, 0, len(ids))
+	for _, id := range ids {
+		c, err := Get(txn, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// Position returns the 1-based position of checkpoint id in its chain and
+// its workspace.
+func Position(txn *badger.Txn, id string) (ws string, n uint64, err error) {
+	item, err := txn.Get(append(bytes.Clone(prefixIndex), id...))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return "", 0, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return "", 0, err
+	}
+	var ix indexEntry
+	err = item.Value(func(v []byte) error { return json.Unmarshal(v, &ix) })
+	return ix.Workspace, ix.N, err
+}
+
+// LoadChains reads every workspace's chain register.
+func LoadChains(db *badger.DB) (map[string]Chain, error) {
+	out := map[string]Chain{}
+	err := db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixHead, PrefetchValues: true})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			var ch Chain
+			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &ch) }); err != nil {
+				return err
+			}
+			out[string(it.Item().Key()[len(prefixHead):])] = ch
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load checkpoint chains: %w", err)
+	}
+	return out, nil
+}
+
+func orderKey(ws string, n uint64) []byte {
+	k := append(append(bytes.Clone(prefixOrder), ws...), '/')
+	return binary.BigEndian.AppendUint64(k, n)
+}
+
+func setJSON(txn *badger.Txn, key []byte, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return txn.Set(key, b)
+}

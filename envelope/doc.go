@@ -1,0 +1,19 @@
+// Package envelope holds WACP envelopes (Envelope spec): the record, request
+// decoding, the validation pipeline (structure → type → matrix → right) with
+// the spec's rejection reasons, and the inbox order.
+//
+// # Model
+//
+// An accepted envelope is created (envelope_created in the sender's trail)
+// and, when the receiver's inbox accepts (idle, active, blocked), delivered
+// in the same commit (envelope_delivered in the receiver's trail) with the
+// runtime's acknowledged signal to the sender (ref = envelope id). A
+// receiver in suspended or migrating queues it until it resumes. The inbox
+// is ordered blocking > urgent > normal, FIFO within a level (Rank, then
+// the monotonic envelope id).
+//
+// # Format
+//
+// The runtime stores envelopes under e/e/<id>, inbox positions under
+// e/i/<ws>/<rank byte><id> and queued envelopes under e/q/<ws>/<id>.
+package envelope

@@ -1,0 +1,107 @@
+package envelope
+
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// Priorities, origins and statuses (WACP Envelope §3).
+const (
+	PriorityNormal   = "normal"
+	PriorityUrgent   = "urgent"
+	PriorityBlocking = "blocking"
+
+	OriginAgent = "agent"
+	OriginHuman = "human"
+
+	StatusCreated      = "created"
+	StatusValidated    = "validated"
+	StatusDelivered    = "delivered"
+	StatusAcknowledged = "acknowledged"
+	StatusRejected     = "rejected"
+)
+
+// Envelope is an envelope record (WACP Envelope §3).
+type Envelope struct {
+	ID          string  `json:"id"`
+	From        string  `json:"from"`
+	To          string  `json:"to"`
+	Originator  string  `json:"originator"`
+	Type        string  `json:"type"`
+	Payload     Payload `json:"payload"`
+	InReplyTo   *string `json:"in_reply_to"`
+	Priority    string  `json:"priority"`
+	Timestamp   string  `json:"timestamp"`
+	Origin      string  `json:"origin"`
+	Status      string  `json:"status"`
+	DeliveredAt string  `json:"delivered_at,omitempty"`
+}
+
+// Payload is an envelope's content.
+type Payload struct {
+	Format      string   `json:"format"`
+	Content     string   `json:"content"`
+	Attachments []string `json:"attachments"`
+}
+
+// Request is the body of an envelope call (wire contract §3.2).
+type Request struct {
+	To        string  `json:"to"`
+	Type      string  `json:"type"`
+	Payload   Payload `json:"payload"`
+	InReplyTo *string `json:"in_reply_to,omitempty"`
+	Priority  string  `json:"priority,omitempty"`
+}
+
+// DecodeRequest decodes an envelope request and checks its shape: to, type
+// and payload.content present, priority in its enum (default normal),
+// payload.format defaulting to markdown. Failures are *Rejection with
+// reason invalid_structure.
+func DecodeRequest(data []byte) (Request, error) {
+	if !utf8.Valid(data) {
+		return Request{}, reject(ReasonInvalidStructure, "request is not valid UTF-8")
+	}
+	var r Request
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return Request{}, reject(ReasonInvalidStructure, "malformed request: %v", err)
+	}
+	if dec.More() {
+		return Request{}, reject(ReasonInvalidStructure, "trailing data after the request")
+	}
+	switch {
+	case r.To == "":
+		return Request{}, reject(ReasonInvalidStructure, "to is required")
+	case r.Type == "":
+		return Request{}, reject(ReasonInvalidStructure, "type is required")
+	case r.InReplyTo != nil && *r.InReplyTo == "":
+		return Request{}, reject(ReasonInvalidStructure, "in_reply_to must be null or an envelope id")
+	}
+	switch r.Priority {
+	case "":
+		r.Priority = PriorityNormal
+	case PriorityNormal, PriorityUrgent, PriorityBlocking:
+	default:
+		return Request{}, reject(ReasonInvalidStructure, "priority %q is not normal, urgent or blocking", r.Priority)
+	}
+	if r.Payload.Format == "" {
+		r.Payload.Format = "markdown"
+	}
+	if r.Payload.Attachments == nil {
+		r.Payload.Attachments = []string{}
+	}
+	return r, nil
+}
+
+// Rank orders priorities in the inbox: blocking, then urgent, then normal.
+func Rank(priority string) byte {
+	switch priority {
+	case PriorityBlocking:
+		return 0
+	case PriorityUrgent:
+		return 1
+	}
+	return 2
+}

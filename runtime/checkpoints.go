@@ -1,0 +1,255 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"math"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/wacpd/wacpd/checkpointchain"
+	"github.com/wacpd/wacpd/clock"
+	"github.com/wacpd/wacpd/taxonomy"
+	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/workspace"
+)
+
+// CreateCheckpoint creates a checkpoint in workspace ws from a request body
+// (wire contract §3.2). On success one commit holds the object, the chain
+// head, checkpoint_created, any resource_discrepancy entries, the runtime's
+// checkpoint signal (signal_emitted, signal_delivered) and its outbox item.
+// A rejection writes checkpoint_rejected with the spec's reason and returns
+// a *checkpointchain.Rejection.
+func (e *Engine) CreateCheckpoint(ctx context.Context, ws string, body []byte) (checkpointchain.Checkpoint, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	w := e.ws[ws]
+	if w == nil {
+		return checkpointchain.Checkpoint{}, refuse(CodeNotFound, "workspace %s does not exist", ws)
+	}
+	if len(body) > e.cfg.MaxObjectBytes {
+		return checkpointchain.Checkpoint{}, refuse(CodeTooLarge, "request of %d bytes exceeds the limit of %d; store large artifacts elsewhere and pass references in payload.artifacts", len(body), e.cfg.MaxObjectBytes)
+	}
+	req, err := checkpointchain.DecodeRequest(body)
+	if err != nil {
+		return checkpointchain.Checkpoint{}, e.rejectCheckpoint(w, checkpointchain.PeekType(body), err)
+	}
+	var cp checkpointchain.Checkpoint
+	var rejection error
+	err = e.commit(func(t *tx) error {
+		ts := t.next()
+		c := t.ws(ws)
+		author := checkpointchain.Author{Workspace: ws, Role: c.Role, Active: c.State == workspace.Active, State: string(c.State)}
+		var b []byte
+		var err error
+		cp, b, err = checkpointchain.Build(req, author, t.chain(ws), e.tax, e.ids.New(ts), clock.Format(ts))
+		if err != nil {
+			rejection = err
+			return err
+		}
+		if len(b) > e.cfg.MaxObjectBytes {
+			rejection = refuse(CodeTooLarge, "checkpoint of %d bytes exceeds the limit of %d; store large artifacts elsewhere and pass references in payload.artifacts", len(b), e.cfg.MaxObjectBytes)
+			return rejection
+		}
+		if err := t.step("object"); err != nil {
+			return err
+		}
+		next, err := checkpointchain.Put(t.txn, cp, b, t.chain(ws))
+		if err != nil {
+			return err
+		}
+		t.chains[ws] = next
+		err = t.appendAt(ts, ws, c.Role, trail.EventCheckpointCreated, map[string]any{
+			"checkpoint_id": cp.ID, "workspace": ws, "type": cp.Type, "status": cp.Status,
+			"confidence": cp.Confidence, "parent": cp.Parent, "timestamp": cp.Timestamp,
+			"digest": cp.Digest.String(),
+		})
+		if err != nil {
+			return err
+		}
+		if err := t.checkUsage(c, cp, ts); err != nil {
+			return err
+		}
+		if _, err := t.emit(c, taxonomy.SignalCheckpoint, "", cp.ID, trail.ActorProtocol); err != nil {
+			return err
+		}
+		return t.put(c)
+	})
+	var rj *checkpointchain.Rejection
+	if errors.As(rejection, &rj) {
+		return checkpointchain.Checkpoint{}, e.rejectCheckpoint(w, req.Type, rejection)
+	}
+	if err != nil {
+		return checkpointchain.Checkpoint{}, err
+	}
+	return cp, nil
+}
+
+// rejectCheckpoint records checkpoint_rejected for cause and returns cause,
+// or the storage error if the rejection could not be recorded. Caller holds e.mu.
+func (e *Engine) rejectCheckpoint(w *workspace.Workspace, typ string, cause error) error {
+	var rj *checkpointchain.Rejection
+	if !errors.As(cause, &rj) {
+		return cause
+	}
+	err := e.commit(func(t *tx) error {
+		_, err := t.append(w.ID, w.Role, trail.EventCheckpointRejected, map[string]any{
+			"workspace": w.ID, "type": optional(typ), "reason": rj.Reason, "timestamp": nil,
+		})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return cause
+}
+
+// checkUsage compares the agent's resource_usage with the runtime's own
+// meter and writes one resource_discrepancy per field that differs beyond
+// the tolerance. It never blocks the checkpoint. It also restarts the meter
+// interval at ts.
+func (t *tx) checkUsage(w *workspace.Workspace, cp checkpointchain.Checkpoint, ts time.Time) error {
+	wall := w.Meter.ActiveNanos + activeSince(w, ts)
+	w.Meter.ActiveNanos = 0
+	if w.Meter.ActiveSince != "" {
+		w.Meter.ActiveSince = clock.Format(ts)
+	}
+	var tokens, cost float64
+	metered := false
+	if m := t.e.cfg.Meter; m != nil {
+		if tk, c, ok := m.Consumed(w.ID); ok {
+			// Readings are cumulative from the workspace's start: the first
+			// checkpoint's baseline is zero.
+			tokens, cost, metered = float64(tk-w.Meter.Tokens), c-w.Meter.Cost, true
+			w.Meter.Tokens, w.Meter.Cost, w.Meter.Metered = tk, c, true
+		}
+	}
+	u := cp.ResourceUsage
+	if u == nil {
+		return nil
+	}
+	tol := t.e.cfg.Tolerance
+	type diff struct {
+		field         string
+		agent, metric any
+	}
+	var diffs []diff
+	if u.WallTime != nil {
+		agent, _ := time.ParseDuration(*u.WallTime)
+		if exceeds(float64(agent), float64(wall), float64(tol.WallTime), tol.WallTimeRatio) {
+			diffs = append(diffs, diff{"wall_time", *u.WallTime, time.Duration(wall).String()})
+		}
+	}
+	if metered && u.TokensConsumed != nil && exceeds(float64(*u.TokensConsumed), tokens, float64(tol.Tokens), tol.TokensRatio) {
+		diffs = append(diffs, diff{"tokens_consumed", *u.TokensConsumed, int64(tokens)})
+	}
+	if metered && u.Cost != nil && exceeds(*u.Cost, cost, tol.Cost, tol.CostRatio) {
+		diffs = append(diffs, diff{"cost", *u.Cost, cost})
+	}
+	for _, d := range diffs {
+		_, err := t.append(w.ID, trail.ActorProtocol, trail.EventResourceDiscrepancy, map[string]any{
+			"checkpoint_id": cp.ID, "workspace": w.ID, "field": d.field,
+			"agent_value": d.agent, "runtime_value": d.metric, "timestamp": nil,
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func exceeds(agent, runtime, abs, ratio float64) bool {
+	return math.Abs(agent-runtime) > math.Max(abs, ratio*runtime)
+}
+
+// GetCheckpoint returns checkpoint id if actor may see its workspace. The
+// object's hash is verified on read.
+func (e *Engine) GetCheckpoint(ctx context.Context, actor, id string) (checkpointchain.Checkpoint, error) {
+	var cp checkpointchain.Checkpoint
+	err := e.db.View(func(txn *badger.Txn) error {
+		var err error
+		cp, err = checkpointchain.Get(txn, id)
+		return err
+	})
+	if err != nil {
+		return cp, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.canSee(actor, cp.Workspace) {
+		return checkpointchain.Checkpoint{}, refuse(CodePermissionDenied, "workspace %s is not visible to %s", cp.Workspace, actor)
+	}
+	return cp, nil
+}
+
+// ListCheckpoints returns up to limit checkpoints of workspace ws in chain
+// order, after checkpoint after when set.
+func (e *Engine) ListCheckpoints(ctx context.Context, actor, ws, after string, limit int) ([]checkpointchain.Checkpoint, error) {
+	if err := e.visible(actor, ws); err != nil {
+		return nil, err
+	}
+	if limit <= 0 || limit > 1000 {
+		limit = 1000
+	}
+	var out []checkpointchain.Checkpoint
+	err := e.db.View(func(txn *badger.Txn) error {
+		var from uint64
+		if after != "" {
+			w, n, err := checkpointchain.Position(txn, after)
+			if err != nil {
+				return err
+			}
+			if w != ws {
+				return refuse(CodeInvalidStructure, "checkpoint %s is not in workspace %s", after, ws)
+			}
+			from = n
+		}
+		var err error
+		out, err = checkpointchain.List(txn, ws, from, limit)
+		return err
+	})
+	return out, err
+}
+
+// Head returns the chain head of workspace ws, or with final its most recent
+// final checkpoint. A workspace with no such checkpoint gives not_found (or
+// no_final_checkpoint with final).
+func (e *Engine) Head(ctx context.Context, actor, ws string, final bool) (checkpointchain.Checkpoint, error) {
+	if err := e.visible(actor, ws); err != nil {
+		return checkpointchain.Checkpoint{}, err
+	}
+	e.mu.Lock()
+	ch := e.chains[ws]
+	e.mu.Unlock()
+	id := ch.Head
+	if final {
+		id = ch.LastFinal
+	}
+	if id == "" {
+		if final {
+			return checkpointchain.Checkpoint{}, refuse(CodeNoFinalCheckpoint, "workspace %s has no final checkpoint", ws)
+		}
+		return checkpointchain.Checkpoint{}, refuse(CodeNotFound, "workspace %s has no checkpoints", ws)
+	}
+	var cp checkpointchain.Checkpoint
+	err := e.db.View(func(txn *badger.Txn) error {
+		var err error
+		cp, err = checkpointchain.Get(txn, id)
+		return err
+	})
+	return cp, err
+}
+
+func (e *Engine) visible(actor, ws string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case e.ws[ws] == nil:
+		return refuse(CodeNotFound, "workspace %s does not exist", ws)
+	case !e.canSee(actor, ws):
+		return refuse(CodePermissionDenied, "workspace %s is not visible to %s", ws, actor)
+	}
+	return nil
+}
+

@@ -1,0 +1,105 @@
+package runtime
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/wacpd/wacpd/taxonomy"
+)
+
+// Config configures an Engine. The zero value of every field but DataDir
+// means its default; DataDir is required unless InMemory is set. Open keeps
+// its own copy.
+type Config struct {
+	// DataDir is the directory of the Badger database.
+	DataDir string
+	// InMemory runs Badger in memory (tests only: nothing survives Close).
+	InMemory bool
+	// Taxonomy is the run's taxonomy; nil means taxonomy.Base(). A data dir
+	// whose trail records another taxonomy checksum refuses to open.
+	Taxonomy *taxonomy.Taxonomy
+	// Now is the wall clock; nil means time.Now.
+	Now func() time.Time
+	// Entropy feeds ULIDs; nil means crypto/rand.
+	Entropy io.Reader
+	// Logger receives operational logs; nil discards them.
+	Logger *slog.Logger
+	// RootOwner is the user id owning the root workspace, and through
+	// inheritance the workspaces the coordinator creates; default "operator".
+	RootOwner string
+	// MaxObjectBytes bounds a checkpoint's canonical encoding; default and
+	// maximum 1 MiB - 1 (Badger's in-memory value limit).
+	MaxObjectBytes int
+	// Meter, if set, reports the runtime's own cumulative token and cost
+	// counts for a workspace (for example from an LLM gateway). Without it
+	// only wall_time is verified.
+	Meter Meter
+	// Tolerance bounds the difference between agent-reported and metered
+	// resource usage that is not a discrepancy.
+	Tolerance Tolerance
+
+	// failAt is a test seam: called at each named step of a commit; an error
+	// aborts the commit there.
+	failAt func(step string) error
+}
+
+// Meter reports cumulative consumption measured by the runtime's side.
+type Meter interface {
+	// Consumed returns the tokens and cost workspace ws has consumed so
+	// far, and ok=false when it has no measurement for ws.
+	Consumed(ws string) (tokens int64, cost float64, ok bool)
+}
+
+// Tolerance is the allowed difference per resource_usage field: a report is
+// a discrepancy when |agent - runtime| > max(Abs, Ratio * runtime).
+type Tolerance struct {
+	WallTime      time.Duration // default 2s
+	WallTimeRatio float64       // default 0.10
+	Tokens        int64         // default 0
+	TokensRatio   float64       // default 0.05
+	Cost          float64       // default 0
+	CostRatio     float64       // default 0.05
+}
+
+const maxObjectBytes = 1<<20 - 1
+
+// withDefaults returns a copy of c with defaults filled in, or an error.
+func (c Config) withDefaults() (Config, error) {
+	if c.DataDir == "" && !c.InMemory {
+		return c, errors.New("runtime: config: DataDir is required")
+	}
+	if c.Taxonomy == nil {
+		c.Taxonomy = taxonomy.Base()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.RootOwner == "" {
+		c.RootOwner = "operator"
+	}
+	if c.RootOwner == "system" {
+		return c, errors.New(`runtime: config: RootOwner must be a user id, not "system"`)
+	}
+	if c.MaxObjectBytes <= 0 || c.MaxObjectBytes > maxObjectBytes {
+		c.MaxObjectBytes = maxObjectBytes
+	}
+	t := &c.Tolerance
+	if t.WallTime == 0 {
+		t.WallTime = 2 * time.Second
+	}
+	if t.WallTimeRatio == 0 {
+		t.WallTimeRatio = 0.10
+	}
+	if t.TokensRatio == 0 {
+		t.TokensRatio = 0.05
+	}
+	if t.CostRatio == 0 {
+		t.CostRatio = 0.05
+	}
+	return c, nil
+}

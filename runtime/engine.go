@@ -1,0 +1,231 @@
+package runtime
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/wacpd/wacpd/casstore"
+	"github.com/wacpd/wacpd/checkpointchain"
+	"github.com/wacpd/wacpd/clock"
+	"github.com/wacpd/wacpd/taxonomy"
+	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/workspace"
+)
+
+// Engine is the transactional core of wacpd: workspaces, checkpoint chains,
+// signals, envelopes, integration and the trail, over one Badger database.
+// Every operation that changes anything is one Badger transaction with
+// synchronous writes holding the effect and its trail entries; Engine
+// serializes them. Engine methods are safe for concurrent use.
+type Engine struct {
+	cfg   Config
+	db    *badger.DB
+	log   *trail.Log
+	clock *clock.Clock
+	ids   *clock.IDs
+	tax   *taxonomy.Taxonomy
+	lg    *slog.Logger
+
+	mu       sync.Mutex // guards everything below; held for the whole of every commit
+	closed   bool
+	root     string
+	ws       map[string]*workspace.Workspace
+	children map[string][]string
+	chains   map[string]checkpointchain.Chain
+	inboxSig map[string]chan struct{} // closed and replaced when an envelope lands in a workspace's inbox
+	onCommit []func(Commit)
+}
+
+// Commit describes one committed transaction, for observers (the daemon
+// publishes its entries and outbox signals).
+type Commit struct {
+	Entries []trail.Entry
+	Outbox  []OutboxItem
+}
+
+var keyRoot = []byte("m/root")
+
+// Open opens (or creates) the database, recovers the in-memory state from
+// it, and on a new database creates the root workspace, whose
+// workspace_created is trail entry #1.
+func Open(cfg Config) (*Engine, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	opts := badger.DefaultOptions(cfg.DataDir).WithSyncWrites(true).WithLogger(nil)
+	if cfg.InMemory {
+		opts = badger.DefaultOptions("").WithInMemory(true).WithLogger(nil)
+	}
+	db, err := badger.Open(opts)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", cfg.DataDir, err)
+	}
+	e, err := open(cfg, db)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+func open(cfg Config, db *badger.DB) (*Engine, error) {
+	e := &Engine{
+		cfg: cfg, db: db, clock: clock.New(cfg.Now), ids: clock.NewIDs(cfg.Entropy),
+		tax: cfg.Taxonomy, lg: cfg.Logger, inboxSig: map[string]chan struct{}{},
+	}
+	var err error
+	if e.log, err = trail.Open(db); err != nil {
+		return nil, err
+	}
+	if e.ws, err = workspace.LoadAll(db); err != nil {
+		return nil, err
+	}
+	if e.chains, err = checkpointchain.LoadChains(db); err != nil {
+		return nil, err
+	}
+	e.children = map[string][]string{}
+	for _, w := range e.ws {
+		if p := w.ParentID(); p != "" {
+			e.children[p] = append(e.children[p], w.ID)
+		}
+	}
+	for _, kids := range e.children {
+		sort.Strings(kids)
+	}
+	// Clock and ids resume above the last entry (Clock spec §7).
+	if id, ts := e.log.Last(); id != "" {
+		t, err := clock.Parse(ts)
+		if err != nil {
+			return nil, fmt.Errorf("recover clock: %w", err)
+		}
+		e.clock.Observe(t)
+		e.ids.Observe(id)
+	}
+	err = db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(keyRoot)
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		v, err := item.ValueCopy(nil)
+		e.root = string(v)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read root: %w", err)
+	}
+	if e.root == "" {
+		if e.log.Len() != 0 {
+			return nil, fmt.Errorf("open: trail has %d entries but no root workspace", e.log.Len())
+		}
+		if err := e.bootstrap(); err != nil {
+			return nil, err
+		}
+	} else if err := e.checkTaxonomy(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// bootstrap creates the root workspace as trail entry #1, recording the hash
+// algorithm and the taxonomy.
+func (e *Engine) bootstrap() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.commit(func(t *tx) error {
+		ts := t.next()
+		id := e.ids.New(ts)
+		root := workspace.Root(id, e.cfg.RootOwner, clock.Format(ts))
+		t.created[id] = root
+		if err := t.put(root); err != nil {
+			return err
+		}
+		body := createdBody(root)
+		body["hash_algorithm"] = trail.Algorithm
+		body["protocol_version"] = taxonomy.ProtocolVersion
+		body["taxonomy_id"] = e.tax.ID()
+		body["taxonomy_version"] = e.tax.Version()
+		body["taxonomy_checksum"] = e.tax.Checksum()
+		if err := t.appendAt(ts, id, trail.ActorProtocol, trail.EventWorkspaceCreated, body); err != nil {
+			return err
+		}
+		if err := t.txn.Set(keyRoot, []byte(id)); err != nil {
+			return err
+		}
+		t.after(func() { e.root = id })
+		return nil
+	})
+}
+
+// checkTaxonomy refuses to resume a run under another taxonomy (TAXONOMY §9:
+// immutable for the run).
+func (e *Engine) checkTaxonomy() error {
+	entries, _, err := e.log.Read(ctxBackground(), trail.Query{Limit: 1})
+	if err != nil {
+		return err
+	}
+	if len(entries) == 0 {
+		return fmt.Errorf("open: root exists but the trail is empty")
+	}
+	var body struct {
+		Checksum string `json:"taxonomy_checksum"`
+		ID       string `json:"taxonomy_id"`
+	}
+	if err := json.Unmarshal(entries[0].Body, &body); err != nil {
+		return fmt.Errorf("open: read trail entry #1: %w", err)
+	}
+	if body.Checksum != e.tax.Checksum() {
+		return fmt.Errorf("%w: the run started with %s (%s), now %s (%s)", ErrTaxonomyChanged,
+			body.ID, body.Checksum, e.tax.ID(), e.tax.Checksum())
+	}
+	return nil
+}
+
+// Close stops accepting operations and closes the database. Operations in
+// flight finish first.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	for _, ch := range e.inboxSig {
+		close(ch)
+	}
+	return e.db.Close()
+}
+
+// Root returns the root workspace's id.
+func (e *Engine) Root() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.root
+}
+
+// Taxonomy returns the run's taxonomy.
+func (e *Engine) Taxonomy() *taxonomy.Taxonomy { return e.tax }
+
+// Trail returns the run's trail, for reading and verifying.
+func (e *Engine) Trail() *trail.Log { return e.log }
+
+// OnCommit registers fn to be called, in commit order and with the engine's
+// lock held, after every successful commit. fn must not block or call the
+// Engine.
+func (e *Engine) OnCommit(fn func(Commit)) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.onCommit = append(e.onCommit, fn)
+}
+
+// Objects returns the content-addressed store (read-only use).
+func (e *Engine) Objects() casstore.Store { return casstore.NewBadger(e.db) }

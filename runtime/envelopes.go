@@ -1,0 +1,250 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/wacpd/wacpd/clock"
+	"github.com/wacpd/wacpd/envelope"
+	"github.com/wacpd/wacpd/taxonomy"
+	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/workspace"
+)
+
+// Key layout of envelopes (owned by the runtime).
+func envKey(id string) []byte { return append([]byte("e/e/"), id...) }
+
+func inboxPrefix(ws string) []byte { return append(append([]byte("e/i/"), ws...), '/') }
+
+func inboxKey(ws string, rank byte, id string) []byte {
+	return append(append(inboxPrefix(ws), rank), id...)
+}
+
+func queuePrefix(ws string) []byte { return append(append([]byte("e/q/"), ws...), '/') }
+
+// SendEnvelope sends an envelope from the agent of workspace ws (wire
+// contract §3.2). Validation runs structure → type → matrix → right; a
+// refusal writes envelope_rejected in the sender's trail. An accepted
+// envelope is recorded (envelope_created) and, if the receiver's inbox
+// accepts, delivered in the same commit: envelope_delivered, the first
+// delivery moving an idle receiver to active, and the runtime's
+// acknowledged signal to the sender. A suspended or migrating receiver
+// queues it until resumed.
+func (e *Engine) SendEnvelope(ctx context.Context, ws string, body []byte) (envelope.Envelope, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	from := e.ws[ws]
+	if from == nil {
+		return envelope.Envelope{}, refuse(CodeNotFound, "workspace %s does not exist", ws)
+	}
+	req, err := envelope.DecodeRequest(body)
+	if err == nil {
+		err = envelope.Check(e.tax, e.party(ws), e.party(req.To), req.Type)
+	}
+	var rj *envelope.Rejection
+	if errors.As(err, &rj) {
+		return envelope.Envelope{}, e.rejectEnvelope(from, req, rj)
+	}
+	if err != nil {
+		return envelope.Envelope{}, err
+	}
+	var env envelope.Envelope
+	err = e.commit(func(t *tx) error {
+		ts := t.next()
+		env = envelope.Envelope{
+			ID: e.ids.New(ts), From: ws, To: req.To, Originator: from.Originator, Type: req.Type,
+			Payload: req.Payload, InReplyTo: req.InReplyTo, Priority: req.Priority,
+			Timestamp: clock.Format(ts), Origin: envelope.OriginAgent, Status: envelope.StatusValidated,
+		}
+		err := t.appendAt(ts, ws, e.actorOf(from), trail.EventEnvelopeCreated, map[string]any{
+			"envelope_id": env.ID, "from": ws, "to": env.To, "type": env.Type, "priority": env.Priority,
+			"in_reply_to": env.InReplyTo, "originator": env.Originator, "timestamp": env.Timestamp,
+		})
+		if err != nil {
+			return err
+		}
+		to := t.ws(req.To)
+		if to.State == workspace.Suspended || to.State == workspace.Migrating {
+			if err := t.step("queue"); err != nil {
+				return err
+			}
+			if err := t.txn.Set(append(queuePrefix(to.ID), env.ID...), nil); err != nil {
+				return err
+			}
+			return putEnvelope(t.txn, env)
+		}
+		return t.deliver(&env, to)
+	})
+	return env, err
+}
+
+// deliver puts env into to's inbox: envelope_delivered, the idle → active
+// transition on a first delivery, and the acknowledged signal to the sender.
+func (t *tx) deliver(env *envelope.Envelope, to *workspace.Workspace) error {
+	ts := t.next()
+	env.Status, env.DeliveredAt = envelope.StatusDelivered, clock.Format(ts)
+	err := t.appendAt(ts, to.ID, trail.ActorProtocol, trail.EventEnvelopeDelivered, map[string]any{
+		"envelope_id": env.ID, "from": env.From, "to": to.ID, "delivered_at": env.DeliveredAt,
+	})
+	if err != nil {
+		return err
+	}
+	if err := t.step("inbox"); err != nil {
+		return err
+	}
+	if err := t.txn.Set(inboxKey(to.ID, envelope.Rank(env.Priority), env.ID), nil); err != nil {
+		return err
+	}
+	t.inboxed[to.ID] = true
+	if to.State == workspace.Idle {
+		if err := t.transition(to, workspace.FirstEnvelope, trail.ActorProtocol, "", false); err != nil {
+			return err
+		}
+	}
+	// Acknowledged: a runtime receipt from the receiver to the sender.
+	if _, err := t.emitTo(to, t.peek(env.From), taxonomy.SignalAcknowledged, "", env.ID, trail.ActorProtocol); err != nil {
+		return err
+	}
+	env.Status = envelope.StatusAcknowledged
+	return putEnvelope(t.txn, *env)
+}
+
+// deliverQueued delivers, in order, the envelopes queued for w while it was
+// suspended or migrating.
+func (t *tx) deliverQueued(w *workspace.Workspace) error {
+	var ids []string
+	it := t.txn.NewIterator(badger.IteratorOptions{Prefix: queuePrefix(w.ID)})
+	for it.Rewind(); it.Valid(); it.Next() {
+		ids = append(ids, string(it.Item().Key()[len(queuePrefix(w.ID)):]))
+	}
+	it.Close()
+	for _, id := range ids {
+		env, err := getEnvelope(t.txn, id)
+		if err != nil {
+			return err
+		}
+		if err := t.txn.Delete(append(queuePrefix(w.ID), id...)); err != nil {
+			return err
+		}
+		if err := t.deliver(&env, w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rejectEnvelope records envelope_rejected in the sender's trail; the
+// rejected envelope's id is consumed. Caller holds e.mu.
+func (e *Engine) rejectEnvelope(from *workspace.Workspace, req envelope.Request, rj *envelope.Rejection) error {
+	err := e.commit(func(t *tx) error {
+		ts := t.next()
+		return t.appendAt(ts, from.ID, e.actorOf(from), trail.EventEnvelopeRejected, map[string]any{
+			"envelope_id": e.ids.New(ts), "from": from.ID, "to": optional(req.To), "type": optional(req.Type),
+			"reason": rj.Reason, "timestamp": clock.Format(ts),
+		})
+	})
+	if err != nil {
+		return err
+	}
+	return rj
+}
+
+// party describes workspace id for envelope.Check. Caller holds e.mu.
+func (e *Engine) party(id string) envelope.Party {
+	w := e.ws[id]
+	if w == nil {
+		return envelope.Party{ID: id}
+	}
+	return envelope.Party{
+		ID: id, Role: w.Role, Parent: w.ParentID(), Delegate: w.Delegate, Exists: true,
+		Sealed:   w.State == workspace.Integrating || w.State == workspace.Conflicted || w.State.Terminal(),
+		Terminal: w.State.Terminal(),
+	}
+}
+
+// NextEnvelope removes and returns the first envelope of ws's inbox
+// (blocking > urgent > normal, FIFO within a level), waiting up to wait for
+// one to arrive. It returns nil when none arrived.
+func (e *Engine) NextEnvelope(ctx context.Context, ws string, wait time.Duration) (*envelope.Envelope, error) {
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		env, ch, err := e.popInbox(ws)
+		if err != nil || env != nil {
+			return env, err
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// popInbox takes the first envelope of ws's inbox, or returns a channel that
+// is closed when the inbox next receives one.
+func (e *Engine) popInbox(ws string) (*envelope.Envelope, <-chan struct{}, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, nil, ErrClosed
+	}
+	if e.ws[ws] == nil {
+		return nil, nil, refuse(CodeNotFound, "workspace %s does not exist", ws)
+	}
+	var env *envelope.Envelope
+	err := e.db.Update(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: inboxPrefix(ws)})
+		it.Rewind()
+		if !it.Valid() {
+			it.Close()
+			return nil
+		}
+		key := it.Item().KeyCopy(nil)
+		it.Close()
+		got, err := getEnvelope(txn, string(key[len(inboxPrefix(ws))+1:]))
+		if err != nil {
+			return err
+		}
+		env = &got
+		return txn.Delete(key)
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: take from inbox: %v", ErrStorage, err)
+	}
+	if env != nil {
+		return env, nil, nil
+	}
+	ch, ok := e.inboxSig[ws]
+	if !ok {
+		ch = make(chan struct{})
+		e.inboxSig[ws] = ch
+	}
+	return nil, ch, nil
+}
+
+func putEnvelope(txn *badger.Txn, env envelope.Envelope) error {
+	b, err := json.Marshal(env)
+	if err != nil {
+		return err
+	}
+	return txn.Set(envKey(env.ID), b)
+}
+
+func getEnvelope(txn *badger.Txn, id string) (envelope.Envelope, error) {
+	var env envelope.Envelope
+	item, err := txn.Get(envKey(id))
+	if err != nil {
+		return env, fmt.Errorf("envelope %s: %w", id, err)
+	}
+	err = item.Value(func(v []byte) error { return json.NewDecoder(bytes.NewReader(v)).Decode(&env) })
+	return env, err
+}

@@ -1,0 +1,100 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/wacpd/wacpd/casstore"
+	"github.com/wacpd/wacpd/checkpointchain"
+	"github.com/wacpd/wacpd/envelope"
+	agentsignal "github.com/wacpd/wacpd/signal"
+	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/workspace"
+)
+
+// Codes are the error codes of the wire contract (wire-v1 §3). Every error an
+// Engine method returns maps to one through Code.
+const (
+	CodePermissionDenied   = "permission_denied"
+	CodeInvalidType        = "invalid_type"
+	CodeInvalidStructure   = "invalid_structure"
+	CodeInvalidParent      = "invalid_parent"
+	CodeWorkspaceNotActive = "workspace_not_active"
+	CodeNoSendRight        = "no_send_right"
+	CodeTargetNotFound     = "target_not_found"
+	CodeTargetTerminal     = "target_terminal"
+	CodeInvalidTransition  = "invalid_transition"
+	CodeNoFinalCheckpoint  = "no_final_checkpoint"
+	CodeNotFound           = "not_found"
+	CodeUnauthorized       = "unauthorized"
+	CodeTooLarge           = "too_large"
+	CodeUnavailable        = "unavailable"
+	CodeInternal           = "internal"
+)
+
+// These errors can be returned by Engine methods. Test with errors.Is.
+var (
+	// ErrClosed is returned after Close.
+	ErrClosed = errors.New("runtime: engine closed")
+	// ErrTaxonomyChanged is returned by Open when the data dir's run was
+	// started with another taxonomy (its checksum is in trail entry #1).
+	ErrTaxonomyChanged = errors.New("runtime: taxonomy differs from the run's")
+	// ErrStorage wraps a failed durable write: nothing of the operation
+	// happened.
+	ErrStorage = errors.New("runtime: storage write failed")
+)
+
+// Error is an engine refusal with its wire code. It unwraps to the
+// package-level cause when there is one.
+type Error struct {
+	Code    string
+	Message string
+	Err     error
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("runtime: %s: %s", e.Code, e.Message) }
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+func refuse(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Code returns the wire error code of err: the protocol's rejection reason
+// for rejections, not_found, unavailable for storage failures, internal for
+// anything unexpected.
+func Code(err error) string {
+	var (
+		re *Error
+		cr *checkpointchain.Rejection
+		er *envelope.Rejection
+		sr *agentsignal.Rejection
+	)
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &re):
+		return re.Code
+	case errors.As(err, &cr):
+		return string(cr.Reason)
+	case errors.As(err, &er):
+		return string(er.Reason)
+	case errors.As(err, &sr):
+		return string(sr.Reason)
+	case errors.Is(err, workspace.ErrInvalidTransition):
+		return CodeInvalidTransition
+	case errors.Is(err, workspace.ErrInvalidRequest), errors.Is(err, workspace.ErrContainment):
+		return CodeInvalidStructure
+	case errors.Is(err, workspace.ErrParentTerminal):
+		return CodeTargetTerminal
+	case errors.Is(err, workspace.ErrNotFound), errors.Is(err, checkpointchain.ErrNotFound),
+		errors.Is(err, trail.ErrNotFound), errors.Is(err, casstore.ErrNotFound):
+		return CodeNotFound
+	case errors.Is(err, casstore.ErrTooLarge):
+		return CodeTooLarge
+	case errors.Is(err, ErrStorage), errors.Is(err, ErrClosed):
+		return CodeUnavailable
+	}
+	return CodeInternal
+}

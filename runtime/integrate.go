@@ -1,0 +1,166 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/wacpd/wacpd/checkpointchain"
+	"github.com/wacpd/wacpd/taxonomy"
+	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/workspace"
+)
+
+// Integration decisions, strategies and modes (WACP Integration spec).
+const (
+	DecisionAccept = "accept"
+	DecisionRevise = "revise"
+	DecisionReject = "reject"
+
+	StrategyDirect    = "direct"
+	StrategyLayered   = "layered"
+	StrategyEvaluated = "evaluated"
+
+	ModeNormal  = "normal"
+	ModeSalvage = "salvage"
+)
+
+// IntegrateRequest is the body of an integrate call (wire contract §3.2).
+type IntegrateRequest struct {
+	Workspace string          `json:"workspace"`
+	Decision  string          `json:"decision"`
+	Strategy  string          `json:"strategy,omitempty"`
+	Mode      string          `json:"mode,omitempty"`
+	Result    json.RawMessage `json:"result,omitempty"`
+}
+
+// IntegrateResult is the reply of an integrate call.
+type IntegrateResult struct {
+	Workspace  *workspace.Workspace `json:"workspace"`
+	Checkpoint string               `json:"checkpoint"`
+	Outcome    string               `json:"outcome"` // closed, failed or salvaged
+}
+
+func decodeIntegrate(body []byte) (IntegrateRequest, error) {
+	var r IntegrateRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return r, refuse(CodeInvalidStructure, "malformed request: %v", err)
+	}
+	if r.Strategy == "" {
+		r.Strategy = StrategyDirect
+	}
+	if r.Mode == "" {
+		r.Mode = ModeNormal
+	}
+	switch {
+	case r.Workspace == "":
+		return r, refuse(CodeInvalidStructure, "workspace is required")
+	case r.Decision != DecisionAccept && r.Decision != DecisionRevise && r.Decision != DecisionReject:
+		return r, refuse(CodeInvalidStructure, "decision %q is not accept, revise or reject", r.Decision)
+	case r.Strategy != StrategyDirect && r.Strategy != StrategyLayered && r.Strategy != StrategyEvaluated:
+		return r, refuse(CodeInvalidStructure, "strategy %q is not direct, layered or evaluated", r.Strategy)
+	case r.Mode != ModeNormal && r.Mode != ModeSalvage:
+		return r, refuse(CodeInvalidStructure, "mode %q is not normal or salvage", r.Mode)
+	case r.Mode == ModeSalvage && r.Strategy != StrategyEvaluated:
+		return r, refuse(CodeInvalidStructure, "salvage integration uses the evaluated strategy only")
+	case r.Mode == ModeSalvage && r.Decision != DecisionAccept:
+		return r, refuse(CodeInvalidStructure, "salvage integration only accepts work from a failed workspace")
+	case len(r.Result) > 0 && !json.Valid(r.Result):
+		return r, refuse(CodeInvalidStructure, "result is not JSON")
+	}
+	return r, nil
+}
+
+// Integrate decides on a workspace's work (WACP Integration spec). In normal
+// mode the workspace must be integrating and the decision uses its most
+// recent final checkpoint (no_final_checkpoint when there is none): accept
+// closes it, revise fails it with revision_required, reject fails it with
+// rejected. In salvage mode the workspace is failed and stays failed; the
+// most recent final checkpoint is used, else the head. The checkpoint's
+// digest is verified first. One commit holds the integrate signal,
+// integration_started, integration_completed or integration_aborted, and
+// the transition.
+func (e *Engine) Integrate(ctx context.Context, actor string, body []byte) (IntegrateResult, error) {
+	req, err := decodeIntegrate(body)
+	if err != nil {
+		return IntegrateResult{}, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	a, w, err := e.authorize(actor, req.Workspace)
+	if err != nil {
+		return IntegrateResult{}, err
+	}
+	chain := e.chains[w.ID]
+	cpID := chain.LastFinal
+	switch {
+	case req.Mode == ModeNormal && w.State != workspace.Integrating:
+		return IntegrateResult{}, refuse(CodeInvalidTransition, "workspace %s is %s; normal integration needs integrating", w.ID, w.State)
+	case req.Mode == ModeSalvage && w.State != workspace.Failed:
+		return IntegrateResult{}, refuse(CodeInvalidTransition, "workspace %s is %s; salvage needs a failed workspace", w.ID, w.State)
+	case req.Mode == ModeSalvage && cpID == "":
+		cpID = chain.Head
+	}
+	if cpID == "" {
+		return IntegrateResult{}, refuse(CodeNoFinalCheckpoint, "workspace %s has no final checkpoint to integrate", w.ID)
+	}
+	// Verify the checkpoint's integrity proof before integrating (Security §4.3).
+	if err := e.db.View(func(txn *badger.Txn) error {
+		_, err := checkpointchain.Get(txn, cpID)
+		return err
+	}); err != nil {
+		return IntegrateResult{}, err
+	}
+	res := IntegrateResult{Checkpoint: cpID}
+	err = e.commit(func(t *tx) error {
+		c := t.ws(w.ID)
+		target := c.ParentID()
+		if _, err := t.emit(t.ws(actor), taxonomy.SignalIntegrate, "", cpID, e.actorOf(a)); err != nil {
+			return err
+		}
+		_, err := t.append(w.ID, e.actorOf(a), trail.EventIntegrationStarted, map[string]any{
+			"source": w.ID, "target": target, "owner": c.Owner, "mode": req.Mode,
+			"strategy": req.Strategy, "checkpoint_ref": cpID, "timestamp": nil,
+		})
+		if err != nil {
+			return err
+		}
+		if req.Decision == DecisionAccept {
+			_, err := t.append(w.ID, e.actorOf(a), trail.EventIntegrationCompleted, map[string]any{
+				"source": w.ID, "target": target, "mode": req.Mode, "strategy": req.Strategy,
+				"result": "success", "timestamp": nil,
+			})
+			if err != nil {
+				return err
+			}
+			res.Outcome = "salvaged"
+			if req.Mode == ModeNormal {
+				res.Outcome = string(workspace.Closed)
+				err = t.transition(c, workspace.IntegrationSucceeded, e.actorOf(a), "", false)
+			}
+			res.Workspace = c
+			return err
+		}
+		reason := "rejected"
+		if req.Decision == DecisionRevise {
+			reason = "revision_required"
+		}
+		_, err = t.append(w.ID, e.actorOf(a), trail.EventIntegrationAborted, map[string]any{
+			"source": w.ID, "target": target, "mode": req.Mode, "reason": reason, "timestamp": nil,
+		})
+		if err != nil {
+			return err
+		}
+		res.Outcome, res.Workspace = string(workspace.Failed), c
+		return t.transition(c, workspace.IntegrationFailed, e.actorOf(a), reason, false)
+	})
+	if err != nil {
+		return IntegrateResult{}, err
+	}
+	res.Workspace = res.Workspace.Clone()
+	return res, nil
+}

@@ -1,0 +1,80 @@
+package runtime
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/dgraph-io/badger/v4"
+
+	agentsignal "github.com/wacpd/wacpd/signal"
+)
+
+// OutboxItem is a delivered signal waiting to be published on NATS. It is
+// written in the transaction that delivers the signal and removed by
+// AckOutbox once the publish is confirmed, so a signal whose trail entries
+// are durable is published at least once, also across crashes.
+type OutboxItem struct {
+	ID      string             `json:"id"` // the signal id; also Nats-Msg-Id
+	Subject string             `json:"subject"`
+	Signal  agentsignal.Signal `json:"signal"`
+}
+
+var prefixOutbox = []byte("o/") // o/<signal id> -> OutboxItem
+
+func (t *tx) queueSignal(s agentsignal.Signal) error {
+	if err := t.step("outbox"); err != nil {
+		return err
+	}
+	it := OutboxItem{ID: s.ID, Subject: agentsignal.Subject(s), Signal: s}
+	b, err := json.Marshal(it)
+	if err != nil {
+		return err
+	}
+	if err := t.txn.Set(append([]byte("o/"), s.ID...), b); err != nil {
+		return err
+	}
+	t.outbox = append(t.outbox, it)
+	return nil
+}
+
+// Outbox returns up to limit unconfirmed signals in emission order.
+func (e *Engine) Outbox(limit int) ([]OutboxItem, error) {
+	var out []OutboxItem
+	err := e.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixOutbox, PrefetchValues: true})
+		defer it.Close()
+		for it.Rewind(); it.Valid() && (limit <= 0 || len(out) < limit); it.Next() {
+			var o OutboxItem
+			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &o) }); err != nil {
+				return err
+			}
+			out = append(out, o)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read outbox: %w", err)
+	}
+	return out, nil
+}
+
+// AckOutbox removes published signals from the outbox.
+func (e *Engine) AckOutbox(ids ...string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return ErrClosed
+	}
+	err := e.db.Update(func(txn *badger.Txn) error {
+		for _, id := range ids {
+			if err := txn.Delete(append([]byte("o/"), id...)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w: ack outbox: %v", ErrStorage, err)
+	}
+	return nil
+}

@@ -1,0 +1,208 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/wacpd/wacpd/checkpointchain"
+	"github.com/wacpd/wacpd/clock"
+	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/workspace"
+)
+
+func ctxBackground() context.Context { return context.Background() }
+
+// tx is one commit in the making. Operations read the engine's state through
+// it and change only tx-local copies; the copies replace the engine's state
+// only after the Badger transaction committed, so a failed commit leaves
+// nothing behind, in memory or on disk.
+type tx struct {
+	e       *Engine
+	txn     *badger.Txn
+	batch   *trail.Batch
+	dirty   map[string]*workspace.Workspace // changed copies, by id
+	created map[string]*workspace.Workspace // new workspaces (also in dirty)
+	chains  map[string]checkpointchain.Chain
+	outbox  []OutboxItem
+	inboxed map[string]bool // workspaces whose inbox got an envelope
+	later   []func()        // run after a successful commit
+	steps   int
+}
+
+// commit runs fn in a new read-write transaction and commits it durably.
+// The caller holds e.mu. If fn or the commit fails, nothing changes.
+func (e *Engine) commit(fn func(*tx) error) error {
+	if e.closed {
+		return ErrClosed
+	}
+	txn := e.db.NewTransaction(true)
+	defer txn.Discard()
+	t := &tx{
+		e: e, txn: txn, batch: e.log.NewBatch(txn),
+		dirty: map[string]*workspace.Workspace{}, created: map[string]*workspace.Workspace{},
+		chains: map[string]checkpointchain.Chain{}, inboxed: map[string]bool{},
+	}
+	if err := fn(t); err != nil {
+		return err
+	}
+	if err := t.step("commit"); err != nil {
+		return err
+	}
+	if err := txn.Commit(); err != nil {
+		e.lg.Error("commit failed", "err", err)
+		return fmt.Errorf("%w: %v", ErrStorage, err)
+	}
+	t.batch.Commit()
+	for id, w := range t.dirty {
+		if old := e.ws[id]; old != nil && old.ParentID() != w.ParentID() {
+			e.children[old.ParentID()] = slices.DeleteFunc(e.children[old.ParentID()], func(c string) bool { return c == id })
+		}
+		if old := e.ws[id]; (old == nil || old.ParentID() != w.ParentID()) && w.ParentID() != "" {
+			kids := append(e.children[w.ParentID()], id)
+			sort.Strings(kids)
+			e.children[w.ParentID()] = kids
+		}
+		e.ws[id] = w
+	}
+	for id, c := range t.chains {
+		e.chains[id] = c
+	}
+	for id := range t.inboxed {
+		if ch, ok := e.inboxSig[id]; ok {
+			close(ch)
+			delete(e.inboxSig, id)
+		}
+	}
+	for _, f := range t.later {
+		f()
+	}
+	c := Commit{Entries: t.batch.Entries(), Outbox: t.outbox}
+	for _, fn := range e.onCommit {
+		fn(c)
+	}
+	return nil
+}
+
+// step calls the failAt test seam; production code never sets it.
+func (t *tx) step(name string) error {
+	t.steps++
+	if t.e.cfg.failAt != nil {
+		if err := t.e.cfg.failAt(name); err != nil {
+			return fmt.Errorf("%w: injected at %s: %v", ErrStorage, name, err)
+		}
+	}
+	return nil
+}
+
+// after queues fn to run after a successful commit.
+func (t *tx) after(fn func()) { t.later = append(t.later, fn) }
+
+// next returns a fresh timestamp.
+func (t *tx) next() time.Time { return t.e.clock.Next() }
+
+// ws returns the tx's copy of workspace id, or nil.
+func (t *tx) ws(id string) *workspace.Workspace {
+	if w, ok := t.dirty[id]; ok {
+		return w
+	}
+	w := t.e.ws[id]
+	if w == nil {
+		return nil
+	}
+	c := w.Clone()
+	t.dirty[id] = c
+	return c
+}
+
+// peek returns the current record of id without copying; do not modify it.
+func (t *tx) peek(id string) *workspace.Workspace {
+	if w, ok := t.dirty[id]; ok {
+		return w
+	}
+	return t.e.ws[id]
+}
+
+// children returns the current children of id, including ones created or
+// moved in this tx.
+func (t *tx) children(id string) []string {
+	out := slices.Clone(t.e.children[id])
+	for cid, w := range t.dirty {
+		old := t.e.ws[cid]
+		switch {
+		case w.ParentID() == id && (old == nil || old.ParentID() != id):
+			out = append(out, cid)
+		case w.ParentID() != id && old != nil && old.ParentID() == id:
+			out = slices.DeleteFunc(out, func(c string) bool { return c == cid })
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// snapshot returns all records as this tx sees them (for Cascade).
+func (t *tx) snapshot() (map[string]*workspace.Workspace, map[string][]string) {
+	all := make(map[string]*workspace.Workspace, len(t.e.ws)+len(t.created))
+	kids := map[string][]string{}
+	for id := range t.e.ws {
+		all[id] = t.peek(id)
+	}
+	for id, w := range t.created {
+		all[id] = w
+	}
+	for id, w := range all {
+		if p := w.ParentID(); p != "" {
+			kids[p] = append(kids[p], id)
+		}
+	}
+	return all, kids
+}
+
+// put writes a workspace record.
+func (t *tx) put(w *workspace.Workspace) error {
+	if err := t.step("workspace"); err != nil {
+		return err
+	}
+	t.dirty[w.ID] = w
+	return workspace.Put(t.txn, w)
+}
+
+// chain returns workspace id's chain as this tx sees it.
+func (t *tx) chain(id string) checkpointchain.Chain {
+	if c, ok := t.chains[id]; ok {
+		return c
+	}
+	return t.e.chains[id]
+}
+
+// appendAt writes one trail entry at ts. ws is the workspace whose local
+// trail gets the entry; entries about a workspace that is already terminal
+// go to the global trail only (ws ""), so nothing is recorded in a local
+// trail after its terminal state.
+func (t *tx) appendAt(ts time.Time, ws, actor string, typ trail.EventType, body map[string]any) error {
+	if err := t.step(string(typ)); err != nil {
+		return err
+	}
+	if w := t.peek(ws); w != nil && w.State.Terminal() {
+		ws = ""
+	}
+	_, err := t.batch.Append(trail.Event{
+		ID: t.e.ids.New(ts), Timestamp: clock.Format(ts), Workspace: ws,
+		Actor: actor, Type: typ, Body: body,
+	})
+	return err
+}
+
+// append writes one trail entry at a fresh timestamp. A "timestamp" key in
+// body is set to that timestamp.
+func (t *tx) append(ws, actor string, typ trail.EventType, body map[string]any) (time.Time, error) {
+	ts := t.next()
+	if _, ok := body["timestamp"]; ok {
+		body["timestamp"] = clock.Format(ts)
+	}
+	return ts, t.appendAt(ts, ws, actor, typ, body)
+}

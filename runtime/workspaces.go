@@ -1,0 +1,278 @@
+package runtime
+
+import (
+	"context"
+	"sort"
+
+	"github.com/wacpd/wacpd/clock"
+	"github.com/wacpd/wacpd/taxonomy"
+	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/workspace"
+)
+
+func createdBody(w *workspace.Workspace) map[string]any {
+	return map[string]any{
+		"workspace_id": w.ID, "role": w.Role, "parent": w.Parent, "delegate": w.Delegate,
+		"originator": w.Originator, "owner": w.Owner, "visibility_set": w.Visibility,
+		"authority_set": w.Authority, "timeout": optional(w.Timeout), "budget": w.Budget,
+		"priority": w.Priority, "group": optional(w.Group),
+	}
+}
+
+// CreateWorkspace creates a workspace on behalf of the agent of workspace
+// actor, which must be the coordinator (root) or a delegate. The parent is
+// the actor unless the request names one: the coordinator may name any live
+// workspace, a delegate only one in its own subtree. Only the coordinator
+// grants delegation; no one creates a second coordinator. It writes
+// workspace_created and the send rights between the new workspace and its
+// parent (port_right_created, both ways) in one commit.
+func (e *Engine) CreateWorkspace(ctx context.Context, actor string, body []byte) (*workspace.Workspace, error) {
+	req, err := workspace.DecodeCreateRequest(body)
+	if err != nil {
+		return nil, &Error{Code: CodeInvalidStructure, Message: err.Error(), Err: err}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	a := e.ws[actor]
+	switch {
+	case a == nil:
+		return nil, refuse(CodeNotFound, "workspace %s does not exist", actor)
+	case !a.IsRoot() && !a.Delegate:
+		return nil, refuse(CodePermissionDenied, "only the coordinator or a delegate creates workspaces")
+	case a.State.Terminal():
+		return nil, refuse(CodePermissionDenied, "workspace %s is %s", actor, a.State)
+	}
+	parentID := req.Parent
+	if parentID == "" {
+		parentID = actor
+	}
+	parent := e.ws[parentID]
+	switch {
+	case parent == nil:
+		return nil, refuse(CodeNotFound, "parent workspace %s does not exist", parentID)
+	case !a.IsRoot() && !e.inSubtree(actor, parentID):
+		return nil, refuse(CodePermissionDenied, "a delegate creates workspaces only in its own subtree")
+	case !e.tax.HasRole(req.Role):
+		return nil, refuse(CodeInvalidType, "role %q is not registered in taxonomy %s", req.Role, e.tax.ID())
+	case req.Role == taxonomy.RoleCoordinator:
+		return nil, refuse(CodePermissionDenied, "there is exactly one coordinator, assigned by the runtime")
+	case req.Delegate && !a.IsRoot():
+		return nil, refuse(CodePermissionDenied, "only the coordinator grants delegation")
+	}
+	var created *workspace.Workspace
+	err = e.commit(func(t *tx) error {
+		ts := t.next()
+		w, err := workspace.Plan(req, parent, e.ids.New(ts), clock.Format(ts))
+		if err != nil {
+			return err
+		}
+		t.created[w.ID] = w
+		if err := t.put(w); err != nil {
+			return err
+		}
+		if err := t.appendAt(ts, w.ID, e.actorOf(a), trail.EventWorkspaceCreated, createdBody(w)); err != nil {
+			return err
+		}
+		for _, r := range [][2]string{{parent.ID, w.ID}, {w.ID, parent.ID}} {
+			rts := t.next()
+			err := t.appendAt(rts, w.ID, trail.ActorProtocol, trail.EventPortRightCreated, map[string]any{
+				"right_id": e.ids.New(rts), "right_type": "send", "holder": r[0], "target": r[1],
+				"created_by": actor,
+			})
+			if err != nil {
+				return err
+			}
+		}
+		created = w
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return created.Clone(), nil
+}
+
+// inSubtree reports whether id is root or a descendant of root. Caller holds e.mu.
+func (e *Engine) inSubtree(root, id string) bool {
+	for w := e.ws[id]; w != nil; w = e.ws[w.ParentID()] {
+		if w.ID == root {
+			return true
+		}
+	}
+	return false
+}
+
+// canSee reports whether the agent of actor may read workspace target: the
+// coordinator sees everything; a workspace sees itself, its visibility set
+// and its own subtree. Caller holds e.mu.
+func (e *Engine) canSee(actor, target string) bool {
+	a := e.ws[actor]
+	if a == nil {
+		return false
+	}
+	return a.IsRoot() || a.Sees(target) || e.inSubtree(actor, target)
+}
+
+// GetWorkspace returns workspace id's record if actor may see it.
+func (e *Engine) GetWorkspace(ctx context.Context, actor, id string) (*workspace.Workspace, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	w := e.ws[id]
+	if w == nil {
+		return nil, refuse(CodeNotFound, "workspace %s does not exist", id)
+	}
+	if !e.canSee(actor, id) {
+		return nil, refuse(CodePermissionDenied, "workspace %s is not visible to %s", id, actor)
+	}
+	return w.Clone(), nil
+}
+
+// ListWorkspaces returns the workspaces actor may see, filtered by parent
+// and state when set, in creation order.
+func (e *Engine) ListWorkspaces(ctx context.Context, actor, parent string, state workspace.State) ([]*workspace.Workspace, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.ws[actor] == nil {
+		return nil, refuse(CodeNotFound, "workspace %s does not exist", actor)
+	}
+	if state != "" && !state.Valid() {
+		return nil, refuse(CodeInvalidStructure, "state %q is not a workspace state", state)
+	}
+	var out []*workspace.Workspace
+	for id, w := range e.ws {
+		if (parent == "" || w.ParentID() == parent) && (state == "" || w.State == state) && e.canSee(actor, id) {
+			out = append(out, w.Clone())
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// authorize checks that actor may run a coordinator operation on target:
+// the coordinator on any workspace but the root, a delegate on its own
+// subtree. Caller holds e.mu.
+func (e *Engine) authorize(actor, target string) (*workspace.Workspace, *workspace.Workspace, error) {
+	a, w := e.ws[actor], e.ws[target]
+	switch {
+	case a == nil:
+		return nil, nil, refuse(CodeNotFound, "workspace %s does not exist", actor)
+	case w == nil:
+		return nil, nil, refuse(CodeNotFound, "workspace %s does not exist", target)
+	case !a.IsRoot() && !(a.Delegate && target != actor && e.inSubtree(actor, target)):
+		return nil, nil, refuse(CodePermissionDenied, "only the coordinator or a delegate over %s may do this", target)
+	case w.IsRoot():
+		return nil, nil, refuse(CodeInvalidTransition, "the root workspace ends with the run")
+	}
+	return a, w, nil
+}
+
+// Abort fails workspace id at once (any non-terminal state): a failed signal
+// with reason aborted_by_coordinator, the transition, and the cascade.
+func (e *Engine) Abort(ctx context.Context, actor, id, reason string) (*workspace.Workspace, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	a, w, err := e.authorize(actor, id)
+	if err != nil {
+		return nil, err
+	}
+	if w.State.Terminal() {
+		return nil, refuse(CodeInvalidTransition, "workspace %s is already %s", id, w.State)
+	}
+	if reason == "" {
+		reason = "aborted_by_coordinator"
+	}
+	var out *workspace.Workspace
+	err = e.commit(func(t *tx) error {
+		c := t.ws(id)
+		if _, err := t.emit(c, taxonomy.SignalFailed, reason, "", trail.ActorProtocol); err != nil {
+			return err
+		}
+		if err := t.transition(c, workspace.Abort, e.actorOf(a), reason, false); err != nil {
+			return err
+		}
+		out = c
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out.Clone(), nil
+}
+
+// Suspend moves an active or blocked workspace to suspended, storing its
+// pre-state: the coordinator's suspend signal, suspension_started and the
+// transition.
+func (e *Engine) Suspend(ctx context.Context, actor, id, reason string) (*workspace.Workspace, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	a, w, err := e.authorize(actor, id)
+	if err != nil {
+		return nil, err
+	}
+	if w.State != workspace.Active && w.State != workspace.Blocked {
+		return nil, refuse(CodeInvalidTransition, "workspace %s is %s; only active or blocked workspaces are suspended", id, w.State)
+	}
+	if reason == "" {
+		reason = "coordinator_request"
+	}
+	var out *workspace.Workspace
+	err = e.commit(func(t *tx) error {
+		if _, err := t.emit(t.ws(actor), taxonomy.SignalSuspend, reason, id, e.actorOf(a)); err != nil {
+			return err
+		}
+		c := t.ws(id)
+		_, err := t.append(id, e.actorOf(a), trail.EventSuspensionStarted, map[string]any{
+			"workspace_id": id, "pre_suspension_state": c.State, "reason": reason,
+		})
+		if err != nil {
+			return err
+		}
+		if err := t.transition(c, workspace.Suspend, e.actorOf(a), "", false); err != nil {
+			return err
+		}
+		out = c
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out.Clone(), nil
+}
+
+// Resume returns a suspended workspace to its pre-state and delivers the
+// envelopes that queued while it was suspended.
+func (e *Engine) Resume(ctx context.Context, actor, id string) (*workspace.Workspace, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	a, w, err := e.authorize(actor, id)
+	if err != nil {
+		return nil, err
+	}
+	if w.State != workspace.Suspended {
+		return nil, refuse(CodeInvalidTransition, "workspace %s is %s, not suspended", id, w.State)
+	}
+	var out *workspace.Workspace
+	err = e.commit(func(t *tx) error {
+		c := t.ws(id)
+		since, _ := clock.Parse(c.UpdatedAt)
+		ts := t.next()
+		err := t.appendAt(ts, id, e.actorOf(a), trail.EventSuspensionResumed, map[string]any{
+			"workspace_id": id, "resumed_to_state": c.PreState, "duration": ts.Sub(since).String(),
+		})
+		if err != nil {
+			return err
+		}
+		if err := t.transition(c, workspace.Resume, e.actorOf(a), "", false); err != nil {
+			return err
+		}
+		if err := t.deliverQueued(c); err != nil {
+			return err
+		}
+		out = c
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out.Clone(), nil
+}

@@ -1,0 +1,370 @@
+package taxonomy
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The raw* types hold a decoded but not yet validated taxonomy. Each keeps
+// the label of its entry for error messages.
+type rawTaxonomy struct {
+	empty           bool // the document declares nothing at all
+	id, version     string
+	protocolVersion string
+	hasPV           bool
+	roles           []rawRole
+	envelopes       []rawEnvelope
+	checkpoints     []rawCheckpoint
+}
+
+type rawRole struct {
+	entry         string // "roles[reviewer]"
+	name, extends string
+	add, remove   []rawCap
+	hasOverride   bool // override.checkpoint_types is present
+	overrideTypes []string
+}
+
+type rawEnvelope struct {
+	entry, name string
+	perms       []rawPerm
+}
+
+type rawPerm struct {
+	entry            string
+	sender, receiver string
+}
+
+type rawCheckpoint struct {
+	entry, name string
+	permitted   []string
+	required    []string
+}
+
+// Allowed keys, per object.
+var (
+	topKeys        = []string{"id", "version", "protocol_version", "roles", "envelope_types", "checkpoint_types"}
+	roleKeys       = []string{"name", "extends", "add", "remove", "override"}
+	overrideKeys   = []string{"checkpoint_types"}
+	envelopeKeys   = []string{"name", "description", "permissions"}
+	permissionKeys = []string{"sender_role", "receiver_role"}
+	checkpointKeys = []string{"name", "description", "permitted_roles", "required_fields"}
+)
+
+// signalKeys are the keys that would register signal types.
+var signalKeys = map[string]bool{"signal_types": true, "signals": true}
+
+func decodeTaxonomy(root *node) (*rawTaxonomy, *ValidationError) {
+	switch root.kind {
+	case kindNull:
+		return &rawTaxonomy{empty: true}, nil
+	case kindMap:
+	default:
+		return nil, invalid("", RuleFieldType, "top level must be a mapping, got %v", root.kind)
+	}
+	body := root
+	if i := indexOf(root.keys, "taxonomy"); i >= 0 {
+		for _, k := range root.keys {
+			if k != "taxonomy" {
+				return nil, unknownField("", k, []string{"taxonomy"})
+			}
+		}
+		if len(root.keys) > 1 {
+			return nil, invalid("taxonomy", RuleDuplicateKey, "key \"taxonomy\" appears more than once")
+		}
+		body = root.values[i]
+		switch body.kind {
+		case kindNull:
+			return &rawTaxonomy{empty: true}, nil
+		case kindMap:
+		default:
+			return nil, invalid("taxonomy", RuleFieldType, "must be a mapping, got %v", body.kind)
+		}
+	}
+	f, err := fields(body, "", topKeys)
+	if err != nil {
+		return nil, err
+	}
+	t := &rawTaxonomy{empty: len(body.keys) == 0}
+	if t.id, err = str(f["id"], "id"); err != nil {
+		return nil, err
+	}
+	if t.version, err = str(f["version"], "version"); err != nil {
+		return nil, err
+	}
+	if pv := f["protocol_version"]; pv != nil && pv.kind != kindNull {
+		t.hasPV = true
+		if t.protocolVersion, err = str(pv, "protocol_version"); err != nil {
+			return nil, err
+		}
+	}
+	roles, err := entries(f["roles"], "roles")
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range roles {
+		r, err := decodeRole(e)
+		if err != nil {
+			return nil, err
+		}
+		t.roles = append(t.roles, r)
+	}
+	envs, err := entries(f["envelope_types"], "envelope_types")
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range envs {
+		r, err := decodeEnvelope(e)
+		if err != nil {
+			return nil, err
+		}
+		t.envelopes = append(t.envelopes, r)
+	}
+	cps, err := entries(f["checkpoint_types"], "checkpoint_types")
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range cps {
+		r, err := decodeCheckpoint(e)
+		if err != nil {
+			return nil, err
+		}
+		t.checkpoints = append(t.checkpoints, r)
+	}
+	return t, nil
+}
+
+// An entry is one registry item, from a list (named by its name field) or
+// from a mapping keyed by name.
+type entry struct {
+	label   string // "roles[reviewer]", or "roles[2]" for an unnamed list item
+	key     string // the mapping key, for map-style registries
+	fromMap bool
+	body    *node
+}
+
+func entries(n *node, registry string) ([]entry, *ValidationError) {
+	if n == nil {
+		return nil, nil
+	}
+	var out []entry
+	switch n.kind {
+	case kindNull:
+	case kindList:
+		for i, item := range n.items {
+			label := registry + "[" + strconv.Itoa(i) + "]"
+			if item.kind == kindMap {
+				if j := indexOf(item.keys, "name"); j >= 0 && isText(item.values[j]) && item.values[j].text != "" {
+					label = registry + "[" + item.values[j].text + "]"
+				}
+			}
+			out = append(out, entry{label: label, body: item})
+		}
+	case kindMap:
+		for i, k := range n.keys {
+			body := n.values[i]
+			if body.kind == kindNull { // "reviewer:" with nothing under it
+				body = &node{kind: kindMap}
+			}
+			out = append(out, entry{label: registry + "[" + k + "]", key: k, fromMap: true, body: body})
+		}
+	default:
+		return nil, invalid(registry, RuleFieldType, "must be a list or a mapping keyed by name, got %v", n.kind)
+	}
+	return out, nil
+}
+
+// name returns the entry's name, checking a map-style entry's optional name
+// field against its key.
+func (e entry) name(f map[string]*node) (string, *ValidationError) {
+	v, err := str(f["name"], e.label+".name")
+	if err != nil {
+		return "", err
+	}
+	if e.fromMap {
+		if f["name"] != nil && f["name"].kind != kindNull && v != e.key {
+			return "", invalid(e.label, RuleNameMismatch, "name %q does not match its key %q", v, e.key)
+		}
+		return e.key, nil
+	}
+	if v == "" {
+		return "", invalid(e.label, RuleRequiredField, "name is required")
+	}
+	return v, nil
+}
+
+func decodeRole(e entry) (rawRole, *ValidationError) {
+	r := rawRole{entry: e.label}
+	f, err := fields(e.body, e.label, roleKeys)
+	if err != nil {
+		return r, err
+	}
+	if r.name, err = e.name(f); err != nil {
+		return r, err
+	}
+	if r.extends, err = str(f["extends"], e.label+".extends"); err != nil {
+		return r, err
+	}
+	if r.add, err = capList(f["add"], e.label+".add"); err != nil {
+		return r, err
+	}
+	if r.remove, err = capList(f["remove"], e.label+".remove"); err != nil {
+		return r, err
+	}
+	if o := f["override"]; o != nil && o.kind != kindNull {
+		of, err := fields(o, e.label+".override", overrideKeys)
+		if err != nil {
+			return r, err
+		}
+		if ct := of["checkpoint_types"]; ct != nil && ct.kind != kindNull {
+			r.hasOverride = true
+			r.overrideTypes, err = strList(ct, e.label+".override.checkpoint_types")
+			if err != nil {
+				return r, err
+			}
+			if r.overrideTypes == nil {
+				r.overrideTypes = []string{}
+			}
+		}
+	}
+	return r, nil
+}
+
+func decodeEnvelope(e entry) (rawEnvelope, *ValidationError) {
+	r := rawEnvelope{entry: e.label}
+	f, err := fields(e.body, e.label, envelopeKeys)
+	if err != nil {
+		return r, err
+	}
+	if r.name, err = e.name(f); err != nil {
+		return r, err
+	}
+	if _, err = str(f["description"], e.label+".description"); err != nil {
+		return r, err
+	}
+	p := f["permissions"]
+	if p == nil || p.kind == kindNull {
+		return r, nil
+	}
+	if p.kind != kindList {
+		return r, invalid(e.label+".permissions", RuleFieldType, "must be a list, got %v", p.kind)
+	}
+	for i, item := range p.items {
+		label := e.label + ".permissions[" + strconv.Itoa(i) + "]"
+		pf, err := fields(item, label, permissionKeys)
+		if err != nil {
+			return r, err
+		}
+		row := rawPerm{entry: label}
+		if row.sender, err = str(pf["sender_role"], label+".sender_role"); err != nil {
+			return r, err
+		}
+		if row.receiver, err = str(pf["receiver_role"], label+".receiver_role"); err != nil {
+			return r, err
+		}
+		r.perms = append(r.perms, row)
+	}
+	return r, nil
+}
+
+func decodeCheckpoint(e entry) (rawCheckpoint, *ValidationError) {
+	r := rawCheckpoint{entry: e.label}
+	f, err := fields(e.body, e.label, checkpointKeys)
+	if err != nil {
+		return r, err
+	}
+	if r.name, err = e.name(f); err != nil {
+		return r, err
+	}
+	if _, err = str(f["description"], e.label+".description"); err != nil {
+		return r, err
+	}
+	if r.permitted, err = strList(f["permitted_roles"], e.label+".permitted_roles"); err != nil {
+		return r, err
+	}
+	if r.required, err = strList(f["required_fields"], e.label+".required_fields"); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// fields checks that n is a mapping whose keys are all in allowed, each at
+// most once, and returns it as a map. A missing key maps to nil.
+func fields(n *node, label string, allowed []string) (map[string]*node, *ValidationError) {
+	if n == nil || n.kind != kindMap {
+		kind := kindNull
+		if n != nil {
+			kind = n.kind
+		}
+		return nil, invalid(label, RuleFieldType, "must be a mapping, got %v", kind)
+	}
+	f := make(map[string]*node, len(n.keys))
+	for i, k := range n.keys {
+		if indexOf(allowed, k) < 0 {
+			return nil, unknownField(label, k, allowed)
+		}
+		if _, dup := f[k]; dup {
+			return nil, invalid(join(label, k), RuleDuplicateKey, "key %q appears more than once", k)
+		}
+		f[k] = n.values[i]
+	}
+	return f, nil
+}
+
+func unknownField(label, key string, allowed []string) *ValidationError {
+	if signalKeys[key] {
+		return invalid(join(label, key), RuleSignalNotExtensible,
+			"signal types are fixed by the protocol (%d types) and cannot be registered in a taxonomy", len(SignalTypes()))
+	}
+	return invalid(join(label, key), RuleUnknownField, "unknown field (allowed: %s)", strings.Join(allowed, ", "))
+}
+
+func join(label, key string) string {
+	if label == "" {
+		return key
+	}
+	return label + "." + key
+}
+
+// isText reports whether n is a scalar read as a string: a string or a number
+// (YAML reads protocol_version: 0.1 as a number).
+func isText(n *node) bool { return n.kind == kindString || n.kind == kindNumber }
+
+// str decodes an optional string field; absent and null read as "".
+func str(n *node, label string) (string, *ValidationError) {
+	if n == nil || n.kind == kindNull {
+		return "", nil
+	}
+	if !isText(n) {
+		return "", invalid(label, RuleFieldType, "must be a string, got %v", n.kind)
+	}
+	return n.text, nil
+}
+
+// strList decodes an optional list of strings; absent and null read as nil.
+func strList(n *node, label string) ([]string, *ValidationError) {
+	if n == nil || n.kind == kindNull {
+		return nil, nil
+	}
+	if n.kind != kindList {
+		return nil, invalid(label, RuleFieldType, "must be a list of strings, got %v", n.kind)
+	}
+	out := make([]string, 0, len(n.items))
+	for i, item := range n.items {
+		if !isText(item) {
+			return nil, invalid(fmt.Sprintf("%s[%d]", label, i), RuleFieldType, "must be a string, got %v", item.kind)
+		}
+		out = append(out, item.text)
+	}
+	return out, nil
+}
+
+func indexOf(list []string, s string) int {
+	for i, v := range list {
+		if v == s {
+			return i
+		}
+	}
+	return -1
+}

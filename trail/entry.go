@@ -1,0 +1,113 @@
+package trail
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/gowebpki/jcs"
+
+	"github.com/wacpd/wacpd/casstore"
+)
+
+// Algorithm is the hash algorithm of every chain, recorded in trail entry #1.
+const Algorithm = "blake3-256"
+
+// Reserved actors (WACP Trail §3, User spec).
+const (
+	ActorProtocol = "protocol"
+	ActorSystem   = "system"
+)
+
+// Entry is a trail entry in the WACP Trail schema. In the global view (what
+// ReadGlobal returns) PrevHash is the previous global entry's hash and
+// Integrity.LocalHash is the entry's hash in its workspace's chain; in the
+// local view (ReadLocal) PrevHash and Integrity.EntryHash are the workspace
+// chain's and LocalHash is empty.
+type Entry struct {
+	ID        string          `json:"id"`
+	Timestamp string          `json:"timestamp"`
+	Workspace string          `json:"-"` // "" = system-level, encoded as null
+	Actor     string          `json:"actor"`
+	EventType EventType       `json:"event_type"`
+	Body      json.RawMessage `json:"body"` // canonical JSON object
+	PrevHash  string          `json:"-"`    // "" = start of scope, encoded as null
+	Integrity Integrity       `json:"integrity"`
+}
+
+// Integrity is an entry's integrity block (WACP Security §5).
+type Integrity struct {
+	EntryHash string `json:"entry_hash,omitempty"`
+	Algorithm string `json:"algorithm"`
+	LocalHash string `json:"local_hash,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	Signer    string `json:"signer,omitempty"`
+}
+
+type entryJSON struct {
+	ID        string          `json:"id"`
+	Timestamp string          `json:"timestamp"`
+	Workspace *string         `json:"workspace"`
+	Actor     string          `json:"actor"`
+	EventType EventType       `json:"event_type"`
+	Body      json.RawMessage `json:"body"`
+	PrevHash  *string         `json:"prev_hash"`
+	Integrity Integrity       `json:"integrity"`
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// MarshalJSON encodes e with null workspace and prev_hash when they are empty.
+func (e Entry) MarshalJSON() ([]byte, error) {
+	return json.Marshal(entryJSON{
+		ID: e.ID, Timestamp: e.Timestamp, Workspace: nullable(e.Workspace), Actor: e.Actor,
+		EventType: e.EventType, Body: e.Body, PrevHash: nullable(e.PrevHash), Integrity: e.Integrity,
+	})
+}
+
+// UnmarshalJSON decodes an entry written by MarshalJSON.
+func (e *Entry) UnmarshalJSON(b []byte) error {
+	var j entryJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*e = Entry{ID: j.ID, Timestamp: j.Timestamp, Actor: j.Actor, EventType: j.EventType,
+		Body: j.Body, Integrity: j.Integrity}
+	if j.Workspace != nil {
+		e.Workspace = *j.Workspace
+	}
+	if j.PrevHash != nil {
+		e.PrevHash = *j.PrevHash
+	}
+	return nil
+}
+
+// Canonical returns the RFC 8785 (JCS) form of v's JSON encoding: sorted keys,
+// no whitespace, ES6 number formatting. Every hash in wacpd is over this form.
+func Canonical(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return jcs.Transform(b)
+}
+
+// Hash returns the entry hash of e as it stands: BLAKE3-256 over the canonical
+// form of e without integrity.entry_hash, integrity.signature and
+// integrity.signer. It prints as "blake3:<hex>".
+func Hash(e Entry) (string, error) {
+	e.Integrity.EntryHash, e.Integrity.Signature, e.Integrity.Signer = "", "", ""
+	b, err := Canonical(e)
+	if err != nil {
+		return "", fmt.Errorf("canonicalize entry %s: %w", e.ID, err)
+	}
+	return hashBytes(b), nil
+}
+
+func hashBytes(b []byte) string {
+	return casstore.RefOf(b).String()
+}

@@ -1,0 +1,25 @@
+package trail
+
+import "errors"
+
+// These errors can be returned by Log and Batch methods, beside ErrUnknownEvent
+// and ErrBodyInvalid (registry.go). Test with errors.Is.
+var (
+	// ErrOrder is returned when an appended entry's id or timestamp does not
+	// come after the previous entry's.
+	ErrOrder = errors.New("trail: entry out of order")
+	// ErrNotFound is returned when no entry has the given id.
+	ErrNotFound = errors.New("trail: entry not found")
+)
+
+// Violation names the first problem Verify found.
+type Violation string
+
+// Violations reported by Verify.
+const (
+	// ViolationHashMismatch: an entry does not hash to its recorded hash.
+	ViolationHashMismatch Violation = "hash_mismatch"
+	// ViolationChainBroken: an entry's prev_hash is not its predecessor's
+	// hash, an entry is missing, or the entries are out of order.
+	ViolationChainBroken Violation = "chain_broken"
+)

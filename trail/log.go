@@ -1,0 +1,238 @@
+package trail
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Key layout (prefix "t/"); see doc.go.
+var (
+	prefixGlobal = []byte("t/g/") // t/g/<seq:8BE> -> stored entry
+	prefixLocal  = []byte("t/w/") // t/w/<ws>/<wsseq:8BE> -> <seq:8BE>
+	prefixID     = []byte("t/i/") // t/i/<entry id> -> <seq:8BE>
+	keyHead      = []byte("t/h/g")
+	prefixHeadWS = []byte("t/h/w/") // t/h/w/<ws> -> head
+)
+
+// head is the tip of one chain.
+type head struct {
+	Seq       uint64 `json:"seq"`  // entries in the chain
+	Hash      string `json:"hash"` // entry hash of the last entry, "" when empty
+	ID        string `json:"id,omitempty"`
+	Timestamp string `json:"timestamp,omitempty"`
+}
+
+// stored is the value under t/g/<seq>: the global view of the entry plus the
+// previous hash of its local chain, from which the local view is rebuilt.
+type stored struct {
+	Entry     Entry  `json:"entry"`
+	LocalPrev string `json:"local_prev_hash,omitempty"`
+}
+
+// Log is the trail of one run in Badger. Appends go through a Batch inside
+// the caller's transaction; Log keeps the committed chain heads in memory.
+type Log struct {
+	db *badger.DB
+
+	mu     sync.Mutex // guards global and local
+	global head
+	local  map[string]head
+}
+
+// Event is what a caller appends: the runtime assigns ID and Timestamp.
+type Event struct {
+	ID        string
+	Timestamp string
+	Workspace string // "" for a system-level event
+	Actor     string
+	Type      EventType
+	Body      any // encodes to a JSON object
+}
+
+// Open loads the chain heads from db.
+func Open(db *badger.DB) (*Log, error) {
+	l := &Log{db: db, local: make(map[string]head)}
+	err := db.View(func(txn *badger.Txn) error {
+		if err := getJSON(txn, keyHead, &l.global); err != nil && !errors.Is(err, badger.ErrKeyNotFound) {
+			return err
+		}
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixHeadWS, PrefetchValues: true})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			var h head
+			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &h) }); err != nil {
+				return err
+			}
+			l.local[string(it.Item().Key()[len(prefixHeadWS):])] = h
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open trail: %w", err)
+	}
+	return l, nil
+}
+
+// Len returns the number of committed entries in the global trail.
+func (l *Log) Len() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.global.Seq
+}
+
+// Last returns the ID and timestamp of the last committed entry ("" when empty).
+func (l *Log) Last() (id, timestamp string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.global.ID, l.global.Timestamp
+}
+
+// LocalLen returns the number of committed entries in workspace ws's trail.
+func (l *Log) LocalLen(ws string) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.local[ws].Seq
+}
+
+// Batch stages entries in one Badger transaction. Entries appended to a batch
+// chain onto each other; the Log's heads move only when Commit is called after
+// the transaction committed. A batch is used by one goroutine, and the caller
+// must not run two batches of one Log at once (the runtime serializes commits).
+type Batch struct {
+	log     *Log
+	txn     *badger.Txn
+	global  head
+	local   map[string]head // heads touched by this batch
+	entries []Entry
+}
+
+// NewBatch starts a batch writing into txn.
+func (l *Log) NewBatch(txn *badger.Txn) *Batch {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return &Batch{log: l, txn: txn, global: l.global, local: make(map[string]head)}
+}
+
+func (b *Batch) localHead(ws string) head {
+	if h, ok := b.local[ws]; ok {
+		return h
+	}
+	b.log.mu.Lock()
+	defer b.log.mu.Unlock()
+	return b.log.local[ws]
+}
+
+// Append validates ev against the registry, links it into the global chain and
+// its workspace's chain, and writes it into the batch's transaction. It
+// returns the entry in its global view.
+func (b *Batch) Append(ev Event) (Entry, error) {
+	body, err := Canonical(ev.Body)
+	if err != nil {
+		return Entry{}, fmt.Errorf("append %s: encode body: %w", ev.Type, err)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
+		return Entry{}, fmt.Errorf("append %s: %w: body is not a JSON object", ev.Type, ErrBodyInvalid)
+	}
+	if err := ValidateBody(ev.Type, fields); err != nil {
+		return Entry{}, fmt.Errorf("append: %w", err)
+	}
+	if ev.ID == "" || ev.Timestamp == "" || ev.Actor == "" {
+		return Entry{}, fmt.Errorf("append %s: %w: id, timestamp and actor are required", ev.Type, ErrBodyInvalid)
+	}
+	if b.global.ID != "" && (ev.ID <= b.global.ID || ev.Timestamp < b.global.Timestamp) {
+		return Entry{}, fmt.Errorf("append %s: %w: id %s at %s after %s at %s",
+			ev.Type, ErrOrder, ev.ID, ev.Timestamp, b.global.ID, b.global.Timestamp)
+	}
+	e := Entry{ID: ev.ID, Timestamp: ev.Timestamp, Workspace: ev.Workspace, Actor: ev.Actor,
+		EventType: ev.Type, Body: body, Integrity: Integrity{Algorithm: Algorithm}}
+	var lh head
+	if ev.Workspace != "" {
+		lh = b.localHead(ev.Workspace)
+		e.PrevHash = lh.Hash
+		if e.Integrity.LocalHash, err = Hash(e); err != nil {
+			return Entry{}, err
+		}
+	}
+	localPrev := e.PrevHash
+	e.PrevHash = b.global.Hash
+	if e.Integrity.EntryHash, err = Hash(e); err != nil {
+		return Entry{}, err
+	}
+
+	seq := b.global.Seq + 1
+	val, err := json.Marshal(stored{Entry: e, LocalPrev: localPrev})
+	if err != nil {
+		return Entry{}, err
+	}
+	if err := b.txn.Set(globalKey(seq), val); err != nil {
+		return Entry{}, fmt.Errorf("append %s: %w", ev.Type, err)
+	}
+	if err := b.txn.Set(append(bytes.Clone(prefixID), ev.ID...), u64(seq)); err != nil {
+		return Entry{}, fmt.Errorf("append %s: %w", ev.Type, err)
+	}
+	b.global = head{Seq: seq, Hash: e.Integrity.EntryHash, ID: e.ID, Timestamp: e.Timestamp}
+	if err := setJSON(b.txn, keyHead, b.global); err != nil {
+		return Entry{}, err
+	}
+	if ev.Workspace != "" {
+		lh = head{Seq: lh.Seq + 1, Hash: e.Integrity.LocalHash, ID: e.ID, Timestamp: e.Timestamp}
+		if err := b.txn.Set(localKey(ev.Workspace, lh.Seq), u64(seq)); err != nil {
+			return Entry{}, fmt.Errorf("append %s: %w", ev.Type, err)
+		}
+		if err := setJSON(b.txn, append(bytes.Clone(prefixHeadWS), ev.Workspace...), lh); err != nil {
+			return Entry{}, err
+		}
+		b.local[ev.Workspace] = lh
+	}
+	b.entries = append(b.entries, e)
+	return e, nil
+}
+
+// Entries returns the entries appended so far, in order.
+func (b *Batch) Entries() []Entry { return b.entries }
+
+// Commit moves the Log's heads to the batch's. Call it only after the
+// transaction committed successfully; after a failed commit, drop the batch.
+func (b *Batch) Commit() {
+	b.log.mu.Lock()
+	defer b.log.mu.Unlock()
+	b.log.global = b.global
+	for ws, h := range b.local {
+		b.log.local[ws] = h
+	}
+}
+
+func u64(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
+
+func globalKey(seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(bytes.Clone(prefixGlobal), seq)
+}
+
+func localKey(ws string, n uint64) []byte {
+	k := append(bytes.Clone(prefixLocal), ws...)
+	k = append(k, '/')
+	return binary.BigEndian.AppendUint64(k, n)
+}
+
+func setJSON(txn *badger.Txn, key []byte, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return txn.Set(key, b)
+}
+
+func getJSON(txn *badger.Txn, key []byte, v any) error {
+	item, err := txn.Get(key)
+	if err != nil {
+		return err
+	}
+	return item.Value(func(b []byte) error { return json.Unmarshal(b, v) })
+}

@@ -1,0 +1,196 @@
+package trail
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// DefaultLimit and MaxLimit bound the entries one Read returns.
+const (
+	DefaultLimit = 100
+	MaxLimit     = 1000
+)
+
+// Query selects entries of the global trail. Zero fields do not filter; set
+// fields are AND-combined.
+type Query struct {
+	After     string    // entry id; return entries after it
+	Limit     int       // 0 = DefaultLimit; capped at MaxLimit
+	Workspace string    // only this workspace's entries
+	EventType EventType // only this event type
+	Actor     string    // only this actor
+	Since     string    // timestamp, inclusive
+	Until     string    // timestamp, exclusive
+}
+
+func (q Query) match(e Entry) bool {
+	return (q.Workspace == "" || e.Workspace == q.Workspace) &&
+		(q.EventType == "" || e.EventType == q.EventType) &&
+		(q.Actor == "" || e.Actor == q.Actor) &&
+		(q.Since == "" || e.Timestamp >= q.Since) &&
+		(q.Until == "" || e.Timestamp < q.Until)
+}
+
+func (q Query) limit() int {
+	switch {
+	case q.Limit <= 0:
+		return DefaultLimit
+	case q.Limit > MaxLimit:
+		return MaxLimit
+	}
+	return q.Limit
+}
+
+// Read returns entries of the global trail in global order (global view), and
+// the id to pass as After for the next page ("" when there are no more).
+func (l *Log) Read(ctx context.Context, q Query) ([]Entry, string, error) {
+	var out []Entry
+	more := false
+	err := l.db.View(func(txn *badger.Txn) error {
+		after := uint64(0)
+		if q.After != "" {
+			s, err := seqOf(txn, q.After)
+			if err != nil {
+				return err
+			}
+			after = s
+		}
+		return l.scan(ctx, txn, q.Workspace, after, func(s stored) bool {
+			if !q.match(s.Entry) {
+				return true
+			}
+			if len(out) == q.limit() {
+				more = true
+				return false
+			}
+			out = append(out, s.Entry)
+			return true
+		})
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("read trail: %w", err)
+	}
+	next := ""
+	if more && len(out) > 0 {
+		next = out[len(out)-1].ID
+	}
+	return out, next, nil
+}
+
+// ReadLocal returns workspace ws's local trail (local view: prev_hash and
+// entry_hash of the workspace's own chain) after the entry with id after.
+func (l *Log) ReadLocal(ctx context.Context, ws, after string, limit int) ([]Entry, error) {
+	q := Query{Workspace: ws, After: after, Limit: limit}
+	var out []Entry
+	err := l.db.View(func(txn *badger.Txn) error {
+		var from uint64
+		if after != "" {
+			s, err := seqOf(txn, after)
+			if err != nil {
+				return err
+			}
+			from = s
+		}
+		return l.scan(ctx, txn, ws, from, func(s stored) bool {
+			if len(out) == q.limit() {
+				return false
+			}
+			out = append(out, s.local())
+			return true
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read local trail %s: %w", ws, err)
+	}
+	return out, nil
+}
+
+// Get returns the entry with the given id in its global view.
+func (l *Log) Get(id string) (Entry, error) {
+	var e Entry
+	err := l.db.View(func(txn *badger.Txn) error {
+		seq, err := seqOf(txn, id)
+		if err != nil {
+			return err
+		}
+		var s stored
+		if err := getJSON(txn, globalKey(seq), &s); err != nil {
+			return err
+		}
+		e = s.Entry
+		return nil
+	})
+	return e, err
+}
+
+// local returns the local view of a stored entry.
+func (s stored) local() Entry {
+	e := s.Entry
+	e.PrevHash = s.LocalPrev
+	e.Integrity.EntryHash, e.Integrity.LocalHash = s.Entry.Integrity.LocalHash, ""
+	return e
+}
+
+// scan calls fn for each stored entry after global seq after, in global
+// order, restricted to workspace ws when ws is set, until fn returns false.
+func (l *Log) scan(ctx context.Context, txn *badger.Txn, ws string, after uint64, fn func(stored) bool) error {
+	if ws == "" {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixGlobal, PrefetchValues: true, PrefetchSize: 256})
+		defer it.Close()
+		for it.Seek(globalKey(after + 1)); it.Valid(); it.Next() {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			var s stored
+			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &s) }); err != nil {
+				return err
+			}
+			if !fn(s) {
+				return nil
+			}
+		}
+		return nil
+	}
+	prefix := append(append(bytes.Clone(prefixLocal), ws...), '/')
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true})
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var seq uint64
+		if err := it.Item().Value(func(v []byte) error { seq = binary.BigEndian.Uint64(v); return nil }); err != nil {
+			return err
+		}
+		if seq <= after {
+			continue
+		}
+		var s stored
+		if err := getJSON(txn, globalKey(seq), &s); err != nil {
+			return err
+		}
+		if !fn(s) {
+			return nil
+		}
+	}
+	return nil
+}
+
+func seqOf(txn *badger.Txn, id string) (uint64, error) {
+	item, err := txn.Get(append(bytes.Clone(prefixID), id...))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return 0, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return 0, err
+	}
+	var seq uint64
+	err = item.Value(func(v []byte) error { seq = binary.BigEndian.Uint64(v); return nil })
+	return seq, err
+}

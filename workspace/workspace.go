@@ -1,0 +1,129 @@
+package workspace
+
+import (
+	"encoding/json"
+	"slices"
+)
+
+// Workspace priorities (WACP Workspace §4).
+const (
+	PriorityCritical    = "critical"
+	PriorityInteractive = "interactive"
+	PriorityNormal      = "normal"
+	PriorityBackground  = "background"
+)
+
+// OriginatorSystem is the originator of every workspace the runtime creates
+// without a human injection (WACP Causation).
+const OriginatorSystem = "system"
+
+// All is the visibility and authority entry of the root: everything.
+const All = "*"
+
+// Workspace is a workspace record: the WACP creation fields plus the
+// runtime-owned state. Records are values; the runtime owns the live copy.
+type Workspace struct {
+	ID               string          `json:"id"`
+	Role             string          `json:"role"`
+	Parent           *string         `json:"parent"`
+	State            State           `json:"state"`
+	PreState         State           `json:"pre_state,omitempty"`
+	Owner            string          `json:"owner"`
+	Originator       string          `json:"originator"`
+	Delegate         bool            `json:"delegate"`
+	Directive        string          `json:"directive,omitempty"`
+	TaskRef          string          `json:"task_ref,omitempty"`
+	Context          json.RawMessage `json:"context,omitempty"`
+	Visibility       []string        `json:"visibility"`
+	Authority        []string        `json:"authority"`
+	Timeout          string          `json:"timeout,omitempty"`
+	Budget           *Budget         `json:"budget,omitempty"`
+	Priority         string          `json:"priority"`
+	Group            string          `json:"group,omitempty"`
+	LivenessInterval string          `json:"liveness_interval,omitempty"`
+	CreatedAt        string          `json:"created_at"`
+	UpdatedAt        string          `json:"updated_at"`
+	Reason           string          `json:"reason,omitempty"` // why it failed
+	Meter            Meter           `json:"meter"`
+}
+
+// Meter is the runtime's own resource meter of a workspace (WACP Workspace
+// §6): active time, used to check agent-reported resource_usage.
+type Meter struct {
+	// ActiveSince is when the current active interval began; "" when the
+	// workspace is not active.
+	ActiveSince string `json:"active_since,omitempty"`
+	// ActiveNanos is the active time accrued since the last checkpoint,
+	// not counting the current interval.
+	ActiveNanos int64 `json:"active_ns"`
+	// Tokens and Cost are the external meter's cumulative readings at the
+	// last checkpoint (see runtime.Meter); Metered reports whether they
+	// were read.
+	Tokens  int64   `json:"tokens,omitempty"`
+	Cost    float64 `json:"cost,omitempty"`
+	Metered bool    `json:"metered,omitempty"`
+}
+
+// Budget is a workspace budget (WACP Workspace §4). Nil parts are unlimited.
+type Budget struct {
+	ComputeBudget *ComputeBudget `json:"compute_budget,omitempty"`
+	MemoryBudget  *MemoryBudget  `json:"memory_budget,omitempty"`
+	StorageBudget *StorageBudget `json:"storage_budget,omitempty"`
+	NetworkBudget *NetworkBudget `json:"network_budget,omitempty"`
+	CostLimit     *float64       `json:"cost_limit,omitempty"`
+}
+
+// ComputeBudget limits tokens and active compute time.
+type ComputeBudget struct {
+	TokenLimit     int64  `json:"token_limit"`
+	ComputeTimeout string `json:"compute_timeout,omitempty"`
+}
+
+// MemoryBudget limits the context size.
+type MemoryBudget struct {
+	ContextLimit int64 `json:"context_limit"`
+}
+
+// StorageBudget limits checkpoints and trail entries.
+type StorageBudget struct {
+	CheckpointLimit int64 `json:"checkpoint_limit"`
+	TrailLimit      int64 `json:"trail_limit"`
+}
+
+// NetworkBudget limits bandwidth.
+type NetworkBudget struct {
+	BandwidthLimit int64 `json:"bandwidth_limit"`
+}
+
+// IsRoot reports whether w is the root workspace.
+func (w *Workspace) IsRoot() bool { return w.Parent == nil }
+
+// ParentID returns the parent's id, "" for the root.
+func (w *Workspace) ParentID() string {
+	if w.Parent == nil {
+		return ""
+	}
+	return *w.Parent
+}
+
+// Clone returns a deep copy of w.
+func (w *Workspace) Clone() *Workspace {
+	c := *w
+	if w.Parent != nil {
+		p := *w.Parent
+		c.Parent = &p
+	}
+	c.Visibility = slices.Clone(w.Visibility)
+	c.Authority = slices.Clone(w.Authority)
+	c.Context = slices.Clone(w.Context)
+	if w.Budget != nil {
+		b := *w.Budget
+		c.Budget = &b
+	}
+	return &c
+}
+
+// Sees reports whether w's visibility set includes target.
+func (w *Workspace) Sees(target string) bool {
+	return target == w.ID || slices.Contains(w.Visibility, All) || slices.Contains(w.Visibility, target)
+}
