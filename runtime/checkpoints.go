@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -74,7 +75,10 @@ func (e *Engine) CreateCheckpoint(ctx context.Context, ws string, body []byte) (
 		if _, err := t.emit(c, taxonomy.SignalCheckpoint, "", cp.ID, trail.ActorProtocol); err != nil {
 			return err
 		}
-		return t.put(c)
+		if err := t.put(c); err != nil {
+			return err
+		}
+		return t.checkCheckpointBudget(c, next.Count)
 	})
 	var rj *checkpointchain.Rejection
 	if errors.As(rejection, &rj) {
@@ -253,3 +257,44 @@ func (e *Engine) visible(actor, ws string) error {
 	return nil
 }
 
+// budgetWarnPercent is the budget_warning threshold (WACP recommends 80%).
+const budgetWarnPercent = 80
+
+// checkCheckpointBudget meters storage_budget.checkpoint_limit, which the
+// runtime counts itself: budget_warning once at 80%, and at the limit the
+// checkpoint that reached it stands and then the workspace fails with
+// budget_exceeded (WACP Workspace §6).
+func (t *tx) checkCheckpointBudget(w *workspace.Workspace, count uint64) error {
+	if w.Budget == nil || w.Budget.StorageBudget == nil || w.Budget.StorageBudget.CheckpointLimit <= 0 {
+		return nil
+	}
+	const dim = "storage_budget.checkpoint_limit"
+	limit := w.Budget.StorageBudget.CheckpointLimit
+	consumed := int64(count)
+	if consumed*100 >= limit*budgetWarnPercent && !slices.Contains(w.Meter.Warned, dim) {
+		w.Meter.Warned = append(w.Meter.Warned, dim)
+		_, err := t.append(w.ID, trail.ActorProtocol, trail.EventBudgetWarning, map[string]any{
+			"workspace_id": w.ID, "budget_dimension": dim, "consumed": consumed, "limit": limit,
+			"threshold_percent": budgetWarnPercent,
+		})
+		if err != nil {
+			return err
+		}
+		if err := t.put(w); err != nil {
+			return err
+		}
+	}
+	if consumed < limit {
+		return nil
+	}
+	_, err := t.append(w.ID, trail.ActorProtocol, trail.EventBudgetExceeded, map[string]any{
+		"workspace_id": w.ID, "budget_dimension": dim, "consumed": consumed, "limit": limit,
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := t.emit(w, taxonomy.SignalFailed, "budget_exceeded", "", trail.ActorProtocol); err != nil {
+		return err
+	}
+	return t.transition(w, workspace.BudgetExceeded, trail.ActorProtocol, "budget_exceeded", false)
+}

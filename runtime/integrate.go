@@ -34,6 +34,10 @@ type IntegrateRequest struct {
 	Strategy  string          `json:"strategy,omitempty"`
 	Mode      string          `json:"mode,omitempty"`
 	Result    json.RawMessage `json:"result,omitempty"`
+	// Conflicts are the conflicts the coordinator's merge detected (layered:
+	// content_overlap only; evaluated: any of the four types). With
+	// conflicts an accepted workspace goes to conflicted instead of closed.
+	Conflicts []workspace.Conflict `json:"conflicts,omitempty"`
 }
 
 // IntegrateResult is the reply of an integrate call.
@@ -71,6 +75,25 @@ func decodeIntegrate(body []byte) (IntegrateRequest, error) {
 		return r, refuse(CodeInvalidStructure, "salvage integration only accepts work from a failed workspace")
 	case len(r.Result) > 0 && !json.Valid(r.Result):
 		return r, refuse(CodeInvalidStructure, "result is not JSON")
+	case len(r.Conflicts) > 0 && (r.Decision != DecisionAccept || r.Mode != ModeNormal):
+		return r, refuse(CodeInvalidStructure, "conflicts are reported only when accepting in normal mode")
+	}
+	for _, c := range r.Conflicts {
+		switch c.ConflictType {
+		case workspace.ConflictContentOverlap:
+		case workspace.ConflictSemanticContradiction, workspace.ConflictDependencyViolation, workspace.ConflictConstraintBreach:
+			if r.Strategy != StrategyEvaluated {
+				return r, refuse(CodeInvalidStructure, "the %s strategy cannot detect %s conflicts", r.Strategy, c.ConflictType)
+			}
+		default:
+			return r, refuse(CodeInvalidStructure, "conflict_type %q is not one of the four WACP conflict types", c.ConflictType)
+		}
+		if r.Strategy == StrategyDirect {
+			return r, refuse(CodeInvalidStructure, "the direct strategy detects no conflicts")
+		}
+		if c.Resources == nil {
+			return r, refuse(CodeInvalidStructure, "a conflict lists its resources")
+		}
 	}
 	return r, nil
 }
@@ -128,6 +151,21 @@ func (e *Engine) Integrate(ctx context.Context, actor string, body []byte) (Inte
 		})
 		if err != nil {
 			return err
+		}
+		if len(req.Conflicts) > 0 {
+			for _, cf := range req.Conflicts {
+				_, err := t.append(w.ID, e.actorOf(a), trail.EventConflictDetected, map[string]any{
+					"workspace_id": w.ID, "conflict_type": cf.ConflictType, "resources": cf.Resources,
+					"description": cf.Description,
+				})
+				if err != nil {
+					return err
+				}
+			}
+			c.Integration = &workspace.Integration{Target: target, Mode: req.Mode, Strategy: req.Strategy, Checkpoint: cpID}
+			c.Conflicts = req.Conflicts
+			res.Outcome, res.Workspace = string(workspace.Conflicted), c
+			return t.transition(c, workspace.ConflictDetected, e.actorOf(a), "", false)
 		}
 		if req.Decision == DecisionAccept {
 			_, err := t.append(w.ID, e.actorOf(a), trail.EventIntegrationCompleted, map[string]any{

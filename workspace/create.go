@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 )
@@ -35,7 +36,9 @@ func DecodeCreateRequest(data []byte) (CreateRequest, error) {
 	if err := dec.Decode(&r); err != nil {
 		return CreateRequest{}, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
 	}
-	if dec.More() {
+	// dec.More reports false for a stray '}' or ']', so ask for the next
+	// token instead: only io.EOF means nothing follows the request.
+	if _, err := dec.Token(); err != io.EOF {
 		return CreateRequest{}, fmt.Errorf("%w: trailing data after the request", ErrInvalidRequest)
 	}
 	return r, r.check()
@@ -140,7 +143,7 @@ func Plan(req CreateRequest, parent *Workspace, id, now string) (*Workspace, err
 		Context: req.Context, Visibility: append([]string{id}, req.Visibility...),
 		Authority: slices.Clone(req.Authority), Timeout: req.Timeout, Budget: req.Budget,
 		Priority: priority, Group: req.Group, LivenessInterval: req.Liveness,
-		CreatedAt: now, UpdatedAt: now,
+		CreatedAt: now, UpdatedAt: now, Agent: id + "/agent/1",
 	}
 	if w.Authority == nil {
 		w.Authority = []string{}
@@ -154,6 +157,6 @@ func Root(id, owner, now string) *Workspace {
 	return &Workspace{
 		ID: id, Role: "coordinator", State: Idle, Owner: owner, Originator: OriginatorSystem,
 		Visibility: []string{All}, Authority: []string{All}, Priority: PriorityNormal,
-		CreatedAt: now, UpdatedAt: now,
+		CreatedAt: now, UpdatedAt: now, Agent: id + "/agent/1",
 	}
 }

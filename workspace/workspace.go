@@ -44,7 +44,35 @@ type Workspace struct {
 	CreatedAt        string          `json:"created_at"`
 	UpdatedAt        string          `json:"updated_at"`
 	Reason           string          `json:"reason,omitempty"` // why it failed
+	Agent            string          `json:"agent"`            // the bound agent's identity
 	Meter            Meter           `json:"meter"`
+	// Integration is the integration in progress while integrating or
+	// conflicted; Conflicts are its unresolved conflicts.
+	Integration *Integration `json:"integration,omitempty"`
+	Conflicts   []Conflict   `json:"conflicts,omitempty"`
+}
+
+// Integration records an integration that has started and not ended.
+type Integration struct {
+	Target     string `json:"target"`
+	Mode       string `json:"mode"`
+	Strategy   string `json:"strategy"`
+	Checkpoint string `json:"checkpoint"`
+}
+
+// Conflict types (WACP Integration spec, closed set).
+const (
+	ConflictContentOverlap        = "content_overlap"
+	ConflictSemanticContradiction = "semantic_contradiction"
+	ConflictDependencyViolation   = "dependency_violation"
+	ConflictConstraintBreach      = "constraint_breach"
+)
+
+// Conflict is one conflict detected during integration.
+type Conflict struct {
+	ConflictType string   `json:"conflict_type"`
+	Resources    []string `json:"resources"`
+	Description  string   `json:"description"`
 }
 
 // Meter is the runtime's own resource meter of a workspace (WACP Workspace
@@ -62,6 +90,8 @@ type Meter struct {
 	Tokens  int64   `json:"tokens,omitempty"`
 	Cost    float64 `json:"cost,omitempty"`
 	Metered bool    `json:"metered,omitempty"`
+	// Warned lists the budget dimensions whose budget_warning was written.
+	Warned []string `json:"warned,omitempty"`
 }
 
 // Budget is a workspace budget (WACP Workspace §4). Nil parts are unlimited.
@@ -120,6 +150,12 @@ func (w *Workspace) Clone() *Workspace {
 		b := *w.Budget
 		c.Budget = &b
 	}
+	c.Meter.Warned = slices.Clone(w.Meter.Warned)
+	if w.Integration != nil {
+		in := *w.Integration
+		c.Integration = &in
+	}
+	c.Conflicts = slices.Clone(w.Conflicts)
 	return &c
 }
 

@@ -1,0 +1,276 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/wacpd/wacpd/clock"
+	"github.com/wacpd/wacpd/taxonomy"
+	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/workspace"
+)
+
+// Conflict resolution strategies (WACP Integration spec; see
+// docs/conformance.md for escalate vs human_escalate).
+const (
+	ResolveCoordinator = "coordinator_resolve"
+	ResolveEscalate    = "escalate"
+	ResolveAgentRework = "agent_rework"
+)
+
+// ResolveRequest is the body of a conflict resolution.
+type ResolveRequest struct {
+	Workspace          string `json:"workspace"`
+	ResolutionStrategy string `json:"resolution_strategy"`
+	Resolution         string `json:"resolution,omitempty"`
+}
+
+// ResolveConflict ends the conflicts of a conflicted workspace.
+// coordinator_resolve closes it (conflict_resolved per conflict with outcome
+// closed, then integration_completed with result conflict_resolved);
+// agent_rework fails the whole workspace (outcome failed,
+// integration_aborted, reason revision_required). escalate needs the human
+// highway, which this version does not have, and is refused.
+func (e *Engine) ResolveConflict(ctx context.Context, actor string, body []byte) (*workspace.Workspace, error) {
+	var req ResolveRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return nil, refuse(CodeInvalidStructure, "malformed request: %v", err)
+	}
+	switch req.ResolutionStrategy {
+	case ResolveCoordinator, ResolveAgentRework:
+	case ResolveEscalate:
+		return nil, refuse(CodeInvalidStructure, "escalate needs the human highway, which this wacpd does not have yet")
+	default:
+		return nil, refuse(CodeInvalidStructure, "resolution_strategy %q is not coordinator_resolve, escalate or agent_rework", req.ResolutionStrategy)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	a, w, err := e.authorize(actor, req.Workspace)
+	if err != nil {
+		return nil, err
+	}
+	if w.State != workspace.Conflicted {
+		return nil, refuse(CodeInvalidTransition, "workspace %s is %s, not conflicted", w.ID, w.State)
+	}
+	var out *workspace.Workspace
+	err = e.commit(func(t *tx) error {
+		c := t.ws(w.ID)
+		outcome := workspace.Closed
+		if req.ResolutionStrategy == ResolveAgentRework {
+			outcome = workspace.Failed
+		}
+		if err := t.endIntegration(c, e.actorOf(a), req.ResolutionStrategy, req.Resolution, outcome); err != nil {
+			return err
+		}
+		out = c
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out.Clone(), nil
+}
+
+// endIntegration resolves c's conflicts with strategy and ends its
+// integration with outcome (closed or failed).
+func (t *tx) endIntegration(c *workspace.Workspace, actor, strategy, resolution string, outcome workspace.State) error {
+	for _, cf := range c.Conflicts {
+		_, err := t.append(c.ID, actor, trail.EventConflictResolved, map[string]any{
+			"workspace_id": c.ID, "conflict_type": cf.ConflictType, "resolution_strategy": strategy,
+			"resolution": resolution, "outcome": outcome,
+		})
+		if err != nil {
+			return err
+		}
+	}
+	in := c.Integration
+	if in == nil {
+		in = &workspace.Integration{Target: c.ParentID(), Mode: ModeNormal}
+	}
+	c.Conflicts, c.Integration = nil, nil
+	if outcome == workspace.Closed {
+		_, err := t.append(c.ID, actor, trail.EventIntegrationCompleted, map[string]any{
+			"source": c.ID, "target": in.Target, "mode": in.Mode, "strategy": in.Strategy,
+			"result": "conflict_resolved", "timestamp": nil,
+		})
+		if err != nil {
+			return err
+		}
+		return t.transition(c, workspace.ConflictResolved, actor, "", false)
+	}
+	reason, trig := "revision_required", workspace.ConflictUnresolved
+	if strategy == "timeout" {
+		reason, trig = "conflict_timeout", workspace.ConflictTimeout
+	}
+	_, err := t.append(c.ID, actor, trail.EventIntegrationAborted, map[string]any{
+		"source": c.ID, "target": in.Target, "mode": in.Mode, "reason": reason, "timestamp": nil,
+	})
+	if err != nil {
+		return err
+	}
+	return t.transition(c, trig, actor, reason, false)
+}
+
+// Migrate starts moving an active or blocked workspace to a new agent:
+// the coordinator's migrate signal, migration_started and the transition to
+// migrating (storing the pre-state). The workspace is frozen until
+// CompleteMigration.
+func (e *Engine) Migrate(ctx context.Context, actor, id, newAgent, reason string) (*workspace.Workspace, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	a, w, err := e.authorize(actor, id)
+	if err != nil {
+		return nil, err
+	}
+	if w.State != workspace.Active && w.State != workspace.Blocked {
+		return nil, refuse(CodeInvalidTransition, "workspace %s is %s; only active or blocked workspaces migrate", id, w.State)
+	}
+	if newAgent == "" {
+		return nil, refuse(CodeInvalidStructure, "new_agent is required")
+	}
+	if reason == "" {
+		reason = "coordinator_request"
+	}
+	var out *workspace.Workspace
+	err = e.commit(func(t *tx) error {
+		if _, err := t.emit(t.ws(actor), taxonomy.SignalMigrate, reason, id, e.actorOf(a)); err != nil {
+			return err
+		}
+		c := t.ws(id)
+		_, err := t.append(id, e.actorOf(a), trail.EventMigrationStarted, map[string]any{
+			"workspace_id": id, "old_agent": c.Agent, "new_agent": newAgent, "reason": reason,
+		})
+		if err != nil {
+			return err
+		}
+		if err := t.transition(c, workspace.Migrate, e.actorOf(a), "", false); err != nil {
+			return err
+		}
+		out = c
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out.Clone(), nil
+}
+
+// CompleteMigration ends a migration. On success the new agent is bound,
+// migration_completed is written, the workspace returns to its pre-state and
+// queued envelopes are delivered. On failure (errMsg set) migration_failed
+// is written and the workspace fails with reason migration_error.
+func (e *Engine) CompleteMigration(ctx context.Context, actor, id, newAgent, errMsg string) (*workspace.Workspace, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	a, w, err := e.authorize(actor, id)
+	if err != nil {
+		return nil, err
+	}
+	if w.State != workspace.Migrating {
+		return nil, refuse(CodeInvalidTransition, "workspace %s is %s, not migrating", id, w.State)
+	}
+	var out *workspace.Workspace
+	err = e.commit(func(t *tx) error {
+		c := t.ws(id)
+		since, _ := clock.Parse(c.UpdatedAt)
+		ts := t.next()
+		if errMsg != "" {
+			err := t.appendAt(ts, id, trail.ActorProtocol, trail.EventMigrationFailed, map[string]any{
+				"workspace_id": id, "old_agent": c.Agent, "new_agent": newAgent,
+				"reason": "migration_error", "error": errMsg,
+			})
+			if err != nil {
+				return err
+			}
+			if _, err := t.emit(c, taxonomy.SignalFailed, "migration_error", "", trail.ActorProtocol); err != nil {
+				return err
+			}
+			out = c
+			return t.transition(c, workspace.MigrationError, trail.ActorProtocol, "migration_error", false)
+		}
+		err := t.appendAt(ts, id, trail.ActorProtocol, trail.EventMigrationCompleted, map[string]any{
+			"workspace_id": id, "old_agent": c.Agent, "new_agent": newAgent, "duration": ts.Sub(since).String(),
+		})
+		if err != nil {
+			return err
+		}
+		c.Agent = newAgent
+		if err := t.transition(c, workspace.MigrationCompleted, e.actorOf(a), "", false); err != nil {
+			return err
+		}
+		out = c
+		return t.deliverQueued(c)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out.Clone(), nil
+}
+
+// ExpireTimeouts fails every workspace whose timeout has run out at now,
+// counting from workspace_created (Recovery §3.4; see docs/conformance.md).
+// A timeout applies in idle, active, blocked and conflicted; a workspace
+// suspended, migrating or integrating when its time runs out fails as soon
+// as it is back in one of those states. It returns how many failed.
+func (e *Engine) ExpireTimeouts(ctx context.Context, now time.Time) (int, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var due []string
+	for id, w := range e.ws {
+		if w.Timeout == "" || w.State.Terminal() {
+			continue
+		}
+		switch w.State {
+		case workspace.Idle, workspace.Active, workspace.Blocked, workspace.Conflicted:
+		default:
+			continue
+		}
+		d, err1 := time.ParseDuration(w.Timeout)
+		created, err2 := clock.Parse(w.CreatedAt)
+		if err1 == nil && err2 == nil && !now.Before(created.Add(d)) {
+			due = append(due, id)
+		}
+	}
+	n := 0
+	for _, id := range due {
+		if e.ws[id].State.Terminal() { // failed by an earlier cascade in this loop
+			continue
+		}
+		err := e.commit(func(t *tx) error {
+			c := t.ws(id)
+			if _, err := t.emit(c, taxonomy.SignalFailed, "timeout", "", trail.ActorProtocol); err != nil {
+				return err
+			}
+			if c.State == workspace.Conflicted {
+				return t.endIntegration(c, trail.ActorProtocol, "timeout", "conflict_timeout", workspace.Failed)
+			}
+			return t.transition(c, workspace.Timeout, trail.ActorProtocol, "timeout", false)
+		})
+		if err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// RunTimers calls ExpireTimeouts every interval until ctx is done. The
+// caller owns the goroutine it runs in.
+func (e *Engine) RunTimers(ctx context.Context, interval time.Duration) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if _, err := e.ExpireTimeouts(ctx, e.clock.Now()); err != nil {
+				e.lg.Error("expire timeouts", "err", err)
+			}
+		}
+	}
+}
