@@ -40,6 +40,28 @@ type Config struct {
 	// resource usage that is not a discrepancy.
 	Tolerance Tolerance
 
+	// Daemon settings (Runtime only; the Engine ignores them).
+
+	// Listen is the embedded NATS server's HOST:PORT; default
+	// 127.0.0.1:4222; port 0 picks a free port.
+	Listen string
+	// NATSURL, if set, connects to an existing NATS server or cluster
+	// instead of embedding one. That server must have JetStream; its own
+	// auth configuration decides who may publish where, so the daemon
+	// then also requires the Wacp-Token header on every request.
+	NATSURL string
+	// NATSToken authenticates the daemon to the server at NATSURL.
+	NATSToken string
+	// TaxonomyFile, if set and Taxonomy is nil, is loaded at start.
+	TaxonomyFile string
+	// Version is reported by system.info and in wacpd.json.
+	Version string
+	// Stdout receives the one line saying where the daemon listens; nil
+	// means os.Stdout.
+	Stdout io.Writer
+	// MaxInFlight bounds the requests handled at once; default 256.
+	MaxInFlight int
+
 	// failAt is a test seam: called at each named step of a commit; an error
 	// aborts the commit there.
 	failAt func(step string) error

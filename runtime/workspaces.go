@@ -4,6 +4,8 @@ import (
 	"context"
 	"sort"
 
+	"github.com/dgraph-io/badger/v4"
+
 	"github.com/wacpd/wacpd/clock"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
@@ -27,6 +29,12 @@ func createdBody(w *workspace.Workspace) map[string]any {
 // workspace_created and the send rights between the new workspace and its
 // parent (port_right_created, both ways) in one commit.
 func (e *Engine) CreateWorkspace(ctx context.Context, actor string, body []byte) (*workspace.Workspace, error) {
+	return e.createWorkspace(ctx, actor, body, nil)
+}
+
+// createWorkspace is CreateWorkspace with extra, if set, writing more into
+// the same transaction (the daemon stores the new agent's token there).
+func (e *Engine) createWorkspace(ctx context.Context, actor string, body []byte, extra func(*badger.Txn, *workspace.Workspace) error) (*workspace.Workspace, error) {
 	req, err := workspace.DecodeCreateRequest(body)
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidStructure, Message: err.Error(), Err: err}
@@ -80,6 +88,14 @@ func (e *Engine) CreateWorkspace(ctx context.Context, actor string, body []byte)
 				"created_by": actor,
 			})
 			if err != nil {
+				return err
+			}
+		}
+		if extra != nil {
+			if err := t.step("extra"); err != nil {
+				return err
+			}
+			if err := extra(t.txn, w); err != nil {
 				return err
 			}
 		}
@@ -275,4 +291,24 @@ func (e *Engine) Resume(ctx context.Context, actor, id string) (*workspace.Works
 		return nil, err
 	}
 	return out.Clone(), nil
+}
+
+// createUser records user_created for a human or auditor principal named
+// name, minted by the agent of actor (the coordinator), with write storing
+// its token in the same transaction.
+func (e *Engine) createUser(ctx context.Context, actor, name string, write func(*badger.Txn) error) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	a := e.ws[actor]
+	if a == nil || !a.IsRoot() {
+		return refuse(CodePermissionDenied, "only the coordinator mints user and auditor tokens")
+	}
+	return e.commit(func(t *tx) error {
+		if _, err := t.append("", e.actorOf(a), trail.EventUserCreated, map[string]any{
+			"user_id": name, "created_by": actor, "timestamp": nil,
+		}); err != nil {
+			return err
+		}
+		return write(t.txn)
+	})
 }

@@ -1,0 +1,61 @@
+// Command wacpd is the WACP runtime daemon: it serves the wire contract v1
+// over NATS (embedded by default). See README.md and docs/api.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/wacpd/wacpd/runtime"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() { <-ctx.Done(); stop() }() // a second signal kills the process
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "wacpd:", err)
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		os.Exit(1)
+	}
+}
+
+// run is main without the process: tests call it with their own ctx and args.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("wacpd", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg := runtime.Config{Version: version, Stdout: stdout}
+	fs.StringVar(&cfg.DataDir, "data", "./wacp-data", "data directory (database, tokens, wacpd.json)")
+	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:4222", "embedded NATS server address; port 0 picks a free port")
+	fs.StringVar(&cfg.TaxonomyFile, "taxonomy", "", "WACP taxonomy file (YAML or JSON); default: base taxonomy")
+	fs.StringVar(&cfg.NATSURL, "nats-url", "", "use this NATS server (with JetStream) instead of the embedded one")
+	fs.StringVar(&cfg.NATSToken, "nats-token", os.Getenv("WACPD_NATS_TOKEN"), "token for -nats-url (or $WACPD_NATS_TOKEN)")
+	level := fs.String("log-level", "warn", "log level: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(*level)); err != nil {
+		return fmt.Errorf("-log-level: %w", err)
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
+	rt, err := runtime.New(cfg)
+	if err != nil {
+		return err
+	}
+	return rt.Run(ctx)
+}

@@ -1,0 +1,247 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/wacpd/wacpd/taxonomy"
+)
+
+// Runtime is the wacpd daemon: the Engine served over NATS (wire-v1). New
+// validates the configuration and starts nothing; Run serves until its
+// context ends, then shuts down in reverse start order.
+type Runtime struct {
+	cfg Config
+
+	// Set by Run before anything is served; read-only afterwards.
+	eng      *Engine
+	ns       *server.Server // nil when NATSURL is set
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	url      string
+	tok      *tokens
+	external bool
+	inflight chan struct{}
+
+	handlers sync.WaitGroup // request handlers in flight
+	ready    chan struct{}  // closed once requests are accepted
+}
+
+// defaultListen is the embedded server's address (wire-v1 §1).
+const defaultListen = "127.0.0.1:4222"
+
+// New returns a daemon for cfg. DataDir is required.
+func New(cfg Config) (*Runtime, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("runtime: config: DataDir is required")
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = defaultListen
+	}
+	if _, _, err := splitHostPort(cfg.Listen); err != nil {
+		return nil, fmt.Errorf("runtime: config: listen %q: %w", cfg.Listen, err)
+	}
+	if cfg.Version == "" {
+		cfg.Version = "0.1.0-dev"
+	}
+	if cfg.Stdout == nil {
+		cfg.Stdout = os.Stdout
+	}
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = 256
+	}
+	if cfg.Taxonomy == nil && cfg.TaxonomyFile != "" {
+		tax, err := taxonomy.Load(cfg.TaxonomyFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Taxonomy = tax
+	}
+	return &Runtime{cfg: cfg, ready: make(chan struct{})}, nil
+}
+
+func splitHostPort(s string) (string, int, error) {
+	host, p, err := net.SplitHostPort(s)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("bad port %q", p)
+	}
+	return host, port, nil
+}
+
+// Ready is closed once the daemon accepts requests (and wacpd.json exists).
+func (r *Runtime) Ready() <-chan struct{} { return r.ready }
+
+// URL returns the NATS URL clients use; valid after Ready.
+func (r *Runtime) URL() string { return r.url }
+
+// Run starts the daemon and serves until ctx is done. It then stops taking
+// requests, lets the ones in flight finish, publishes what the outbox holds,
+// and closes everything; it returns nil after a clean stop.
+func (r *Runtime) Run(ctx context.Context) (err error) {
+	var stack []func() // shutdown steps, run in reverse
+	defer func() {
+		for i := len(stack) - 1; i >= 0; i-- {
+			stack[i]()
+		}
+	}()
+	dir := r.cfg.DataDir
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+
+	ecfg := r.cfg
+	ecfg.DataDir = filepath.Join(dir, "db")
+	if r.eng, err = Open(ecfg); err != nil {
+		return err
+	}
+	stack = append(stack, func() { r.eng.Close() })
+
+	r.inflight = make(chan struct{}, r.cfg.MaxInFlight)
+	if err := r.setupTokens(dir); err != nil {
+		return err
+	}
+	internal, err := newToken()
+	if err != nil {
+		return err
+	}
+	r.tok.add(internal, Principal{Kind: kindDaemon})
+
+	if err := r.startNATS(dir, internal); err != nil {
+		return err
+	}
+	stack = append(stack, r.stopNATS)
+
+	if r.js, err = jetstream.New(r.nc); err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	_, err = r.js.CreateOrUpdateStream(sctx, jetstream.StreamConfig{
+		Name: signalStream, Subjects: []string{"wacp.v1.sig.>"}, Storage: jetstream.FileStorage,
+		Duplicates: 10 * time.Minute, Description: "WACP signals delivered to each workspace's parent",
+	})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("create stream %s: %w", signalStream, err)
+	}
+
+	// Background workers: owned here, stopped by the shutdown stack.
+	bg, stopBG := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	pub := newPublisher(r.eng, r.js, r.nc, r.cfg.Logger)
+	wg.Add(2)
+	go func() { defer wg.Done(); pub.runSignals(bg) }()
+	go func() { defer wg.Done(); pub.runFeed(bg) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); r.eng.RunTimers(bg, time.Second) }()
+	stack = append(stack, func() {
+		pub.flush(5 * time.Second) // publish what the last requests committed
+		stopBG()
+		wg.Wait()
+	})
+
+	svc, err := r.startService()
+	if err != nil {
+		return err
+	}
+	stack = append(stack, func() {
+		svc.Stop()          // stop taking requests
+		r.handlers.Wait()   // let the ones in flight finish their commits
+	})
+
+	info := Info{URL: r.url, PID: os.Getpid(), RootWorkspace: r.eng.Root(), Version: r.cfg.Version}
+	if err := writeInfo(dir, info); err != nil {
+		return fmt.Errorf("write %s: %w", InfoFile, err)
+	}
+	stack = append(stack, func() { os.Remove(filepath.Join(dir, InfoFile)) })
+	fmt.Fprintf(r.cfg.Stdout, "wacpd %s listening on %s (data %s, root workspace %s)\n",
+		r.cfg.Version, r.url, dir, info.RootWorkspace)
+	close(r.ready)
+	<-ctx.Done()
+	r.cfg.Logger.Info("shutting down")
+	return nil
+}
+
+// setupTokens loads the stored tokens and the admin token.
+func (r *Runtime) setupTokens(dir string) error {
+	r.tok = newTokens()
+	if err := loadTokens(r.eng.db, r.tok); err != nil {
+		return fmt.Errorf("load tokens: %w", err)
+	}
+	admin, err := adminToken(dir)
+	if err != nil {
+		return err
+	}
+	r.tok.add(admin, Principal{Kind: KindCoordinator, Workspace: r.eng.Root()})
+	return nil
+}
+
+// startNATS starts the embedded server (or connects to NATSURL) and opens the
+// daemon's own connection.
+func (r *Runtime) startNATS(dir, internal string) error {
+	if r.cfg.NATSURL != "" {
+		r.external, r.url = true, r.cfg.NATSURL
+		nc, err := nats.Connect(r.url, nats.Name("wacpd"), nats.Token(r.cfg.NATSToken), nats.MaxReconnects(-1))
+		if err != nil {
+			return fmt.Errorf("connect to %s: %w", r.url, err)
+		}
+		r.nc = nc
+		return nil
+	}
+	host, port, _ := splitHostPort(r.cfg.Listen)
+	if port == 0 {
+		port = server.RANDOM_PORT // the contract's 0 is the server's -1
+	}
+	ns, err := server.NewServer(&server.Options{
+		ServerName: "wacpd", Host: host, Port: port, NoSigs: true, NoLog: true,
+		JetStream: true, StoreDir: filepath.Join(dir, "jetstream"), DisableJetStreamBanner: true,
+		MaxPayload: 4 << 20,
+		CustomClientAuthentication: &authenticator{tokens: r.tok, failed: func(remote string) {
+			r.cfg.Logger.Warn("refused a connection with an unknown token", "remote", remote)
+		}},
+	})
+	if err != nil {
+		return fmt.Errorf("nats server: %w", err)
+	}
+	ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		ns.Shutdown()
+		return fmt.Errorf("nats server on %s did not start", r.cfg.Listen)
+	}
+	r.ns = ns
+	addr := ns.Addr().(*net.TCPAddr)
+	r.url = fmt.Sprintf("nats://%s", net.JoinHostPort(host, strconv.Itoa(addr.Port)))
+	nc, err := nats.Connect(r.url, nats.Name("wacpd"), nats.Token(internal), nats.InProcessServer(ns))
+	if err != nil {
+		ns.Shutdown()
+		return fmt.Errorf("connect to the embedded server: %w", err)
+	}
+	r.nc = nc
+	return nil
+}
+
+func (r *Runtime) stopNATS() {
+	if r.nc != nil {
+		r.nc.Close()
+	}
+	if r.ns != nil {
+		r.ns.Shutdown()
+		r.ns.WaitForShutdown()
+	}
+}
+
+

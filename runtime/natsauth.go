@@ -1,0 +1,78 @@
+package runtime
+
+import (
+	"fmt"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// signalStream is the JetStream stream of delivered signals (wire-v1 §5).
+const signalStream = "WACP_SIGNALS"
+
+// authenticator is the embedded server's custom client authentication: it
+// maps the connection's token to a principal and gives the connection that
+// principal's permissions, so the server itself enforces who may publish and
+// subscribe where (wire-v1 §2).
+type authenticator struct {
+	tokens *tokens
+	failed func(remote string) // called on a refused connection; never gets the token
+}
+
+var _ server.Authentication = (*authenticator)(nil)
+
+// Check implements server.Authentication.
+func (a *authenticator) Check(c server.ClientAuthentication) bool {
+	opts := c.GetOpts()
+	p, ok := a.tokens.lookup(opts.Token)
+	if !ok {
+		remote := ""
+		if addr := c.RemoteAddress(); addr != nil {
+			remote = addr.String()
+		}
+		if a.failed != nil {
+			a.failed(remote)
+		}
+		return false
+	}
+	c.RegisterUser(&server.User{Username: p.String(), Permissions: permissions(p)})
+	return true
+}
+
+// permissions returns what principal p may publish and subscribe to.
+func permissions(p Principal) *server.Permissions {
+	allow := func(pub, sub []string) *server.Permissions {
+		return &server.Permissions{
+			Publish:   &server.SubjectPermission{Allow: pub},
+			Subscribe: &server.SubjectPermission{Allow: sub},
+		}
+	}
+	common := []string{"wacp.v1.system.>", "$SRV.>"}
+	switch p.Kind {
+	case kindDaemon:
+		return nil // no restrictions
+	case KindCoordinator:
+		return allow(
+			append(common, "wacp.v1.agent."+p.Workspace+".>", "wacp.v1.audit.>", "$JS.API.>", "$JS.ACK.>", "$JS.FC.>"),
+			[]string{"_INBOX.>", "wacp.v1.sig.>", "wacp.v1.trail.>"},
+		)
+	case KindAgent:
+		ws := p.Workspace
+		return allow(
+			append(common, "wacp.v1.agent."+ws+".>",
+				// One durable consumer per workspace, named after it, filtered to its own signals.
+				"$JS.API.INFO",
+				"$JS.API.STREAM.INFO."+signalStream,
+				fmt.Sprintf("$JS.API.CONSUMER.CREATE.%s.%s", signalStream, ws),
+				fmt.Sprintf("$JS.API.CONSUMER.CREATE.%s.%s.wacp.v1.sig.%s.>", signalStream, ws, ws),
+				fmt.Sprintf("$JS.API.CONSUMER.DURABLE.CREATE.%s.%s", signalStream, ws),
+				fmt.Sprintf("$JS.API.CONSUMER.INFO.%s.%s", signalStream, ws),
+				fmt.Sprintf("$JS.API.CONSUMER.MSG.NEXT.%s.%s", signalStream, ws),
+				fmt.Sprintf("$JS.ACK.%s.%s.>", signalStream, ws),
+			),
+			[]string{"_INBOX.>", "wacp.v1.sig." + ws + ".>", "wacp.v1.trail." + ws + ".>"},
+		)
+	case KindAuditor, KindUser:
+		return allow(append(common, "wacp.v1.audit.>"), []string{"_INBOX.>", "wacp.v1.trail.>"})
+	}
+	return allow(nil, nil)
+}

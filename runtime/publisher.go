@@ -1,0 +1,172 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/wacpd/wacpd/trail"
+)
+
+// publisher moves committed signals from the outbox to the WACP_SIGNALS
+// stream and committed trail entries to the live feed. The engine only
+// notifies it (OnCommit must not block); the publisher reads the outbox
+// itself, so a signal is published after its commit and again after a crash
+// until the stream confirmed it.
+type publisher struct {
+	eng *Engine
+	js  jetstream.JetStream
+	nc  *nats.Conn
+	lg  *slog.Logger
+
+	wake chan struct{} // signals: the outbox may have items
+
+	mu      sync.Mutex // guards feed and feedCh
+	feed    []trail.Entry
+	feedCh  chan struct{}
+	flushed chan chan struct{} // flush requests for the signal loop
+}
+
+func newPublisher(eng *Engine, js jetstream.JetStream, nc *nats.Conn, lg *slog.Logger) *publisher {
+	if lg == nil {
+		lg = slog.New(slog.DiscardHandler)
+	}
+	p := &publisher{eng: eng, js: js, nc: nc, lg: lg, wake: make(chan struct{}, 1),
+		feedCh: make(chan struct{}, 1), flushed: make(chan chan struct{})}
+	eng.OnCommit(p.onCommit)
+	p.poke() // republish whatever a previous run left unconfirmed
+	return p
+}
+
+func (p *publisher) poke() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// onCommit runs under the engine's lock: it only queues.
+func (p *publisher) onCommit(c Commit) {
+	if len(c.Outbox) > 0 {
+		p.poke()
+	}
+	p.mu.Lock()
+	p.feed = append(p.feed, c.Entries...)
+	p.mu.Unlock()
+	select {
+	case p.feedCh <- struct{}{}:
+	default:
+	}
+}
+
+// runSignals publishes the outbox until ctx is done.
+func (p *publisher) runSignals(ctx context.Context) {
+	retry := time.NewTimer(time.Hour)
+	defer retry.Stop()
+	for {
+		var done chan struct{}
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.wake:
+		case <-retry.C:
+		case done = <-p.flushed:
+		}
+		if err := p.drain(ctx); err != nil {
+			p.lg.Warn("publish signals; will retry", "err", err)
+			retry.Reset(250 * time.Millisecond)
+		}
+		if done != nil {
+			close(done)
+		}
+	}
+}
+
+// drain publishes every outbox item, oldest first, and removes each batch
+// once the stream acknowledged it.
+func (p *publisher) drain(ctx context.Context) error {
+	for {
+		items, err := p.eng.Outbox(256)
+		if err != nil || len(items) == 0 {
+			return err
+		}
+		acked := make([]string, 0, len(items))
+		for _, it := range items {
+			b, err := json.Marshal(it.Signal)
+			if err != nil {
+				return err
+			}
+			msg := nats.NewMsg(it.Subject)
+			msg.Data = b
+			msg.Header.Set(jetstream.MsgIDHeader, it.ID)
+			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_, err = p.js.PublishMsg(pctx, msg)
+			cancel()
+			if err != nil {
+				if len(acked) > 0 {
+					_ = p.eng.AckOutbox(acked...)
+				}
+				return err
+			}
+			acked = append(acked, it.ID)
+		}
+		if err := p.eng.AckOutbox(acked...); err != nil {
+			return err
+		}
+	}
+}
+
+// flush asks the signal loop to publish everything now and waits up to d.
+func (p *publisher) flush(d time.Duration) {
+	done := make(chan struct{})
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case p.flushed <- done:
+	case <-t.C:
+		return
+	}
+	select {
+	case <-done:
+	case <-t.C:
+	}
+	p.publishFeed()
+}
+
+// runFeed publishes committed trail entries on the live feed, in commit
+// order: wacp.v1.trail.<ws or _system>.<event_type> (core NATS, best effort).
+func (p *publisher) runFeed(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.feedCh:
+			p.publishFeed()
+		}
+	}
+}
+
+func (p *publisher) publishFeed() {
+	p.mu.Lock()
+	entries := p.feed
+	p.feed = nil
+	p.mu.Unlock()
+	for _, e := range entries {
+		b, err := json.Marshal(e)
+		if err != nil {
+			continue
+		}
+		scope := e.Workspace
+		if scope == "" {
+			scope = "_system"
+		}
+		if err := p.nc.Publish("wacp.v1.trail."+scope+"."+string(e.EventType), b); err != nil {
+			p.lg.Warn("publish trail feed", "err", err)
+		}
+	}
+}

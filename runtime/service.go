@@ -1,0 +1,512 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/wacpd/wacpd/taxonomy"
+	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/workspace"
+)
+
+// TokenHeader carries the caller's token on each request when the daemon
+// runs on an external NATS server (-nats-url), where it cannot see which
+// token a connection used.
+const TokenHeader = "Wacp-Token"
+
+// MaxWait bounds inbox.next's wait.
+const MaxWait = 5 * time.Minute
+
+// caller is who made a request.
+type caller struct {
+	ws string    // the workspace whose agent calls (agent endpoints)
+	p  Principal // known when the token header was checked
+}
+
+type handlerFunc func(ctx context.Context, c caller, body []byte) (any, error)
+
+// startService registers the wacp micro service and its endpoints.
+func (r *Runtime) startService() (micro.Service, error) {
+	svc, err := micro.AddService(r.nc, micro.Config{
+		Name: "wacp", Version: semver(r.cfg.Version),
+		Description: "WACP runtime (wire contract v1)",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start service: %w", err)
+	}
+	add := func(name, subject string, h micro.HandlerFunc) error {
+		return svc.AddEndpoint(name, h, micro.WithEndpointSubject(subject))
+	}
+	eps := []struct {
+		name, subject string
+		h             micro.HandlerFunc
+	}{
+		{"system_info", "wacp.v1.system.info", r.serve(r.systemInfo, anyone)},
+		{"audit_trail_read", "wacp.v1.audit.trail.read", r.serve(r.auditRead, auditors)},
+		{"audit_trail_verify", "wacp.v1.audit.trail.verify", r.serve(r.auditVerify, auditors)},
+	}
+	agentOps := map[string]handlerFunc{
+		"checkpoint":                 r.checkpoint,
+		"signal":                     r.signal,
+		"envelope":                   r.envelope,
+		"inbox.next":                 r.inboxNext,
+		"checkpoint.get":             r.checkpointGet,
+		"checkpoint.list":            r.checkpointList,
+		"checkpoint.head":            r.checkpointHead,
+		"workspace.create":           r.workspaceCreate,
+		"workspace.get":              r.workspaceGet,
+		"workspace.list":             r.workspaceList,
+		"workspace.abort":            r.workspaceOp("abort"),
+		"workspace.suspend":          r.workspaceOp("suspend"),
+		"workspace.resume":           r.workspaceOp("resume"),
+		"workspace.migrate":          r.migrate,
+		"workspace.migrate.complete": r.migrateComplete,
+		"conflict.resolve":           r.conflictResolve,
+		"integrate":                  r.integrate,
+		"trail":                      r.agentTrail,
+		"token.create":               r.tokenCreate,
+	}
+	for op, h := range agentOps {
+		eps = append(eps, struct {
+			name, subject string
+			h             micro.HandlerFunc
+		}{"agent_" + strings.ReplaceAll(op, ".", "_"), "wacp.v1.agent.*." + op, r.serve(h, agents)})
+	}
+	for _, ep := range eps {
+		if err := add(ep.name, ep.subject, ep.h); err != nil {
+			svc.Stop()
+			return nil, fmt.Errorf("add endpoint %s: %w", ep.subject, err)
+		}
+	}
+	return svc, nil
+}
+
+// semver returns v if micro accepts it as a version, else a placeholder.
+func semver(v string) string {
+	if strings.Count(v, ".") >= 2 {
+		return v
+	}
+	return "0.0.0"
+}
+
+type audience int
+
+const (
+	anyone audience = iota
+	agents
+	auditors
+)
+
+// serve wraps a handler: it runs it in its own goroutine (bounded by
+// MaxInFlight, tracked for shutdown), establishes the caller, and writes the
+// reply or the error in the wire contract's form.
+func (r *Runtime) serve(h handlerFunc, aud audience) micro.HandlerFunc {
+	return func(req micro.Request) {
+		select {
+		case r.inflight <- struct{}{}:
+		default:
+			r.replyErr(req, refuse(CodeUnavailable, "the daemon is at its limit of %d requests in flight; retry", cap(r.inflight)))
+			return
+		}
+		r.handlers.Add(1)
+		go func() {
+			defer r.handlers.Done()
+			defer func() { <-r.inflight }()
+			c, err := r.identify(req, aud)
+			if err != nil {
+				r.replyErr(req, err)
+				return
+			}
+			body := req.Data()
+			if len(bytes.TrimSpace(body)) == 0 {
+				body = []byte("{}")
+			}
+			if !utf8.Valid(body) {
+				r.replyErr(req, refuse(CodeInvalidStructure, "request body is not valid UTF-8"))
+				return
+			}
+			v, err := h(context.Background(), c, body)
+			if err != nil {
+				r.replyErr(req, err)
+				return
+			}
+			if err := req.RespondJSON(v); err != nil {
+				r.cfg.Logger.Warn("reply", "subject", req.Subject(), "err", err)
+			}
+		}()
+	}
+}
+
+// identify returns the caller of req. On the embedded server the subject is
+// the identity: the server's permissions let a token publish only to its own
+// workspace's subjects. On an external server the Wacp-Token header must be
+// present and match.
+func (r *Runtime) identify(req micro.Request, aud audience) (caller, error) {
+	var c caller
+	if aud == agents {
+		parts := strings.Split(req.Subject(), ".")
+		if len(parts) < 5 {
+			return c, refuse(CodeInvalidStructure, "subject %q is not wacp.v1.agent.<ws>.<op>", req.Subject())
+		}
+		c.ws = parts[3]
+	}
+	if !r.external {
+		return c, nil
+	}
+	p, ok := r.tok.lookup(req.Headers().Get(TokenHeader))
+	if !ok {
+		return c, refuse(CodeUnauthorized, "missing or unknown %s header", TokenHeader)
+	}
+	c.p = p
+	switch aud {
+	case agents:
+		if (p.Kind != KindAgent && p.Kind != KindCoordinator) || p.Workspace != c.ws {
+			return c, refuse(CodePermissionDenied, "this token may not act for workspace %s", c.ws)
+		}
+	case auditors:
+		if p.Kind == KindAgent {
+			return c, refuse(CodePermissionDenied, "audit endpoints need a coordinator, user or auditor token")
+		}
+	}
+	return c, nil
+}
+
+// errorBody is the JSON body of an error reply (wire-v1 §3).
+type errorBody struct {
+	Error struct {
+		Code    string         `json:"code"`
+		Message string         `json:"message"`
+		Details map[string]any `json:"details"`
+	} `json:"error"`
+}
+
+func (r *Runtime) replyErr(req micro.Request, err error) {
+	code := Code(err)
+	var b errorBody
+	b.Error.Code, b.Error.Details = code, map[string]any{}
+	switch code {
+	case CodeInternal:
+		r.cfg.Logger.Error("request failed", "subject", req.Subject(), "err", err)
+		b.Error.Message = "internal error; the daemon log has the details"
+	case CodeUnavailable:
+		b.Error.Message = "the daemon could not store the request durably; nothing was changed; retry: " + err.Error()
+	default:
+		b.Error.Message = err.Error()
+	}
+	data, _ := json.Marshal(b)
+	status := strconv.Itoa(taxonomy.LookupCode(code).Status)
+	if err := req.Error(status, code, data); err != nil {
+		r.cfg.Logger.Warn("reply error", "subject", req.Subject(), "err", err)
+	}
+}
+
+// decode reads a small request body strictly: unknown fields and wrong types
+// are invalid_structure.
+func decode(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return refuse(CodeInvalidStructure, "malformed request: %v", err)
+	}
+	if dec.More() {
+		return refuse(CodeInvalidStructure, "trailing data after the request")
+	}
+	return nil
+}
+
+func (r *Runtime) systemInfo(ctx context.Context, c caller, body []byte) (any, error) {
+	tax := r.eng.Taxonomy()
+	return map[string]any{
+		"version": r.cfg.Version, "root_workspace": r.eng.Root(),
+		"taxonomy":       map[string]string{"id": tax.ID(), "version": tax.Version(), "checksum": tax.Checksum()},
+		"hash_algorithm": trail.Algorithm, "protocol_version": taxonomy.ProtocolVersion,
+	}, nil
+}
+
+func (r *Runtime) checkpoint(ctx context.Context, c caller, body []byte) (any, error) {
+	return r.eng.CreateCheckpoint(ctx, c.ws, body)
+}
+
+func (r *Runtime) signal(ctx context.Context, c caller, body []byte) (any, error) {
+	return r.eng.EmitSignal(ctx, c.ws, body)
+}
+
+func (r *Runtime) envelope(ctx context.Context, c caller, body []byte) (any, error) {
+	return r.eng.SendEnvelope(ctx, c.ws, body)
+}
+
+func (r *Runtime) inboxNext(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		Wait string `json:"wait"`
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	var wait time.Duration
+	if req.Wait != "" {
+		d, err := time.ParseDuration(req.Wait)
+		if err != nil || d < 0 || d > MaxWait {
+			return nil, refuse(CodeInvalidStructure, "wait %q is not a duration between 0 and %s", req.Wait, MaxWait)
+		}
+		wait = d
+	}
+	env, err := r.eng.NextEnvelope(ctx, c.ws, wait)
+	if err != nil || env == nil {
+		return struct{}{}, err
+	}
+	return env, nil
+}
+
+func (r *Runtime) checkpointGet(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		ID string `json:"id"`
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	return r.eng.GetCheckpoint(ctx, c.ws, req.ID)
+}
+
+func (r *Runtime) checkpointList(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		Workspace string `json:"workspace"`
+		After     string `json:"after"`
+		Limit     int    `json:"limit"`
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	if req.Workspace == "" {
+		req.Workspace = c.ws
+	}
+	list, err := r.eng.ListCheckpoints(ctx, c.ws, req.Workspace, req.After, req.Limit)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"checkpoints": nonNil(list)}, nil
+}
+
+func (r *Runtime) checkpointHead(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		Workspace string `json:"workspace"`
+		Final     bool   `json:"final"`
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	if req.Workspace == "" {
+		req.Workspace = c.ws
+	}
+	return r.eng.Head(ctx, c.ws, req.Workspace, req.Final)
+}
+
+func (r *Runtime) workspaceCreate(ctx context.Context, c caller, body []byte) (any, error) {
+	tok, err := newToken()
+	if err != nil {
+		return nil, err
+	}
+	var p Principal
+	w, err := r.eng.createWorkspace(ctx, c.ws, body, func(txn *badger.Txn, w *workspace.Workspace) error {
+		p = Principal{Kind: KindAgent, Workspace: w.ID}
+		return putToken(txn, tok, p)
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.tok.add(tok, p)
+	return map[string]any{"workspace": w, "token": tok}, nil
+}
+
+type idRequest struct {
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
+}
+
+func (r *Runtime) workspaceGet(ctx context.Context, c caller, body []byte) (any, error) {
+	var req idRequest
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	if req.ID == "" {
+		req.ID = c.ws
+	}
+	return r.eng.GetWorkspace(ctx, c.ws, req.ID)
+}
+
+func (r *Runtime) workspaceList(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		Parent string          `json:"parent"`
+		State  workspace.State `json:"state"`
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	list, err := r.eng.ListWorkspaces(ctx, c.ws, req.Parent, req.State)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"workspaces": nonNil(list)}, nil
+}
+
+func (r *Runtime) workspaceOp(op string) handlerFunc {
+	return func(ctx context.Context, c caller, body []byte) (any, error) {
+		var req idRequest
+		if err := decode(body, &req); err != nil {
+			return nil, err
+		}
+		if req.ID == "" {
+			return nil, refuse(CodeInvalidStructure, "id is required")
+		}
+		switch op {
+		case "abort":
+			return r.eng.Abort(ctx, c.ws, req.ID, req.Reason)
+		case "suspend":
+			return r.eng.Suspend(ctx, c.ws, req.ID, req.Reason)
+		}
+		return r.eng.Resume(ctx, c.ws, req.ID)
+	}
+}
+
+func (r *Runtime) migrate(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		ID       string `json:"id"`
+		NewAgent string `json:"new_agent"`
+		Reason   string `json:"reason"`
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	return r.eng.Migrate(ctx, c.ws, req.ID, req.NewAgent, req.Reason)
+}
+
+func (r *Runtime) migrateComplete(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		ID       string `json:"id"`
+		NewAgent string `json:"new_agent"`
+		Error    string `json:"error"`
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	return r.eng.CompleteMigration(ctx, c.ws, req.ID, req.NewAgent, req.Error)
+}
+
+func (r *Runtime) conflictResolve(ctx context.Context, c caller, body []byte) (any, error) {
+	return r.eng.ResolveConflict(ctx, c.ws, body)
+}
+
+func (r *Runtime) integrate(ctx context.Context, c caller, body []byte) (any, error) {
+	return r.eng.Integrate(ctx, c.ws, body)
+}
+
+type trailPage struct {
+	Entries []trail.Entry `json:"entries"`
+	Next    *string       `json:"next"`
+}
+
+func page(entries []trail.Entry, next string) trailPage {
+	p := trailPage{Entries: nonNil(entries)}
+	if next != "" {
+		p.Next = &next
+	}
+	return p
+}
+
+func (r *Runtime) agentTrail(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		After     string          `json:"after"`
+		Limit     int             `json:"limit"`
+		EventType trail.EventType `json:"event_type"`
+		Workspace string          `json:"workspace"`
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	entries, next, err := r.eng.ReadTrail(ctx, c.ws, trail.Query{
+		After: req.After, Limit: req.Limit, EventType: req.EventType, Workspace: req.Workspace,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return page(entries, next), nil
+}
+
+func (r *Runtime) tokenCreate(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		Kind Kind   `json:"kind"`
+		Name string `json:"name"`
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	if req.Kind != KindUser && req.Kind != KindAuditor {
+		return nil, refuse(CodeInvalidStructure, "kind must be user or auditor")
+	}
+	if req.Name == "" || len(req.Name) > 128 || strings.ContainsAny(req.Name, " .*>\t\r\n") {
+		return nil, refuse(CodeInvalidStructure, "name must be 1-128 characters without spaces, '.', '*' or '>'")
+	}
+	tok, err := newToken()
+	if err != nil {
+		return nil, err
+	}
+	p := Principal{Kind: req.Kind, Name: req.Name}
+	err = r.eng.createUser(ctx, c.ws, req.Name, func(txn *badger.Txn) error { return putToken(txn, tok, p) })
+	if err != nil {
+		return nil, err
+	}
+	r.tok.add(tok, p)
+	return map[string]any{"token": tok, "principal": p}, nil
+}
+
+func (r *Runtime) auditRead(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		After     string          `json:"after"`
+		Limit     int             `json:"limit"`
+		Workspace string          `json:"workspace"`
+		EventType trail.EventType `json:"event_type"`
+		Actor     string          `json:"actor"`
+		Since     string          `json:"since"`
+		Until     string          `json:"until"`
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	entries, next, err := r.eng.Trail().Read(ctx, trail.Query{
+		After: req.After, Limit: req.Limit, Workspace: req.Workspace, EventType: req.EventType,
+		Actor: req.Actor, Since: req.Since, Until: req.Until,
+	})
+	if errors.Is(err, trail.ErrNotFound) {
+		return nil, refuse(CodeNotFound, "no trail entry %s", req.After)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return page(entries, next), nil
+}
+
+func (r *Runtime) auditVerify(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		Workspace string `json:"workspace"`
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	return r.eng.VerifyTrail(ctx, req.Workspace)
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
