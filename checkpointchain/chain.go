@@ -1,6 +1,8 @@
 package checkpointchain
 
 import (
+	"encoding/json"
+
 	"github.com/wacpd/wacpd/taxonomy"
 )
 
@@ -59,8 +61,14 @@ func Build(req Request, a Author, chain Chain, tax *taxonomy.Taxonomy, id, times
 		Parent: req.Parent, Status: req.Status, Confidence: req.Confidence,
 		ResourceUsage: req.ResourceUsage, Timestamp: timestamp,
 	}
-	b, err := Seal(&c)
+	b, err := Encode(c)
 	if err != nil {
+		return Checkpoint{}, nil, reject(ReasonInvalidStructure, "%v", err)
+	}
+	// Return the record as Get will read it back: extra payload values in
+	// their canonical form (RFC 8785 may reformat them, and rounds numbers
+	// beyond a double's precision), not as the agent wrote them.
+	if c, err = Decode(b); err != nil {
 		return Checkpoint{}, nil, reject(ReasonInvalidStructure, "%v", err)
 	}
 	return c, b, nil
@@ -85,8 +93,22 @@ func hasField(p Payload, f string) bool {
 	case "artifacts":
 		return len(p.Artifacts) > 0
 	}
-	v, ok := p.Extra[f]
-	return ok && string(v) != "null"
+	// An extra field is empty when it is null, "", [] or {}.
+	var v any
+	if raw, ok := p.Extra[f]; !ok || json.Unmarshal(raw, &v) != nil {
+		return false
+	}
+	switch v := v.(type) {
+	case nil:
+		return false
+	case string:
+		return v != ""
+	case []any:
+		return len(v) > 0
+	case map[string]any:
+		return len(v) > 0
+	}
+	return true
 }
 
 func deref(s *string) string {

@@ -3,7 +3,9 @@ package checkpointchain
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"math"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -47,7 +49,8 @@ func DecodeRequest(data []byte) (Request, error) {
 	if err := dec.Decode(&r); err != nil {
 		return bad("malformed request: %v", err)
 	}
-	if dec.More() {
+	if _, err := dec.Token(); err != io.EOF {
+		// dec.More would let a stray '}' or ']' through.
 		return bad("trailing data after the request")
 	}
 	if err := r.check(); err != nil {
@@ -61,7 +64,7 @@ func (r Request) check() error {
 	switch {
 	case r.Type == "":
 		return bad("type is required")
-	case r.Intent == "":
+	case strings.TrimSpace(r.Intent) == "":
 		return bad("intent is required and must not be empty")
 	case r.Parent != nil && *r.Parent == "":
 		return bad("parent must be null or a checkpoint id")

@@ -54,9 +54,10 @@ func (g *IDs) Observe(id string) {
 }
 
 // successor returns the ULID right after last, keeping last's time when it is
-// ahead of t (a wall clock that went back, or entropy overflow within one ms).
+// ahead of t (a wall clock that went back, or entropy overflow within one ms)
+// or when t has no ULID time (before 1970 or after 10889).
 func successor(last ulid.ULID, t time.Time) ulid.ULID {
-	if ms := ulid.Timestamp(t); ms > last.Time() {
+	if ms := ulid.Timestamp(t); ms > last.Time() && ms <= ulid.MaxTime() {
 		var u ulid.ULID
 		_ = u.SetTime(ms)
 		return u

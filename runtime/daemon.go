@@ -159,8 +159,8 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 		return err
 	}
 	stack = append(stack, func() {
-		svc.Stop()          // stop taking requests
-		r.handlers.Wait()   // let the ones in flight finish their commits
+		svc.Stop()        // stop taking requests
+		r.handlers.Wait() // let the ones in flight finish their commits
 	})
 
 	info := Info{URL: r.url, PID: os.Getpid(), RootWorkspace: r.eng.Root(), Version: r.cfg.Version}
@@ -243,5 +243,3 @@ func (r *Runtime) stopNATS() {
 		r.ns.WaitForShutdown()
 	}
 }
-
-

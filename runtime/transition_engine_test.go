@@ -49,7 +49,9 @@ func TestWorkspaceTransitions(t *testing.T) {
 		checkpoint(t, e, w, nil, "final")
 		signal(t, e, w, `{"type":"complete"}`)
 	}
-	suspend := func(t *testing.T, e *Engine, w string) { must[*workspace.Workspace](t)(e.Suspend(ctx, e.Root(), w, "")) }
+	suspend := func(t *testing.T, e *Engine, w string) {
+		must[*workspace.Workspace](t)(e.Suspend(ctx, e.Root(), w, ""))
+	}
 	resume := func(t *testing.T, e *Engine, w string) { must[*workspace.Workspace](t)(e.Resume(ctx, e.Root(), w)) }
 	migrate := func(t *testing.T, e *Engine, w string) {
 		must[*workspace.Workspace](t)(e.Migrate(ctx, e.Root(), w, "agent-2", ""))

@@ -396,14 +396,18 @@ func TestTransition_TerminalStatesAbsorbEverything(t *testing.T) {
 	}
 }
 
-// rank is the lifecycle position of a state: a legal transition never lowers
-// it, and only suspension and resumption move within rank 1.
+// rank is the lifecycle position of a state: a legal transition never
+// lowers it.
 var rank = map[workspace.State]int{
-	workspace.Idle: 0,
-	workspace.Active: 1, workspace.Blocked: 1, workspace.Suspended: 1, workspace.Migrating: 1,
+	workspace.Idle:        0,
+	workspace.Active:      1,
+	workspace.Blocked:     1,
+	workspace.Suspended:   1,
+	workspace.Migrating:   1,
 	workspace.Integrating: 2,
 	workspace.Conflicted:  3,
-	workspace.Closed:      4, workspace.Failed: 4,
+	workspace.Closed:      4,
+	workspace.Failed:      4,
 }
 
 func TestTransition_NoBackwardTransitions(t *testing.T) {
