@@ -3,6 +3,7 @@ package envelope
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"unicode/utf8"
 )
 
@@ -54,8 +55,8 @@ type Request struct {
 	Priority  string  `json:"priority,omitempty"`
 }
 
-// DecodeRequest decodes an envelope request and checks its shape: to, type
-// and payload.content present, priority in its enum (default normal),
+// DecodeRequest decodes an envelope request and checks its shape: to and
+// type present (payload.content may be empty), priority in its enum (default normal),
 // payload.format defaulting to markdown. Failures are *Rejection with
 // reason invalid_structure.
 func DecodeRequest(data []byte) (Request, error) {
@@ -68,7 +69,8 @@ func DecodeRequest(data []byte) (Request, error) {
 	if err := dec.Decode(&r); err != nil {
 		return Request{}, reject(ReasonInvalidStructure, "malformed request: %v", err)
 	}
-	if dec.More() {
+	// dec.More reports false before a stray '}' or ']', so look for EOF.
+	if _, err := dec.Token(); err != io.EOF {
 		return Request{}, reject(ReasonInvalidStructure, "trailing data after the request")
 	}
 	switch {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"unicode/utf8"
 
 	"github.com/wacpd/wacpd/taxonomy"
@@ -44,7 +45,8 @@ func DecodeRequest(data []byte) (Request, error) {
 	if err := dec.Decode(&r); err != nil {
 		return Request{}, reject(ReasonInvalidStructure, "malformed request: %v", err)
 	}
-	if dec.More() {
+	// dec.More reports false before a stray '}' or ']', so look for EOF.
+	if _, err := dec.Token(); err != io.EOF {
 		return Request{}, reject(ReasonInvalidStructure, "trailing data after the request")
 	}
 	if r.Type == "" {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
@@ -128,7 +129,7 @@ func verifyGlobal(ctx context.Context, l *Log, txn *badger.Txn, res *VerifyResul
 
 func verifyLocal(ctx context.Context, l *Log, txn *badger.Txn, ws string, res *VerifyResult) error {
 	prev := ""
-	return l.scan(ctx, txn, ws, 0, func(s stored) bool {
+	err := l.scan(ctx, txn, ws, 0, func(s stored) bool {
 		if s.Entry.Workspace != ws {
 			res.fail(s.Entry.ID, ViolationChainBroken, "entry of %q in the local trail of %q", s.Entry.Workspace, ws)
 			return false
@@ -145,6 +146,19 @@ func verifyLocal(ctx context.Context, l *Log, txn *badger.Txn, ws string, res *V
 		res.Entries++
 		return true
 	})
+	// A missing or undecodable entry is a finding, as in verifyGlobal, not a
+	// failure to run the check.
+	var syntaxErr *json.SyntaxError
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.Is(err, badger.ErrKeyNotFound):
+		res.fail(ws, ViolationChainBroken, "local trail of %s lists an entry missing from the global trail", ws)
+		return nil
+	case errors.As(err, &syntaxErr) || errors.As(err, &typeErr):
+		res.fail(ws, ViolationHashMismatch, "undecodable entry in the local trail of %s: %v", ws, err)
+		return nil
+	}
+	return err
 }
 
 func checkHash(e Entry, want string, res *VerifyResult) bool {

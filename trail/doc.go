@@ -1,0 +1,32 @@
+// Package trail is the WACP trail (Trail spec, digest §3.9–3.10): entries in
+// the WACP schema, the closed registry of 72 event types with their body
+// fields, and the two hash chains every entry belongs to.
+//
+// # Model
+//
+// One event is one entry. The runtime appends entries through a Batch inside
+// the Badger transaction that also writes the event's effect (write-ahead:
+// if the transaction does not commit, the entry does not exist), and calls
+// Batch.Commit after the transaction committed to move the in-memory chain
+// heads. An Append that fails leaves the batch unusable: drop the
+// transaction. Each entry is in the global chain and, unless system-level
+// (workspace null), in its workspace's chain; the global entry's
+// integrity.local_hash anchors the local one. The local trail of W is exactly
+// the global trail filtered by workspace W, in the same order (projection
+// invariant), which Verify checks along with every hash.
+//
+// # Format
+//
+// entry_hash = "blake3:" + hex(BLAKE3-256(RFC 8785 JSON of the entry without
+// integrity.entry_hash, signature and signer)); docs/formats.md gives both
+// views. Key prefix "t/": t/g/<seq:8 BE> the stored entry (global view plus
+// local_prev_hash); t/w/<ws>/<n:8 BE> -> seq; t/i/<id> -> seq; t/h/g the
+// global head; t/h/w/<ws> the local heads. testdata/entry.golden freezes the
+// encoding.
+//
+// # Caveats
+//
+// Verify(ctx, ws) checks one workspace's chain only; a consistent rewrite of
+// that workspace's entries is caught by the global Verify, whose global hashes
+// cover the local ones.
+package trail
