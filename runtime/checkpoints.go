@@ -30,7 +30,7 @@ func (e *Engine) CreateCheckpoint(ctx context.Context, ws string, body []byte) (
 		return checkpointchain.Checkpoint{}, refuse(CodeNotFound, "workspace %s does not exist", ws)
 	}
 	if len(body) > e.cfg.MaxObjectBytes {
-		return checkpointchain.Checkpoint{}, refuse(CodeTooLarge, "request of %d bytes exceeds the limit of %d; store large artifacts elsewhere and pass references in payload.artifacts", len(body), e.cfg.MaxObjectBytes)
+		return checkpointchain.Checkpoint{}, e.rejectTooLarge(w, checkpointchain.PeekType(body), len(body))
 	}
 	req, err := checkpointchain.DecodeRequest(body)
 	if err != nil {
@@ -50,7 +50,7 @@ func (e *Engine) CreateCheckpoint(ctx context.Context, ws string, body []byte) (
 			return err
 		}
 		if len(b) > e.cfg.MaxObjectBytes {
-			rejection = refuse(CodeTooLarge, "checkpoint of %d bytes exceeds the limit of %d; store large artifacts elsewhere and pass references in payload.artifacts", len(b), e.cfg.MaxObjectBytes)
+			rejection = refuse(CodeTooLarge, "checkpoint of %d bytes", len(b))
 			return rejection
 		}
 		if err := t.step("object"); err != nil {
@@ -84,6 +84,9 @@ func (e *Engine) CreateCheckpoint(ctx context.Context, ws string, body []byte) (
 	if errors.As(rejection, &rj) {
 		return checkpointchain.Checkpoint{}, e.rejectCheckpoint(w, req.Type, rejection)
 	}
+	if Code(rejection) == CodeTooLarge {
+		return checkpointchain.Checkpoint{}, e.rejectTooLarge(w, req.Type, e.cfg.MaxObjectBytes+1)
+	}
 	if err != nil {
 		return checkpointchain.Checkpoint{}, err
 	}
@@ -107,6 +110,19 @@ func (e *Engine) rejectCheckpoint(w *workspace.Workspace, typ string, cause erro
 		return err
 	}
 	return cause
+}
+
+// rejectTooLarge records a checkpoint over the size limit as
+// checkpoint_rejected with reason invalid_structure (the spec's reasons have
+// no size) and returns too_large, the wire code. Caller holds e.mu.
+func (e *Engine) rejectTooLarge(w *workspace.Workspace, typ string, size int) error {
+	err := e.rejectCheckpoint(w, typ, &checkpointchain.Rejection{
+		Reason: checkpointchain.ReasonInvalidStructure, Message: "too large",
+	})
+	if Code(err) == CodeUnavailable {
+		return err
+	}
+	return refuse(CodeTooLarge, "checkpoint of %d bytes or more exceeds the limit of %d bytes; store large artifacts elsewhere and pass references in payload.artifacts", size, e.cfg.MaxObjectBytes)
 }
 
 // checkUsage compares the agent's resource_usage with the runtime's own

@@ -34,7 +34,9 @@ type Runtime struct {
 	external bool
 	inflight chan struct{}
 
-	handlers sync.WaitGroup // request handlers in flight
+	handlers   sync.WaitGroup     // request handlers in flight
+	reqCtx     context.Context    // given to handlers; cancelled when shutdown begins
+	cancelReqs context.CancelFunc // ends waits (inbox.next); commits in flight still finish
 	ready    chan struct{}  // closed once requests are accepted
 }
 
@@ -154,12 +156,14 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 		wg.Wait()
 	})
 
+	r.reqCtx, r.cancelReqs = context.WithCancel(context.Background())
 	svc, err := r.startService()
 	if err != nil {
 		return err
 	}
 	stack = append(stack, func() {
 		svc.Stop()        // stop taking requests
+		r.cancelReqs()    // end waits
 		r.handlers.Wait() // let the ones in flight finish their commits
 	})
 

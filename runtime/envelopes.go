@@ -47,6 +47,13 @@ func (e *Engine) SendEnvelope(ctx context.Context, ws string, body []byte) (enve
 	if err == nil {
 		err = envelope.Check(e.tax, e.party(ws), e.party(req.To), req.Type)
 	}
+	switch from.State {
+	case workspace.Suspended, workspace.Migrating, workspace.Integrating, workspace.Conflicted:
+		if err == nil {
+			err = &envelope.Rejection{Reason: envelope.ReasonPermissionDenied,
+				Message: fmt.Sprintf("workspace %s is %s and sends nothing", ws, from.State)}
+		}
+	}
 	var rj *envelope.Rejection
 	if errors.As(err, &rj) {
 		return envelope.Envelope{}, e.rejectEnvelope(from, req, rj)
@@ -107,11 +114,12 @@ func (t *tx) deliver(env *envelope.Envelope, to *workspace.Workspace) error {
 			return err
 		}
 	}
-	// Acknowledged: a runtime receipt from the receiver to the sender.
+	// Acknowledged: a runtime receipt from the receiver to the sender. The
+	// record keeps status delivered, as the wire contract's reply shows; the
+	// acknowledgement is the signal.
 	if _, err := t.emitTo(to, t.peek(env.From), taxonomy.SignalAcknowledged, "", env.ID, trail.ActorProtocol); err != nil {
 		return err
 	}
-	env.Status = envelope.StatusAcknowledged
 	return putEnvelope(t.txn, *env)
 }
 
@@ -133,6 +141,39 @@ func (t *tx) deliverQueued(w *workspace.Workspace) error {
 			return err
 		}
 		if err := t.deliver(&env, w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// undeliverQueued ends the envelopes queued for w, which has become
+// terminal: each gets envelope_undeliverable in its sender's trail and
+// status rejected (WACP Envelope §7: the target became terminal after
+// validation).
+func (t *tx) undeliverQueued(w *workspace.Workspace) error {
+	var ids []string
+	it := t.txn.NewIterator(badger.IteratorOptions{Prefix: queuePrefix(w.ID)})
+	for it.Rewind(); it.Valid(); it.Next() {
+		ids = append(ids, string(it.Item().Key()[len(queuePrefix(w.ID)):]))
+	}
+	it.Close()
+	for _, id := range ids {
+		env, err := getEnvelope(t.txn, id)
+		if err != nil {
+			return err
+		}
+		if err := t.txn.Delete(append(queuePrefix(w.ID), id...)); err != nil {
+			return err
+		}
+		_, err = t.append(env.From, trail.ActorProtocol, trail.EventEnvelopeUndeliverable, map[string]any{
+			"envelope_id": env.ID, "from": env.From, "to": env.To, "reason": "target_terminal", "timestamp": nil,
+		})
+		if err != nil {
+			return err
+		}
+		env.Status = envelope.StatusRejected
+		if err := putEnvelope(t.txn, env); err != nil {
 			return err
 		}
 	}

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -93,7 +94,8 @@ func Code(err error) string {
 		return CodeNotFound
 	case errors.Is(err, casstore.ErrTooLarge):
 		return CodeTooLarge
-	case errors.Is(err, ErrStorage), errors.Is(err, ErrClosed):
+	case errors.Is(err, ErrStorage), errors.Is(err, ErrClosed),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return CodeUnavailable
 	}
 	return CodeInternal

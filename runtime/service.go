@@ -135,7 +135,7 @@ func (r *Runtime) serve(h handlerFunc, aud audience) micro.HandlerFunc {
 				r.replyErr(req, refuse(CodeInvalidStructure, "request body is not valid UTF-8"))
 				return
 			}
-			v, err := h(context.Background(), c, body)
+			v, err := h(r.reqCtx, c, body)
 			if err != nil {
 				r.replyErr(req, err)
 				return

@@ -28,6 +28,9 @@ func (t *tx) transition(w *workspace.Workspace, trig workspace.Trigger, actor, r
 	if reason != "" {
 		body["reason"] = reason
 	}
+	if t.detail != "" {
+		body["detail"], t.detail = t.detail, ""
+	}
 	if err := t.appendAt(ts, w.ID, actor, trail.EventWorkspaceStateChanged, body); err != nil {
 		return err
 	}
@@ -45,6 +48,11 @@ func (t *tx) transition(w *workspace.Workspace, trig workspace.Trigger, actor, r
 	}
 	if err := t.put(w); err != nil {
 		return err
+	}
+	if to.Terminal() {
+		if err := t.undeliverQueued(w); err != nil {
+			return err
+		}
 	}
 	if to == workspace.Failed && !noCascade {
 		return t.cascade(w.ID)

@@ -32,6 +32,7 @@ type tx struct {
 	inboxed map[string]bool // workspaces whose inbox got an envelope
 	later   []func()        // run after a successful commit
 	steps   int
+	detail  string // free text for the next workspace_state_changed, then cleared
 }
 
 // commit runs fn in a new read-write transaction and commits it durably.

@@ -183,7 +183,8 @@ func (e *Engine) authorize(actor, target string) (*workspace.Workspace, *workspa
 }
 
 // Abort fails workspace id at once (any non-terminal state): a failed signal
-// with reason aborted_by_coordinator, the transition, and the cascade.
+// with reason aborted_by_coordinator, the transition, and the cascade. The
+// caller's reason, if any, is recorded as the transition's detail.
 func (e *Engine) Abort(ctx context.Context, actor, id, reason string) (*workspace.Workspace, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -194,16 +195,15 @@ func (e *Engine) Abort(ctx context.Context, actor, id, reason string) (*workspac
 	if w.State.Terminal() {
 		return nil, refuse(CodeInvalidTransition, "workspace %s is already %s", id, w.State)
 	}
-	if reason == "" {
-		reason = "aborted_by_coordinator"
-	}
+	const why = "aborted_by_coordinator"
 	var out *workspace.Workspace
 	err = e.commit(func(t *tx) error {
 		c := t.ws(id)
-		if _, err := t.emit(c, taxonomy.SignalFailed, reason, "", trail.ActorProtocol); err != nil {
+		if _, err := t.emit(c, taxonomy.SignalFailed, why, "", trail.ActorProtocol); err != nil {
 			return err
 		}
-		if err := t.transition(c, workspace.Abort, e.actorOf(a), reason, false); err != nil {
+		t.detail = reason // the caller's words go into workspace_state_changed as "detail"
+		if err := t.transition(c, workspace.Abort, e.actorOf(a), why, false); err != nil {
 			return err
 		}
 		out = c

@@ -1,0 +1,1387 @@
+package runtime
+
+// Conformance tests for WACP Checkpoint spec §8: one top-level test per row of
+// the conformance table, named after it, each against a real Badger database
+// in t.TempDir(). The helpers at the end of this file are shared by
+// envelope_engine_test.go, signal_engine_test.go and integrate_engine_test.go.
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/wacpd/wacpd/casstore"
+	"github.com/wacpd/wacpd/checkpointchain"
+	"github.com/wacpd/wacpd/clock"
+	"github.com/wacpd/wacpd/taxonomy"
+	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/workspace"
+)
+
+// Row: Two base checkpoint types (Core).
+func TestCheckpointConformance_TwoBaseCheckpointTypes(t *testing.T) {
+	for _, typ := range []string{taxonomy.CheckpointArtifact, taxonomy.CheckpointObservation} {
+		if !taxonomy.Base().HasCheckpointType(typ) {
+			t.Errorf("Base().HasCheckpointType(%q) = false, want true", typ)
+		}
+	}
+	tests := []struct {
+		name string
+		tax  *taxonomy.Taxonomy
+		role string
+		typ  string
+	}{
+		{"worker creates artifact", nil, "worker", taxonomy.CheckpointArtifact},
+		{"observer creates observation", nil, "observer", taxonomy.CheckpointObservation},
+		// The base types stay available when a taxonomy adds types.
+		{"derived role creates artifact under a custom taxonomy", confTaxonomy(t), "reviewer", taxonomy.CheckpointArtifact},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := openVerified(t, withTaxonomy(tt.tax))
+			w := activeWorkspace(t, e, tt.role)
+			cp, err := e.CreateCheckpoint(ctx, w.ID, cpBody(nil, func(m map[string]any) { m["type"] = tt.typ }))
+			if err != nil {
+				t.Fatalf("CreateCheckpoint(%s, type %s) = %v, want success", tt.role, tt.typ, err)
+			}
+			if cp.Type != tt.typ || cp.Workspace != w.ID {
+				t.Errorf("checkpoint type, workspace = %q, %q, want %q, %q", cp.Type, cp.Workspace, tt.typ, w.ID)
+			}
+			got, err := e.GetCheckpoint(ctx, e.Root(), cp.ID)
+			if err != nil || got.Type != tt.typ {
+				t.Errorf("GetCheckpoint(%s) = type %q, %v; want %q", cp.ID, got.Type, err, tt.typ)
+			}
+		})
+	}
+}
+
+// Row: Checkpoint schema (Core): every §3 field is present, id and timestamp
+// are runtime-assigned, intent is required and non-empty.
+func TestCheckpointConformance_CheckpointSchema(t *testing.T) {
+	t.Run("all fields in record and JSON", func(t *testing.T) {
+		clk := newFakeClock()
+		e := openVerified(t, withFakeClock(clk))
+		w := newWorker(t, e)
+		before := clk.Now()
+		cp, err := e.CreateCheckpoint(ctx, w.ID, cpBody(nil, func(m map[string]any) {
+			m["confidence"] = "medium"
+			m["resource_usage"] = map[string]any{"tokens_consumed": 12, "wall_time": "0s", "cost": 0.5}
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cp.ID == "" || cp.Workspace != w.ID || cp.Type != "artifact" || cp.Intent != "because" ||
+			cp.Parent != nil || cp.Status != "provisional" || cp.Confidence != "medium" || cp.Digest.IsZero() {
+			t.Errorf("CreateCheckpoint = %+v, want every field set from the request and the runtime", cp)
+		}
+		if fmt.Sprint(cp.Payload.FilesChanged, cp.Payload.Content, cp.Payload.Artifacts) != fmt.Sprint([]string{"a.go"}, "x", []string{"r1"}) {
+			t.Errorf("payload = %+v, want files_changed [a.go], content x, artifacts [r1]", cp.Payload)
+		}
+		u := cp.ResourceUsage
+		if u == nil || u.TokensConsumed == nil || *u.TokensConsumed != 12 || u.WallTime == nil || *u.WallTime != "0s" || u.Cost == nil || *u.Cost != 0.5 {
+			t.Errorf("resource_usage = %+v, want tokens 12, wall_time 0s, cost 0.5", u)
+		}
+		// The timestamp is the runtime's clock, not the agent's.
+		ts, err := clock.Parse(cp.Timestamp)
+		if err != nil || ts.Before(before) || ts.After(before.Add(time.Millisecond)) {
+			t.Errorf("timestamp = %q (%v), want the runtime's clock %v", cp.Timestamp, err, before)
+		}
+		wantKeys := []string{"artifacts", "confidence", "content", "digest", "files_changed", "id", "intent",
+			"parent", "payload", "resource_usage", "status", "timestamp", "type", "workspace"}
+		if got := jsonKeys(t, cp); !slices.Equal(got, wantKeys) {
+			t.Errorf("JSON keys of the checkpoint = %v, want %v", got, wantKeys)
+		}
+
+		// Without resource_usage the keys are still all there (null).
+		cp2, err := e.CreateCheckpoint(ctx, w.ID, cpReq(&cp.ID, "final"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(mustJSON(cp2), &m); err != nil {
+			t.Fatal(err)
+		}
+		if v, ok := m["resource_usage"]; !ok || v != nil {
+			t.Errorf("JSON resource_usage of a checkpoint without one = %v (present %v), want null", v, ok)
+		}
+		if m["parent"] != cp.ID {
+			t.Errorf("JSON parent = %v, want %s", m["parent"], cp.ID)
+		}
+		if cp2.ID <= cp.ID || cp2.Timestamp <= cp.Timestamp {
+			t.Errorf("second checkpoint id, timestamp = %s, %s; want after %s, %s", cp2.ID, cp2.Timestamp, cp.ID, cp.Timestamp)
+		}
+	})
+
+	tests := []struct {
+		name string
+		mod  func(map[string]any)
+	}{
+		{"client id", func(m map[string]any) { m["id"] = "01J00000000000000000000000" }},
+		{"client timestamp", func(m map[string]any) { m["timestamp"] = "2026-01-01T00:00:00.000000000Z" }},
+		{"client workspace", func(m map[string]any) { m["workspace"] = "someone-else" }},
+		{"client digest", func(m map[string]any) { m["digest"] = casstore.RefOf(nil).String() }},
+		{"intent missing", func(m map[string]any) { delete(m, "intent") }},
+		{"intent empty", func(m map[string]any) { m["intent"] = "" }},
+		{"type missing", func(m map[string]any) { delete(m, "type") }},
+		{"status outside enum", func(m map[string]any) { m["status"] = "done" }},
+		{"confidence outside enum", func(m map[string]any) { m["confidence"] = "certain" }},
+		{"payload null", func(m map[string]any) { m["payload"] = nil }},
+		{"negative tokens", func(m map[string]any) { m["resource_usage"] = map[string]any{"tokens_consumed": -1} }},
+		{"wall_time not a duration", func(m map[string]any) { m["resource_usage"] = map[string]any{"wall_time": "soon"} }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := openVerified(t)
+			w := newWorker(t, e)
+			_, err := e.CreateCheckpoint(ctx, w.ID, cpBody(nil, tt.mod))
+			wantCode(t, "CreateCheckpoint", err, CodeInvalidStructure)
+			if n := len(listCheckpoints(t, e, w.ID)); n != 0 {
+				t.Errorf("checkpoints after a refused request = %d, want 0", n)
+			}
+			if got := trailWhere(t, e, trail.EventCheckpointRejected, map[string]string{"workspace": w.ID, "reason": CodeInvalidStructure}); len(got) != 1 {
+				t.Errorf("checkpoint_rejected(invalid_structure) entries = %d, want 1", len(got))
+			}
+		})
+	}
+}
+
+// Row: Immutability (Core).
+func TestCheckpointConformance_Immutability(t *testing.T) {
+	// No Engine operation changes or removes a checkpoint.
+	et := reflect.TypeOf(&Engine{})
+	for i := 0; i < et.NumMethod(); i++ {
+		name := et.Method(i).Name
+		if !strings.Contains(name, "Checkpoint") {
+			continue
+		}
+		for _, verb := range []string{"Update", "Set", "Modify", "Edit", "Patch", "Replace", "Delete", "Remove", "Promote", "Rewrite", "Amend"} {
+			if strings.HasPrefix(name, verb) {
+				t.Errorf("Engine.%s looks like an operation that modifies checkpoints; checkpoints are immutable", name)
+			}
+		}
+	}
+
+	dir := t.TempDir()
+	e := openEngineAt(t, dir)
+	w := newWorker(t, e)
+	body1 := cpReq(nil, "provisional")
+	c1, err := e.CreateCheckpoint(ctx, w.ID, body1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := mustJSON(c1)
+	checkSame := func(when string, e *Engine) {
+		t.Helper()
+		for i := 0; i < 2; i++ {
+			got, err := e.GetCheckpoint(ctx, e.Root(), c1.ID)
+			if err != nil {
+				t.Fatalf("%s: GetCheckpoint(%s): %v", when, c1.ID, err)
+			}
+			if b := mustJSON(got); !bytes.Equal(b, want) {
+				t.Fatalf("%s: GetCheckpoint(%s) = %s, want %s", when, c1.ID, b, want)
+			}
+		}
+		enc, err := checkpointchain.Encode(c1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ref := casstore.RefOf(enc); ref != c1.Digest {
+			t.Fatalf("%s: RefOf(Encode(checkpoint)) = %s, want digest %s", when, ref, c1.Digest)
+		}
+		obj, err := e.Objects().Get(ctx, c1.Digest)
+		if err != nil || !bytes.Equal(obj, enc) {
+			t.Fatalf("%s: stored object %s = %q, %v; want the canonical encoding %q", when, c1.Digest, obj, err, enc)
+		}
+	}
+	checkSame("after creation", e)
+
+	// The same work again is a new checkpoint, not a change to the old one.
+	c2, err := e.CreateCheckpoint(ctx, w.ID, cpReq(&c1.ID, "provisional"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c2.ID == c1.ID || c2.Digest == c1.Digest {
+		t.Errorf("second checkpoint id, digest = %s, %s; want new ones (first %s, %s)", c2.ID, c2.Digest, c1.ID, c1.Digest)
+	}
+	// Resending the exact first request changes nothing.
+	_, err = e.CreateCheckpoint(ctx, w.ID, body1)
+	wantCode(t, "CreateCheckpoint(first request again)", err, CodeInvalidParent)
+	checkSame("after more checkpoints", e)
+
+	// A provisional checkpoint is not promoted: a final one supersedes it.
+	c3 := checkpoint(t, e, w.ID, &c2.ID, "final")
+	if got, _ := e.GetCheckpoint(ctx, e.Root(), c2.ID); got.Status != "provisional" {
+		t.Errorf("status of %s after a final successor = %s, want provisional", c2.ID, got.Status)
+	}
+	if _, err := e.EmitSignal(ctx, w.ID, []byte(`{"type":"complete"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Integrate(ctx, e.Root(), mustJSON(map[string]any{"workspace": w.ID, "decision": "accept"})); err != nil {
+		t.Fatal(err)
+	}
+	checkSame("after integration", e)
+	if ids := checkpointIDs(listCheckpoints(t, e, w.ID)); !slices.Equal(ids, []string{c1.ID, c2.ID, c3.ID}) {
+		t.Errorf("chain after integration = %v, want %v", ids, []string{c1.ID, c2.ID, c3.ID})
+	}
+
+	// And across a restart.
+	verify(t, e)
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e2 := openEngineAt(t, dir)
+	checkSame("after reopening", e2)
+	verify(t, e2)
+}
+
+// TestCheckpoint_TamperedObjectIsNotIntegrated: the digest is the integrity
+// proof (§3 Integrity); a stored object changed behind the engine's back is
+// detected on read and not integrated.
+func TestCheckpoint_TamperedObjectIsNotIntegrated(t *testing.T) {
+	e := openVerified(t)
+	w := newWorker(t, e)
+	cp := checkpoint(t, e, w.ID, nil, "final")
+	if _, err := e.EmitSignal(ctx, w.ID, []byte(`{"type":"complete"}`)); err != nil {
+		t.Fatal(err)
+	}
+	enc, err := checkpointchain.Encode(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := bytes.Replace(enc, []byte(`"content":"x"`), []byte(`"content":"y"`), 1)
+	if bytes.Equal(forged, enc) {
+		t.Fatalf("test setup: content not found in %s", enc)
+	}
+	err = e.db.Update(func(txn *badger.Txn) error {
+		return txn.Set(append([]byte(casstore.KeyPrefix), cp.Digest.Bytes()...), forged)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.GetCheckpoint(ctx, e.Root(), cp.ID); !errors.Is(err, casstore.ErrCorrupt) {
+		t.Errorf("GetCheckpoint(tampered) = %v, want casstore.ErrCorrupt", err)
+	}
+	_, err = e.Integrate(ctx, e.Root(), mustJSON(map[string]any{"workspace": w.ID, "decision": "accept"}))
+	if err == nil {
+		t.Fatalf("Integrate(tampered checkpoint) succeeded, want a refusal")
+	}
+	if got := wsState(t, e, w.ID); got != workspace.Integrating {
+		t.Errorf("state after a refused integration = %s, want integrating", got)
+	}
+	if got := trailWhere(t, e, trail.EventIntegrationStarted, map[string]string{"source": w.ID}); len(got) != 0 {
+		t.Errorf("integration_started entries = %d, want 0", len(got))
+	}
+}
+
+// Row: Final checkpoint for integration (Core).
+func TestCheckpointConformance_FinalCheckpointForIntegration(t *testing.T) {
+	t.Run("most recent final, provisional ones after it", func(t *testing.T) {
+		e := openVerified(t)
+		w := newWorker(t, e)
+		p1 := checkpoint(t, e, w.ID, nil, "provisional")
+		f1 := checkpoint(t, e, w.ID, &p1.ID, "final")
+		p2 := checkpoint(t, e, w.ID, &f1.ID, "provisional")
+		f2 := checkpoint(t, e, w.ID, &p2.ID, "final")
+		p3 := checkpoint(t, e, w.ID, &f2.ID, "provisional")
+		p4 := checkpoint(t, e, w.ID, &p3.ID, "provisional")
+		if h, err := e.Head(ctx, e.Root(), w.ID, true); err != nil || h.ID != f2.ID {
+			t.Errorf("Head(final) = %s, %v; want %s", h.ID, err, f2.ID)
+		}
+		if h, err := e.Head(ctx, e.Root(), w.ID, false); err != nil || h.ID != p4.ID {
+			t.Errorf("Head() = %s, %v; want %s", h.ID, err, p4.ID)
+		}
+		if _, err := e.EmitSignal(ctx, w.ID, []byte(`{"type":"complete"}`)); err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.Integrate(ctx, e.Root(), mustJSON(map[string]any{"workspace": w.ID, "decision": "accept"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Checkpoint != f2.ID {
+			t.Errorf("Integrate used %s, want the most recent final %s (not %s, %s or %s)", res.Checkpoint, f2.ID, f1.ID, p3.ID, p4.ID)
+		}
+		if got := trailWhere(t, e, trail.EventIntegrationStarted, map[string]string{"source": w.ID, "checkpoint_ref": f2.ID}); len(got) != 1 {
+			t.Errorf("integration_started with checkpoint_ref %s = %d entries, want 1", f2.ID, len(got))
+		}
+		if got := trailWhere(t, e, trail.EventSignalEmitted, map[string]string{"type": "integrate", "ref": f2.ID}); len(got) != 1 {
+			t.Errorf("integrate signals with ref %s = %d, want 1", f2.ID, len(got))
+		}
+	})
+	tests := []struct {
+		name     string
+		statuses []string
+	}{
+		{"only provisional checkpoints", []string{"provisional", "provisional"}},
+		{"no checkpoints", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := openVerified(t)
+			w := newWorker(t, e)
+			var parent *string
+			for _, s := range tt.statuses {
+				cp := checkpoint(t, e, w.ID, parent, s)
+				parent = &cp.ID
+			}
+			_, err := e.Head(ctx, e.Root(), w.ID, true)
+			wantCode(t, "Head(final)", err, CodeNoFinalCheckpoint)
+			if _, err := e.EmitSignal(ctx, w.ID, []byte(`{"type":"complete"}`)); err != nil {
+				t.Fatal(err)
+			}
+			_, err = e.Integrate(ctx, e.Root(), mustJSON(map[string]any{"workspace": w.ID, "decision": "accept"}))
+			wantCode(t, "Integrate", err, CodeNoFinalCheckpoint)
+			if got := wsState(t, e, w.ID); got != workspace.Integrating {
+				t.Errorf("state after refused integration = %s, want integrating", got)
+			}
+			if got := trailWhere(t, e, trail.EventIntegrationStarted, map[string]string{"source": w.ID}); len(got) != 0 {
+				t.Errorf("integration_started entries = %d, want 0", len(got))
+			}
+		})
+	}
+}
+
+// Row: Type-role compatibility (Core).
+func TestCheckpointConformance_TypeRoleCompatibility(t *testing.T) {
+	t.Run("observer is activated by its own started signal", func(t *testing.T) {
+		e := openVerified(t)
+		obs, err := e.CreateWorkspace(ctx, e.Root(), []byte(`{"role":"observer"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = e.SendEnvelope(ctx, e.Root(), mustJSON(map[string]any{
+			"to": obs.ID, "type": "directive", "payload": map[string]any{"content": "watch"}}))
+		wantCode(t, "SendEnvelope(directive to observer)", err, CodePermissionDenied)
+		if got := wsState(t, e, obs.ID); got != workspace.Idle {
+			t.Fatalf("observer state after refused directive = %s, want idle", got)
+		}
+		if _, err := e.EmitSignal(ctx, obs.ID, []byte(`{"type":"started"}`)); err != nil {
+			t.Fatal(err)
+		}
+		if got := wsState(t, e, obs.ID); got != workspace.Active {
+			t.Fatalf("observer state after started = %s, want active", got)
+		}
+	})
+	tests := []struct {
+		name     string
+		tax      *taxonomy.Taxonomy
+		role     string
+		typ      string
+		wantCode string
+	}{
+		{"worker creates observation", nil, "worker", "observation", CodePermissionDenied},
+		{"observer creates artifact", nil, "observer", "artifact", CodePermissionDenied},
+		{"worker creates a type only a derived role may", confTaxonomy(t), "worker", "review", CodePermissionDenied},
+		{"worker creates artifact", nil, "worker", "artifact", ""},
+		{"observer creates observation", nil, "observer", "observation", ""},
+		{"derived role creates its type", confTaxonomy(t), "reviewer", "review", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := openVerified(t, withTaxonomy(tt.tax))
+			w := activeWorkspace(t, e, tt.role)
+			_, err := e.CreateCheckpoint(ctx, w.ID, cpBody(nil, func(m map[string]any) {
+				m["type"] = tt.typ
+				m["payload"].(map[string]any)["verdict"] = "ok"
+			}))
+			wantCode(t, fmt.Sprintf("CreateCheckpoint(%s by %s)", tt.typ, tt.role), err, tt.wantCode)
+			wantN := 1
+			if tt.wantCode != "" {
+				wantN = 0
+				if got := trailWhere(t, e, trail.EventCheckpointRejected, map[string]string{"workspace": w.ID, "reason": tt.wantCode, "type": tt.typ}); len(got) != 1 {
+					t.Errorf("checkpoint_rejected entries = %d, want 1", len(got))
+				}
+			}
+			if n := len(listCheckpoints(t, e, w.ID)); n != wantN {
+				t.Errorf("checkpoints = %d, want %d", n, wantN)
+			}
+			if n := len(trailWhere(t, e, trail.EventCheckpointCreated, map[string]string{"workspace": w.ID})); n != wantN {
+				t.Errorf("checkpoint_created entries = %d, want %d", n, wantN)
+			}
+		})
+	}
+}
+
+// Row: Auto-signal emission (Core).
+func TestCheckpointConformance_AutoSignalEmission(t *testing.T) {
+	e := openVerified(t)
+	root := e.Root()
+	w := newWorker(t, e)
+	d := newWorker(t, e, map[string]any{"delegate": true})
+	child, err := e.CreateWorkspace(ctx, d.ID, []byte(`{"role":"worker"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	directive(t, e, d.ID, child.ID)
+
+	c1 := checkpoint(t, e, w.ID, nil, "provisional")
+	c2 := checkpoint(t, e, w.ID, &c1.ID, "final")
+	c3 := checkpoint(t, e, child.ID, nil, "final")
+	_, err = e.CreateCheckpoint(ctx, w.ID, cpReq(ptr("nope"), "final")) // rejected: no signal
+	wantCode(t, "CreateCheckpoint(bad parent)", err, CodeInvalidParent)
+
+	tests := []struct {
+		name   string
+		cp     checkpointchain.Checkpoint
+		parent string
+	}{
+		{"provisional", c1, root},
+		{"final", c2, root},
+		{"grandchild's, to its parent", c3, d.ID}, // not to the root
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ws := tt.cp.Workspace
+			items := outboxWhere(t, e, func(o OutboxItem) bool {
+				return o.Signal.Type == taxonomy.SignalCheckpoint && o.Signal.Ref != nil && *o.Signal.Ref == tt.cp.ID
+			})
+			if len(items) != 1 {
+				t.Fatalf("outbox checkpoint signals with ref %s = %d, want 1", tt.cp.ID, len(items))
+			}
+			s := items[0].Signal
+			if s.From != ws || s.DeliveredTo == nil || *s.DeliveredTo != tt.parent {
+				t.Errorf("checkpoint signal from %s to %v, want from %s to %s", s.From, s.DeliveredTo, ws, tt.parent)
+			}
+			if want := fmt.Sprintf("wacp.v1.sig.%s.%s.checkpoint", tt.parent, ws); items[0].Subject != want {
+				t.Errorf("subject = %s, want %s", items[0].Subject, want)
+			}
+			emitted := trailWhere(t, e, trail.EventSignalEmitted, map[string]string{"signal_id": s.ID, "type": "checkpoint", "ref": tt.cp.ID, "from": ws})
+			if len(emitted) != 1 || emitted[0].Workspace != ws || emitted[0].Actor != trail.ActorProtocol {
+				t.Errorf("signal_emitted for %s = %+v, want one in %s's trail by protocol", s.ID, emitted, ws)
+			}
+			delivered := trailWhere(t, e, trail.EventSignalDelivered, map[string]string{"signal_id": s.ID, "delivered_to": tt.parent})
+			if len(delivered) != 1 || delivered[0].Workspace != tt.parent {
+				t.Errorf("signal_delivered for %s = %d entries, want 1 in %s's trail", s.ID, len(delivered), tt.parent)
+			}
+			// validate → register → trail → signal
+			created := trailWhere(t, e, trail.EventCheckpointCreated, map[string]string{"checkpoint_id": tt.cp.ID})
+			if len(created) != 1 || len(emitted) != 1 || created[0].ID >= emitted[0].ID {
+				t.Errorf("checkpoint_created must precede the signal: %v, %v", created, emitted)
+			}
+		})
+	}
+	all := outboxWhere(t, e, func(o OutboxItem) bool { return o.Signal.Type == taxonomy.SignalCheckpoint })
+	if len(all) != 3 {
+		t.Errorf("checkpoint signals in outbox = %d, want 3 (none for the rejected request)", len(all))
+	}
+}
+
+// Row: Linear chains (Core).
+func TestCheckpointConformance_LinearChains(t *testing.T) {
+	e := openVerified(t)
+	w := newWorker(t, e)
+	other := newWorker(t, e)
+	o1 := checkpoint(t, e, other.ID, nil, "provisional")
+
+	_, err := e.CreateCheckpoint(ctx, w.ID, cpReq(&o1.ID, "provisional"))
+	wantCode(t, "first checkpoint with a parent", err, CodeInvalidParent)
+	c1 := checkpoint(t, e, w.ID, nil, "provisional")
+	c2 := checkpoint(t, e, w.ID, &c1.ID, "provisional")
+
+	tests := []struct {
+		name   string
+		parent *string
+	}{
+		{"second first checkpoint (parent null)", nil},
+		{"non-head parent", &c1.ID},
+		{"parent in another workspace", &o1.ID},
+		{"unknown parent", ptr("01J0000000000000000000NOPE")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := e.CreateCheckpoint(ctx, w.ID, cpReq(tt.parent, "provisional"))
+			wantCode(t, "CreateCheckpoint", err, CodeInvalidParent)
+		})
+	}
+
+	// Racing writers on one head: exactly one wins.
+	const n = 8
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = e.CreateCheckpoint(ctx, w.ID, cpReq(&c2.ID, "provisional"))
+		}()
+	}
+	wg.Wait()
+	won := 0
+	for _, err := range errs {
+		switch Code(err) {
+		case "":
+			won++
+		case CodeInvalidParent:
+		default:
+			t.Errorf("racing CreateCheckpoint = %v, want success or invalid_parent", err)
+		}
+	}
+	if won != 1 {
+		t.Errorf("racing writers on head %s: %d succeeded, want exactly 1", c2.ID, won)
+	}
+
+	chain := listCheckpoints(t, e, w.ID)
+	children := map[string]int{}
+	for i, c := range chain {
+		want := ""
+		if i > 0 {
+			want = chain[i-1].ID
+		}
+		if c.ParentID() != want {
+			t.Errorf("chain[%d].parent = %q, want %q", i, c.ParentID(), want)
+		}
+		children[c.ParentID()]++
+	}
+	for p, k := range children {
+		if k > 1 {
+			t.Errorf("checkpoint %q has %d children, want at most 1", p, k)
+		}
+	}
+	if len(chain) != 3 {
+		t.Errorf("chain length = %d, want 3", len(chain))
+	}
+}
+
+// Row: Append-only chains (Core).
+func TestCheckpointConformance_AppendOnlyChains(t *testing.T) {
+	dir := t.TempDir()
+	e := openEngineAt(t, dir)
+	w := newWorker(t, e)
+	var made []string
+	head := func() *string {
+		if len(made) == 0 {
+			return nil
+		}
+		return &made[len(made)-1]
+	}
+	steps := []struct {
+		name   string
+		body   func() []byte
+		accept bool
+	}{
+		{"first", func() []byte { return cpReq(head(), "provisional") }, true},
+		{"bad parent", func() []byte { return cpReq(ptr("nope"), "provisional") }, false},
+		{"second", func() []byte { return cpReq(head(), "provisional") }, true},
+		{"wrong type", func() []byte { return cpBody(head(), func(m map[string]any) { m["type"] = "observation" }) }, false},
+		{"third", func() []byte { return cpReq(head(), "final") }, true},
+		{"no intent", func() []byte { return cpBody(head(), func(m map[string]any) { m["intent"] = "" }) }, false},
+		{"insert before the head", func() []byte { return cpReq(&made[0], "provisional") }, false},
+		{"fourth", func() []byte { return cpReq(head(), "provisional") }, true},
+	}
+	for _, st := range steps {
+		before := len(made)
+		cp, err := e.CreateCheckpoint(ctx, w.ID, st.body())
+		if st.accept {
+			if err != nil {
+				t.Fatalf("%s: CreateCheckpoint = %v, want success", st.name, err)
+			}
+			made = append(made, cp.ID)
+		} else if err == nil {
+			t.Fatalf("%s: CreateCheckpoint succeeded, want a rejection", st.name)
+		}
+		got := checkpointIDs(listCheckpoints(t, e, w.ID))
+		if !slices.Equal(got, made) {
+			t.Fatalf("%s: ListCheckpoints = %v, want %v (count was %d)", st.name, got, made, before)
+		}
+	}
+	page, err := e.ListCheckpoints(ctx, e.Root(), w.ID, made[0], 2)
+	if err != nil || !slices.Equal(checkpointIDs(page), made[1:3]) {
+		t.Errorf("ListCheckpoints(after %s, limit 2) = %v, %v; want %v", made[0], checkpointIDs(page), err, made[1:3])
+	}
+	verify(t, e)
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e2 := openEngineAt(t, dir)
+	if got := checkpointIDs(listCheckpoints(t, e2, w.ID)); !slices.Equal(got, made) {
+		t.Errorf("ListCheckpoints after reopening = %v, want %v", got, made)
+	}
+	// The recovered register still enforces the head.
+	_, err = e2.CreateCheckpoint(ctx, w.ID, cpReq(&made[1], "provisional"))
+	wantCode(t, "CreateCheckpoint(non-head parent) after reopening", err, CodeInvalidParent)
+	checkpoint(t, e2, w.ID, &made[len(made)-1], "final")
+	verify(t, e2)
+}
+
+// Row: Trail recording (Core).
+func TestCheckpointConformance_TrailRecording(t *testing.T) {
+	t.Run("one checkpoint_created per creation", func(t *testing.T) {
+		e := openVerified(t)
+		w := newWorker(t, e)
+		var parent *string
+		var made []checkpointchain.Checkpoint
+		for i, st := range []string{"provisional", "provisional", "final"} {
+			cp := checkpoint(t, e, w.ID, parent, st)
+			parent = &cp.ID
+			made = append(made, cp)
+			if n := len(trailWhere(t, e, trail.EventCheckpointCreated, map[string]string{"workspace": w.ID})); n != i+1 {
+				t.Fatalf("after %d checkpoints: checkpoint_created entries = %d", i+1, n)
+			}
+		}
+		for _, cp := range made {
+			got := trailWhere(t, e, trail.EventCheckpointCreated, map[string]string{"checkpoint_id": cp.ID})
+			if len(got) != 1 {
+				t.Fatalf("checkpoint_created for %s = %d entries, want 1", cp.ID, len(got))
+			}
+			b := entryBody(t, got[0])
+			want := map[string]any{"workspace": w.ID, "type": cp.Type, "status": cp.Status, "confidence": cp.Confidence,
+				"parent": anyOf(cp.Parent), "timestamp": cp.Timestamp}
+			for k, v := range want {
+				if b[k] != v {
+					t.Errorf("checkpoint_created(%s).%s = %v, want %v", cp.ID, k, b[k], v)
+				}
+			}
+			if got[0].Workspace != w.ID {
+				t.Errorf("checkpoint_created(%s) is in trail %q, want %s", cp.ID, got[0].Workspace, w.ID)
+			}
+		}
+	})
+
+	tests := []struct {
+		name   string
+		reason checkpointchain.Reason
+		typ    string
+		idle   bool
+		mod    func(map[string]any)
+	}{
+		{"permission_denied", checkpointchain.ReasonPermissionDenied, "observation", false, func(m map[string]any) { m["type"] = "observation" }},
+		{"invalid_type", checkpointchain.ReasonInvalidType, "review", false, func(m map[string]any) { m["type"] = "review" }},
+		{"invalid_structure", checkpointchain.ReasonInvalidStructure, "artifact", false, func(m map[string]any) { m["intent"] = "" }},
+		{"invalid_parent", checkpointchain.ReasonInvalidParent, "artifact", false, func(m map[string]any) { m["parent"] = "nope" }},
+		{"workspace_not_active", checkpointchain.ReasonWorkspaceNotActive, "artifact", true, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := openVerified(t)
+			var w *workspace.Workspace
+			if tt.idle {
+				var err error
+				if w, err = e.CreateWorkspace(ctx, e.Root(), []byte(`{"role":"worker"}`)); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				w = newWorker(t, e)
+			}
+			before := trailWhere(t, e, trail.EventCheckpointRejected, map[string]string{"workspace": w.ID})
+			_, err := e.CreateCheckpoint(ctx, w.ID, cpBody(nil, tt.mod))
+			var rj *checkpointchain.Rejection
+			if !errors.As(err, &rj) || rj.Reason != tt.reason {
+				t.Fatalf("CreateCheckpoint = %v, want rejection %s", err, tt.reason)
+			}
+			after := trailWhere(t, e, trail.EventCheckpointRejected, map[string]string{"workspace": w.ID})
+			if len(after) != len(before)+1 {
+				t.Fatalf("checkpoint_rejected entries = %d, want %d", len(after), len(before)+1)
+			}
+			b := entryBody(t, after[len(after)-1])
+			if b["reason"] != string(rj.Reason) || b["type"] != tt.typ || b["timestamp"] == nil {
+				t.Errorf("checkpoint_rejected body = %v, want reason %s, type %s, a timestamp", b, rj.Reason, tt.typ)
+			}
+			if n := len(trailWhere(t, e, trail.EventCheckpointCreated, map[string]string{"workspace": w.ID})); n != 0 {
+				t.Errorf("checkpoint_created entries = %d, want 0", n)
+			}
+		})
+	}
+}
+
+// Row: Active workspace only (Standard).
+func TestCheckpointConformance_ActiveWorkspaceOnly(t *testing.T) {
+	tests := []struct {
+		state workspace.State
+		setup func(t *testing.T, e *Engine) string
+	}{
+		{workspace.Idle, func(t *testing.T, e *Engine) string {
+			w, err := e.CreateWorkspace(ctx, e.Root(), []byte(`{"role":"worker"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return w.ID
+		}},
+		{workspace.Blocked, func(t *testing.T, e *Engine) string {
+			w := newWorker(t, e)
+			emitOK(t, e, w.ID, `{"type":"blocked","reason":"waiting"}`)
+			return w.ID
+		}},
+		{workspace.Suspended, func(t *testing.T, e *Engine) string {
+			w := newWorker(t, e)
+			if _, err := e.Suspend(ctx, e.Root(), w.ID, ""); err != nil {
+				t.Fatal(err)
+			}
+			return w.ID
+		}},
+		{workspace.Integrating, func(t *testing.T, e *Engine) string {
+			w := newWorker(t, e)
+			emitOK(t, e, w.ID, `{"type":"complete"}`)
+			return w.ID
+		}},
+		{workspace.Failed, func(t *testing.T, e *Engine) string {
+			w := newWorker(t, e)
+			emitOK(t, e, w.ID, `{"type":"failed","reason":"gave up"}`)
+			return w.ID
+		}},
+		{workspace.Closed, func(t *testing.T, e *Engine) string {
+			w := newWorker(t, e)
+			checkpoint(t, e, w.ID, nil, "final")
+			emitOK(t, e, w.ID, `{"type":"complete"}`)
+			if _, err := e.Integrate(ctx, e.Root(), mustJSON(map[string]any{"workspace": w.ID, "decision": "accept"})); err != nil {
+				t.Fatal(err)
+			}
+			return w.ID
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.state), func(t *testing.T) {
+			e := openVerified(t)
+			ws := tt.setup(t, e)
+			if got := wsState(t, e, ws); got != tt.state {
+				t.Fatalf("setup: state = %s, want %s", got, tt.state)
+			}
+			n := len(listCheckpoints(t, e, ws))
+			_, err := e.CreateCheckpoint(ctx, ws, cpReq(nil, "final"))
+			wantCode(t, fmt.Sprintf("CreateCheckpoint in %s", tt.state), err, CodeWorkspaceNotActive)
+			if got := len(listCheckpoints(t, e, ws)); got != n {
+				t.Errorf("checkpoints = %d, want %d", got, n)
+			}
+			if got := trailWhere(t, e, trail.EventCheckpointRejected, map[string]string{"workspace": ws, "reason": CodeWorkspaceNotActive}); len(got) != 1 {
+				t.Errorf("checkpoint_rejected(workspace_not_active) = %d entries, want 1", len(got))
+			}
+			if got := wsState(t, e, ws); got != tt.state {
+				t.Errorf("state after the rejection = %s, want %s", got, tt.state)
+			}
+		})
+	}
+}
+
+// Row: Taxonomy validation (Standard).
+func TestCheckpointConformance_TaxonomyValidation(t *testing.T) {
+	tests := []struct {
+		name     string
+		tax      *taxonomy.Taxonomy
+		role     string
+		typ      string
+		wantCode string
+	}{
+		{"unregistered type", nil, "worker", "review", CodeInvalidType},
+		{"base type in another case", nil, "worker", "Artifact", CodeInvalidType},
+		{"base type with a trailing space", nil, "worker", "artifact ", CodeInvalidType},
+		{"type unregistered in the custom taxonomy", confTaxonomy(t), "reviewer", "decision", CodeInvalidType},
+		{"type registered in the custom taxonomy", confTaxonomy(t), "reviewer", "review", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := openVerified(t, withTaxonomy(tt.tax))
+			w := activeWorkspace(t, e, tt.role)
+			_, err := e.CreateCheckpoint(ctx, w.ID, cpBody(nil, func(m map[string]any) {
+				m["type"] = tt.typ
+				m["payload"].(map[string]any)["verdict"] = "approve"
+			}))
+			wantCode(t, fmt.Sprintf("CreateCheckpoint(type %q)", tt.typ), err, tt.wantCode)
+			if tt.wantCode != "" {
+				if got := trailWhere(t, e, trail.EventCheckpointRejected, map[string]string{"workspace": w.ID, "reason": tt.wantCode}); len(got) != 1 {
+					t.Errorf("checkpoint_rejected entries = %d, want 1", len(got))
+				}
+			}
+		})
+	}
+	t.Run("registered type enforces its required fields", func(t *testing.T) {
+		e := openVerified(t, withTaxonomy(confTaxonomy(t)))
+		w := activeWorkspace(t, e, "reviewer")
+		_, err := e.CreateCheckpoint(ctx, w.ID, cpBody(nil, func(m map[string]any) { m["type"] = "review" }))
+		wantCode(t, "CreateCheckpoint(review without verdict)", err, CodeInvalidStructure)
+		cp, err := e.CreateCheckpoint(ctx, w.ID, cpBody(nil, func(m map[string]any) {
+			m["type"] = "review"
+			m["payload"].(map[string]any)["verdict"] = "approve"
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(cp.Payload.Extra["verdict"]); got != `"approve"` {
+			t.Errorf("payload.verdict = %s, want \"approve\"", got)
+		}
+	})
+}
+
+// Row: Confidence preserved (Standard).
+func TestCheckpointConformance_ConfidencePreserved(t *testing.T) {
+	e := openVerified(t)
+	w := newWorker(t, e)
+	var parent *string
+	var made []checkpointchain.Checkpoint
+	levels := []struct{ confidence, status string }{
+		{"low", "provisional"}, {"high", "provisional"}, {"medium", "provisional"}, {"low", "final"},
+	}
+	for _, l := range levels {
+		cp, err := e.CreateCheckpoint(ctx, w.ID, cpBody(parent, func(m map[string]any) {
+			m["confidence"], m["status"] = l.confidence, l.status
+		}))
+		if err != nil {
+			t.Fatalf("CreateCheckpoint(confidence %s) = %v, want success", l.confidence, err)
+		}
+		if cp.Confidence != l.confidence {
+			t.Errorf("CreateCheckpoint(confidence %s).Confidence = %s", l.confidence, cp.Confidence)
+		}
+		parent = &cp.ID
+		made = append(made, cp)
+	}
+	listed := listCheckpoints(t, e, w.ID)
+	if len(listed) != len(levels) {
+		t.Fatalf("ListCheckpoints = %d checkpoints, want %d: none filtered by confidence", len(listed), len(levels))
+	}
+	for i, cp := range made {
+		got, err := e.GetCheckpoint(ctx, e.Root(), cp.ID)
+		if err != nil || got.Confidence != levels[i].confidence || listed[i].Confidence != levels[i].confidence {
+			t.Errorf("confidence of %s: get %q (%v), list %q; want %q", cp.ID, got.Confidence, err, listed[i].Confidence, levels[i].confidence)
+		}
+		created := trailWhere(t, e, trail.EventCheckpointCreated, map[string]string{"checkpoint_id": cp.ID})
+		if len(created) != 1 || entryBody(t, created[0])["confidence"] != levels[i].confidence {
+			t.Errorf("checkpoint_created(%s).confidence != %s", cp.ID, levels[i].confidence)
+		}
+		sig := outboxWhere(t, e, func(o OutboxItem) bool { return o.Signal.Ref != nil && *o.Signal.Ref == cp.ID })
+		if len(sig) != 1 {
+			t.Errorf("checkpoint signals for %s (confidence %s) = %d, want 1", cp.ID, cp.Confidence, len(sig))
+		}
+	}
+	// A low-confidence final is integrated like any other.
+	emitOK(t, e, w.ID, `{"type":"complete"}`)
+	res, err := e.Integrate(ctx, e.Root(), mustJSON(map[string]any{"workspace": w.ID, "decision": "accept"}))
+	if err != nil || res.Checkpoint != made[3].ID || res.Outcome != "closed" {
+		t.Errorf("Integrate(low-confidence final) = %+v, %v; want %s closed", res, err, made[3].ID)
+	}
+}
+
+// Row: Resource verification (Full).
+func TestCheckpointConformance_ResourceVerification(t *testing.T) {
+	tests := []struct {
+		name      string
+		meter     bool // install a meter reading 1000 tokens, cost 2
+		usage     map[string]any
+		wantField string // "" = no discrepancy
+		wantAgent any
+	}{
+		{"wall_time far off", false, map[string]any{"wall_time": "1h"}, "wall_time", "1h"},
+		{"wall_time close enough", false, map[string]any{"wall_time": "0s"}, "", nil},
+		{"tokens far off", true, map[string]any{"tokens_consumed": 10}, "tokens_consumed", float64(10)},
+		{"tokens equal", true, map[string]any{"tokens_consumed": 1000}, "", nil},
+		{"tokens within 5%", true, map[string]any{"tokens_consumed": 1040}, "", nil},
+		{"cost far off", true, map[string]any{"cost": 0.5}, "cost", 0.5},
+		{"cost equal", true, map[string]any{"cost": 2.0}, "", nil},
+		{"tokens without a meter are not verified", false, map[string]any{"tokens_consumed": 10}, "", nil},
+		{"no resource_usage", true, nil, "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := newFakeClock()
+			m := newFakeMeter()
+			mods := []func(*Config){withFakeClock(clk)}
+			if tt.meter {
+				mods = append(mods, func(c *Config) { c.Meter = m })
+			}
+			e := openVerified(t, mods...)
+			w := newWorker(t, e)
+			m.set(w.ID, 1000, 2.0)
+			cp, err := e.CreateCheckpoint(ctx, w.ID, cpBody(nil, func(b map[string]any) {
+				if tt.usage != nil {
+					b["resource_usage"] = tt.usage
+				}
+			}))
+			if err != nil {
+				t.Fatalf("CreateCheckpoint = %v; a discrepancy must not block it", err)
+			}
+			if n := len(listCheckpoints(t, e, w.ID)); n != 1 {
+				t.Errorf("checkpoints = %d, want 1", n)
+			}
+			got := trailWhere(t, e, trail.EventResourceDiscrepancy, map[string]string{"workspace": w.ID})
+			if tt.wantField == "" {
+				if len(got) != 0 {
+					t.Errorf("resource_discrepancy entries = %d (%s), want none", len(got), got[0].Body)
+				}
+				return
+			}
+			if len(got) != 1 {
+				t.Fatalf("resource_discrepancy entries = %d, want 1", len(got))
+			}
+			b := entryBody(t, got[0])
+			if b["field"] != tt.wantField || b["checkpoint_id"] != cp.ID || b["agent_value"] != tt.wantAgent ||
+				b["runtime_value"] == nil || b["timestamp"] == nil || got[0].Workspace != w.ID {
+				t.Errorf("resource_discrepancy = %s in %q, want field %s, checkpoint %s, agent_value %v", got[0].Body, got[0].Workspace, tt.wantField, cp.ID, tt.wantAgent)
+			}
+		})
+	}
+}
+
+// TestCheckpoint_ResourceUsageDelta: resource_usage is consumption since the
+// previous checkpoint (Checkpoint §6), and the runtime's meter counts active
+// time only (suspension pauses it).
+func TestCheckpoint_ResourceUsageDelta(t *testing.T) {
+	clk := newFakeClock()
+	m := newFakeMeter()
+	e := openVerified(t, withFakeClock(clk), func(c *Config) { c.Meter = m })
+	w := newWorker(t, e)
+	var parent *string
+	step := func(name string, advance time.Duration, tokens int64, usage map[string]any, wantFields ...string) {
+		t.Helper()
+		clk.Advance(advance)
+		m.set(w.ID, tokens, 0)
+		before := len(trailWhere(t, e, trail.EventResourceDiscrepancy, map[string]string{"workspace": w.ID}))
+		cp, err := e.CreateCheckpoint(ctx, w.ID, cpBody(parent, func(b map[string]any) { b["resource_usage"] = usage }))
+		if err != nil {
+			t.Fatalf("%s: CreateCheckpoint = %v", name, err)
+		}
+		parent = &cp.ID
+		all := trailWhere(t, e, trail.EventResourceDiscrepancy, map[string]string{"workspace": w.ID})
+		var fields []string
+		for _, en := range all[before:] {
+			fields = append(fields, fmt.Sprint(entryBody(t, en)["field"]))
+		}
+		slices.Sort(fields)
+		if !slices.Equal(fields, wantFields) {
+			t.Errorf("%s: discrepancies %v, want %v", name, fields, wantFields)
+		}
+	}
+	step("first, since activation", 10*time.Minute, 1000, map[string]any{"wall_time": "10m", "tokens_consumed": 1000})
+	step("second, delta", 5*time.Minute, 1500, map[string]any{"wall_time": "5m", "tokens_consumed": 500})
+	step("cumulative report is a discrepancy", 5*time.Minute, 2000, map[string]any{"wall_time": "20m", "tokens_consumed": 2000}, "tokens_consumed", "wall_time")
+	step("no report still moves the baseline", 7*time.Minute, 2700, nil)
+	step("after an unreported one", 3*time.Minute, 3000, map[string]any{"wall_time": "3m", "tokens_consumed": 300})
+
+	clk.Advance(4 * time.Minute)
+	if _, err := e.Suspend(ctx, e.Root(), w.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Hour) // not active time
+	if _, err := e.Resume(ctx, e.Root(), w.ID); err != nil {
+		t.Fatal(err)
+	}
+	step("suspension pauses the meter", 6*time.Minute, 3100, map[string]any{"wall_time": "10m", "tokens_consumed": 100})
+}
+
+// TestCheckpoint_RejectionCodes: every checkpoint rejection reason maps
+// through Code to the same string, which is a wire error code.
+func TestCheckpoint_RejectionCodes(t *testing.T) {
+	tests := []struct {
+		reason checkpointchain.Reason
+		code   string
+	}{
+		{checkpointchain.ReasonPermissionDenied, CodePermissionDenied},
+		{checkpointchain.ReasonInvalidType, CodeInvalidType},
+		{checkpointchain.ReasonInvalidStructure, CodeInvalidStructure},
+		{checkpointchain.ReasonInvalidParent, CodeInvalidParent},
+		{checkpointchain.ReasonWorkspaceNotActive, CodeWorkspaceNotActive},
+	}
+	for _, tt := range tests {
+		if string(tt.reason) != tt.code {
+			t.Errorf("reason %q != wire code %q", tt.reason, tt.code)
+		}
+		rj := &checkpointchain.Rejection{Reason: tt.reason, Message: "m"}
+		for _, err := range []error{rj, fmt.Errorf("wrapped: %w", rj)} {
+			if got := Code(err); got != string(tt.reason) {
+				t.Errorf("Code(%v) = %q, want %q", err, got, tt.reason)
+			}
+		}
+	}
+	// And the errors the engine returns carry them.
+	e := openVerified(t)
+	w := newWorker(t, e)
+	idle, err := e.CreateWorkspace(ctx, e.Root(), []byte(`{"role":"worker"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := []struct {
+		ws   string
+		body []byte
+		want checkpointchain.Reason
+	}{
+		{w.ID, cpBody(nil, func(m map[string]any) { m["type"] = "observation" }), checkpointchain.ReasonPermissionDenied},
+		{w.ID, cpBody(nil, func(m map[string]any) { m["type"] = "nope" }), checkpointchain.ReasonInvalidType},
+		{w.ID, []byte(`{"type":"artifact"`), checkpointchain.ReasonInvalidStructure},
+		{w.ID, cpReq(ptr("nope"), "final"), checkpointchain.ReasonInvalidParent},
+		{idle.ID, cpReq(nil, "final"), checkpointchain.ReasonWorkspaceNotActive},
+	}
+	for _, c := range calls {
+		_, err := e.CreateCheckpoint(ctx, c.ws, c.body)
+		var rj *checkpointchain.Rejection
+		if !errors.As(err, &rj) || !errors.Is(err, checkpointchain.ErrRejected) || Code(err) != string(c.want) || rj.Reason != c.want {
+			t.Errorf("CreateCheckpoint(%s) = %v (Code %q), want a *Rejection %s", c.body, err, Code(err), c.want)
+		}
+	}
+	_, err = e.CreateCheckpoint(ctx, "no-such-workspace", cpReq(nil, "final"))
+	wantCode(t, "CreateCheckpoint(unknown workspace)", err, CodeNotFound)
+	_, err = e.GetCheckpoint(ctx, e.Root(), "no-such-checkpoint")
+	wantCode(t, "GetCheckpoint(unknown id)", err, CodeNotFound)
+}
+
+// Row: No payload in trail (Full).
+func TestCheckpointConformance_NoPayloadInTrail(t *testing.T) {
+	e := openVerified(t, withTaxonomy(confTaxonomy(t)))
+	w := newWorker(t, e)
+	rv := activeWorkspace(t, e, "reviewer")
+	secrets := []string{"SECRET-CONTENT-7f3a9", "secret/dir/FILE-NAME-42.go", "ARTIFACT-REF-c0ffee", "VERDICT-EXTRA-99"}
+	payload := func() map[string]any {
+		return map[string]any{"files_changed": []string{secrets[1]}, "content": secrets[0], "artifacts": []string{secrets[2]}, "verdict": secrets[3]}
+	}
+	cp, err := e.CreateCheckpoint(ctx, rv.ID, cpBody(nil, func(m map[string]any) { m["type"], m["payload"] = "review", payload() }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp2, err := e.CreateCheckpoint(ctx, w.ID, cpBody(nil, func(m map[string]any) {
+		m["payload"] = payload()
+		delete(m["payload"].(map[string]any), "verdict")
+		m["status"] = "final"
+		m["resource_usage"] = map[string]any{"wall_time": "1h"} // a discrepancy entry too
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Rejected requests carrying the payload.
+	_, err = e.CreateCheckpoint(ctx, w.ID, cpBody(ptr("nope"), func(m map[string]any) { m["payload"] = payload() }))
+	wantCode(t, "CreateCheckpoint(bad parent)", err, CodeInvalidParent)
+	_, err = e.CreateCheckpoint(ctx, w.ID, cpBody(&cp2.ID, func(m map[string]any) { m["payload"], m["intent"] = payload(), "" }))
+	wantCode(t, "CreateCheckpoint(no intent)", err, CodeInvalidStructure)
+	emitOK(t, e, w.ID, `{"type":"complete"}`)
+	if _, err := e.Integrate(ctx, e.Root(), mustJSON(map[string]any{"workspace": w.ID, "decision": "accept"})); err != nil {
+		t.Fatal(err)
+	}
+
+	// The payload is in the checkpoints (so the scan below can fail)...
+	for _, c := range []checkpointchain.Checkpoint{cp, cp2} {
+		got, err := e.GetCheckpoint(ctx, e.Root(), c.ID)
+		if err != nil || !strings.Contains(string(mustJSON(got)), secrets[0]) {
+			t.Fatalf("GetCheckpoint(%s) = %s, %v; want the payload", c.ID, mustJSON(got), err)
+		}
+	}
+	// ...and in no trail entry, in any part of it.
+	entries := globalTrail(t, e)
+	refs := 0
+	for _, en := range entries {
+		b := string(mustJSON(en))
+		for _, s := range secrets {
+			if strings.Contains(b, s) {
+				t.Errorf("trail entry %s (%s) contains payload %q: %s", en.ID, en.EventType, s, b)
+			}
+		}
+		if strings.Contains(b, cp.ID) {
+			refs++
+		}
+	}
+	if refs == 0 {
+		t.Errorf("no trail entry references checkpoint %s by id", cp.ID)
+	}
+}
+
+// TestCheckpoint_TooLargeRecordedAsRejected: Checkpoint §8 "Every rejection
+// MUST produce a checkpoint_rejected trail entry": a request refused as
+// too_large is recorded too (reason invalid_structure), and the wire code
+// stays too_large.
+func TestCheckpoint_TooLargeRecordedAsRejected(t *testing.T) {
+	e := openVerified(t, func(c *Config) { c.MaxObjectBytes = 1024 })
+	w := newWorker(t, e)
+	_, err := e.CreateCheckpoint(ctx, w.ID, cpBody(nil, func(m map[string]any) {
+		m["payload"].(map[string]any)["content"] = strings.Repeat("x", 2048)
+	}))
+	wantCode(t, "CreateCheckpoint(2 KiB content, limit 1 KiB)", err, CodeTooLarge)
+	if got := trailWhere(t, e, trail.EventCheckpointRejected, map[string]string{"workspace": w.ID}); len(got) != 1 {
+		t.Errorf("checkpoint_rejected entries after a too_large refusal = %d, want 1", len(got))
+	}
+}
+
+// ---- helpers shared by the engine test files ----
+
+// openVerified opens a test engine and checks the whole trail when the test ends.
+func openVerified(t *testing.T, mod ...func(*Config)) *Engine {
+	t.Helper()
+	e := openTest(t, mod...)
+	t.Cleanup(func() { verify(t, e) })
+	return e
+}
+
+// openAt opens an engine on dir (so a test can reopen it); it is closed at cleanup.
+func openEngineAt(t *testing.T, dir string, mod ...func(*Config)) *Engine {
+	t.Helper()
+	cfg := Config{DataDir: dir}
+	for _, m := range mod {
+		m(&cfg)
+	}
+	e, err := Open(cfg)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", dir, err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+func withTaxonomy(tax *taxonomy.Taxonomy) func(*Config) {
+	return func(c *Config) { c.Taxonomy = tax }
+}
+
+func withFakeClock(c *fakeClock) func(*Config) {
+	return func(cfg *Config) { cfg.Now = c.Now }
+}
+
+// confTaxonomy is a taxonomy with a derived role, a checkpoint type with a
+// required field, and an envelope type that workers may send to workers.
+func confTaxonomy(t testing.TB) *taxonomy.Taxonomy {
+	t.Helper()
+	tax, err := taxonomy.Parse("conformance.yaml", []byte(`taxonomy:
+  id: conformance-test
+  version: 1.0.0
+  protocol_version: "0.1"
+  roles:
+    reviewer:
+      extends: worker
+  envelope_types:
+    - name: handoff
+      permissions:
+        - {sender_role: worker, receiver_role: worker}
+  checkpoint_types:
+    - name: review
+      permitted_roles: [reviewer]
+      required_fields: [verdict]
+`))
+	if err != nil {
+		t.Fatalf("taxonomy.Parse: %v", err)
+	}
+	return tax
+}
+
+// activeWorkspace creates a workspace of role under the root and makes it
+// active: a directive for workers, its own started signal for observers
+// (observers receive no envelopes).
+func activeWorkspace(t testing.TB, e *Engine, role string) *workspace.Workspace {
+	t.Helper()
+	if e.Taxonomy().BaseOf(role) != taxonomy.RoleObserver {
+		w := newWorker(t, e, map[string]any{"role": role})
+		if got := wsState(t, e, w.ID); got != workspace.Active {
+			t.Fatalf("%s after a directive is %s, want active", role, got)
+		}
+		return w
+	}
+	w, err := e.CreateWorkspace(ctx, e.Root(), mustJSON(map[string]any{"role": role}))
+	if err != nil {
+		t.Fatalf("CreateWorkspace(%s): %v", role, err)
+	}
+	emitOK(t, e, w.ID, `{"type":"started"}`)
+	if got := wsState(t, e, w.ID); got != workspace.Active {
+		t.Fatalf("%s after started is %s, want active", role, got)
+	}
+	return w
+}
+
+// cpBody returns a valid artifact checkpoint request (as cpReq, provisional)
+// changed by mod.
+func cpBody(parent *string, mod func(map[string]any)) []byte {
+	m := map[string]any{
+		"type": "artifact", "intent": "because", "parent": parent, "status": "provisional", "confidence": "high",
+		"payload": map[string]any{"files_changed": []string{"a.go"}, "content": "x", "artifacts": []string{"r1"}},
+	}
+	if mod != nil {
+		mod(m)
+	}
+	return mustJSON(m)
+}
+
+// wantCode fails the test unless Code(err) is want ("" = success).
+func wantCode(t testing.TB, what string, err error, want string) {
+	t.Helper()
+	if got := Code(err); got != want {
+		t.Fatalf("%s: Code(%v) = %q, want %q", what, err, got, want)
+	}
+}
+
+func emitOK(t testing.TB, e *Engine, ws, body string) {
+	t.Helper()
+	if _, err := e.EmitSignal(ctx, ws, []byte(body)); err != nil {
+		t.Fatalf("EmitSignal(%s, %s): %v", ws, body, err)
+	}
+}
+
+func wsState(t testing.TB, e *Engine, ws string) workspace.State {
+	t.Helper()
+	w, err := e.GetWorkspace(ctx, e.Root(), ws)
+	if err != nil {
+		t.Fatalf("GetWorkspace(%s): %v", ws, err)
+	}
+	return w.State
+}
+
+func listCheckpoints(t testing.TB, e *Engine, ws string) []checkpointchain.Checkpoint {
+	t.Helper()
+	cps, err := e.ListCheckpoints(ctx, e.Root(), ws, "", 0)
+	if err != nil {
+		t.Fatalf("ListCheckpoints(%s): %v", ws, err)
+	}
+	return cps
+}
+
+func checkpointIDs(cps []checkpointchain.Checkpoint) []string {
+	var out []string
+	for _, c := range cps {
+		out = append(out, c.ID)
+	}
+	return out
+}
+
+// allEntries returns the whole global trail.
+func globalTrail(t testing.TB, e *Engine) []trail.Entry {
+	t.Helper()
+	var out []trail.Entry
+	after := ""
+	for {
+		page, next, err := e.Trail().Read(ctx, trail.Query{After: after, Limit: trail.MaxLimit})
+		if err != nil {
+			t.Fatalf("read trail: %v", err)
+		}
+		out = append(out, page...)
+		if next == "" {
+			return out
+		}
+		after = next
+	}
+}
+
+// trailWhere returns the global-trail entries of type typ whose body fields
+// print as the given values (fmt.Sprint; a null prints as "<nil>").
+func trailWhere(t testing.TB, e *Engine, typ trail.EventType, match map[string]string) []trail.Entry {
+	t.Helper()
+	var out []trail.Entry
+	for _, en := range globalTrail(t, e) {
+		if en.EventType != typ {
+			continue
+		}
+		b := entryBody(t, en)
+		ok := true
+		for k, v := range match {
+			if fmt.Sprint(b[k]) != v {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			out = append(out, en)
+		}
+	}
+	return out
+}
+
+// localTrail returns workspace ws's local trail entries of type typ.
+func localEntries(t testing.TB, e *Engine, ws string, typ trail.EventType) []trail.Entry {
+	t.Helper()
+	entries, err := e.Trail().ReadLocal(ctx, ws, "", trail.MaxLimit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []trail.Entry
+	for _, en := range entries {
+		if en.EventType == typ {
+			out = append(out, en)
+		}
+	}
+	return out
+}
+
+func entryBody(t testing.TB, en trail.Entry) map[string]any {
+	t.Helper()
+	var b map[string]any
+	if err := json.Unmarshal(en.Body, &b); err != nil {
+		t.Fatalf("entry %s body %s: %v", en.ID, en.Body, err)
+	}
+	return b
+}
+
+func outboxWhere(t testing.TB, e *Engine, keep func(OutboxItem) bool) []OutboxItem {
+	t.Helper()
+	all, err := e.Outbox(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []OutboxItem
+	for _, o := range all {
+		if keep(o) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// jsonKeys returns the keys of v's JSON object and of its nested objects, sorted.
+func jsonKeys(t testing.TB, v any) []string {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(mustJSON(v), &m); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	var walk func(map[string]any)
+	walk = func(m map[string]any) {
+		for k, v := range m {
+			keys = append(keys, k)
+			if sub, ok := v.(map[string]any); ok && k == "payload" {
+				walk(sub)
+			}
+		}
+	}
+	walk(m)
+	slices.Sort(keys)
+	return keys
+}
+
+func anyOf(s *string) any {
+	if s == nil {
+		return nil
+	}
+	return *s
+}
+
+// fakeClock is a settable wall clock for Config.Now.
+type fakeClock struct {
+	mu  sync.Mutex // guards now
+	now time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// fakeMeter is a runtime.Meter with readings set by the test.
+type fakeMeter struct {
+	mu     sync.Mutex // guards tokens and cost
+	tokens map[string]int64
+	cost   map[string]float64
+}
+
+var _ Meter = (*fakeMeter)(nil)
+
+func newFakeMeter() *fakeMeter {
+	return &fakeMeter{tokens: map[string]int64{}, cost: map[string]float64{}}
+}
+
+func (m *fakeMeter) Consumed(ws string) (int64, float64, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	tk, ok := m.tokens[ws]
+	return tk, m.cost[ws], ok
+}
+
+func (m *fakeMeter) set(ws string, tokens int64, cost float64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.tokens[ws], m.cost[ws] = tokens, cost
+}
