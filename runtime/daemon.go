@@ -37,7 +37,7 @@ type Runtime struct {
 	handlers   sync.WaitGroup     // request handlers in flight
 	reqCtx     context.Context    // given to handlers; cancelled when shutdown begins
 	cancelReqs context.CancelFunc // ends waits (inbox.next); commits in flight still finish
-	ready    chan struct{}  // closed once requests are accepted
+	ready      chan struct{}      // closed once requests are accepted
 }
 
 // defaultListen is the embedded server's address (wire-v1 §1).
