@@ -277,6 +277,9 @@ func TestCheckpoint_TamperedObjectIsNotIntegrated(t *testing.T) {
 	if got := wsState(t, e, w.ID); got != workspace.Integrating {
 		t.Errorf("state after a refused integration = %s, want integrating", got)
 	}
+	if got := trailWhere(t, e, trail.EventIntegrityViolation, map[string]string{"subject_id": cp.ID, "violation": "hash_mismatch"}); len(got) != 1 {
+		t.Errorf("integrity_violation entries for the tampered checkpoint = %d, want 1", len(got))
+	}
 	if got := trailWhere(t, e, trail.EventIntegrationStarted, map[string]string{"source": w.ID}); len(got) != 0 {
 		t.Errorf("integration_started entries = %d, want 0", len(got))
 	}

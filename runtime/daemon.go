@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -59,6 +60,9 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	if cfg.Stdout == nil {
 		cfg.Stdout = os.Stdout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = 256
@@ -229,7 +233,8 @@ func (r *Runtime) startNATS(dir, internal string) error {
 	r.ns = ns
 	addr := ns.Addr().(*net.TCPAddr)
 	r.url = fmt.Sprintf("nats://%s", net.JoinHostPort(host, strconv.Itoa(addr.Port)))
-	nc, err := nats.Connect(r.url, nats.Name("wacpd"), nats.Token(internal), nats.InProcessServer(ns))
+	nc, err := nats.Connect(r.url, nats.Name("wacpd"), nats.Token(internal), nats.InProcessServer(ns),
+		nats.CustomInboxPrefix(taxonomy.InboxPrefix(internal)))
 	if err != nil {
 		ns.Shutdown()
 		return fmt.Errorf("connect to the embedded server: %w", err)

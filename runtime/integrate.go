@@ -1,12 +1,14 @@
 package runtime
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/wacpd/wacpd/casstore"
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
@@ -49,10 +51,8 @@ type IntegrateResult struct {
 
 func decodeIntegrate(body []byte) (IntegrateRequest, error) {
 	var r IntegrateRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
-		return r, refuse(CodeInvalidStructure, "malformed request: %v", err)
+	if err := decode(body, &r); err != nil {
+		return r, err
 	}
 	if r.Strategy == "" {
 		r.Strategy = StrategyDirect
@@ -136,7 +136,23 @@ func (e *Engine) Integrate(ctx context.Context, actor string, body []byte) (Inte
 		_, err := checkpointchain.Get(txn, cpID)
 		return err
 	}); err != nil {
-		return IntegrateResult{}, err
+		var ce *casstore.CorruptError
+		if !errors.As(err, &ce) {
+			return IntegrateResult{}, err
+		}
+		// Security §4.3: a checkpoint that fails verification is not
+		// integrated, and the violation is never silent.
+		if rerr := e.commit(func(t *tx) error {
+			_, err := t.append("", trail.ActorProtocol, trail.EventIntegrityViolation, map[string]any{
+				"subject_type": "checkpoint", "subject_id": cpID, "violation": "hash_mismatch",
+				"expected": ce.Ref.String(), "actual": ce.Got.String(), "action_taken": "rejected",
+			})
+			return err
+		}); rerr != nil {
+			return IntegrateResult{}, rerr
+		}
+		return IntegrateResult{}, &Error{Code: CodeInternal, Err: err,
+			Message: fmt.Sprintf("checkpoint %s failed its integrity check and was not integrated (recorded as integrity_violation)", cpID)}
 	}
 	res := IntegrateResult{Checkpoint: cpID}
 	err = e.commit(func(t *tx) error {

@@ -1,9 +1,7 @@
 package runtime
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/wacpd/wacpd/clock"
@@ -35,10 +33,8 @@ type ResolveRequest struct {
 // highway, which this version does not have, and is refused.
 func (e *Engine) ResolveConflict(ctx context.Context, actor string, body []byte) (*workspace.Workspace, error) {
 	var req ResolveRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return nil, refuse(CodeInvalidStructure, "malformed request: %v", err)
+	if err := decode(body, &req); err != nil {
+		return nil, err
 	}
 	switch req.ResolutionStrategy {
 	case ResolveCoordinator, ResolveAgentRework:
@@ -172,6 +168,9 @@ func (e *Engine) CompleteMigration(ctx context.Context, actor, id, newAgent, err
 	}
 	if w.State != workspace.Migrating {
 		return nil, refuse(CodeInvalidTransition, "workspace %s is %s, not migrating", id, w.State)
+	}
+	if newAgent == "" && errMsg == "" {
+		return nil, refuse(CodeInvalidStructure, "new_agent is required to complete a migration")
 	}
 	var out *workspace.Workspace
 	err = e.commit(func(t *tx) error {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/wacpd/wacpd/taxonomy"
 )
 
 // signalStream is the JetStream stream of delivered signals (wire-v1 §5).
@@ -34,12 +36,14 @@ func (a *authenticator) Check(c server.ClientAuthentication) bool {
 		}
 		return false
 	}
-	c.RegisterUser(&server.User{Username: p.String(), Permissions: permissions(p)})
+	c.RegisterUser(&server.User{Username: p.String(), Permissions: permissions(p, taxonomy.InboxPrefix(opts.Token))})
 	return true
 }
 
-// permissions returns what principal p may publish and subscribe to.
-func permissions(p Principal) *server.Permissions {
+// permissions returns what principal p may publish and subscribe to. inbox
+// is the token's own reply prefix (taxonomy.InboxPrefix): a principal
+// receives replies only there, never under the shared _INBOX.
+func permissions(p Principal, inbox string) *server.Permissions {
 	allow := func(pub, sub []string) *server.Permissions {
 		return &server.Permissions{
 			Publish:   &server.SubjectPermission{Allow: pub},
@@ -53,26 +57,26 @@ func permissions(p Principal) *server.Permissions {
 	case KindCoordinator:
 		return allow(
 			append(common, "wacp.v1.agent."+p.Workspace+".>", "wacp.v1.audit.>", "$JS.API.>", "$JS.ACK.>", "$JS.FC.>"),
-			[]string{"_INBOX.>", "wacp.v1.sig.>", "wacp.v1.trail.>"},
+			[]string{inbox + ".>", "wacp.v1.sig.>", "wacp.v1.trail.>"},
 		)
 	case KindAgent:
 		ws := p.Workspace
 		return allow(
 			append(common, "wacp.v1.agent."+ws+".>",
-				// One durable consumer per workspace, named after it, filtered to its own signals.
+				// One durable consumer per workspace, named after it; only
+				// the create form whose subject pins the filter to the
+				// workspace's own signals.
 				"$JS.API.INFO",
 				"$JS.API.STREAM.INFO."+signalStream,
-				fmt.Sprintf("$JS.API.CONSUMER.CREATE.%s.%s", signalStream, ws),
 				fmt.Sprintf("$JS.API.CONSUMER.CREATE.%s.%s.wacp.v1.sig.%s.>", signalStream, ws, ws),
-				fmt.Sprintf("$JS.API.CONSUMER.DURABLE.CREATE.%s.%s", signalStream, ws),
 				fmt.Sprintf("$JS.API.CONSUMER.INFO.%s.%s", signalStream, ws),
 				fmt.Sprintf("$JS.API.CONSUMER.MSG.NEXT.%s.%s", signalStream, ws),
 				fmt.Sprintf("$JS.ACK.%s.%s.>", signalStream, ws),
 			),
-			[]string{"_INBOX.>", "wacp.v1.sig." + ws + ".>", "wacp.v1.trail." + ws + ".>"},
+			[]string{inbox + ".>", "wacp.v1.sig." + ws + ".>", "wacp.v1.trail." + ws + ".>"},
 		)
 	case KindAuditor, KindUser:
-		return allow(append(common, "wacp.v1.audit.>"), []string{"_INBOX.>", "wacp.v1.trail.>"})
+		return allow(append(common, "wacp.v1.audit.>"), []string{inbox + ".>", "wacp.v1.trail.>"})
 	}
 	return allow(nil, nil)
 }

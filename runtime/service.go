@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -210,15 +211,15 @@ func (r *Runtime) replyErr(req micro.Request, err error) {
 	}
 }
 
-// decode reads a small request body strictly: unknown fields and wrong types
-// are invalid_structure.
+// decode reads a small request body strictly: unknown fields, wrong types
+// and trailing data are invalid_structure.
 func decode(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return refuse(CodeInvalidStructure, "malformed request: %v", err)
 	}
-	if dec.More() {
+	if _, err := dec.Token(); err != io.EOF {
 		return refuse(CodeInvalidStructure, "trailing data after the request")
 	}
 	return nil

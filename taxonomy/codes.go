@@ -1,5 +1,10 @@
 package taxonomy
 
+import (
+	"crypto/sha256"
+	"encoding/hex"
+)
+
 // Code is an error code of the wire contract (wire-v1 §3): the string sent in
 // the Nats-Service-Error header and the error body, with its HTTP-like status
 // (Nats-Service-Error-Code) and whether it is a refusal by the protocol (the
@@ -39,4 +44,13 @@ func LookupCode(name string) Code {
 		}
 	}
 	return Code{Name: "internal", Status: 500}
+}
+
+// InboxPrefix returns the NATS inbox prefix a client authenticated with token
+// must use ("_INBOX_" + 24 hex digits of SHA-256(token)). The daemon lets each
+// token subscribe only under its own prefix, so no principal can read the
+// replies (tokens among them) sent to another.
+func InboxPrefix(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return "_INBOX_" + hex.EncodeToString(sum[:12])
 }
