@@ -171,6 +171,11 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 		r.handlers.Wait() // let the ones in flight finish their commits
 	})
 
+	// The service's subscriptions must reach the server before anyone is
+	// told the daemon is ready.
+	if err := r.nc.FlushTimeout(10 * time.Second); err != nil {
+		return fmt.Errorf("register the service: %w", err)
+	}
 	info := Info{URL: r.url, PID: os.Getpid(), RootWorkspace: r.eng.Root(), Version: r.cfg.Version}
 	if err := writeInfo(dir, info); err != nil {
 		return fmt.Errorf("write %s: %w", InfoFile, err)

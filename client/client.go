@@ -1,0 +1,205 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/wacpd/wacpd/taxonomy"
+)
+
+// DefaultTimeout bounds a request when Options.Timeout is zero.
+const DefaultTimeout = 10 * time.Second
+
+// Options says how to reach the daemon and as whom. The zero value finds
+// it through the environment or ./wacp-data (see Dial).
+type Options struct {
+	// URL is the daemon's NATS URL; default $WACP_URL, else the url in
+	// DataDir/wacpd.json.
+	URL string
+	// Token is the bearer token; default $WACP_TOKEN, else
+	// DataDir/admin.token (the coordinator's).
+	Token string
+	// DataDir is the daemon's data directory; default "./wacp-data".
+	DataDir string
+	// Workspace is the workspace this client acts as; default
+	// $WACP_WORKSPACE, else the root workspace (right for the admin
+	// token). An agent token must name its own workspace.
+	Workspace string
+	// Timeout bounds each request (and the connection attempt); default
+	// DefaultTimeout.
+	Timeout time.Duration
+	// NATSToken, if set, authenticates the connection instead of Token:
+	// for a daemon running on an external NATS server (wacpd -nats-url),
+	// whose own auth admits connections. Token then still identifies the
+	// caller to the daemon, in the Wacp-Token header. Default $WACP_NATS_TOKEN.
+	NATSToken string
+}
+
+// Client is a connection to wacpd acting as one workspace. Its methods are
+// safe for concurrent use.
+type Client struct {
+	nc      *nats.Conn
+	url     string
+	token   string
+	ws      string
+	root    string
+	timeout time.Duration
+
+	mu      sync.Mutex // guards waiters
+	waiters map[*permWaiter]struct{}
+}
+
+// permWaiter is a call that ends when the NATS server refuses a subject
+// it matches.
+type permWaiter struct {
+	match  func(op, subject string) bool
+	cancel context.CancelCauseFunc
+}
+
+// Dial connects to the daemon. It finds it as wire-v1 §1 says: explicit
+// options, else WACP_URL / WACP_TOKEN / WACP_WORKSPACE, else the data
+// directory's wacpd.json and admin.token. It then reads system.info to learn
+// the root workspace. A daemon that cannot be found or reached gives an
+// error wrapping ErrUnreachable; a token the server does not know gives an
+// *Error with code unauthorized.
+func Dial(ctx context.Context, opts Options) (*Client, error) {
+	d, err := discover(opts)
+	if err != nil {
+		return nil, err
+	}
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	connect := timeout
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < connect {
+		connect = max(time.Until(dl), time.Millisecond)
+	}
+	c := &Client{url: d.url, token: d.token, timeout: timeout, waiters: map[*permWaiter]struct{}{}}
+	nc, err := nats.Connect(d.url,
+		nats.Token(first(opts.NATSToken, os.Getenv(EnvNATSToken), d.token)), nats.Name("wacp"), nats.Timeout(connect),
+		// The server lets each token receive replies only under its own
+		// inbox prefix.
+		nats.CustomInboxPrefix(taxonomy.InboxPrefix(d.token)),
+		nats.PermissionErrOnSubscribe(true), nats.ErrorHandler(c.asyncError))
+	if err != nil {
+		if errors.Is(err, nats.ErrAuthorization) {
+			return nil, &Error{Code: "unauthorized", Status: 401, Err: err,
+				Message: fmt.Sprintf("the server at %s refused the token%s", d.url, d.tokenSource)}
+		}
+		return nil, fmt.Errorf("connect to %s: %w: %w", d.url, ErrUnreachable, err)
+	}
+	c.nc = nc
+	info, err := c.Info(ctx)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	c.root, c.ws = info.RootWorkspace, d.workspace
+	if c.ws == "" {
+		c.ws = info.RootWorkspace
+	}
+	if !validToken(c.ws) {
+		nc.Close()
+		return nil, fmt.Errorf("client: workspace %q is not a workspace id", c.ws)
+	}
+	return c, nil
+}
+
+// validToken reports whether s can be one token of a NATS subject.
+func validToken(s string) bool {
+	return s != "" && !strings.ContainsAny(s, ".*> \t\r\n")
+}
+
+// Close closes the connection.
+func (c *Client) Close() error {
+	c.nc.Close()
+	return nil
+}
+
+// Workspace returns the id of the workspace the client acts as.
+func (c *Client) Workspace() string { return c.ws }
+
+// URL returns the daemon's NATS URL.
+func (c *Client) URL() string { return c.url }
+
+// isCoordinator reports whether the client acts as the root workspace, which
+// only the admin token may.
+func (c *Client) isCoordinator() bool { return c.ws == c.root }
+
+// asyncError receives the connection's asynchronous errors; a permission
+// violation ends the calls waiting on its subject.
+func (c *Client) asyncError(_ *nats.Conn, _ *nats.Subscription, err error) {
+	if !errors.Is(err, nats.ErrPermissionViolation) {
+		return
+	}
+	perr, op, subject := permissionError(err)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for w := range c.waiters {
+		if w.match(strings.ToLower(op), subject) {
+			w.cancel(perr)
+		}
+	}
+}
+
+// guard returns a context that is cancelled with the permission error when
+// the server refuses a subject matching match, and a function releasing it.
+func (c *Client) guard(ctx context.Context, match func(op, subject string) bool) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	w := &permWaiter{match: match, cancel: cancel}
+	c.mu.Lock()
+	c.waiters[w] = struct{}{}
+	c.mu.Unlock()
+	return ctx, func() {
+		c.mu.Lock()
+		delete(c.waiters, w)
+		c.mu.Unlock()
+		cancel(nil)
+	}
+}
+
+// agent returns the subject of op on the client's workspace.
+func (c *Client) agent(op string) string { return "wacp.v1.agent." + c.ws + "." + op }
+
+// call sends req as JSON to subject and decodes the reply into reply. extra
+// lengthens the timeout (for long polls).
+func (c *Client) call(ctx context.Context, subject string, req, reply any, extra time.Duration) error {
+	data := []byte("{}")
+	if req != nil {
+		var err error
+		if data, err = json.Marshal(req); err != nil {
+			return fmt.Errorf("encode request for %s: %w", subject, err)
+		}
+	}
+	msg := nats.NewMsg(subject)
+	msg.Header.Set(TokenHeader, c.token)
+	msg.Data = data
+
+	ctx, cancel := context.WithTimeout(ctx, c.timeout+extra)
+	defer cancel()
+	ctx, release := c.guard(ctx, func(op, s string) bool { return op == "publish" && s == subject })
+	defer release()
+	resp, err := c.nc.RequestMsgWithContext(ctx, msg)
+	if err != nil {
+		return transportError(ctx, subject, err)
+	}
+	if err := replyError(resp); err != nil {
+		return err
+	}
+	if reply == nil {
+		return nil
+	}
+	if err := json.Unmarshal(resp.Data, reply); err != nil {
+		return fmt.Errorf("decode reply of %s: %w", subject, err)
+	}
+	return nil
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/wacpd/wacpd/client"
+	"github.com/wacpd/wacpd/envelope"
+)
+
+func envelopeSend(c *cli, args []string) error {
+	const cmd = "envelope send"
+	fs := c.flags(cmd, cmd+" --to WS --type T [--content C | --file F | -] [--format F] [--priority P] [--in-reply-to ID]")
+	var req client.EnvelopeRequest
+	fs.StringVar(&req.To, "to", "", "receiving workspace (required)")
+	fs.StringVar(&req.Type, "type", "", "envelope type, e.g. directive, feedback, query (required)")
+	content := fs.String("content", "", "message content")
+	file := fs.String("file", "", "read the content from this file")
+	fs.StringVar(&req.Payload.Format, "format", "", "content format (default markdown)")
+	fs.StringVar(&req.Priority, "priority", "", "normal, urgent or blocking (default normal)")
+	inReplyTo := fs.String("in-reply-to", "", "id of the envelope this answers")
+	pos, err := parse(fs, args, 0, 1)
+	if err != nil {
+		return err
+	}
+	if err := required(cmd,
+		[2]string{req.To, "--to is required (the workspace that receives the envelope)"},
+		[2]string{req.Type, "--type is required (directive, feedback, query or a taxonomy type)"},
+	); err != nil {
+		return err
+	}
+	stdin := len(pos) == 1
+	if stdin && pos[0] != "-" {
+		return usagef(cmd, "unexpected argument %q; give the content with --content, --file F or - (stdin)", pos[0])
+	}
+	if *content != "" && (stdin || *file != "") {
+		return usagef(cmd, "give the content once: --content, --file or - (stdin)")
+	}
+	req.Payload.Content = *content
+	if *content == "" {
+		if req.Payload.Content, err = c.content(cmd, *file, stdin); err != nil {
+			return err
+		}
+	}
+	if *inReplyTo != "" {
+		req.InReplyTo = inReplyTo
+	}
+	cl, err := c.dial()
+	if err != nil {
+		return err
+	}
+	env, err := cl.SendEnvelope(c.ctx, req)
+	if err != nil {
+		return err
+	}
+	return c.print(env, func(w io.Writer) {
+		kv(w, "envelope", env.ID, "to", env.To, "type", env.Type, "priority", env.Priority, "status", env.Status)
+	})
+}
+
+func inboxNext(c *cli, args []string) error {
+	fs := c.flags("inbox next", "inbox next [--wait D]")
+	wait := fs.Duration("wait", 0, "wait up to this long for an envelope, e.g. 30s (at most 5m)")
+	if _, err := parse(fs, args, 0, 0); err != nil {
+		return err
+	}
+	cl, err := c.dial()
+	if err != nil {
+		return err
+	}
+	env, err := cl.NextEnvelope(c.ctx, *wait)
+	if err != nil {
+		return err
+	}
+	if env == nil {
+		if c.format == "json" {
+			fmt.Fprintln(c.stdout, "{}")
+		} else {
+			fmt.Fprintf(c.stderr, "no envelope (waited %s)\n", wait.Round(time.Millisecond))
+		}
+		return nil
+	}
+	return c.printBody(env, func(w io.Writer) { printEnvelope(w, env) }, env.Payload.Content)
+}
+
+func printEnvelope(w io.Writer, env *envelope.Envelope) {
+	kv(w, "envelope", env.ID, "from", env.From, "to", env.To, "type", env.Type,
+		"priority", env.Priority, "in reply to", deref(env.InReplyTo), "format", env.Payload.Format,
+		"sent", env.Timestamp)
+}

@@ -1,0 +1,159 @@
+// Command wacp is the command-line client of wacpd, for agents,
+// coordinators, auditors and operators: a thin shell over package client.
+// Run "wacp -h" for the commands.
+//
+// Exit codes (wire-v1 §1): 0 done, 1 usage or internal error, 2 refused by
+// the protocol (a rejection, a denial, a NATS permission violation, a broken
+// trail), 5 daemon unreachable.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/wacpd/wacpd/client"
+)
+
+const usage = `usage: wacp [global flags] <command> [flags] [args]
+
+Finds the daemon through -url/-token, else $WACP_URL/$WACP_TOKEN, else the
+data dir's wacpd.json and admin.token. An agent acts as its own workspace:
+-ws or $WACP_WORKSPACE.
+
+commands:
+  info                                   daemon version, root workspace, taxonomy
+  workspace create --role R [flags]      create a workspace; prints it and its agent token
+  workspace get [ID]                     show a workspace (default: your own)
+  workspace list [--parent P] [--state S]
+  workspace abort|suspend|resume ID [--reason R]
+  envelope send --to WS --type T [--content C | --file F | -] [flags]
+  inbox next [--wait D]                  take the next envelope of your inbox
+  checkpoint create --type T --intent I --status S --confidence C [flags]
+  checkpoint get ID
+  checkpoint list [--workspace WS] [--after ID] [--limit N]
+  checkpoint head [--workspace WS] [--final]
+  signal emit TYPE [--reason R] [--ref REF]
+  integrate WS --decision accept|revise|reject [--strategy S] [--mode normal|salvage]
+  watch [--durable NAME] [--all] [--workspace WS]   follow signals until Ctrl-C
+  trail read [--after ID] [--limit N] [--workspace WS] [--type T] [--actor A] [--since T] [--until T]
+  trail tail [--workspace WS] [--type T]  follow the live trail until Ctrl-C
+  trail verify [--workspace WS]          recompute the hash chains
+  token create --kind user|auditor --name N
+
+"wacp <command> [subcommand] -h" shows a command's flags.
+
+global flags:
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() { <-ctx.Done(); stop() }() // a second signal kills the process
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is main without the process: it returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := &cli{ctx: ctx, stdin: os.Stdin, stdout: stdout, stderr: stderr}
+	fs := flag.NewFlagSet("wacp", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
+	fs.StringVar(&c.opts.URL, "url", "", "daemon NATS URL (default $WACP_URL, else from the data dir)")
+	fs.StringVar(&c.opts.Token, "token", "", "bearer token (default $WACP_TOKEN, else the data dir's admin.token)")
+	fs.StringVar(&c.opts.DataDir, "data", "", "daemon data dir (default ./wacp-data)")
+	fs.StringVar(&c.opts.Workspace, "ws", "", "workspace to act as (default $WACP_WORKSPACE, else the root)")
+	fs.StringVar(&c.format, "o", "table", "output: table or json")
+	fs.DurationVar(&c.opts.Timeout, "timeout", client.DefaultTimeout, "request timeout")
+	if err := fs.Parse(args); err != nil {
+		return exitParse(err)
+	}
+	if c.format != "table" && c.format != "json" {
+		return c.fail(usagef("", "-o must be table or json, not %q", c.format))
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return 1
+	}
+	cmd, ok := commands[fs.Arg(0)]
+	if !ok {
+		return c.fail(usagef("", "unknown command %q; run 'wacp -h' for the list", fs.Arg(0)))
+	}
+	defer c.close()
+	return c.fail(cmd(c, fs.Args()[1:]))
+}
+
+// commands maps each command to its function; a command with subcommands
+// dispatches again.
+var commands = map[string]func(*cli, []string) error{
+	"info":       infoCmd,
+	"workspace":  sub("workspace", map[string]func(*cli, []string) error{"create": workspaceCreate, "get": workspaceGet, "list": workspaceList, "abort": workspaceOp("abort"), "suspend": workspaceOp("suspend"), "resume": workspaceOp("resume")}),
+	"envelope":   sub("envelope", map[string]func(*cli, []string) error{"send": envelopeSend}),
+	"inbox":      sub("inbox", map[string]func(*cli, []string) error{"next": inboxNext}),
+	"checkpoint": sub("checkpoint", map[string]func(*cli, []string) error{"create": checkpointCreate, "get": checkpointGet, "list": checkpointList, "head": checkpointHead}),
+	"signal":     sub("signal", map[string]func(*cli, []string) error{"emit": signalEmit}),
+	"integrate":  integrateCmd,
+	"watch":      watchCmd,
+	"trail":      sub("trail", map[string]func(*cli, []string) error{"read": trailRead, "tail": trailTail, "verify": trailVerify}),
+	"token":      sub("token", map[string]func(*cli, []string) error{"create": tokenCreate}),
+}
+
+// sub returns a command that dispatches to its subcommands.
+func sub(name string, subs map[string]func(*cli, []string) error) func(*cli, []string) error {
+	return func(c *cli, args []string) error {
+		if len(args) == 0 {
+			return usagef(name, "needs a subcommand: %s", keys(subs))
+		}
+		if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+			fmt.Fprintf(c.stderr, "usage: wacp %s <%s> [flags]; wacp %s <subcommand> -h for its flags\n",
+				name, strings.ReplaceAll(keys(subs), ", ", "|"), name)
+			return flag.ErrHelp
+		}
+		f, ok := subs[args[0]]
+		if !ok {
+			return usagef(name, "unknown subcommand %q; one of %s", args[0], keys(subs))
+		}
+		return f(c, args[1:])
+	}
+}
+
+// exitParse returns the exit code of a flag parse error, which the flag
+// package has already printed with the usage.
+func exitParse(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return 1
+}
+
+// fail prints err as the user should see it and returns the exit code.
+func (c *cli) fail(err error) int {
+	var (
+		ue *usageError
+		xe exitError
+	)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &xe):
+		return int(xe)
+	case errors.As(err, &ue):
+		fmt.Fprintln(c.stderr, "wacp:", ue.Error())
+		return 1
+	}
+	fmt.Fprintln(c.stderr, "wacp:", err)
+	if errors.Is(err, client.ErrUnreachable) {
+		fmt.Fprintln(c.stderr, "hint: is wacpd running? start it with `go run ./cmd/wacpd`, or set WACP_URL / -data")
+	}
+	if code := client.ExitCode(err); code != 0 {
+		return code
+	}
+	return 1
+}

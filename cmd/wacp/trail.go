@@ -1,0 +1,107 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/wacpd/wacpd/client"
+	"github.com/wacpd/wacpd/trail"
+)
+
+func trailRead(c *cli, args []string) error {
+	const cmd = "trail read"
+	fs := c.flags(cmd, cmd+" [--after ID] [--limit N] [--workspace WS] [--type T] [--actor A] [--since T] [--until T]\n\nReads the global trail (coordinator, user or auditor token).")
+	var q client.TrailQuery
+	var typ string
+	fs.StringVar(&q.After, "after", "", "start after this entry id")
+	fs.IntVar(&q.Limit, "limit", 0, "at most this many entries (default 100, at most 1000)")
+	fs.StringVar(&q.Workspace, "workspace", "", "only this workspace's entries")
+	fs.StringVar(&typ, "type", "", "only this event type, e.g. checkpoint_created")
+	fs.StringVar(&q.Actor, "actor", "", "only this actor")
+	fs.StringVar(&q.Since, "since", "", "only entries at or after this RFC 3339 time")
+	fs.StringVar(&q.Until, "until", "", "only entries before this RFC 3339 time")
+	if _, err := parse(fs, args, 0, 0); err != nil {
+		return err
+	}
+	q.EventType = trail.EventType(typ)
+	cl, err := c.dial()
+	if err != nil {
+		return err
+	}
+	page, err := cl.ReadTrail(c.ctx, q)
+	if err != nil {
+		return err
+	}
+	err = c.print(page, func(w io.Writer) {
+		fmt.Fprintln(w, "ID\tTIME\tWORKSPACE\tACTOR\tEVENT")
+		for _, e := range page.Entries {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", e.ID, e.Timestamp, orDash(e.Workspace), e.Actor, e.EventType)
+		}
+	})
+	if err == nil && page.Next != nil && c.format != "json" {
+		fmt.Fprintf(c.stderr, "more: wacp trail read --after %s\n", *page.Next)
+	}
+	return err
+}
+
+func trailTail(c *cli, args []string) error {
+	const cmd = "trail tail"
+	fs := c.flags(cmd, cmd+" [--workspace WS] [--type T]\n\nPrints trail entries as they are committed, until Ctrl-C (no replay: use trail read).")
+	ws := fs.String("workspace", "", "only this workspace's entries (_system for system entries; an agent sees only its own)")
+	typ := fs.String("type", "", "only this event type")
+	if _, err := parse(fs, args, 0, 0); err != nil {
+		return err
+	}
+	filter := ""
+	switch {
+	case *ws != "" && *typ != "":
+		filter = *ws + "." + *typ
+	case *ws != "":
+		filter = *ws + ".>"
+	case *typ != "":
+		filter = "*." + *typ
+	}
+	cl, err := c.dial()
+	if err != nil {
+		return err
+	}
+	return cl.TailTrail(c.ctx, filter, func(e trail.Entry) error {
+		if c.format == "json" {
+			return c.jsonLine(e)
+		}
+		_, err := fmt.Fprintf(c.stdout, "%s  %s  %s  %s  %s\n", e.ID, e.Timestamp, orDash(e.Workspace), e.Actor, e.EventType)
+		return err
+	})
+}
+
+func trailVerify(c *cli, args []string) error {
+	const cmd = "trail verify"
+	fs := c.flags(cmd, cmd+" [--workspace WS]\n\nRecomputes every entry hash and both chain kinds; exits 2 if the trail is broken.")
+	ws := fs.String("workspace", "", "check only this workspace's chain")
+	if _, err := parse(fs, args, 0, 0); err != nil {
+		return err
+	}
+	cl, err := c.dial()
+	if err != nil {
+		return err
+	}
+	res, err := cl.VerifyTrail(c.ctx, *ws)
+	if err != nil {
+		return err
+	}
+	err = c.print(res, func(w io.Writer) {
+		if res.OK {
+			fmt.Fprintf(w, "ok: %d entries\n", res.Entries)
+			return
+		}
+		fmt.Fprintf(w, "broken: entry %s: %s", res.FirstBad, res.Violation)
+		if res.Detail != "" {
+			fmt.Fprintf(w, " (%s)", res.Detail)
+		}
+		fmt.Fprintf(w, " after %d good entries\n", res.Entries)
+	})
+	if err == nil && !res.OK {
+		return exitError(2)
+	}
+	return err
+}

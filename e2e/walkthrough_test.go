@@ -1,0 +1,229 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wacpd/wacpd/checkpointchain"
+	"github.com/wacpd/wacpd/client"
+	"github.com/wacpd/wacpd/envelope"
+	"github.com/wacpd/wacpd/signal"
+	"github.com/wacpd/wacpd/workspace"
+)
+
+func dial(t *testing.T, ctx context.Context, opts client.Options) *client.Client {
+	t.Helper()
+	c, err := client.Dial(ctx, opts)
+	if err != nil {
+		t.Fatalf("Dial(%s): %v", opts.Workspace, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func artifact(parent *string, status, content string) client.CheckpointRequest {
+	return client.CheckpointRequest{
+		Type: "artifact", Intent: "part of the walkthrough", Parent: parent, Status: status, Confidence: "high",
+		Payload: checkpointchain.Payload{FilesChanged: []string{"parser.go"}, Content: content},
+	}
+}
+
+// newWorker creates a worker through the coordinator and returns a client
+// acting as it, activated with a directive when active is set.
+func newWorker(t *testing.T, ctx context.Context, coord *client.Client, url string, active bool, nats string) *client.Client {
+	c, _ := newWorkerToken(t, ctx, coord, url, active, nats)
+	return c
+}
+
+// newWorkerToken is newWorker that also returns the worker's token.
+func newWorkerToken(t *testing.T, ctx context.Context, coord *client.Client, url string, active bool, nats string) (*client.Client, string) {
+	t.Helper()
+	created, err := coord.CreateWorkspace(ctx, client.CreateRequest{Role: "worker"})
+	if err != nil {
+		t.Fatalf("CreateWorkspace: %v", err)
+	}
+	if active {
+		_, err := coord.SendEnvelope(ctx, client.EnvelopeRequest{To: created.Workspace.ID, Type: "directive",
+			Payload: envelope.Payload{Content: "write the parser"}})
+		if err != nil {
+			t.Fatalf("directive: %v", err)
+		}
+	}
+	return dial(t, ctx, client.Options{URL: url, Token: created.Token, Workspace: created.Workspace.ID, NATSToken: nats}), created.Token
+}
+
+// watch follows the coordinator's signals with a durable consumer and sends
+// them on the returned channel.
+func watch(t *testing.T, ctx context.Context, coord *client.Client, durable string) <-chan signal.Signal {
+	t.Helper()
+	ch := make(chan signal.Signal, 64)
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- coord.Watch(wctx, client.WatchOptions{Durable: durable, DeliverAll: true}, func(s signal.Signal) error {
+			ch <- s
+			return nil
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("Watch: %v", err)
+		}
+	})
+	return ch
+}
+
+// waitSignals collects signals until it has seen a checkpoint signal for
+// each ref (repeats are dropped by id, as at-least-once delivery asks).
+func waitSignals(t *testing.T, ch <-chan signal.Signal, refs ...string) {
+	t.Helper()
+	want := map[string]bool{}
+	for _, r := range refs {
+		want[r] = true
+	}
+	timeout := time.After(30 * time.Second)
+	for len(want) > 0 {
+		select {
+		case s := <-ch:
+			if s.Type == "checkpoint" && s.Ref != nil {
+				delete(want, *s.Ref)
+			}
+		case <-timeout:
+			t.Fatalf("no checkpoint signal for %v within 30s", want)
+		}
+	}
+}
+
+// TestWalkthrough is the README walkthrough against the real binary: a
+// coordinator creates a worker, sends a directive, the worker writes two
+// checkpoints, the coordinator sees both signals, integrates, and an
+// auditor verifies the trail. The daemon then stops cleanly on SIGTERM.
+func TestWalkthrough(t *testing.T) {
+	ctx := ctxT(t)
+	d := startDaemon(t, t.TempDir())
+	coord := dial(t, ctx, client.Options{URL: d.url, Token: d.admin})
+	signals := watch(t, ctx, coord, "coordinator")
+
+	worker := newWorker(t, ctx, coord, d.url, true, "")
+	env, err := worker.NextEnvelope(ctx, 10*time.Second)
+	if err != nil || env == nil || env.Type != "directive" {
+		t.Fatalf("worker NextEnvelope = %+v, %v; want the directive", env, err)
+	}
+	c1, err := worker.CreateCheckpoint(ctx, artifact(nil, "provisional", "draft"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, err := worker.CreateCheckpoint(ctx, artifact(&c1.ID, "final", "done"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitSignals(t, signals, c1.ID, c2.ID)
+
+	if _, err := worker.EmitSignal(ctx, client.SignalRequest{Type: "complete"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := coord.Integrate(ctx, client.IntegrateRequest{Workspace: worker.Workspace(), Decision: "accept"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Checkpoint != c2.ID || res.Workspace.State != workspace.Closed {
+		t.Fatalf("Integrate = %+v, want checkpoint %s and closed", res, c2.ID)
+	}
+	tok, err := coord.CreateToken(ctx, "auditor", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	auditor := dial(t, ctx, client.Options{URL: d.url, Token: tok})
+	v, err := auditor.VerifyTrail(ctx, "")
+	if err != nil || !v.OK || v.Entries < 10 {
+		t.Fatalf("auditor VerifyTrail = %+v, %v; want ok", v, err)
+	}
+	d.stop()
+}
+
+// TestRejectionReasonsOverTheWire checks each checkpoint rejection reason
+// arrives as the contract's error, with exit code 2.
+func TestRejectionReasonsOverTheWire(t *testing.T) {
+	ctx := ctxT(t)
+	d := startDaemon(t, t.TempDir())
+	coord := dial(t, ctx, client.Options{URL: d.url, Token: d.admin})
+	active := newWorker(t, ctx, coord, d.url, true, "")
+	idle := newWorker(t, ctx, coord, d.url, false, "")
+	first, err := active.CreateCheckpoint(ctx, artifact(nil, "provisional", "x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bogus := "01ARZ3NDEKTSV4RRFFQ69G5FAV"
+	tests := []struct {
+		name string
+		c    *client.Client
+		req  client.CheckpointRequest
+		want string
+	}{
+		{"permission_denied", active, func() client.CheckpointRequest {
+			r := artifact(&first.ID, "final", "x")
+			r.Type = "observation"
+			return r
+		}(), "permission_denied"},
+		{"invalid_type", active, func() client.CheckpointRequest {
+			r := artifact(&first.ID, "final", "x")
+			r.Type = "poem"
+			return r
+		}(), "invalid_type"},
+		{"invalid_structure", active, func() client.CheckpointRequest {
+			r := artifact(&first.ID, "final", "x")
+			r.Intent = ""
+			return r
+		}(), "invalid_structure"},
+		{"invalid_parent", active, artifact(&bogus, "final", "x"), "invalid_parent"},
+		{"workspace_not_active", idle, artifact(nil, "final", "x"), "workspace_not_active"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tt.c.CreateCheckpoint(ctx, tt.req)
+			var ce *client.Error
+			if !errors.As(err, &ce) || ce.Code != tt.want {
+				t.Fatalf("CreateCheckpoint = %v, want error code %s", err, tt.want)
+			}
+			if got := client.ExitCode(err); got != 2 {
+				t.Fatalf("ExitCode(%v) = %d, want 2", err, got)
+			}
+		})
+	}
+	// Each rejection is in the trail.
+	page, err := coord.ReadTrail(ctx, client.TrailQuery{EventType: "checkpoint_rejected"})
+	if err != nil || len(page.Entries) != len(tests) {
+		t.Fatalf("checkpoint_rejected entries = %d, %v; want %d", len(page.Entries), err, len(tests))
+	}
+}
+
+// TestTokenRefusedOnOtherWorkspace: a worker's token cannot act on another
+// workspace's subjects; the NATS server refuses it and nothing changes.
+func TestTokenRefusedOnOtherWorkspace(t *testing.T) {
+	ctx := ctxT(t)
+	d := startDaemon(t, t.TempDir())
+	coord := dial(t, ctx, client.Options{URL: d.url, Token: d.admin})
+	_, tok1 := newWorkerToken(t, ctx, coord, d.url, true, "")
+	w2 := newWorker(t, ctx, coord, d.url, true, "")
+
+	// w1's token, pretending to be w2.
+	forged, err := client.Dial(ctx, client.Options{URL: d.url, Token: tok1, Workspace: w2.Workspace(), Timeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer forged.Close()
+	_, err = forged.CreateCheckpoint(ctx, artifact(nil, "final", "not mine"))
+	if err == nil {
+		t.Fatal("a checkpoint on another workspace's subject succeeded")
+	}
+	if !errors.Is(err, client.ErrPermission) {
+		t.Fatalf("err = %v, want ErrPermission", err)
+	}
+	if _, err := coord.Head(ctx, w2.Workspace(), false); err == nil || !strings.Contains(err.Error(), "not_found") {
+		t.Fatalf("w2's chain after the forged call: Head = %v, want not_found (empty chain)", err)
+	}
+}
