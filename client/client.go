@@ -125,6 +125,10 @@ func (c *Client) Close() error {
 	return nil
 }
 
+// InboxPrefix returns the reply inbox prefix of the client's token; other
+// NATS clients using the same token must use it (nats CLI: --inbox-prefix).
+func (c *Client) InboxPrefix() string { return taxonomy.InboxPrefix(c.token) }
+
 // Workspace returns the id of the workspace the client acts as.
 func (c *Client) Workspace() string { return c.ws }
 

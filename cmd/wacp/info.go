@@ -22,9 +22,10 @@ func infoCmd(c *cli, args []string) error {
 	}
 	out := struct {
 		client.Info
-		URL       string `json:"url"`
-		Workspace string `json:"workspace"`
-	}{info, cl.URL(), cl.Workspace()}
+		URL         string `json:"url"`
+		Workspace   string `json:"workspace"`
+		InboxPrefix string `json:"inbox_prefix"`
+	}{info, cl.URL(), cl.Workspace(), cl.InboxPrefix()}
 	return c.print(out, func(w io.Writer) {
 		ws := cl.Workspace()
 		if ws == info.RootWorkspace {
@@ -33,6 +34,7 @@ func infoCmd(c *cli, args []string) error {
 		kv(w, "url", cl.URL(), "workspace", ws, "version", info.Version,
 			"root workspace", info.RootWorkspace,
 			"taxonomy", fmt.Sprintf("%s %s (%s)", info.Taxonomy.ID, info.Taxonomy.Version, info.Taxonomy.Checksum),
-			"hash algorithm", info.HashAlgorithm, "protocol", info.ProtocolVersion)
+			"hash algorithm", info.HashAlgorithm, "protocol", info.ProtocolVersion,
+			"inbox prefix", cl.InboxPrefix()+"  (other NATS clients: --inbox-prefix)")
 	})
 }
