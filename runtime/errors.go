@@ -100,3 +100,26 @@ func Code(err error) string {
 	}
 	return CodeInternal
 }
+
+// Message returns the human part of err for an error reply: a rejection's
+// or refusal's own message, without the package prefixes and the code that
+// the reply carries separately.
+func Message(err error) string {
+	var (
+		re *Error
+		cr *checkpointchain.Rejection
+		er *envelope.Rejection
+		sr *agentsignal.Rejection
+	)
+	switch {
+	case errors.As(err, &re):
+		return re.Message
+	case errors.As(err, &cr):
+		return cr.Message
+	case errors.As(err, &er):
+		return er.Message
+	case errors.As(err, &sr):
+		return sr.Message
+	}
+	return err.Error()
+}

@@ -202,7 +202,7 @@ func (r *Runtime) replyErr(req micro.Request, err error) {
 	case CodeUnavailable:
 		b.Error.Message = "the daemon could not store the request durably; nothing was changed; retry: " + err.Error()
 	default:
-		b.Error.Message = err.Error()
+		b.Error.Message = Message(err)
 	}
 	data, _ := json.Marshal(b)
 	status := strconv.Itoa(taxonomy.LookupCode(code).Status)
