@@ -226,4 +226,28 @@ func TestTokenRefusedOnOtherWorkspace(t *testing.T) {
 	if _, err := coord.Head(ctx, w2.Workspace(), false); err == nil || !strings.Contains(err.Error(), "not_found") {
 		t.Fatalf("w2's chain after the forged call: Head = %v, want not_found (empty chain)", err)
 	}
+
+	// An unknown token is refused at connect and the refusal is recorded.
+	_, err = client.Dial(ctx, client.Options{URL: d.url, Token: "wacp_guess", Timeout: 3 * time.Second})
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Code != "unauthorized" {
+		t.Fatalf("Dial(unknown token) = %v, want unauthorized", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		page, err := coord.ReadTrail(ctx, client.TrailQuery{EventType: "authentication_failed"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Entries) > 0 {
+			if strings.Contains(string(page.Entries[0].Body), "wacp_guess") {
+				t.Fatalf("authentication_failed records the token: %s", page.Entries[0].Body)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no authentication_failed entry within 10s of a refused connection")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -35,6 +35,8 @@ type Runtime struct {
 	external bool
 	inflight chan struct{}
 
+	authFailures chan string // remote addresses of refused connections, for the trail
+
 	handlers   sync.WaitGroup     // request handlers in flight
 	reqCtx     context.Context    // given to handlers; cancelled when shutdown begins
 	cancelReqs context.CancelFunc // ends waits (inbox.next); commits in flight still finish
@@ -118,6 +120,7 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	stack = append(stack, func() { r.eng.Close() })
 
 	r.inflight = make(chan struct{}, r.cfg.MaxInFlight)
+	r.authFailures = make(chan string, 64)
 	if err := r.setupTokens(dir); err != nil {
 		return err
 	}
@@ -152,8 +155,9 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	wg.Add(2)
 	go func() { defer wg.Done(); pub.runSignals(bg) }()
 	go func() { defer wg.Done(); pub.runFeed(bg) }()
-	wg.Add(1)
+	wg.Add(2)
 	go func() { defer wg.Done(); r.eng.RunTimers(bg, time.Second) }()
+	go func() { defer wg.Done(); r.recordAuthFailures(bg) }()
 	stack = append(stack, func() {
 		pub.flush(5 * time.Second) // publish what the last requests committed
 		stopBG()
@@ -225,6 +229,10 @@ func (r *Runtime) startNATS(dir, internal string) error {
 		MaxPayload: 4 << 20,
 		CustomClientAuthentication: &authenticator{tokens: r.tok, failed: func(remote string) {
 			r.cfg.Logger.Warn("refused a connection with an unknown token", "remote", remote)
+			select {
+			case r.authFailures <- remote:
+			default: // the recorder is behind; the log line above still says it
+			}
 		}},
 	})
 	if err != nil {
@@ -255,5 +263,21 @@ func (r *Runtime) stopNATS() {
 	if r.ns != nil {
 		r.ns.Shutdown()
 		r.ns.WaitForShutdown()
+	}
+}
+
+// recordAuthFailures writes authentication_failed (WACP Security §9: security
+// events are never silent) for each refused connection, until ctx is done.
+// It never sees the token.
+func (r *Runtime) recordAuthFailures(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case remote := <-r.authFailures:
+			if err := r.eng.recordAuthFailure(remote); err != nil {
+				r.cfg.Logger.Error("record authentication_failed", "err", err)
+			}
+		}
 	}
 }

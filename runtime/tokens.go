@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/wacpd/wacpd/trail"
 )
 
 // Kind is the kind of principal a token stands for (wire-v1 §2).
@@ -122,5 +124,18 @@ func loadTokens(db *badger.DB, ts *tokens) error {
 			ts.addHash(h, p)
 		}
 		return nil
+	})
+}
+
+// recordAuthFailure writes a system-level authentication_failed entry for a
+// connection from remote whose token is unknown.
+func (e *Engine) recordAuthFailure(remote string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.commit(func(t *tx) error {
+		_, err := t.append("", trail.ActorProtocol, trail.EventAuthenticationFailed, map[string]any{
+			"entity": nil, "context": "nats_connect", "reason": "unknown_token", "source": remote,
+		})
+		return err
 	})
 }
