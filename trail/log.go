@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/transparency-dev/merkle/compact"
 )
 
 // Key layout (prefix "t/"); see doc.go.
@@ -18,6 +19,7 @@ var (
 	prefixID     = []byte("t/i/") // t/i/<entry id> -> <seq:8BE>
 	keyHead      = []byte("t/h/g")
 	prefixHeadWS = []byte("t/h/w/") // t/h/w/<ws> -> head
+	prefixNode   = []byte("t/m/")   // t/m/<level:1><index:8BE> -> Merkle node hash (perfect subtrees only)
 )
 
 // head is the tip of one chain.
@@ -40,9 +42,10 @@ type stored struct {
 type Log struct {
 	db *badger.DB
 
-	mu     sync.Mutex // guards global and local
+	mu     sync.Mutex // guards global, local and rng
 	global head
 	local  map[string]head
+	rng    *compact.Range // the Merkle tree of the global trail, as a compact range [0, global.Seq)
 }
 
 // Event is what a caller appends: the runtime assigns ID and Timestamp.
@@ -75,6 +78,9 @@ func Open(db *badger.DB) (*Log, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open trail: %w", err)
+	}
+	if l.rng, err = l.loadRange(); err != nil {
+		return nil, fmt.Errorf("open trail: merkle tree: %w", err)
 	}
 	return l, nil
 }
@@ -109,6 +115,7 @@ type Batch struct {
 	txn     *badger.Txn
 	global  head
 	local   map[string]head // heads touched by this batch
+	rng     *compact.Range  // the Merkle tree including this batch's entries
 	entries []Entry
 }
 
@@ -116,7 +123,7 @@ type Batch struct {
 func (l *Log) NewBatch(txn *badger.Txn) *Batch {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return &Batch{log: l, txn: txn, global: l.global, local: make(map[string]head)}
+	return &Batch{log: l, txn: txn, global: l.global, local: make(map[string]head), rng: cloneRange(l.rng)}
 }
 
 func (b *Batch) localHead(ws string) head {
@@ -167,6 +174,18 @@ func (b *Batch) Append(ev Event) (Entry, error) {
 	}
 
 	seq := b.global.Seq + 1
+	leaf, err := LeafData(e)
+	if err != nil {
+		return Entry{}, err
+	}
+	var nodeErr error
+	if err := b.rng.Append(Hasher{}.HashLeaf(leaf), func(id compact.NodeID, hash []byte) {
+		if nodeErr == nil {
+			nodeErr = b.txn.Set(nodeKey(id), hash)
+		}
+	}); err != nil || nodeErr != nil {
+		return Entry{}, fmt.Errorf("append %s: merkle tree: %w", ev.Type, errors.Join(err, nodeErr))
+	}
 	val, err := json.Marshal(stored{Entry: e, LocalPrev: localPrev})
 	if err != nil {
 		return Entry{}, err
@@ -204,6 +223,7 @@ func (b *Batch) Commit() {
 	b.log.mu.Lock()
 	defer b.log.mu.Unlock()
 	b.log.global = b.global
+	b.log.rng = b.rng
 	for ws, h := range b.local {
 		b.log.local[ws] = h
 	}

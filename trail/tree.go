@@ -1,0 +1,198 @@
+package trail
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/proof"
+)
+
+// ErrTreeSize is returned for a tree size beyond the trail or an index
+// outside the tree.
+var ErrTreeSize = errors.New("trail: no such tree size or index")
+
+func nodeKey(id compact.NodeID) []byte {
+	k := append(bytes.Clone(prefixNode), byte(id.Level))
+	return binary.BigEndian.AppendUint64(k, id.Index)
+}
+
+func cloneRange(r *compact.Range) *compact.Range {
+	hashes := make([][]byte, len(r.Hashes()))
+	for i, h := range r.Hashes() {
+		hashes[i] = bytes.Clone(h)
+	}
+	c, err := rangeFactory.NewRange(r.Begin(), r.End(), hashes)
+	if err != nil {
+		panic(fmt.Sprintf("trail: clone compact range: %v", err)) // cannot happen: same shape
+	}
+	return c
+}
+
+// nodes reads the stored Merkle nodes ids.
+func nodes(txn *badger.Txn, ids []compact.NodeID) ([][]byte, error) {
+	out := make([][]byte, len(ids))
+	for i, id := range ids {
+		item, err := txn.Get(nodeKey(id))
+		if err != nil {
+			return nil, fmt.Errorf("merkle node (%d,%d): %w", id.Level, id.Index, err)
+		}
+		if out[i], err = item.ValueCopy(nil); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// loadRange rebuilds the compact range of the whole tree from the stored
+// nodes, backfilling them from the entries when they are missing (a data dir
+// written before the Merkle tree existed).
+func (l *Log) loadRange() (*compact.Range, error) {
+	n := l.global.Seq
+	if n == 0 {
+		return rangeFactory.NewEmptyRange(0), nil
+	}
+	var hashes [][]byte
+	err := l.db.View(func(txn *badger.Txn) error {
+		var err error
+		hashes, err = nodes(txn, compact.RangeNodes(0, n, nil))
+		return err
+	})
+	if err == nil {
+		return rangeFactory.NewRange(0, n, hashes)
+	}
+	if !errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, err
+	}
+	return l.backfill()
+}
+
+// backfill computes and stores every Merkle node from the entries.
+func (l *Log) backfill() (*compact.Range, error) {
+	rng := rangeFactory.NewEmptyRange(0)
+	wb := l.db.NewWriteBatch()
+	defer wb.Cancel()
+	var werr error
+	err := l.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixGlobal, PrefetchValues: true, PrefetchSize: 256})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			var s stored
+			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &s) }); err != nil {
+				return err
+			}
+			leaf, err := LeafData(s.Entry)
+			if err != nil {
+				return err
+			}
+			if err := rng.Append(Hasher{}.HashLeaf(leaf), func(id compact.NodeID, h []byte) {
+				if werr == nil {
+					werr = wb.Set(nodeKey(id), bytes.Clone(h))
+				}
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err = errors.Join(err, werr); err != nil {
+		return nil, err
+	}
+	if err := wb.Flush(); err != nil {
+		return nil, err
+	}
+	return rng, nil
+}
+
+// Root returns the Merkle root of the first size entries of the global trail.
+func (l *Log) Root(size uint64) ([]byte, error) {
+	l.mu.Lock()
+	cur := l.rng
+	l.mu.Unlock()
+	switch {
+	case size > cur.End():
+		return nil, fmt.Errorf("%w: size %d, trail has %d entries", ErrTreeSize, size, cur.End())
+	case size == 0:
+		return Hasher{}.EmptyRoot(), nil
+	case size == cur.End():
+		return cur.GetRootHash(nil)
+	}
+	var hashes [][]byte
+	err := l.db.View(func(txn *badger.Txn) error {
+		var err error
+		hashes, err = nodes(txn, compact.RangeNodes(0, size, nil))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	r, err := rangeFactory.NewRange(0, size, hashes)
+	if err != nil {
+		return nil, err
+	}
+	return r.GetRootHash(nil)
+}
+
+// InclusionProof returns the audit path of leaf index (entry #index+1) in
+// the tree of the first size entries (RFC 6962 §2.1.1).
+func (l *Log) InclusionProof(index, size uint64) ([][]byte, error) {
+	if size > l.Len() || index >= size {
+		return nil, fmt.Errorf("%w: index %d, size %d, trail has %d entries", ErrTreeSize, index, size, l.Len())
+	}
+	n, err := proof.Inclusion(index, size)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrTreeSize, err)
+	}
+	return l.rehash(n)
+}
+
+// ConsistencyProof returns the proof that the tree of size1 entries is a
+// prefix of the tree of size2 entries (RFC 6962 §2.1.2).
+func (l *Log) ConsistencyProof(size1, size2 uint64) ([][]byte, error) {
+	if size1 > size2 || size2 > l.Len() {
+		return nil, fmt.Errorf("%w: from %d to %d, trail has %d entries", ErrTreeSize, size1, size2, l.Len())
+	}
+	n, err := proof.Consistency(size1, size2)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrTreeSize, err)
+	}
+	return l.rehash(n)
+}
+
+func (l *Log) rehash(n proof.Nodes) ([][]byte, error) {
+	var hashes [][]byte
+	err := l.db.View(func(txn *badger.Txn) error {
+		var err error
+		hashes, err = nodes(txn, n.IDs)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return n.Rehash(hashes, Hasher{}.HashChildren)
+}
+
+// Seq returns the 1-based position of entry id in the global trail.
+func (l *Log) Seq(id string) (uint64, error) {
+	var seq uint64
+	err := l.db.View(func(txn *badger.Txn) error {
+		var err error
+		seq, err = seqOf(txn, id)
+		return err
+	})
+	return seq, err
+}
+
+// At returns global entry #seq (1-based).
+func (l *Log) At(seq uint64) (Entry, error) {
+	var s stored
+	err := l.db.View(func(txn *badger.Txn) error { return getJSON(txn, globalKey(seq), &s) })
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return Entry{}, fmt.Errorf("%w: #%d", ErrNotFound, seq)
+	}
+	return s.Entry, err
+}
