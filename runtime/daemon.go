@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/wacpd/wacpd/taxonomy"
 )
@@ -36,6 +37,8 @@ type Runtime struct {
 	inflight chan struct{}
 
 	authFailures chan string // remote addresses of refused connections, for the trail
+	signer       note.Signer // signs tree heads
+	publicKey    string      // its note verifier key
 
 	handlers   sync.WaitGroup     // request handlers in flight
 	reqCtx     context.Context    // given to handlers; cancelled when shutdown begins
@@ -119,6 +122,12 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	}
 	stack = append(stack, func() { r.eng.Close() })
 
+	if r.signer, r.publicKey, err = signingKey(dir, r.eng.Root()); err != nil {
+		return err
+	}
+	if _, err := r.eng.SignTreeHead(r.signer); err != nil {
+		return err
+	}
 	r.inflight = make(chan struct{}, r.cfg.MaxInFlight)
 	r.authFailures = make(chan string, 64)
 	if err := r.setupTokens(dir); err != nil {
@@ -155,7 +164,8 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	wg.Add(2)
 	go func() { defer wg.Done(); pub.runSignals(bg) }()
 	go func() { defer wg.Done(); pub.runFeed(bg) }()
-	wg.Add(2)
+	wg.Add(3)
+	go func() { defer wg.Done(); r.runTreeHeads(bg, r.signer, 250*time.Millisecond) }()
 	go func() { defer wg.Done(); r.eng.RunTimers(bg, time.Second) }()
 	go func() { defer wg.Done(); r.recordAuthFailures(bg) }()
 	stack = append(stack, func() {

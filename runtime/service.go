@@ -55,6 +55,10 @@ func (r *Runtime) startService() (micro.Service, error) {
 		{"system_info", "wacp.v1.system.info", r.serve(r.systemInfo, anyone)},
 		{"audit_trail_read", "wacp.v1.audit.trail.read", r.serve(r.auditRead, auditors)},
 		{"audit_trail_verify", "wacp.v1.audit.trail.verify", r.serve(r.auditVerify, auditors)},
+		{"audit_sth", "wacp.v1.audit.sth", r.serve(r.auditSTH, auditors)},
+		{"audit_proof_inclusion", "wacp.v1.audit.proof.inclusion", r.serve(r.auditInclusion, auditors)},
+		{"audit_proof_consistency", "wacp.v1.audit.proof.consistency", r.serve(r.auditConsistency, auditors)},
+		{"audit_checkpoint_get", "wacp.v1.audit.checkpoint.get", r.serve(r.auditCheckpoint, auditors)},
 	}
 	agentOps := map[string]handlerFunc{
 		"checkpoint":                 r.checkpoint,
@@ -231,6 +235,7 @@ func (r *Runtime) systemInfo(ctx context.Context, c caller, body []byte) (any, e
 		"version": r.cfg.Version, "root_workspace": r.eng.Root(),
 		"taxonomy":       map[string]string{"id": tax.ID(), "version": tax.Version(), "checksum": tax.Checksum()},
 		"hash_algorithm": trail.Algorithm, "protocol_version": taxonomy.ProtocolVersion,
+		"public_key": r.publicKey, "origin": r.eng.Origin(),
 	}, nil
 }
 
@@ -471,20 +476,21 @@ func (r *Runtime) tokenCreate(ctx context.Context, c caller, body []byte) (any, 
 
 func (r *Runtime) auditRead(ctx context.Context, c caller, body []byte) (any, error) {
 	var req struct {
-		After     string          `json:"after"`
-		Limit     int             `json:"limit"`
-		Workspace string          `json:"workspace"`
-		EventType trail.EventType `json:"event_type"`
-		Actor     string          `json:"actor"`
-		Since     string          `json:"since"`
-		Until     string          `json:"until"`
+		After     string            `json:"after"`
+		Limit     int               `json:"limit"`
+		Workspace string            `json:"workspace"`
+		EventType trail.EventType   `json:"event_type"`
+		Actor     string            `json:"actor"`
+		Since     string            `json:"since"`
+		Until     string            `json:"until"`
+		Body      map[string]string `json:"body"`
 	}
 	if err := decode(body, &req); err != nil {
 		return nil, err
 	}
 	entries, next, err := r.eng.Trail().Read(ctx, trail.Query{
 		After: req.After, Limit: req.Limit, Workspace: req.Workspace, EventType: req.EventType,
-		Actor: req.Actor, Since: req.Since, Until: req.Until,
+		Actor: req.Actor, Since: req.Since, Until: req.Until, Body: req.Body,
 	})
 	if errors.Is(err, trail.ErrNotFound) {
 		return nil, refuse(CodeNotFound, "no trail entry %s", req.After)

@@ -27,6 +27,10 @@ type Query struct {
 	Actor     string    // only this actor
 	Since     string    // timestamp, inclusive
 	Until     string    // timestamp, exclusive
+	// Body selects entries whose body has each of these top-level fields
+	// with this value (a string field equal to it, or any other JSON value
+	// whose text equals it).
+	Body map[string]string
 }
 
 func (q Query) match(e Entry) bool {
@@ -34,7 +38,33 @@ func (q Query) match(e Entry) bool {
 		(q.EventType == "" || e.EventType == q.EventType) &&
 		(q.Actor == "" || e.Actor == q.Actor) &&
 		(q.Since == "" || e.Timestamp >= q.Since) &&
-		(q.Until == "" || e.Timestamp < q.Until)
+		(q.Until == "" || e.Timestamp < q.Until) &&
+		q.matchBody(e.Body)
+}
+
+func (q Query) matchBody(body json.RawMessage) bool {
+	if len(q.Body) == 0 {
+		return true
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(body, &fields) != nil {
+		return false
+	}
+	for k, want := range q.Body {
+		v, ok := fields[k]
+		if !ok {
+			return false
+		}
+		var s string
+		if json.Unmarshal(v, &s) == nil {
+			if s != want {
+				return false
+			}
+		} else if string(v) != want {
+			return false
+		}
+	}
+	return true
 }
 
 func (q Query) limit() int {

@@ -1,0 +1,143 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+
+	"github.com/wacpd/wacpd/trail"
+)
+
+// treeHeadReply is the reply of audit.sth.
+type treeHeadReply struct {
+	trail.TreeHead
+	PublicKey string `json:"public_key"`
+}
+
+func (r *Runtime) auditSTH(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct{}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	th, err := r.eng.TreeHead()
+	if err != nil {
+		return nil, err
+	}
+	return treeHeadReply{th, r.publicKey}, nil
+}
+
+// defaultSize returns size, or the latest signed size when it is 0.
+func (r *Runtime) defaultSize(size uint64) (uint64, error) {
+	if size != 0 {
+		return size, nil
+	}
+	th, err := r.eng.TreeHead()
+	return th.Size, err
+}
+
+func (r *Runtime) auditInclusion(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		Entry string  `json:"entry"`
+		Index *uint64 `json:"index"`
+		Size  uint64  `json:"size"`
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	if (req.Entry == "") == (req.Index == nil) {
+		return nil, refuse(CodeInvalidStructure, "give exactly one of entry and index")
+	}
+	size, err := r.defaultSize(req.Size)
+	if err != nil {
+		return nil, err
+	}
+	log := r.eng.Trail()
+	var index uint64
+	if req.Index != nil {
+		index = *req.Index
+	} else {
+		seq, err := log.Seq(req.Entry)
+		if err != nil {
+			return nil, err
+		}
+		index = seq - 1
+	}
+	if index >= size || size > log.Len() {
+		return nil, refuse(CodeNotFound, "no leaf %d in a tree of %d entries (the trail has %d)", index, size, log.Len())
+	}
+	e, err := log.At(index + 1)
+	if err != nil {
+		return nil, err
+	}
+	leaf, err := trail.LeafData(e)
+	if err != nil {
+		return nil, err
+	}
+	p, err := log.InclusionProof(index, size)
+	if err != nil {
+		return nil, treeErr(err)
+	}
+	root, err := log.Root(size)
+	if err != nil {
+		return nil, treeErr(err)
+	}
+	return map[string]any{
+		"entry": e.ID, "index": index, "size": size, "leaf_hash": trail.FormatHash(trail.Hasher{}.HashLeaf(leaf)),
+		"proof": formatHashes(p), "root": trail.FormatHash(root),
+	}, nil
+}
+
+func (r *Runtime) auditConsistency(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		From uint64 `json:"from"`
+		To   uint64 `json:"to"`
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	to, err := r.defaultSize(req.To)
+	if err != nil {
+		return nil, err
+	}
+	log := r.eng.Trail()
+	p, err := log.ConsistencyProof(req.From, to)
+	if err != nil {
+		return nil, treeErr(err)
+	}
+	fromRoot, err := log.Root(req.From)
+	if err != nil {
+		return nil, treeErr(err)
+	}
+	toRoot, err := log.Root(to)
+	if err != nil {
+		return nil, treeErr(err)
+	}
+	return map[string]any{
+		"from": req.From, "to": to, "proof": formatHashes(p),
+		"from_root": trail.FormatHash(fromRoot), "to_root": trail.FormatHash(toRoot),
+	}, nil
+}
+
+func (r *Runtime) auditCheckpoint(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		ID string `json:"id"`
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	return r.eng.GetCheckpoint(ctx, r.eng.Root(), req.ID)
+}
+
+func treeErr(err error) error {
+	if errors.Is(err, trail.ErrTreeSize) {
+		return &Error{Code: CodeNotFound, Message: err.Error(), Err: err}
+	}
+	return err
+}
+
+func formatHashes(hs [][]byte) []string {
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		out[i] = trail.FormatHash(h)
+	}
+	return out
+}
