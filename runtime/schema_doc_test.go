@@ -32,7 +32,8 @@ var docAgentOps = []string{
 // docSubjects returns every endpoint subject the daemon registers, written
 // as docs/api.md writes them (agent ops with the literal "<ws>").
 func docSubjects() []string {
-	subjects := []string{"wacp.v1.system.info", "wacp.v1.audit.trail.read", "wacp.v1.audit.trail.verify"}
+	subjects := []string{"wacp.v1.system.info", "wacp.v1.audit.trail.read", "wacp.v1.audit.trail.verify",
+		"wacp.v1.audit.sth", "wacp.v1.audit.proof.inclusion", "wacp.v1.audit.proof.consistency", "wacp.v1.audit.checkpoint.get"}
 	for _, op := range docAgentOps {
 		subjects = append(subjects, "wacp.v1.agent.<ws>."+op)
 	}
