@@ -8,8 +8,10 @@ import (
 
 // ReadTrail returns the trail entries the agent of actor may read (WACP
 // Trail §5): the coordinator reads the global trail with any filter; any
-// other agent reads its own local trail. A query outside the caller's scope
-// returns no entries, not an error, and records trail_access_denied.
+// other agent reads its own trail, and the trail of a workspace it can see
+// (its visibility set and its subtree) when it names one. A query outside
+// the caller's scope returns no entries, not an error, and records
+// trail_access_denied.
 func (e *Engine) ReadTrail(ctx context.Context, actor string, q trail.Query) ([]trail.Entry, string, error) {
 	e.mu.Lock()
 	a := e.ws[actor]
@@ -21,7 +23,7 @@ func (e *Engine) ReadTrail(ctx context.Context, actor string, q trail.Query) ([]
 		e.mu.Unlock()
 		return e.log.Read(ctx, q)
 	}
-	if q.Workspace != "" && q.Workspace != actor {
+	if q.Workspace != "" && (e.ws[q.Workspace] == nil || !e.canSee(actor, q.Workspace)) {
 		err := e.commit(func(t *tx) error {
 			_, err := t.append(actor, e.actorOf(a), trail.EventTrailAccessDenied, map[string]any{
 				"requester": actor, "role": a.Role, "target": q.Workspace, "reason": "out_of_scope",
@@ -32,7 +34,9 @@ func (e *Engine) ReadTrail(ctx context.Context, actor string, q trail.Query) ([]
 		return nil, "", err
 	}
 	e.mu.Unlock()
-	q.Workspace = actor
+	if q.Workspace == "" {
+		q.Workspace = actor
+	}
 	return e.log.Read(ctx, q)
 }
 
