@@ -1,41 +1,22 @@
 package envelope_test
 
 import (
-	"os/exec"
-	"slices"
-	"strings"
 	"testing"
+
+	"github.com/wacpd/wacpd/internal/deptest"
 )
+
+const module = "github.com/wacpd/wacpd"
 
 // TestDeps enforces the dependency direction of style rule 1: from this
 // module envelope depends only on taxonomy; it never links the NATS server;
 // and only test files import "testing".
 func TestDeps(t *testing.T) {
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skipf("go command not found: %v", err)
-	}
-	const module = "github.com/wacpd/wacpd"
-	const self = module + "/envelope"
-	out, err := exec.Command(gobin, "list", "-deps", "-f", "{{.ImportPath}}", self).Output()
-	if err != nil {
-		t.Fatalf("go list -deps %s: %v", self, err)
-	}
-	deps := strings.Fields(string(out))
-	if !slices.Contains(deps, self) {
-		t.Fatalf("go list -deps %s does not list the package itself:\n%s", self, out)
-	}
-	allowed := []string{self, module + "/taxonomy"}
-	for _, dep := range deps {
-		switch {
-		case dep == module || strings.HasPrefix(dep, module+"/"):
-			if !slices.Contains(allowed, dep) {
-				t.Errorf("%s depends on %s; from this module it may use only %v", self, dep, allowed)
-			}
-		case dep == "github.com/nats-io/nats-server/v2" || strings.HasPrefix(dep, "github.com/nats-io/nats-server/"):
-			t.Errorf("%s depends on %s; only runtime may import the NATS server", self, dep)
-		case dep == "testing" || strings.HasPrefix(dep, "testing/"):
-			t.Errorf("%s depends on %s; only _test files may import it", self, dep)
-		}
-	}
+	deptest.Check(t, module+"/envelope", deptest.Rules{
+		OwnAllowed: []string{module + "/taxonomy"},
+		Forbidden: []string{
+			"github.com/nats-io/nats-server/", // only runtime may import the NATS server
+			"testing/...",                     // only _test files may import it
+		},
+	})
 }

@@ -1,101 +1,30 @@
 package workspace_test
 
 import (
-	"go/parser"
-	"go/token"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
+
+	"github.com/wacpd/wacpd/internal/deptest"
 )
+
+const module = "github.com/wacpd/wacpd"
 
 // TestDeps enforces the dependency direction of the style guide: workspace
 // sits below runtime, signal and envelope, and knows nothing of NATS.
 func TestDeps(t *testing.T) {
-	deps := goListDeps(t)
-	banned := []string{
-		"github.com/nats-io/",
-		"github.com/wacpd/wacpd/runtime",
-		"github.com/wacpd/wacpd/signal",
-		"github.com/wacpd/wacpd/envelope",
-		"github.com/wacpd/wacpd/client",
-		"github.com/wacpd/wacpd/cmd/",
-	}
-	for _, d := range deps {
-		for _, b := range banned {
-			if d == b || strings.HasPrefix(d, strings.TrimSuffix(b, "/")+"/") {
-				t.Errorf("workspace depends on %s, want nothing under %s", d, b)
-			}
-		}
-	}
+	deptest.Check(t, module+"/workspace", deptest.Rules{
+		OwnAllowed: []string{module + "/..."}, // all but the forbidden ones
+		Forbidden: []string{
+			"github.com/nats-io/",
+			module + "/runtime/...",
+			module + "/signal/...",
+			module + "/envelope/...",
+			module + "/client/...",
+			module + "/cmd/",
+		},
+	})
 }
 
 // TestNoTestingImport checks that only _test.go files import testing.
 func TestNoTestingImport(t *testing.T) {
-	for _, imp := range nonTestImports(t) {
-		if imp == "testing" || strings.HasPrefix(imp, "testing/") {
-			t.Errorf("a non-test file of workspace imports %q, want only _test.go files to", imp)
-		}
-	}
-}
-
-// goListDeps returns the import paths this package depends on, itself included.
-func goListDeps(t *testing.T) []string {
-	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skipf("no go binary: %v", err)
-	}
-	out, err := exec.Command(goBin, "list", "-deps", "-f", "{{.ImportPath}}", ".").Output()
-	if err != nil {
-		if ee, ok := err.(*exec.ExitError); ok {
-			t.Fatalf("go list -deps: %v\n%s", err, ee.Stderr)
-		}
-		t.Fatalf("go list -deps: %v", err)
-	}
-	deps := strings.Fields(string(out))
-	if len(deps) == 0 {
-		t.Fatal("go list -deps printed nothing")
-	}
-	return deps
-}
-
-// nonTestImports returns the imports of the package's non-test files, one
-// entry per file and import.
-func nonTestImports(t *testing.T) []string {
-	t.Helper()
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var imps []string
-	fset := token.NewFileSet()
-	n := 0
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		src, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, err := parser.ParseFile(fset, name, src, parser.ImportsOnly)
-		if err != nil {
-			t.Fatalf("parse %s: %v", name, err)
-		}
-		n++
-		for _, is := range f.Imports {
-			p, err := strconv.Unquote(is.Path.Value)
-			if err != nil {
-				t.Fatalf("%s: import %s: %v", name, is.Path.Value, err)
-			}
-			imps = append(imps, p)
-		}
-	}
-	if n == 0 {
-		t.Fatal("found no non-test Go files")
-	}
-	return imps
+	deptest.NoTestingImport(t, ".")
 }
