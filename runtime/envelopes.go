@@ -123,13 +123,14 @@ func (t *tx) deliver(env *envelope.Envelope, to *workspace.Workspace) error {
 	return putEnvelope(t.txn, *env)
 }
 
-// deliverQueued delivers, in order, the envelopes queued for w while it was
-// suspended or migrating.
-func (t *tx) deliverQueued(w *workspace.Workspace) error {
+// drainQueue removes, in order, the envelopes queued for w while it was
+// suspended or migrating, and passes each to fn.
+func (t *tx) drainQueue(w *workspace.Workspace, fn func(env envelope.Envelope) error) error {
+	prefix := queuePrefix(w.ID)
 	var ids []string
-	it := t.txn.NewIterator(badger.IteratorOptions{Prefix: queuePrefix(w.ID)})
+	it := t.txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
 	for it.Rewind(); it.Valid(); it.Next() {
-		ids = append(ids, string(it.Item().Key()[len(queuePrefix(w.ID)):]))
+		ids = append(ids, string(it.Item().Key()[len(prefix):]))
 	}
 	it.Close()
 	for _, id := range ids {
@@ -137,14 +138,20 @@ func (t *tx) deliverQueued(w *workspace.Workspace) error {
 		if err != nil {
 			return err
 		}
-		if err := t.txn.Delete(append(queuePrefix(w.ID), id...)); err != nil {
+		if err := t.txn.Delete(append(prefix, id...)); err != nil {
 			return err
 		}
-		if err := t.deliver(&env, w); err != nil {
+		if err := fn(env); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// deliverQueued delivers, in order, the envelopes queued for w while it was
+// suspended or migrating.
+func (t *tx) deliverQueued(w *workspace.Workspace) error {
+	return t.drainQueue(w, func(env envelope.Envelope) error { return t.deliver(&env, w) })
 }
 
 // undeliverQueued ends the envelopes queued for w, which has become
@@ -152,32 +159,16 @@ func (t *tx) deliverQueued(w *workspace.Workspace) error {
 // status rejected (WACP Envelope §7: the target became terminal after
 // validation).
 func (t *tx) undeliverQueued(w *workspace.Workspace) error {
-	var ids []string
-	it := t.txn.NewIterator(badger.IteratorOptions{Prefix: queuePrefix(w.ID)})
-	for it.Rewind(); it.Valid(); it.Next() {
-		ids = append(ids, string(it.Item().Key()[len(queuePrefix(w.ID)):]))
-	}
-	it.Close()
-	for _, id := range ids {
-		env, err := getEnvelope(t.txn, id)
-		if err != nil {
-			return err
-		}
-		if err := t.txn.Delete(append(queuePrefix(w.ID), id...)); err != nil {
-			return err
-		}
-		_, err = t.append(env.From, trail.ActorProtocol, trail.EventEnvelopeUndeliverable, map[string]any{
+	return t.drainQueue(w, func(env envelope.Envelope) error {
+		_, err := t.append(env.From, trail.ActorProtocol, trail.EventEnvelopeUndeliverable, map[string]any{
 			"envelope_id": env.ID, "from": env.From, "to": env.To, "reason": "target_terminal", "timestamp": nil,
 		})
 		if err != nil {
 			return err
 		}
 		env.Status = envelope.StatusRejected
-		if err := putEnvelope(t.txn, env); err != nil {
-			return err
-		}
-	}
-	return nil
+		return putEnvelope(t.txn, env)
+	})
 }
 
 // rejectEnvelope records envelope_rejected in the sender's trail; the

@@ -43,32 +43,18 @@ func (e *Engine) ResolveConflict(ctx context.Context, actor string, body []byte)
 	default:
 		return nil, refuse(CodeInvalidStructure, "resolution_strategy %q is not coordinator_resolve, escalate or agent_rework", req.ResolutionStrategy)
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	a, w, err := e.authorize(actor, req.Workspace)
-	if err != nil {
-		return nil, err
-	}
-	if w.State != workspace.Conflicted {
-		return nil, refuse(CodeInvalidTransition, "workspace %s is %s, not conflicted", w.ID, w.State)
-	}
-	var out *workspace.Workspace
-	err = e.commit(func(t *tx) error {
-		c := t.ws(w.ID)
+	return e.coordinate(actor, req.Workspace, func(w *workspace.Workspace) error {
+		if w.State != workspace.Conflicted {
+			return refuse(CodeInvalidTransition, "workspace %s is %s, not conflicted", w.ID, w.State)
+		}
+		return nil
+	}, func(t *tx, a, c *workspace.Workspace) error {
 		outcome := workspace.Closed
 		if req.ResolutionStrategy == ResolveAgentRework {
 			outcome = workspace.Failed
 		}
-		if err := t.endIntegration(c, e.actorOf(a), req.ResolutionStrategy, req.Resolution, outcome); err != nil {
-			return err
-		}
-		out = c
-		return nil
+		return t.endIntegration(c, e.actorOf(a), req.ResolutionStrategy, req.Resolution, outcome)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out.Clone(), nil
 }
 
 // endIntegration resolves c's conflicts with strategy and ends its
@@ -116,43 +102,29 @@ func (t *tx) endIntegration(c *workspace.Workspace, actor, strategy, resolution 
 // migrating (storing the pre-state). The workspace is frozen until
 // CompleteMigration.
 func (e *Engine) Migrate(ctx context.Context, actor, id, newAgent, reason string) (*workspace.Workspace, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	a, w, err := e.authorize(actor, id)
-	if err != nil {
-		return nil, err
-	}
-	if w.State != workspace.Active && w.State != workspace.Blocked {
-		return nil, refuse(CodeInvalidTransition, "workspace %s is %s; only active or blocked workspaces migrate", id, w.State)
-	}
 	if newAgent == "" {
 		return nil, refuse(CodeInvalidStructure, "new_agent is required")
 	}
 	if reason == "" {
 		reason = "coordinator_request"
 	}
-	var out *workspace.Workspace
-	err = e.commit(func(t *tx) error {
-		if _, err := t.emit(t.ws(actor), taxonomy.SignalMigrate, reason, id, e.actorOf(a)); err != nil {
+	return e.coordinate(actor, id, func(w *workspace.Workspace) error {
+		if w.State != workspace.Active && w.State != workspace.Blocked {
+			return refuse(CodeInvalidTransition, "workspace %s is %s; only active or blocked workspaces migrate", id, w.State)
+		}
+		return nil
+	}, func(t *tx, a, c *workspace.Workspace) error {
+		if _, err := t.emit(t.ws(a.ID), taxonomy.SignalMigrate, reason, id, e.actorOf(a)); err != nil {
 			return err
 		}
-		c := t.ws(id)
 		_, err := t.append(id, e.actorOf(a), trail.EventMigrationStarted, map[string]any{
 			"workspace_id": id, "old_agent": c.Agent, "new_agent": newAgent, "reason": reason,
 		})
 		if err != nil {
 			return err
 		}
-		if err := t.transition(c, workspace.Migrate, e.actorOf(a), "", false); err != nil {
-			return err
-		}
-		out = c
-		return nil
+		return t.transition(c, workspace.Migrate, e.actorOf(a), "", false)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out.Clone(), nil
 }
 
 // CompleteMigration ends a migration. On success the new agent is bound,
@@ -160,21 +132,15 @@ func (e *Engine) Migrate(ctx context.Context, actor, id, newAgent, reason string
 // queued envelopes are delivered. On failure (errMsg set) migration_failed
 // is written and the workspace fails with reason migration_error.
 func (e *Engine) CompleteMigration(ctx context.Context, actor, id, newAgent, errMsg string) (*workspace.Workspace, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	a, w, err := e.authorize(actor, id)
-	if err != nil {
-		return nil, err
-	}
-	if w.State != workspace.Migrating {
-		return nil, refuse(CodeInvalidTransition, "workspace %s is %s, not migrating", id, w.State)
-	}
-	if newAgent == "" && errMsg == "" {
-		return nil, refuse(CodeInvalidStructure, "new_agent is required to complete a migration")
-	}
-	var out *workspace.Workspace
-	err = e.commit(func(t *tx) error {
-		c := t.ws(id)
+	return e.coordinate(actor, id, func(w *workspace.Workspace) error {
+		if w.State != workspace.Migrating {
+			return refuse(CodeInvalidTransition, "workspace %s is %s, not migrating", id, w.State)
+		}
+		if newAgent == "" && errMsg == "" {
+			return refuse(CodeInvalidStructure, "new_agent is required to complete a migration")
+		}
+		return nil
+	}, func(t *tx, a, c *workspace.Workspace) error {
 		since, _ := clock.Parse(c.UpdatedAt)
 		ts := t.next()
 		if errMsg != "" {
@@ -188,7 +154,6 @@ func (e *Engine) CompleteMigration(ctx context.Context, actor, id, newAgent, err
 			if _, err := t.emit(c, taxonomy.SignalFailed, "migration_error", "", trail.ActorProtocol); err != nil {
 				return err
 			}
-			out = c
 			return t.transition(c, workspace.MigrationError, trail.ActorProtocol, "migration_error", false)
 		}
 		err := t.appendAt(ts, id, trail.ActorProtocol, trail.EventMigrationCompleted, map[string]any{
@@ -201,13 +166,8 @@ func (e *Engine) CompleteMigration(ctx context.Context, actor, id, newAgent, err
 		if err := t.transition(c, workspace.MigrationCompleted, e.actorOf(a), "", false); err != nil {
 			return err
 		}
-		out = c
 		return t.deliverQueued(c)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out.Clone(), nil
 }
 
 // ExpireTimeouts fails every workspace whose timeout has run out at now,

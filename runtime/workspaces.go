@@ -186,90 +186,56 @@ func (e *Engine) authorize(actor, target string) (*workspace.Workspace, *workspa
 // with reason aborted_by_coordinator, the transition, and the cascade. The
 // caller's reason, if any, is recorded as the transition's detail.
 func (e *Engine) Abort(ctx context.Context, actor, id, reason string) (*workspace.Workspace, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	a, w, err := e.authorize(actor, id)
-	if err != nil {
-		return nil, err
-	}
-	if w.State.Terminal() {
-		return nil, refuse(CodeInvalidTransition, "workspace %s is already %s", id, w.State)
-	}
 	const why = "aborted_by_coordinator"
-	var out *workspace.Workspace
-	err = e.commit(func(t *tx) error {
-		c := t.ws(id)
+	return e.coordinate(actor, id, func(w *workspace.Workspace) error {
+		if w.State.Terminal() {
+			return refuse(CodeInvalidTransition, "workspace %s is already %s", id, w.State)
+		}
+		return nil
+	}, func(t *tx, a, c *workspace.Workspace) error {
 		if _, err := t.emit(c, taxonomy.SignalFailed, why, "", trail.ActorProtocol); err != nil {
 			return err
 		}
 		t.detail = reason // the caller's words go into workspace_state_changed as "detail"
-		if err := t.transition(c, workspace.Abort, e.actorOf(a), why, false); err != nil {
-			return err
-		}
-		out = c
-		return nil
+		return t.transition(c, workspace.Abort, e.actorOf(a), why, false)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out.Clone(), nil
 }
 
 // Suspend moves an active or blocked workspace to suspended, storing its
 // pre-state: the coordinator's suspend signal, suspension_started and the
 // transition.
 func (e *Engine) Suspend(ctx context.Context, actor, id, reason string) (*workspace.Workspace, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	a, w, err := e.authorize(actor, id)
-	if err != nil {
-		return nil, err
-	}
-	if w.State != workspace.Active && w.State != workspace.Blocked {
-		return nil, refuse(CodeInvalidTransition, "workspace %s is %s; only active or blocked workspaces are suspended", id, w.State)
-	}
 	if reason == "" {
 		reason = "coordinator_request"
 	}
-	var out *workspace.Workspace
-	err = e.commit(func(t *tx) error {
-		if _, err := t.emit(t.ws(actor), taxonomy.SignalSuspend, reason, id, e.actorOf(a)); err != nil {
+	return e.coordinate(actor, id, func(w *workspace.Workspace) error {
+		if w.State != workspace.Active && w.State != workspace.Blocked {
+			return refuse(CodeInvalidTransition, "workspace %s is %s; only active or blocked workspaces are suspended", id, w.State)
+		}
+		return nil
+	}, func(t *tx, a, c *workspace.Workspace) error {
+		if _, err := t.emit(t.ws(a.ID), taxonomy.SignalSuspend, reason, id, e.actorOf(a)); err != nil {
 			return err
 		}
-		c := t.ws(id)
 		_, err := t.append(id, e.actorOf(a), trail.EventSuspensionStarted, map[string]any{
 			"workspace_id": id, "pre_suspension_state": c.State, "reason": reason,
 		})
 		if err != nil {
 			return err
 		}
-		if err := t.transition(c, workspace.Suspend, e.actorOf(a), "", false); err != nil {
-			return err
-		}
-		out = c
-		return nil
+		return t.transition(c, workspace.Suspend, e.actorOf(a), "", false)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out.Clone(), nil
 }
 
 // Resume returns a suspended workspace to its pre-state and delivers the
 // envelopes that queued while it was suspended.
 func (e *Engine) Resume(ctx context.Context, actor, id string) (*workspace.Workspace, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	a, w, err := e.authorize(actor, id)
-	if err != nil {
-		return nil, err
-	}
-	if w.State != workspace.Suspended {
-		return nil, refuse(CodeInvalidTransition, "workspace %s is %s, not suspended", id, w.State)
-	}
-	var out *workspace.Workspace
-	err = e.commit(func(t *tx) error {
-		c := t.ws(id)
+	return e.coordinate(actor, id, func(w *workspace.Workspace) error {
+		if w.State != workspace.Suspended {
+			return refuse(CodeInvalidTransition, "workspace %s is %s, not suspended", id, w.State)
+		}
+		return nil
+	}, func(t *tx, a, c *workspace.Workspace) error {
 		since, _ := clock.Parse(c.UpdatedAt)
 		ts := t.next()
 		err := t.appendAt(ts, id, e.actorOf(a), trail.EventSuspensionResumed, map[string]any{
@@ -281,11 +247,29 @@ func (e *Engine) Resume(ctx context.Context, actor, id string) (*workspace.Works
 		if err := t.transition(c, workspace.Resume, e.actorOf(a), "", false); err != nil {
 			return err
 		}
-		if err := t.deliverQueued(c); err != nil {
-			return err
-		}
-		out = c
-		return nil
+		return t.deliverQueued(c)
+	})
+}
+
+// coordinate runs a coordinator operation on workspace id for the agent of
+// actor: authorize, check against the committed record, then fn on the
+// transaction's copy of it (c; a is the actor's record), in one commit. It
+// returns the record after the commit.
+func (e *Engine) coordinate(actor, id string, check func(w *workspace.Workspace) error,
+	fn func(t *tx, a, c *workspace.Workspace) error) (*workspace.Workspace, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	a, w, err := e.authorize(actor, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := check(w); err != nil {
+		return nil, err
+	}
+	var out *workspace.Workspace
+	err = e.commit(func(t *tx) error {
+		out = t.ws(id)
+		return fn(t, a, out)
 	})
 	if err != nil {
 		return nil, err
