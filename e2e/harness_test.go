@@ -14,6 +14,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	// The tests run a wacpd binary built from this tree; importing its
+	// engine makes go test's cache see changes to it.
+	_ "github.com/wacpd/wacpd/runtime"
 )
 
 // bin holds the binaries TestMain builds once for the package.
