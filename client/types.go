@@ -29,6 +29,10 @@ type Info struct {
 	Taxonomy        TaxonomyInfo `json:"taxonomy"`
 	HashAlgorithm   string       `json:"hash_algorithm"`
 	ProtocolVersion string       `json:"protocol_version"`
+	// PublicKey verifies the daemon's signed tree heads (note verifier key);
+	// Origin is their first line.
+	PublicKey string `json:"public_key"`
+	Origin    string `json:"origin"`
 }
 
 // TaxonomyInfo identifies the daemon's taxonomy.
@@ -87,4 +91,6 @@ type TrailQuery struct {
 	Actor     string          `json:"actor,omitempty"`
 	Since     string          `json:"since,omitempty"` // RFC 3339, inclusive
 	Until     string          `json:"until,omitempty"` // RFC 3339, exclusive
+	// Body selects entries whose top-level body fields have these values.
+	Body map[string]string `json:"body,omitempty"`
 }

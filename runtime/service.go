@@ -210,7 +210,12 @@ func (r *Runtime) replyErr(req micro.Request, err error) {
 	}
 	data, _ := json.Marshal(b)
 	status := strconv.Itoa(taxonomy.LookupCode(code).Status)
-	if err := req.Error(status, code, data); err != nil {
+	// The headers micro's Error sets, sent with Respond: Error records its
+	// result in the request, which micro reads once the handler returns,
+	// and this reply comes from the request's own goroutine.
+	if err := req.Respond(data, micro.WithHeaders(micro.Headers{
+		"Nats-Service-Error": {code}, "Nats-Service-Error-Code": {status},
+	})); err != nil {
 		r.cfg.Logger.Warn("reply error", "subject", req.Subject(), "err", err)
 	}
 }

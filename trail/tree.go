@@ -71,11 +71,17 @@ func (l *Log) loadRange() (*compact.Range, error) {
 	return l.backfill()
 }
 
-// backfill computes and stores every Merkle node from the entries.
+// backfill computes every Merkle node from the entries and stores them,
+// unless the database is read-only (an auditor's offline copy), where only
+// the in-memory range is rebuilt.
 func (l *Log) backfill() (*compact.Range, error) {
 	rng := rangeFactory.NewEmptyRange(0)
-	wb := l.db.NewWriteBatch()
-	defer wb.Cancel()
+	readOnly := l.db.Opts().ReadOnly
+	var wb *badger.WriteBatch
+	if !readOnly {
+		wb = l.db.NewWriteBatch()
+		defer wb.Cancel()
+	}
 	var werr error
 	err := l.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixGlobal, PrefetchValues: true, PrefetchSize: 256})
@@ -90,7 +96,7 @@ func (l *Log) backfill() (*compact.Range, error) {
 				return err
 			}
 			if err := rng.Append(Hasher{}.HashLeaf(leaf), func(id compact.NodeID, h []byte) {
-				if werr == nil {
+				if werr == nil && wb != nil {
 					werr = wb.Set(nodeKey(id), bytes.Clone(h))
 				}
 			}); err != nil {
@@ -102,8 +108,10 @@ func (l *Log) backfill() (*compact.Range, error) {
 	if err = errors.Join(err, werr); err != nil {
 		return nil, err
 	}
-	if err := wb.Flush(); err != nil {
-		return nil, err
+	if wb != nil {
+		if err := wb.Flush(); err != nil {
+			return nil, err
+		}
 	}
 	return rng, nil
 }

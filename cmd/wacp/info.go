@@ -35,6 +35,6 @@ func infoCmd(c *cli, args []string) error {
 			"root workspace", info.RootWorkspace,
 			"taxonomy", fmt.Sprintf("%s %s (%s)", info.Taxonomy.ID, info.Taxonomy.Version, info.Taxonomy.Checksum),
 			"hash algorithm", info.HashAlgorithm, "protocol", info.ProtocolVersion,
-			"inbox prefix", cl.InboxPrefix()+"  (other NATS clients: --inbox-prefix)")
+			"public key", info.PublicKey, "inbox prefix", cl.InboxPrefix()+"  (other NATS clients: --inbox-prefix)")
 	})
 }

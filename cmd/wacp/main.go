@@ -43,8 +43,12 @@ commands:
   integrate WS --decision accept|revise|reject [--strategy S] [--mode normal|salvage]
   watch [--durable NAME] [--all] [--workspace WS]   follow signals until Ctrl-C
   trail read [--after ID] [--limit N] [--workspace WS] [--type T] [--actor A] [--since T] [--until T]
-  trail tail [--workspace WS] [--type T]  follow the live trail until Ctrl-C
+  trail tail [-f] [--workspace WS] [--type T]  follow the live trail as a timeline until Ctrl-C
   trail verify [--workspace WS]          recompute the hash chains
+  trail verify --bundle FILE | --dir DATADIR [--public-key K]   verify offline, no daemon
+  trail export [-f FILE]                 write a verifiable bundle of the signed trail
+  trail prove CHECKPOINT_ID [--public-key K]   prove a checkpoint is in the signed trail
+  trail replay                           rebuild states from the trail; compare with the live state
   token create --kind user|auditor --name N
 
 "wacp <command> [subcommand] -h" shows a command's flags.
@@ -99,7 +103,7 @@ var commands = map[string]func(*cli, []string) error{
 	"signal":     sub("signal", map[string]func(*cli, []string) error{"emit": signalEmit}),
 	"integrate":  integrateCmd,
 	"watch":      watchCmd,
-	"trail":      sub("trail", map[string]func(*cli, []string) error{"read": trailRead, "tail": trailTail, "verify": trailVerify}),
+	"trail":      sub("trail", map[string]func(*cli, []string) error{"read": trailRead, "tail": trailTail, "verify": trailVerify, "export": trailExport, "prove": trailProve, "replay": trailReplay}),
 	"token":      sub("token", map[string]func(*cli, []string) error{"create": tokenCreate}),
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/wacpd/wacpd/client"
 	"github.com/wacpd/wacpd/trail"
@@ -10,7 +11,7 @@ import (
 
 func trailRead(c *cli, args []string) error {
 	const cmd = "trail read"
-	fs := c.flags(cmd, cmd+" [--after ID] [--limit N] [--workspace WS] [--type T] [--actor A] [--since T] [--until T]\n\nReads the global trail (coordinator, user or auditor token).")
+	fs := c.flags(cmd, cmd+" [--after ID] [--limit N] [--workspace WS] [--type T] [--actor A] [--since T] [--until T] [--body k=v]...\n\nReads the global trail (coordinator, user or auditor token).")
 	var q client.TrailQuery
 	var typ string
 	fs.StringVar(&q.After, "after", "", "start after this entry id")
@@ -20,6 +21,17 @@ func trailRead(c *cli, args []string) error {
 	fs.StringVar(&q.Actor, "actor", "", "only this actor")
 	fs.StringVar(&q.Since, "since", "", "only entries at or after this RFC 3339 time")
 	fs.StringVar(&q.Until, "until", "", "only entries before this RFC 3339 time")
+	fs.Func("body", "only entries whose body field k has value v (k=v; repeat to AND)", func(s string) error {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("--body wants k=v, got %q", s)
+		}
+		if q.Body == nil {
+			q.Body = map[string]string{}
+		}
+		q.Body[k] = v
+		return nil
+	})
 	if _, err := parse(fs, args, 0, 0); err != nil {
 		return err
 	}
@@ -46,9 +58,11 @@ func trailRead(c *cli, args []string) error {
 
 func trailTail(c *cli, args []string) error {
 	const cmd = "trail tail"
-	fs := c.flags(cmd, cmd+" [--workspace WS] [--type T]\n\nPrints trail entries as they are committed, until Ctrl-C (no replay: use trail read).")
+	fs := c.flags(cmd, cmd+" [-f] [--workspace WS] [--type T]\n\nPrints a timeline line per trail entry as it is committed, until Ctrl-C (no replay: use trail read).")
 	ws := fs.String("workspace", "", "only this workspace's entries (_system for system entries; an agent sees only its own)")
 	typ := fs.String("type", "", "only this event type")
+	fs.Bool("f", true, "follow (always on: tail follows the live trail)")
+	fs.Bool("follow", true, "same as -f")
 	if _, err := parse(fs, args, 0, 0); err != nil {
 		return err
 	}
@@ -69,17 +83,30 @@ func trailTail(c *cli, args []string) error {
 		if c.format == "json" {
 			return c.jsonLine(e)
 		}
-		_, err := fmt.Fprintf(c.stdout, "%s  %s  %s  %s  %s\n", e.ID, e.Timestamp, orDash(e.Workspace), e.Actor, e.EventType)
+		_, err := fmt.Fprintln(c.stdout, timeline(e))
 		return err
 	})
 }
 
 func trailVerify(c *cli, args []string) error {
 	const cmd = "trail verify"
-	fs := c.flags(cmd, cmd+" [--workspace WS]\n\nRecomputes every entry hash and both chain kinds; exits 2 if the trail is broken.")
+	fs := c.flags(cmd, cmd+" [--workspace WS] | --bundle FILE | --dir DATADIR [--public-key K]\n\nRecomputes every entry hash and both chain kinds; exits 2 if the trail is broken. With --bundle\nor --dir it runs offline, without a daemon, and also checks the signed tree head, the Merkle root\nand the checkpoint objects.")
 	ws := fs.String("workspace", "", "check only this workspace's chain")
+	bundle := fs.String("bundle", "", "verify this bundle (wacp trail export) offline; - for stdin")
+	dir := fs.String("dir", "", "verify this stopped daemon's data dir offline")
+	key := fs.String("public-key", "", "with --bundle or --dir: the tree-head key you trust (default: the bundle's or trail.pub)")
 	if _, err := parse(fs, args, 0, 0); err != nil {
 		return err
+	}
+	switch {
+	case *bundle != "" && *dir != "":
+		return usagef(cmd, "give --bundle or --dir, not both")
+	case (*bundle != "" || *dir != "") && *ws != "":
+		return usagef(cmd, "--workspace is for the online check; --bundle and --dir check the whole trail")
+	case *bundle != "" || *dir != "":
+		return verifyOffline(c, *bundle, *dir, *key)
+	case *key != "":
+		return usagef(cmd, "--public-key goes with --bundle or --dir")
 	}
 	cl, err := c.dial()
 	if err != nil {
