@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/wacpd/wacpd/auditor"
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/client"
 	"github.com/wacpd/wacpd/envelope"
@@ -137,12 +139,44 @@ func TestWalkthrough(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	auditor := dial(t, ctx, client.Options{URL: d.url, Token: tok})
-	v, err := auditor.VerifyTrail(ctx, "")
+	aud := dial(t, ctx, client.Options{URL: d.url, Token: tok})
+	v, err := aud.VerifyTrail(ctx, "")
 	if err != nil || !v.OK || v.Entries < 10 {
 		t.Fatalf("auditor VerifyTrail = %+v, %v; want ok", v, err)
 	}
+	// A signed tree head soon covers the whole trail (the daemon signs
+	// within 250ms of growth).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		th, err := aud.TreeHead(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if th.Size >= v.Entries {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tree head size %d, trail has %d entries, 10s after the last commit", th.Size, v.Entries)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The auditor exports a bundle and checks it offline, without trusting
+	// the daemon.
+	var bundle bytes.Buffer
+	th, err := aud.Export(ctx, &bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := auditor.Verify(&bundle)
+	if err != nil || !rep.OK || rep.Size != th.Size || rep.Objects != 2 {
+		t.Fatalf("offline Verify(bundle) = %+v, %v; want ok, size %d, 2 objects", rep, err, th.Size)
+	}
 	d.stop()
+	// After a clean stop the data dir verifies on its own, every entry signed.
+	rep, err = auditor.VerifyDataDir(d.dir)
+	if err != nil || !rep.OK || rep.Size != uint64(rep.Entries) {
+		t.Fatalf("VerifyDataDir after a clean stop = %+v, %v; want ok with every entry under the signed head", rep, err)
+	}
 }
 
 // TestRejectionReasonsOverTheWire checks each checkpoint rejection reason
