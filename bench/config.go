@@ -1,0 +1,72 @@
+package bench
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+)
+
+// Config configures a Run. The zero value of every field means its default.
+type Config struct {
+	// URL is a running daemon's NATS URL; "" starts one in-process on a
+	// temporary directory under Dir.
+	URL string
+	// Token is the coordinator's (admin) token for URL; "" lets the client
+	// find it ($WACP_TOKEN, ./wacp-data/admin.token).
+	Token string
+	// Dir is the parent of the temporary directories of the daemon's data
+	// and the floor's database; default os.TempDir(). Both are removed
+	// after the run.
+	Dir string
+	// Clients is the number of agent workspaces writing at once; default 1.
+	Clients int
+	// Size is the length in bytes of each checkpoint's payload content and
+	// of each floor write; default 1024.
+	Size int
+	// Duration is how long the load runs; default 10s. N, if set, wins.
+	Duration time.Duration
+	// N, if positive, is the total number of checkpoints, over all clients.
+	N int
+	// FloorDuration is how long the floor runs; default 2s. FloorN, if
+	// set, wins.
+	FloorDuration time.Duration
+	// FloorN, if positive, is the number of floor writes.
+	FloorN int
+	// SignalWait bounds the wait, after the last ack, for the
+	// coordinator to receive the remaining signals; default 30s.
+	SignalWait time.Duration
+	// Logger receives progress; nil discards it.
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Clients == 0 {
+		c.Clients = 1
+	}
+	if c.Size == 0 {
+		c.Size = 1024
+	}
+	if c.Duration == 0 {
+		c.Duration = 10 * time.Second
+	}
+	if c.FloorDuration == 0 {
+		c.FloorDuration = 2 * time.Second
+	}
+	if c.SignalWait == 0 {
+		c.SignalWait = 30 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case c.Clients < 0:
+		return c, errors.New("bench: config: Clients must be positive")
+	case c.Size < 0:
+		return c, errors.New("bench: config: Size must not be negative")
+	case c.Duration < 0 || c.FloorDuration < 0 || c.SignalWait < 0:
+		return c, errors.New("bench: config: durations must not be negative")
+	case c.N < 0 || c.FloorN < 0:
+		return c, errors.New("bench: config: N and FloorN must not be negative")
+	}
+	return c, nil
+}

@@ -1,0 +1,162 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/wacpd/wacpd/checkpointchain"
+	"github.com/wacpd/wacpd/client"
+	"github.com/wacpd/wacpd/taxonomy"
+)
+
+// committed is an acknowledged checkpoint and its timestamp.
+type committed struct {
+	id string
+	at time.Time
+}
+
+// worker is one agent's share of the load.
+type worker struct {
+	acks []time.Duration
+	cps  []committed
+}
+
+// plan says when workers stop: after end, or when tickets, if not nil,
+// runs out.
+type plan struct {
+	end     time.Time
+	tickets *atomic.Int64
+}
+
+// next reports whether a worker should create another checkpoint.
+func (p plan) next() bool {
+	if p.tickets != nil {
+		return p.tickets.Add(-1) >= 0
+	}
+	return time.Now().Before(p.end)
+}
+
+// run creates checkpoints on one chain, each the child of the last, until
+// p says stop.
+func (w *worker) run(ctx context.Context, c *client.Client, content string, p plan) error {
+	var parent *string
+	for p.next() {
+		req := client.CheckpointRequest{
+			Type: taxonomy.CheckpointArtifact, Intent: "benchmark", Parent: parent,
+			Status: checkpointchain.StatusProvisional, Confidence: checkpointchain.ConfidenceHigh,
+			Payload: checkpointchain.Payload{Content: content, FilesChanged: []string{"bench.txt"}},
+		}
+		t0 := time.Now()
+		cp, err := c.CreateCheckpoint(ctx, req)
+		d := time.Since(t0)
+		if err != nil {
+			return fmt.Errorf("checkpoint %d of %s: %w", len(w.acks)+1, c.Workspace(), err)
+		}
+		at, err := time.Parse(time.RFC3339Nano, cp.Timestamp)
+		if err != nil {
+			return fmt.Errorf("checkpoint %s: timestamp: %w", cp.ID, err)
+		}
+		w.acks = append(w.acks, d)
+		w.cps = append(w.cps, committed{cp.ID, at})
+		parent = &cp.ID
+	}
+	return nil
+}
+
+// loadResult is what the agents measured.
+type loadResult struct {
+	acks    []time.Duration
+	signals []time.Duration
+	elapsed time.Duration
+	verify  VerifyReport
+}
+
+// runLoad sets up the workers, runs them under the coordinator's watch,
+// waits for their signals and verifies the trail.
+func runLoad(ctx context.Context, cfg Config, url, token string) (loadResult, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	coord, err := dialCoordinator(ctx, url, token)
+	if err != nil {
+		return loadResult{}, err
+	}
+	defer coord.Close()
+	cfg.Logger.Info("creating workers", "clients", cfg.Clients)
+	workers, err := newWorkers(ctx, coord, url, cfg.Clients)
+	if err != nil {
+		return loadResult{}, err
+	}
+	defer closeAll(workers)
+
+	rc := newReceipts(workers)
+	wctx, stopWatch := context.WithCancel(ctx)
+	var watching sync.WaitGroup
+	watching.Go(func() {
+		durable := "wacp-bench-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+		err := coord.Watch(wctx, client.WatchOptions{Durable: durable, DeliverAll: true}, rc.record)
+		if err != nil {
+			cancel(fmt.Errorf("watch signals: %w", err))
+		}
+	})
+	defer watching.Wait()
+	defer stopWatch()
+
+	cfg.Logger.Info("load", "clients", cfg.Clients, "duration", cfg.Duration, "n", cfg.N)
+	res, cps, err := drive(ctx, cfg, workers, cancel)
+	if err != nil {
+		return loadResult{}, err
+	}
+	cfg.Logger.Info("waiting for signals", "checkpoints", len(cps))
+	if err := rc.wait(ctx, len(cps), cfg.SignalWait); err != nil {
+		return loadResult{}, err
+	}
+	stopWatch()
+	watching.Wait()
+	res.signals = rc.latencies(cps)
+
+	cfg.Logger.Info("verifying the trail")
+	t0 := time.Now()
+	v, err := coord.VerifyTrail(ctx, "")
+	if err != nil {
+		return loadResult{}, fmt.Errorf("verify trail: %w", err)
+	}
+	d := time.Since(t0)
+	res.verify = VerifyReport{OK: v.OK, Entries: v.Entries, Elapsed: d, Rate: rate(int(v.Entries), d)}
+	return res, nil
+}
+
+// drive runs one goroutine per worker and returns their acks and
+// checkpoints. The first error cancels the others.
+func drive(ctx context.Context, cfg Config, clients []*client.Client, cancel context.CancelCauseFunc) (loadResult, []committed, error) {
+	p := plan{end: time.Now().Add(cfg.Duration)}
+	if cfg.N > 0 {
+		p.tickets = new(atomic.Int64)
+		p.tickets.Store(int64(cfg.N))
+	}
+	content := string(payload(cfg.Size))
+	ws := make([]worker, len(clients))
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i, c := range clients {
+		wg.Go(func() {
+			if err := ws[i].run(ctx, c, content, p); err != nil {
+				cancel(err)
+			}
+		})
+	}
+	wg.Wait()
+	res := loadResult{elapsed: time.Since(start)}
+	if ctx.Err() != nil {
+		return res, nil, context.Cause(ctx)
+	}
+	var cps []committed
+	for _, w := range ws {
+		res.acks = append(res.acks, w.acks...)
+		cps = append(cps, w.cps...)
+	}
+	return res, cps, nil
+}

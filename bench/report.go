@@ -1,0 +1,103 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+)
+
+// Report is the result of one Run. Durations are nanoseconds in JSON.
+type Report struct {
+	Daemon   string        `json:"daemon"` // "in-process" or the -url
+	Dir      string        `json:"dir"`    // where the daemon's data (in-process) and the floor live
+	Clients  int           `json:"clients"`
+	Size     int           `json:"size_bytes"`
+	Elapsed  time.Duration `json:"elapsed_ns"` // of the load phase
+	Acks     Latency       `json:"ack"`        // Acks.N is the number of checkpoints acknowledged
+	Rate     float64       `json:"checkpoints_per_s"`
+	Signals  Latency       `json:"signal"` // Signals.N is the number received of those checkpoints
+	Verify   VerifyReport  `json:"verify"`
+	PeakRSS  int64         `json:"peak_rss_bytes"`
+	RSSScope string        `json:"peak_rss_scope"`
+	Floor    FloorReport   `json:"floor"`
+	Ratios   Ratios        `json:"ratios"`
+}
+
+// VerifyReport is the coordinator's verification of the whole trail.
+type VerifyReport struct {
+	OK      bool          `json:"ok"`
+	Entries uint64        `json:"entries"`
+	Elapsed time.Duration `json:"elapsed_ns"`
+	Rate    float64       `json:"entries_per_s"`
+}
+
+// FloorReport is the bare Badger baseline: single writer, one synchronous
+// transaction per write of Size bytes.
+type FloorReport struct {
+	Writes  Latency       `json:"write"`
+	Elapsed time.Duration `json:"elapsed_ns"`
+	Rate    float64       `json:"writes_per_s"`
+}
+
+// Ratios compare the daemon with the floor.
+type Ratios struct {
+	AckP50 float64 `json:"ack_p50_over_floor_p50"`
+	Rate   float64 `json:"throughput_over_floor_rate"`
+}
+
+// ratios returns the report's ratios to its floor.
+func (r *Report) ratios() Ratios {
+	return Ratios{
+		AckP50: ratio(float64(r.Acks.P50), float64(r.Floor.Writes.P50)),
+		Rate:   ratio(r.Rate, r.Floor.Rate),
+	}
+}
+
+// WriteJSON writes r as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteText writes r as a short table for people.
+func (r *Report) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "wacp-bench: %d client(s), %d-byte payload, daemon %s, dir %s\n\n",
+		r.Clients, r.Size, r.Daemon, r.Dir)
+	fmt.Fprintf(tw, "%-22s\tn\tp50\tp99\tmax\t\n", "")
+	row := func(name string, l Latency) {
+		fmt.Fprintf(tw, "%-22s\t%d\t%s\t%s\t%s\t\n", name, l.N, dur(l.P50), dur(l.P99), dur(l.Max))
+	}
+	row("checkpoint ack", r.Acks)
+	row("signal (commit->watch)", r.Signals)
+	row("floor (bare badger)", r.Floor.Writes)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	verified := "ok"
+	if !r.Verify.OK {
+		verified = "FAILED"
+	}
+	fmt.Fprintf(w, "\nthroughput   %.0f checkpoints/s in %s\n", r.Rate, dur(r.Elapsed))
+	fmt.Fprintf(w, "floor rate   %.0f writes/s\n", r.Floor.Rate)
+	fmt.Fprintf(w, "verify       %d entries in %s: %.0f entries/s (%s)\n",
+		r.Verify.Entries, dur(r.Verify.Elapsed), r.Verify.Rate, verified)
+	fmt.Fprintf(w, "peak RSS     %.1f MiB (%s)\n", float64(r.PeakRSS)/(1<<20), r.RSSScope)
+	fmt.Fprintf(w, "\nack p50 / floor p50       %.2f\n", r.Ratios.AckP50)
+	_, err := fmt.Fprintf(w, "throughput / floor rate   %.2f\n", r.Ratios.Rate)
+	return err
+}
+
+// dur formats d to microseconds, or "-" for zero.
+func dur(d time.Duration) string {
+	if d == 0 {
+		return "-"
+	}
+	if d >= time.Second {
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(time.Microsecond).String()
+}

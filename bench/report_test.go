@@ -1,0 +1,129 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+func sampleReport() *Report {
+	r := &Report{
+		Daemon: "in-process", Dir: "/tmp/x", Clients: 2, Size: 1024, Elapsed: 2 * time.Second,
+		Acks:    Latency{N: 1000, P50: 2 * time.Millisecond, P99: 5 * time.Millisecond, Max: 9 * time.Millisecond},
+		Rate:    500,
+		Signals: Latency{N: 1000, P50: 3 * time.Millisecond, P99: 6 * time.Millisecond, Max: 7 * time.Millisecond},
+		Verify:  VerifyReport{OK: true, Entries: 3000, Elapsed: 100 * time.Millisecond, Rate: 30000},
+		PeakRSS: 64 << 20, RSSScope: "this process",
+		Floor: FloorReport{
+			Writes:  Latency{N: 4000, P50: 500 * time.Microsecond, P99: time.Millisecond, Max: 2 * time.Millisecond},
+			Elapsed: 2 * time.Second, Rate: 2000,
+		},
+	}
+	r.Ratios = r.ratios()
+	return r
+}
+
+func TestRatios(t *testing.T) {
+	got := sampleReport().Ratios
+	if want := (Ratios{AckP50: 4, Rate: 0.25}); got != want {
+		t.Errorf("ratios() = %+v, want %+v", got, want)
+	}
+	if got := (&Report{Rate: 10}).ratios(); got != (Ratios{}) {
+		t.Errorf("ratios() without a floor = %+v, want zero", got)
+	}
+}
+
+func TestWriteJSON(t *testing.T) {
+	var buf bytes.Buffer
+	if err := sampleReport().WriteJSON(&buf); err != nil {
+		t.Fatalf("WriteJSON: %v", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
+		t.Fatalf("WriteJSON wrote invalid JSON %s: %v", buf.Bytes(), err)
+	}
+	ack := m["ack"].(map[string]any)
+	ratios := m["ratios"].(map[string]any)
+	floor := m["floor"].(map[string]any)
+	checks := []struct {
+		name string
+		got  any
+		want any
+	}{
+		{"clients", m["clients"], 2.0},
+		{"checkpoints_per_s", m["checkpoints_per_s"], 500.0},
+		{"ack.n", ack["n"], 1000.0},
+		{"ack.p50_ns", ack["p50_ns"], 2e6},
+		{"floor.writes_per_s", floor["writes_per_s"], 2000.0},
+		{"ratios.ack_p50_over_floor_p50", ratios["ack_p50_over_floor_p50"], 4.0},
+		{"ratios.throughput_over_floor_rate", ratios["throughput_over_floor_rate"], 0.25},
+		{"verify.entries_per_s", m["verify"].(map[string]any)["entries_per_s"], 30000.0},
+		{"peak_rss_bytes", m["peak_rss_bytes"], float64(64 << 20)},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("JSON %s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	var back Report
+	if err := json.Unmarshal(buf.Bytes(), &back); err != nil || back != *sampleReport() {
+		t.Errorf("JSON round trip = %+v, %v; want %+v", back, err, *sampleReport())
+	}
+}
+
+func TestWriteText(t *testing.T) {
+	var buf bytes.Buffer
+	if err := sampleReport().WriteText(&buf); err != nil {
+		t.Fatalf("WriteText: %v", err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		"2 client(s), 1024-byte payload, daemon in-process",
+		"throughput   500 checkpoints/s in 2s",
+		"verify       3000 entries in 100ms: 30000 entries/s (ok)",
+		"peak RSS     64.0 MiB (this process)",
+		"ack p50 / floor p50       4.00",
+		"throughput / floor rate   0.25",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("WriteText output lacks %q:\n%s", want, out)
+		}
+	}
+	rows := map[string]string{
+		"checkpoint ack":         "1000 2ms 5ms 9ms",
+		"signal (commit->watch)": "1000 3ms 6ms 7ms",
+		"floor (bare badger)":    "4000 500µs 1ms 2ms",
+	}
+	for _, line := range strings.Split(out, "\n") {
+		for name, want := range rows {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), name); ok {
+				if got := strings.Join(strings.Fields(rest), " "); got != want {
+					t.Errorf("WriteText row %q = %q, want %q", name, got, want)
+				}
+				delete(rows, name)
+			}
+		}
+	}
+	for name := range rows {
+		t.Errorf("WriteText output lacks the row %q:\n%s", name, out)
+	}
+}
+
+func TestDur(t *testing.T) {
+	tests := []struct {
+		in   time.Duration
+		want string
+	}{
+		{0, "-"},
+		{1234567, "1.235ms"},
+		{999, "1µs"},
+		{1500 * time.Millisecond, "1.5s"},
+	}
+	for _, tt := range tests {
+		if got := dur(tt.in); got != tt.want {
+			t.Errorf("dur(%d) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

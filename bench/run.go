@@ -1,0 +1,68 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Run measures the floor, then the daemon under load, and returns the
+// report. The floor runs first, before the daemon starts, so that neither
+// disturbs the other; both use temporary directories under cfg.Dir, which
+// Run removes.
+func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
+	cfg, err = cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	base, err := os.MkdirTemp(cfg.Dir, "wacp-bench-")
+	if err != nil {
+		return nil, fmt.Errorf("create work dir: %w", err)
+	}
+	defer os.RemoveAll(base)
+
+	cfg.Logger.Info("floor", "dir", base, "duration", cfg.FloorDuration, "n", cfg.FloorN)
+	floor, err := Floor(ctx, filepath.Join(base, "floor"), cfg.Size, cfg.FloorDuration, cfg.FloorN)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Daemon: cfg.URL, Dir: base, Clients: cfg.Clients, Size: cfg.Size, Floor: floor}
+	reset := resetPeakRSS()
+
+	url, token := cfg.URL, cfg.Token
+	if url == "" {
+		d, err := startDaemon(ctx, filepath.Join(base, "daemon"))
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if serr := d.stop(); serr != nil {
+				err = errors.Join(err, fmt.Errorf("stop daemon: %w", serr))
+			}
+		}()
+		rep.Daemon, url, token = "in-process", d.url, d.token
+	}
+	res, err := runLoad(ctx, cfg, url, token)
+	if err != nil {
+		return nil, err
+	}
+	rep.PeakRSS, rep.RSSScope = peakRSS(), rssScope(cfg.URL == "", reset)
+	rep.Elapsed, rep.Acks, rep.Rate = res.elapsed, Summarize(res.acks), rate(len(res.acks), res.elapsed)
+	rep.Signals, rep.Verify = Summarize(res.signals), res.verify
+	rep.Ratios = rep.ratios()
+	return rep, nil
+}
+
+// rssScope says what the peak RSS covers.
+func rssScope(inProcess, reset bool) string {
+	s := "this process only, not the daemon's"
+	if inProcess {
+		s = "this process: clients and in-process daemon"
+	}
+	if reset {
+		return s + ", after the floor"
+	}
+	return s + ", floor included"
+}

@@ -1,0 +1,82 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/wacpd/wacpd/client"
+)
+
+// TestRun runs the whole harness against an in-process daemon and checks
+// that the report's counts agree with each other. It never looks at
+// timings.
+func TestRun(t *testing.T) {
+	for _, v := range []string{client.EnvURL, client.EnvToken, client.EnvWorkspace, client.EnvNATSToken} {
+		t.Setenv(v, "")
+	}
+	tests := []struct {
+		name       string
+		clients, n int
+	}{
+		{"one client", 1, 20},
+		{"three clients share n", 3, 20},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			cfg := Config{Dir: t.TempDir(), Clients: tt.clients, N: tt.n, FloorN: 10, Size: 256}
+			rep, err := Run(ctx, cfg)
+			if err != nil {
+				t.Fatalf("Run(%+v) = %v", cfg, err)
+			}
+			if rep.Clients != tt.clients || rep.Size != 256 || rep.Daemon != "in-process" {
+				t.Errorf("report clients, size, daemon = %d, %d, %q; want %d, 256, in-process",
+					rep.Clients, rep.Size, rep.Daemon, tt.clients)
+			}
+			if rep.Acks.N != tt.n {
+				t.Errorf("acks = %d, want %d", rep.Acks.N, tt.n)
+			}
+			if rep.Signals.N != rep.Acks.N {
+				t.Errorf("signals = %d, want one per checkpoint (%d)", rep.Signals.N, rep.Acks.N)
+			}
+			// Each checkpoint writes checkpoint_created, signal_emitted and
+			// signal_delivered.
+			if !rep.Verify.OK || rep.Verify.Entries < uint64(3*tt.n) {
+				t.Errorf("verify = %+v, want ok over at least %d entries", rep.Verify, 3*tt.n)
+			}
+			if rep.Floor.Writes.N != 10 {
+				t.Errorf("floor writes = %d, want 10", rep.Floor.Writes.N)
+			}
+			if rep.PeakRSS < 0 {
+				t.Errorf("peak RSS = %d, want >= 0", rep.PeakRSS)
+			}
+			if _, err := os.Stat(rep.Dir); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("Stat(%s) after Run = %v, want not exist", rep.Dir, err)
+			}
+		})
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+	}{
+		{"negative clients", Config{Clients: -1}},
+		{"negative size", Config{Size: -1}},
+		{"negative duration", Config{Duration: -time.Second}},
+		{"negative n", Config{N: -1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := Run(context.Background(), tt.cfg); err == nil {
+				t.Errorf("Run(%+v) = nil error, want one", tt.cfg)
+			}
+		})
+	}
+}
