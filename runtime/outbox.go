@@ -38,12 +38,22 @@ func (t *tx) queueSignal(s agentsignal.Signal) error {
 }
 
 // Outbox returns up to limit unconfirmed signals in emission order.
-func (e *Engine) Outbox(limit int) ([]OutboxItem, error) {
+func (e *Engine) Outbox(limit int) ([]OutboxItem, error) { return e.OutboxAfter("", limit) }
+
+// OutboxAfter returns up to limit unconfirmed signals emitted after signal
+// after ("" = from the start), in emission order. Signal ids increase in
+// commit order, so a publisher that remembers the last id it confirmed never
+// walks over the deleted records of earlier ones.
+func (e *Engine) OutboxAfter(after string, limit int) ([]OutboxItem, error) {
 	var out []OutboxItem
 	err := e.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixOutbox, PrefetchValues: true})
 		defer it.Close()
-		for it.Rewind(); it.Valid() && (limit <= 0 || len(out) < limit); it.Next() {
+		start := prefixOutbox
+		if after != "" {
+			start = append(append([]byte("o/"), after...), 0)
+		}
+		for it.Seek(start); it.Valid() && (limit <= 0 || len(out) < limit); it.Next() {
 			var o OutboxItem
 			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &o) }); err != nil {
 				return err

@@ -24,7 +24,8 @@ type publisher struct {
 	nc  *nats.Conn
 	lg  *slog.Logger
 
-	wake chan struct{} // signals: the outbox may have items
+	wake   chan struct{} // signals: the outbox may have items
+	cursor string        // the last signal id confirmed; owned by runSignals
 
 	mu      sync.Mutex // guards feed and feedCh
 	feed    []trail.Entry
@@ -91,7 +92,7 @@ func (p *publisher) runSignals(ctx context.Context) {
 // once the stream acknowledged it.
 func (p *publisher) drain(ctx context.Context) error {
 	for {
-		items, err := p.eng.Outbox(256)
+		items, err := p.eng.OutboxAfter(p.cursor, 256)
 		if err != nil || len(items) == 0 {
 			return err
 		}
@@ -108,8 +109,8 @@ func (p *publisher) drain(ctx context.Context) error {
 			_, err = p.js.PublishMsg(pctx, msg)
 			cancel()
 			if err != nil {
-				if len(acked) > 0 {
-					_ = p.eng.AckOutbox(acked...)
+				if len(acked) > 0 && p.eng.AckOutbox(acked...) == nil {
+					p.cursor = acked[len(acked)-1]
 				}
 				return err
 			}
@@ -118,6 +119,7 @@ func (p *publisher) drain(ctx context.Context) error {
 		if err := p.eng.AckOutbox(acked...); err != nil {
 			return err
 		}
+		p.cursor = acked[len(acked)-1]
 	}
 }
 
