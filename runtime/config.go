@@ -61,10 +61,17 @@ type Config struct {
 	Stdout io.Writer
 	// MaxInFlight bounds the requests handled at once; default 256.
 	MaxInFlight int
+	// MetricsAddr, if set, is the HOST:PORT of an HTTP listener serving
+	// Prometheus metrics at /metrics; port 0 picks a free port. Empty
+	// means no listener and no metrics.
+	MetricsAddr string
 
 	// failAt is a test seam: called at each named step of a commit; an error
 	// aborts the commit there.
 	failAt func(step string) error
+	// observer, if set, is told of each durable commit and each rejection
+	// it records (the daemon's metrics). Set by Runtime; nil costs nothing.
+	observer commitObserver
 }
 
 // Meter reports cumulative consumption measured by the runtime's side.

@@ -36,6 +36,8 @@ type Runtime struct {
 	external bool
 	inflight chan struct{}
 
+	metrics      *metrics    // nil unless MetricsAddr is set
+	metricsURL   string      // where the metrics are served
 	authFailures chan string // remote addresses of refused connections, for the trail
 	signer       note.Signer // signs tree heads
 	publicKey    string      // its note verifier key
@@ -59,6 +61,11 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	if _, _, err := splitHostPort(cfg.Listen); err != nil {
 		return nil, fmt.Errorf("runtime: config: listen %q: %w", cfg.Listen, err)
+	}
+	if cfg.MetricsAddr != "" {
+		if _, _, err := splitHostPort(cfg.MetricsAddr); err != nil {
+			return nil, fmt.Errorf("runtime: config: metrics %q: %w", cfg.MetricsAddr, err)
+		}
 	}
 	if cfg.Version == "" {
 		cfg.Version = "0.1.0-dev"
@@ -100,6 +107,10 @@ func (r *Runtime) Ready() <-chan struct{} { return r.ready }
 // URL returns the NATS URL clients use; valid after Ready.
 func (r *Runtime) URL() string { return r.url }
 
+// MetricsURL returns the URL of the Prometheus metrics, or "" when
+// Config.MetricsAddr is empty; valid after Ready.
+func (r *Runtime) MetricsURL() string { return r.metricsURL }
+
 // Run starts the daemon and serves until ctx is done. It then stops taking
 // requests, lets the ones in flight finish, publishes what the outbox holds,
 // and closes everything; it returns nil after a clean stop.
@@ -117,6 +128,10 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 
 	ecfg := r.cfg
 	ecfg.DataDir = filepath.Join(dir, "db")
+	if r.cfg.MetricsAddr != "" {
+		r.metrics = newMetrics()
+		ecfg.observer = r.metrics
+	}
 	if r.eng, err = Open(ecfg); err != nil {
 		return err
 	}
@@ -158,9 +173,12 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	}
 
 	// Background workers: owned here, stopped by the shutdown stack.
+	pub, err := newPublisher(r.eng, r.js, r.nc, r.cfg.Logger, r.metrics)
+	if err != nil {
+		return err
+	}
 	bg, stopBG := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	pub := newPublisher(r.eng, r.js, r.nc, r.cfg.Logger)
 	wg.Add(2)
 	go func() { defer wg.Done(); pub.runSignals(bg) }()
 	go func() { defer wg.Done(); pub.runFeed(bg) }()
@@ -189,6 +207,13 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	// told the daemon is ready.
 	if err := r.nc.FlushTimeout(10 * time.Second); err != nil {
 		return fmt.Errorf("register the service: %w", err)
+	}
+	if r.metrics != nil {
+		stopMetrics, err := r.startMetrics()
+		if err != nil {
+			return err
+		}
+		stack = append(stack, stopMetrics)
 	}
 	info := Info{URL: r.url, PID: os.Getpid(), RootWorkspace: r.eng.Root(), Version: r.cfg.Version}
 	if err := writeInfo(dir, info); err != nil {

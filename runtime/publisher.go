@@ -3,10 +3,12 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
+	"github.com/dgraph-io/badger/v4"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -23,6 +25,7 @@ type publisher struct {
 	js  jetstream.JetStream
 	nc  *nats.Conn
 	lg  *slog.Logger
+	m   *metrics // nil when metrics are off
 
 	wake   chan struct{} // signals: the outbox may have items
 	cursor string        // the last signal id confirmed; owned by runSignals
@@ -33,15 +36,42 @@ type publisher struct {
 	flushed chan chan struct{} // flush requests for the signal loop
 }
 
-func newPublisher(eng *Engine, js jetstream.JetStream, nc *nats.Conn, lg *slog.Logger) *publisher {
+// newPublisher returns a publisher of eng's commits. It must be created
+// before anything commits: the outbox depth it reports to m starts from the
+// items a previous run left.
+func newPublisher(eng *Engine, js jetstream.JetStream, nc *nats.Conn, lg *slog.Logger, m *metrics) (*publisher, error) {
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
 	}
-	p := &publisher{eng: eng, js: js, nc: nc, lg: lg, wake: make(chan struct{}, 1),
+	p := &publisher{eng: eng, js: js, nc: nc, lg: lg, m: m, wake: make(chan struct{}, 1),
 		feedCh: make(chan struct{}, 1), flushed: make(chan chan struct{})}
+	if m != nil {
+		n, err := outboxLen(eng)
+		if err != nil {
+			return nil, err
+		}
+		m.outboxAdd(n)
+	}
 	eng.OnCommit(p.onCommit)
 	p.poke() // republish whatever a previous run left unconfirmed
-	return p
+	return p, nil
+}
+
+// outboxLen counts the outbox's items, reading keys only.
+func outboxLen(e *Engine) (int, error) {
+	n := 0
+	err := e.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixOutbox})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("count outbox: %w", err)
+	}
+	return n, nil
 }
 
 func (p *publisher) poke() {
@@ -54,6 +84,7 @@ func (p *publisher) poke() {
 // onCommit runs under the engine's lock: it only queues.
 func (p *publisher) onCommit(c Commit) {
 	if len(c.Outbox) > 0 {
+		p.m.outboxAdd(len(c.Outbox))
 		p.poke()
 	}
 	p.mu.Lock()
@@ -111,15 +142,18 @@ func (p *publisher) drain(ctx context.Context) error {
 			if err != nil {
 				if len(acked) > 0 && p.eng.AckOutbox(acked...) == nil {
 					p.cursor = acked[len(acked)-1]
+					p.m.outboxAdd(-len(acked))
 				}
 				return err
 			}
+			p.m.signalsPublished(1)
 			acked = append(acked, it.ID)
 		}
 		if err := p.eng.AckOutbox(acked...); err != nil {
 			return err
 		}
 		p.cursor = acked[len(acked)-1]
+		p.m.outboxAdd(-len(acked))
 	}
 }
 

@@ -36,6 +36,14 @@ type caller struct {
 
 type handlerFunc func(ctx context.Context, c caller, body []byte) (any, error)
 
+// endpoint is one service endpoint: its micro name (also its label in the
+// metrics), subject, handler and who may call it.
+type endpoint struct {
+	name, subject string
+	h             handlerFunc
+	aud           audience
+}
+
 // startService registers the wacp micro service and its endpoints.
 func (r *Runtime) startService() (micro.Service, error) {
 	svc, err := micro.AddService(r.nc, micro.Config{
@@ -45,20 +53,14 @@ func (r *Runtime) startService() (micro.Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start service: %w", err)
 	}
-	add := func(name, subject string, h micro.HandlerFunc) error {
-		return svc.AddEndpoint(name, h, micro.WithEndpointSubject(subject))
-	}
-	eps := []struct {
-		name, subject string
-		h             micro.HandlerFunc
-	}{
-		{"system_info", "wacp.v1.system.info", r.serve(r.systemInfo, anyone)},
-		{"audit_trail_read", "wacp.v1.audit.trail.read", r.serve(r.auditRead, auditors)},
-		{"audit_trail_verify", "wacp.v1.audit.trail.verify", r.serve(r.auditVerify, auditors)},
-		{"audit_sth", "wacp.v1.audit.sth", r.serve(r.auditSTH, auditors)},
-		{"audit_proof_inclusion", "wacp.v1.audit.proof.inclusion", r.serve(r.auditInclusion, auditors)},
-		{"audit_proof_consistency", "wacp.v1.audit.proof.consistency", r.serve(r.auditConsistency, auditors)},
-		{"audit_checkpoint_get", "wacp.v1.audit.checkpoint.get", r.serve(r.auditCheckpoint, auditors)},
+	eps := []endpoint{
+		{"system_info", "wacp.v1.system.info", r.systemInfo, anyone},
+		{"audit_trail_read", "wacp.v1.audit.trail.read", r.auditRead, auditors},
+		{"audit_trail_verify", "wacp.v1.audit.trail.verify", r.auditVerify, auditors},
+		{"audit_sth", "wacp.v1.audit.sth", r.auditSTH, auditors},
+		{"audit_proof_inclusion", "wacp.v1.audit.proof.inclusion", r.auditInclusion, auditors},
+		{"audit_proof_consistency", "wacp.v1.audit.proof.consistency", r.auditConsistency, auditors},
+		{"audit_checkpoint_get", "wacp.v1.audit.checkpoint.get", r.auditCheckpoint, auditors},
 	}
 	agentOps := map[string]handlerFunc{
 		"checkpoint":                 r.checkpoint,
@@ -82,13 +84,10 @@ func (r *Runtime) startService() (micro.Service, error) {
 		"token.create":               r.tokenCreate,
 	}
 	for op, h := range agentOps {
-		eps = append(eps, struct {
-			name, subject string
-			h             micro.HandlerFunc
-		}{"agent_" + strings.ReplaceAll(op, ".", "_"), "wacp.v1.agent.*." + op, r.serve(h, agents)})
+		eps = append(eps, endpoint{"agent_" + strings.ReplaceAll(op, ".", "_"), "wacp.v1.agent.*." + op, h, agents})
 	}
 	for _, ep := range eps {
-		if err := add(ep.name, ep.subject, ep.h); err != nil {
+		if err := svc.AddEndpoint(ep.name, r.serve(ep), micro.WithEndpointSubject(ep.subject)); err != nil {
 			svc.Stop()
 			return nil, fmt.Errorf("add endpoint %s: %w", ep.subject, err)
 		}
@@ -112,24 +111,24 @@ const (
 	auditors
 )
 
-// serve wraps a handler: it runs it in its own goroutine (bounded by
-// MaxInFlight, tracked for shutdown), establishes the caller, and writes the
-// reply or the error in the wire contract's form.
-func (r *Runtime) serve(h handlerFunc, aud audience) micro.HandlerFunc {
+// serve wraps an endpoint's handler: it runs it in its own goroutine
+// (bounded by MaxInFlight, tracked for shutdown), establishes the caller,
+// writes the reply or the error in the wire contract's form, and counts it.
+func (r *Runtime) serve(ep endpoint) micro.HandlerFunc {
 	return func(req micro.Request) {
 		select {
 		case r.inflight <- struct{}{}:
 		default:
-			r.replyErr(req, refuse(CodeUnavailable, "the daemon is at its limit of %d requests in flight; retry", cap(r.inflight)))
+			r.replyErr(ep.name, req, refuse(CodeUnavailable, "the daemon is at its limit of %d requests in flight; retry", cap(r.inflight)))
 			return
 		}
 		r.handlers.Add(1)
 		go func() {
 			defer r.handlers.Done()
 			defer func() { <-r.inflight }()
-			c, err := r.identify(req, aud)
+			c, err := r.identify(req, ep.aud)
 			if err != nil {
-				r.replyErr(req, err)
+				r.replyErr(ep.name, req, err)
 				return
 			}
 			body := req.Data()
@@ -137,14 +136,15 @@ func (r *Runtime) serve(h handlerFunc, aud audience) micro.HandlerFunc {
 				body = []byte("{}")
 			}
 			if !utf8.Valid(body) {
-				r.replyErr(req, refuse(CodeInvalidStructure, "request body is not valid UTF-8"))
+				r.replyErr(ep.name, req, refuse(CodeInvalidStructure, "request body is not valid UTF-8"))
 				return
 			}
-			v, err := h(r.reqCtx, c, body)
+			v, err := ep.h(r.reqCtx, c, body)
 			if err != nil {
-				r.replyErr(req, err)
+				r.replyErr(ep.name, req, err)
 				return
 			}
+			r.metrics.request(ep.name, "ok")
 			if err := req.RespondJSON(v); err != nil {
 				r.cfg.Logger.Warn("reply", "subject", req.Subject(), "err", err)
 			}
@@ -195,8 +195,10 @@ type errorBody struct {
 	} `json:"error"`
 }
 
-func (r *Runtime) replyErr(req micro.Request, err error) {
+// replyErr answers req of endpoint with err's wire error and counts it.
+func (r *Runtime) replyErr(endpoint string, req micro.Request, err error) {
 	code := Code(err)
+	r.metrics.request(endpoint, code)
 	var b errorBody
 	b.Error.Code, b.Error.Details = code, map[string]any{}
 	switch code {

@@ -32,7 +32,20 @@ type tx struct {
 	inboxed map[string]bool // workspaces whose inbox got an envelope
 	later   []func()        // run after a successful commit
 	steps   int
-	detail  string // free text for the next workspace_state_changed, then cleared
+	detail  string   // free text for the next workspace_state_changed, then cleared
+	reasons []string // reasons of the rejections recorded, kept only for an observer
+}
+
+// commitObserver is told of durable commits and of the rejections they
+// record (the daemon's metrics). It is called with the engine's lock held
+// and must not block or call the Engine.
+type commitObserver interface {
+	// Committed reports one durable write of ops operations that took d
+	// from the start of the commit.
+	Committed(d time.Duration, ops int)
+	// Rejected reports one checkpoint_rejected or envelope_rejected entry
+	// made durable, by its reason.
+	Rejected(reason string)
 }
 
 // commit runs fn in a new read-write transaction and commits it durably.
@@ -40,6 +53,11 @@ type tx struct {
 func (e *Engine) commit(fn func(*tx) error) error {
 	if e.closed {
 		return ErrClosed
+	}
+	obs := e.cfg.observer
+	var start time.Time
+	if obs != nil {
+		start = time.Now()
 	}
 	txn := e.db.NewTransaction(true)
 	defer txn.Discard()
@@ -57,6 +75,12 @@ func (e *Engine) commit(fn func(*tx) error) error {
 	if err := txn.Commit(); err != nil {
 		e.lg.Error("commit failed", "err", err)
 		return fmt.Errorf("%w: %v", ErrStorage, err)
+	}
+	if obs != nil {
+		obs.Committed(time.Since(start), 1) // one operation per durable write, for now
+		for _, r := range t.reasons {
+			obs.Rejected(r)
+		}
 	}
 	t.batch.Commit()
 	for id, w := range t.dirty {
@@ -190,6 +214,9 @@ func (t *tx) appendAt(ts time.Time, ws, actor string, typ trail.EventType, body 
 	}
 	if w := t.peek(ws); w != nil && w.State.Terminal() {
 		ws = ""
+	}
+	if t.e.cfg.observer != nil && (typ == trail.EventCheckpointRejected || typ == trail.EventEnvelopeRejected) {
+		t.reasons = append(t.reasons, fmt.Sprint(body["reason"]))
 	}
 	_, err := t.batch.Append(trail.Event{
 		ID: t.e.ids.New(ts), Timestamp: clock.Format(ts), Workspace: ws,
