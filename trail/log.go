@@ -163,15 +163,11 @@ func (b *Batch) Append(ev Event) (Entry, error) {
 	if ev.Workspace != "" {
 		lh = b.localHead(ev.Workspace)
 		e.PrevHash = lh.Hash
-		if e.Integrity.LocalHash, err = Hash(e); err != nil {
-			return Entry{}, err
-		}
+		e.Integrity.LocalHash = fastHash(e) // body is canonical: Hash(e) without re-parsing
 	}
 	localPrev := e.PrevHash
 	e.PrevHash = b.global.Hash
-	if e.Integrity.EntryHash, err = Hash(e); err != nil {
-		return Entry{}, err
-	}
+	e.Integrity.EntryHash = fastHash(e)
 
 	seq := b.global.Seq + 1
 	leaf, err := LeafData(e)
