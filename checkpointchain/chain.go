@@ -2,6 +2,7 @@ package checkpointchain
 
 import (
 	"encoding/json"
+	"github.com/wacpd/wacpd/casstore"
 
 	"github.com/wacpd/wacpd/taxonomy"
 )
@@ -65,12 +66,21 @@ func Build(req Request, a Author, chain Chain, tax *taxonomy.Taxonomy, id, times
 	if err != nil {
 		return Checkpoint{}, nil, reject(ReasonInvalidStructure, "%v", err)
 	}
-	// Return the record as Get will read it back: extra payload values in
-	// their canonical form (RFC 8785 may reformat them, and rounds numbers
-	// beyond a double's precision), not as the agent wrote them.
-	if c, err = Decode(b); err != nil {
-		return Checkpoint{}, nil, reject(ReasonInvalidStructure, "%v", err)
+	// Return the record as Get will read it back. Extra payload values may
+	// change form (RFC 8785 reformats them and rounds numbers beyond a
+	// double's precision), so with extras decode the canonical bytes. The
+	// base fields round-trip unchanged (the request is valid UTF-8, tokens
+	// are at most 2^53-1, floats print shortest round-trip) but for nil lists,
+	// which read back empty; skipping the decode saves a second
+	// canonicalization on the commit path.
+	if len(c.Payload.Extra) > 0 {
+		if c, err = Decode(b); err != nil {
+			return Checkpoint{}, nil, reject(ReasonInvalidStructure, "%v", err)
+		}
+		return c, b, nil
 	}
+	c.Payload.FilesChanged, c.Payload.Artifacts = orEmpty(c.Payload.FilesChanged), orEmpty(c.Payload.Artifacts)
+	c.Digest = casstore.RefOf(b)
 	return c, b, nil
 }
 
