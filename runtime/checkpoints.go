@@ -23,9 +23,12 @@ import (
 // A rejection writes checkpoint_rejected with the spec's reason and returns
 // a *checkpointchain.Rejection.
 func (e *Engine) CreateCheckpoint(ctx context.Context, ws string, body []byte) (checkpointchain.Checkpoint, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	w := e.ws[ws]
+	return runAs(e, len(body), func() (checkpointchain.Checkpoint, error) { return e.createCheckpointLocked(ctx, ws, body) })
+}
+
+// createCheckpointLocked is CreateCheckpoint run by the committer.
+func (e *Engine) createCheckpointLocked(ctx context.Context, ws string, body []byte) (checkpointchain.Checkpoint, error) {
+	w := e.get(ws)
 	if w == nil {
 		return checkpointchain.Checkpoint{}, refuse(CodeNotFound, "workspace %s does not exist", ws)
 	}
@@ -265,7 +268,7 @@ func (e *Engine) visible(actor, ws string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	switch {
-	case e.ws[ws] == nil:
+	case e.get(ws) == nil:
 		return refuse(CodeNotFound, "workspace %s does not exist", ws)
 	case !e.canSee(actor, ws):
 		return refuse(CodePermissionDenied, "workspace %s is not visible to %s", ws, actor)

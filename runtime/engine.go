@@ -32,7 +32,12 @@ type Engine struct {
 	tax   *taxonomy.Taxonomy
 	lg    *slog.Logger
 
-	mu       sync.Mutex // guards everything below; held for the whole of every commit
+	reqs     chan *request // operations for the committer goroutine (committer.go)
+	stop     chan struct{} // closed by Close: the committer stops
+	loopDone chan struct{} // closed when the committer has stopped
+
+	mu       sync.Mutex // guards everything below; the committer holds it while it runs operations
+	open     *openBatch // the batch being filled; set only while the committer runs operations
 	closed   bool
 	root     string
 	ws       map[string]*workspace.Workspace
@@ -79,6 +84,7 @@ func open(cfg Config, db *badger.DB) (*Engine, error) {
 	e := &Engine{
 		cfg: cfg, db: db, clock: clock.New(cfg.Now), ids: clock.NewIDs(cfg.Entropy),
 		tax: cfg.Taxonomy, lg: cfg.Logger, inboxSig: map[string]chan struct{}{},
+		reqs: make(chan *request, maxBatchOps), stop: make(chan struct{}), loopDone: make(chan struct{}),
 	}
 	var err error
 	if e.log, err = trail.Open(db); err != nil {
@@ -123,14 +129,17 @@ func open(cfg Config, db *badger.DB) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read root: %w", err)
 	}
+	go e.loop() // stopped by Close (or below, when open fails)
 	if e.root == "" {
 		if e.log.Len() != 0 {
 			return nil, fmt.Errorf("open: trail has %d entries but no root workspace", e.log.Len())
 		}
 		if err := e.bootstrap(); err != nil {
+			e.stopLoop()
 			return nil, err
 		}
 	} else if err := e.checkTaxonomy(); err != nil {
+		e.stopLoop()
 		return nil, err
 	}
 	return e, nil
@@ -139,30 +148,30 @@ func open(cfg Config, db *badger.DB) (*Engine, error) {
 // bootstrap creates the root workspace as trail entry #1, recording the hash
 // algorithm and the taxonomy.
 func (e *Engine) bootstrap() error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.commit(func(t *tx) error {
-		ts := t.next()
-		id := e.ids.New(ts)
-		root := workspace.Root(id, e.cfg.RootOwner, clock.Format(ts))
-		t.created[id] = root
-		if err := t.put(root); err != nil {
-			return err
-		}
-		body := createdBody(root)
-		body["hash_algorithm"] = trail.Algorithm
-		body["protocol_version"] = taxonomy.ProtocolVersion
-		body["taxonomy_id"] = e.tax.ID()
-		body["taxonomy_version"] = e.tax.Version()
-		body["taxonomy_checksum"] = e.tax.Checksum()
-		if err := t.appendAt(ts, id, trail.ActorProtocol, trail.EventWorkspaceCreated, body); err != nil {
-			return err
-		}
-		if err := t.txn.Set(keyRoot, []byte(id)); err != nil {
-			return err
-		}
-		t.after(func() { e.root = id })
-		return nil
+	return e.run(0, func() error {
+		return e.commit(func(t *tx) error {
+			ts := t.next()
+			id := e.ids.New(ts)
+			root := workspace.Root(id, e.cfg.RootOwner, clock.Format(ts))
+			t.created[id] = root
+			if err := t.put(root); err != nil {
+				return err
+			}
+			body := createdBody(root)
+			body["hash_algorithm"] = trail.Algorithm
+			body["protocol_version"] = taxonomy.ProtocolVersion
+			body["taxonomy_id"] = e.tax.ID()
+			body["taxonomy_version"] = e.tax.Version()
+			body["taxonomy_checksum"] = e.tax.Checksum()
+			if err := t.appendAt(ts, id, trail.ActorProtocol, trail.EventWorkspaceCreated, body); err != nil {
+				return err
+			}
+			if err := t.txn.Set(keyRoot, []byte(id)); err != nil {
+				return err
+			}
+			t.after(func() { e.root = id })
+			return nil
+		})
 	})
 }
 
@@ -194,10 +203,14 @@ func (e *Engine) checkTaxonomy() error {
 // flight finish first.
 func (e *Engine) Close() error {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if e.closed {
+		e.mu.Unlock()
 		return nil
 	}
+	e.mu.Unlock()
+	e.stopLoop() // operations in flight finish their batch first
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	e.closed = true
 	for _, ch := range e.inboxSig {
 		close(ch)
@@ -229,3 +242,31 @@ func (e *Engine) OnCommit(fn func(Commit)) {
 
 // Objects returns the content-addressed store (read-only use).
 func (e *Engine) Objects() casstore.Store { return casstore.NewBadger(e.db) }
+
+// stopLoop stops the committer and waits for it.
+func (e *Engine) stopLoop() {
+	select {
+	case <-e.stop:
+	default:
+		close(e.stop)
+	}
+	<-e.loopDone
+}
+
+// get returns workspace id's record as the running operation sees it (with
+// the open batch's changes), or the committed one outside operations. Caller
+// holds e.mu.
+func (e *Engine) get(id string) *workspace.Workspace {
+	if e.open != nil {
+		return e.open.tx.peek(id)
+	}
+	return e.ws[id]
+}
+
+// chainOf returns a workspace's chain register as get does.
+func (e *Engine) chainOf(id string) checkpointchain.Chain {
+	if e.open != nil {
+		return e.open.tx.chain(id)
+	}
+	return e.chains[id]
+}

@@ -37,9 +37,12 @@ func queuePrefix(ws string) []byte { return append(append([]byte("e/q/"), ws...)
 // acknowledged signal to the sender. A suspended or migrating receiver
 // queues it until resumed.
 func (e *Engine) SendEnvelope(ctx context.Context, ws string, body []byte) (envelope.Envelope, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	from := e.ws[ws]
+	return runAs(e, len(body), func() (envelope.Envelope, error) { return e.sendEnvelopeLocked(ctx, ws, body) })
+}
+
+// sendEnvelopeLocked is SendEnvelope run by the committer.
+func (e *Engine) sendEnvelopeLocked(ctx context.Context, ws string, body []byte) (envelope.Envelope, error) {
+	from := e.get(ws)
 	if from == nil {
 		return envelope.Envelope{}, refuse(CodeNotFound, "workspace %s does not exist", ws)
 	}
@@ -189,7 +192,7 @@ func (e *Engine) rejectEnvelope(from *workspace.Workspace, req envelope.Request,
 
 // party describes workspace id for envelope.Check. Caller holds e.mu.
 func (e *Engine) party(id string) envelope.Party {
-	w := e.ws[id]
+	w := e.get(id)
 	if w == nil {
 		return envelope.Party{ID: id}
 	}
@@ -229,7 +232,7 @@ func (e *Engine) popInbox(ws string) (*envelope.Envelope, <-chan struct{}, error
 	if e.closed {
 		return nil, nil, ErrClosed
 	}
-	if e.ws[ws] == nil {
+	if e.get(ws) == nil {
 		return nil, nil, refuse(CodeNotFound, "workspace %s does not exist", ws)
 	}
 	var env *envelope.Envelope

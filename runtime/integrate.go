@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/wacpd/wacpd/casstore"
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/taxonomy"
@@ -108,17 +106,20 @@ func decodeIntegrate(body []byte) (IntegrateRequest, error) {
 // integration_started, integration_completed or integration_aborted, and
 // the transition.
 func (e *Engine) Integrate(ctx context.Context, actor string, body []byte) (IntegrateResult, error) {
+	return runAs(e, len(body), func() (IntegrateResult, error) { return e.integrateLocked(ctx, actor, body) })
+}
+
+// integrateLocked is Integrate run by the committer.
+func (e *Engine) integrateLocked(ctx context.Context, actor string, body []byte) (IntegrateResult, error) {
 	req, err := decodeIntegrate(body)
 	if err != nil {
 		return IntegrateResult{}, err
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	a, w, err := e.authorize(actor, req.Workspace)
 	if err != nil {
 		return IntegrateResult{}, err
 	}
-	chain := e.chains[w.ID]
+	chain := e.chainOf(w.ID)
 	cpID := chain.LastFinal
 	switch {
 	case req.Mode == ModeNormal && w.State != workspace.Integrating:
@@ -132,10 +133,9 @@ func (e *Engine) Integrate(ctx context.Context, actor string, body []byte) (Inte
 		return IntegrateResult{}, refuse(CodeNoFinalCheckpoint, "workspace %s has no final checkpoint to integrate", w.ID)
 	}
 	// Verify the checkpoint's integrity proof before integrating (Security §4.3).
-	if err := e.db.View(func(txn *badger.Txn) error {
-		_, err := checkpointchain.Get(txn, cpID)
-		return err
-	}); err != nil {
+	// Read through the open batch: the checkpoint may have been created by an
+	// earlier operation of it.
+	if _, err := checkpointchain.Get(e.open.tx.txn, cpID); err != nil {
 		var ce *casstore.CorruptError
 		if !errors.As(err, &ce) {
 			return IntegrateResult{}, err

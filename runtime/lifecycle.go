@@ -176,8 +176,11 @@ func (e *Engine) CompleteMigration(ctx context.Context, actor, id, newAgent, err
 // suspended, migrating or integrating when its time runs out fails as soon
 // as it is back in one of those states. It returns how many failed.
 func (e *Engine) ExpireTimeouts(ctx context.Context, now time.Time) (int, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	return runAs(e, 0, func() (int, error) { return e.expireTimeoutsLocked(ctx, now) })
+}
+
+// expireTimeoutsLocked is ExpireTimeouts run by the committer.
+func (e *Engine) expireTimeoutsLocked(ctx context.Context, now time.Time) (int, error) {
 	var due []string
 	for id, w := range e.ws {
 		if w.Timeout == "" || w.State.Terminal() {
@@ -196,7 +199,7 @@ func (e *Engine) ExpireTimeouts(ctx context.Context, now time.Time) (int, error)
 	}
 	n := 0
 	for _, id := range due {
-		if e.ws[id].State.Terminal() { // failed by an earlier cascade in this loop
+		if e.get(id).State.Terminal() { // failed by an earlier cascade in this loop
 			continue
 		}
 		err := e.commit(func(t *tx) error {

@@ -17,13 +17,16 @@ import (
 // idempotent processing). Agents of suspended, migrating, integrating,
 // conflicted or terminal workspaces emit nothing (invalid_transition).
 func (e *Engine) EmitSignal(ctx context.Context, ws string, body []byte) (agentsignal.Signal, error) {
+	return runAs(e, len(body), func() (agentsignal.Signal, error) { return e.emitSignalLocked(ctx, ws, body) })
+}
+
+// emitSignalLocked is EmitSignal run by the committer.
+func (e *Engine) emitSignalLocked(ctx context.Context, ws string, body []byte) (agentsignal.Signal, error) {
 	req, err := agentsignal.DecodeRequest(body)
 	if err != nil {
 		return agentsignal.Signal{}, err
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	w := e.ws[ws]
+	w := e.get(ws)
 	if w == nil {
 		return agentsignal.Signal{}, refuse(CodeNotFound, "workspace %s does not exist", ws)
 	}

@@ -130,8 +130,11 @@ func loadTokens(db *badger.DB, ts *tokens) error {
 // recordAuthFailure writes a system-level authentication_failed entry for a
 // connection from remote whose token is unknown.
 func (e *Engine) recordAuthFailure(remote string) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	return e.run(0, func() error { return e.recordAuthFailureLocked(remote) })
+}
+
+// recordAuthFailureLocked is recordAuthFailure run by the committer.
+func (e *Engine) recordAuthFailureLocked(remote string) error {
 	return e.commit(func(t *tx) error {
 		_, err := t.append("", trail.ActorProtocol, trail.EventAuthenticationFailed, map[string]any{
 			"entity": nil, "context": "nats_connect", "reason": "unknown_token", "source": remote,

@@ -14,26 +14,25 @@ import (
 // trail_access_denied.
 func (e *Engine) ReadTrail(ctx context.Context, actor string, q trail.Query) ([]trail.Entry, string, error) {
 	e.mu.Lock()
-	a := e.ws[actor]
-	if a == nil {
-		e.mu.Unlock()
+	a := e.get(actor)
+	denied := a != nil && !a.IsRoot() && q.Workspace != "" && (e.get(q.Workspace) == nil || !e.canSee(actor, q.Workspace))
+	e.mu.Unlock()
+	switch {
+	case a == nil:
 		return nil, "", refuse(CodeNotFound, "workspace %s does not exist", actor)
-	}
-	if a.IsRoot() {
-		e.mu.Unlock()
+	case a.IsRoot():
 		return e.log.Read(ctx, q)
-	}
-	if q.Workspace != "" && (e.ws[q.Workspace] == nil || !e.canSee(actor, q.Workspace)) {
-		err := e.commit(func(t *tx) error {
-			_, err := t.append(actor, e.actorOf(a), trail.EventTrailAccessDenied, map[string]any{
-				"requester": actor, "role": a.Role, "target": q.Workspace, "reason": "out_of_scope",
+	case denied:
+		err := e.run(0, func() error {
+			return e.commit(func(t *tx) error {
+				_, err := t.append(actor, e.actorOf(a), trail.EventTrailAccessDenied, map[string]any{
+					"requester": actor, "role": a.Role, "target": q.Workspace, "reason": "out_of_scope",
+				})
+				return err
 			})
-			return err
 		})
-		e.mu.Unlock()
 		return nil, "", err
 	}
-	e.mu.Unlock()
 	if q.Workspace == "" {
 		q.Workspace = actor
 	}

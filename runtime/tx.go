@@ -17,12 +17,15 @@ import (
 
 func ctxBackground() context.Context { return context.Background() }
 
-// tx is one commit in the making. Operations read the engine's state through
-// it and change only tx-local copies; the copies replace the engine's state
-// only after the Badger transaction committed, so a failed commit leaves
-// nothing behind, in memory or on disk.
+// tx is one commit in the making: a layer over the open batch (see
+// committer.go). Operations read the engine's state through it and change
+// only tx-local copies. A commit that succeeds merges its layer into the
+// batch; the batch's copies replace the engine's state only after the
+// Badger transaction committed durably, so a failed commit leaves nothing
+// behind, in memory or on disk.
 type tx struct {
 	e       *Engine
+	parent  *tx // the batch layer; nil for the batch itself
 	txn     *badger.Txn
 	batch   *trail.Batch
 	dirty   map[string]*workspace.Workspace // changed copies, by id
@@ -31,9 +34,9 @@ type tx struct {
 	outbox  []OutboxItem
 	inboxed map[string]bool // workspaces whose inbox got an envelope
 	later   []func()        // run after a successful commit
-	steps   int
-	detail  string   // free text for the next workspace_state_changed, then cleared
-	reasons []string // reasons of the rejections recorded, kept only for an observer
+	steps   *int            // writes started in the whole batch (shared)
+	detail  string          // free text for the next workspace_state_changed, then cleared
+	reasons []string        // reasons of the rejections recorded, kept only for an observer
 }
 
 // commitObserver is told of durable commits and of the rejections they
@@ -48,41 +51,63 @@ type commitObserver interface {
 	Rejected(reason string)
 }
 
-// commit runs fn in a new read-write transaction and commits it durably.
-// The caller holds e.mu. If fn or the commit fails, nothing changes.
+func newLayer(e *Engine, parent *tx, txn *badger.Txn, batch *trail.Batch, steps *int) *tx {
+	return &tx{
+		e: e, parent: parent, txn: txn, batch: batch, steps: steps,
+		dirty: map[string]*workspace.Workspace{}, created: map[string]*workspace.Workspace{},
+		chains: map[string]checkpointchain.Chain{}, inboxed: map[string]bool{},
+	}
+}
+
+// commit runs fn on a new layer of the open batch. The caller runs inside
+// Engine.run (the committer holds e.mu). If fn fails before writing
+// anything, its layer is dropped and the batch goes on; if it fails after
+// writing, the batch is poisoned and every operation in it fails. The
+// effect is durable, and visible to readers, once the batch committed.
 func (e *Engine) commit(fn func(*tx) error) error {
 	if e.closed {
 		return ErrClosed
 	}
-	obs := e.cfg.observer
-	var start time.Time
-	if obs != nil {
-		start = time.Now()
+	b := e.open
+	if b == nil {
+		panic("runtime: commit outside Engine.run")
 	}
-	txn := e.db.NewTransaction(true)
-	defer txn.Discard()
-	t := &tx{
-		e: e, txn: txn, batch: e.log.NewBatch(txn),
-		dirty: map[string]*workspace.Workspace{}, created: map[string]*workspace.Workspace{},
-		chains: map[string]checkpointchain.Chain{}, inboxed: map[string]bool{},
+	if b.poisoned != nil {
+		return b.poisoned
 	}
+	t := newLayer(e, b.tx, b.tx.txn, b.tx.batch, b.tx.steps)
+	before := *b.tx.steps
 	if err := fn(t); err != nil {
-		return err
-	}
-	if err := t.step("commit"); err != nil {
-		return err
-	}
-	if err := txn.Commit(); err != nil {
-		e.lg.Error("commit failed", "err", err)
-		return fmt.Errorf("%w: %v", ErrStorage, err)
-	}
-	if obs != nil {
-		obs.Committed(time.Since(start), 1) // one operation per durable write, for now
-		for _, r := range t.reasons {
-			obs.Rejected(r)
+		if *b.tx.steps != before {
+			b.poisoned = fmt.Errorf("%w: an operation failed after writing: %v", ErrStorage, err)
 		}
+		return err
 	}
-	t.batch.Commit()
+	b.tx.merge(t)
+	return nil
+}
+
+// merge folds layer c into t.
+func (t *tx) merge(c *tx) {
+	for id, w := range c.dirty {
+		t.dirty[id] = w
+	}
+	for id, w := range c.created {
+		t.created[id] = w
+	}
+	for id, ch := range c.chains {
+		t.chains[id] = ch
+	}
+	for id := range c.inboxed {
+		t.inboxed[id] = true
+	}
+	t.outbox = append(t.outbox, c.outbox...)
+	t.later = append(t.later, c.later...)
+	t.reasons = append(t.reasons, c.reasons...)
+}
+
+// apply makes a committed batch the engine's state. Caller holds e.mu.
+func (e *Engine) apply(t *tx) {
 	for id, w := range t.dirty {
 		if old := e.ws[id]; old != nil && old.ParentID() != w.ParentID() {
 			e.children[old.ParentID()] = slices.DeleteFunc(e.children[old.ParentID()], func(c string) bool { return c == id })
@@ -110,12 +135,11 @@ func (e *Engine) commit(fn func(*tx) error) error {
 	for _, fn := range e.onCommit {
 		fn(c)
 	}
-	return nil
 }
 
 // step calls the failAt test seam; production code never sets it.
 func (t *tx) step(name string) error {
-	t.steps++
+	*t.steps++
 	if t.e.cfg.failAt != nil {
 		if err := t.e.cfg.failAt(name); err != nil {
 			return fmt.Errorf("%w: injected at %s: %v", ErrStorage, name, err)
@@ -135,7 +159,7 @@ func (t *tx) ws(id string) *workspace.Workspace {
 	if w, ok := t.dirty[id]; ok {
 		return w
 	}
-	w := t.e.ws[id]
+	w := t.base(id)
 	if w == nil {
 		return nil
 	}
@@ -144,29 +168,20 @@ func (t *tx) ws(id string) *workspace.Workspace {
 	return c
 }
 
+// base returns id's record below this layer.
+func (t *tx) base(id string) *workspace.Workspace {
+	if t.parent != nil {
+		return t.parent.peek(id)
+	}
+	return t.e.ws[id]
+}
+
 // peek returns the current record of id without copying; do not modify it.
 func (t *tx) peek(id string) *workspace.Workspace {
 	if w, ok := t.dirty[id]; ok {
 		return w
 	}
-	return t.e.ws[id]
-}
-
-// children returns the current children of id, including ones created or
-// moved in this tx.
-func (t *tx) children(id string) []string {
-	out := slices.Clone(t.e.children[id])
-	for cid, w := range t.dirty {
-		old := t.e.ws[cid]
-		switch {
-		case w.ParentID() == id && (old == nil || old.ParentID() != id):
-			out = append(out, cid)
-		case w.ParentID() != id && old != nil && old.ParentID() == id:
-			out = slices.DeleteFunc(out, func(c string) bool { return c == cid })
-		}
-	}
-	sort.Strings(out)
-	return out
+	return t.base(id)
 }
 
 // snapshot returns all records as this tx sees them (for Cascade).
@@ -176,8 +191,10 @@ func (t *tx) snapshot() (map[string]*workspace.Workspace, map[string][]string) {
 	for id := range t.e.ws {
 		all[id] = t.peek(id)
 	}
-	for id, w := range t.created {
-		all[id] = w
+	for l := t; l != nil; l = l.parent {
+		for id := range l.created {
+			all[id] = t.peek(id)
+		}
 	}
 	for id, w := range all {
 		if p := w.ParentID(); p != "" {
@@ -200,6 +217,9 @@ func (t *tx) put(w *workspace.Workspace) error {
 func (t *tx) chain(id string) checkpointchain.Chain {
 	if c, ok := t.chains[id]; ok {
 		return c
+	}
+	if t.parent != nil {
+		return t.parent.chain(id)
 	}
 	return t.e.chains[id]
 }

@@ -35,13 +35,16 @@ func (e *Engine) CreateWorkspace(ctx context.Context, actor string, body []byte)
 // createWorkspace is CreateWorkspace with extra, if set, writing more into
 // the same transaction (the daemon stores the new agent's token there).
 func (e *Engine) createWorkspace(ctx context.Context, actor string, body []byte, extra func(*badger.Txn, *workspace.Workspace) error) (*workspace.Workspace, error) {
+	return runAs(e, len(body), func() (*workspace.Workspace, error) { return e.createWorkspaceLocked(ctx, actor, body, extra) })
+}
+
+// createWorkspaceLocked is createWorkspace run by the committer.
+func (e *Engine) createWorkspaceLocked(ctx context.Context, actor string, body []byte, extra func(*badger.Txn, *workspace.Workspace) error) (*workspace.Workspace, error) {
 	req, err := workspace.DecodeCreateRequest(body)
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidStructure, Message: err.Error(), Err: err}
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	a := e.ws[actor]
+	a := e.get(actor)
 	switch {
 	case a == nil:
 		return nil, refuse(CodeNotFound, "workspace %s does not exist", actor)
@@ -54,7 +57,7 @@ func (e *Engine) createWorkspace(ctx context.Context, actor string, body []byte,
 	if parentID == "" {
 		parentID = actor
 	}
-	parent := e.ws[parentID]
+	parent := e.get(parentID)
 	switch {
 	case parent == nil:
 		return nil, refuse(CodeNotFound, "parent workspace %s does not exist", parentID)
@@ -110,7 +113,7 @@ func (e *Engine) createWorkspace(ctx context.Context, actor string, body []byte,
 
 // inSubtree reports whether id is root or a descendant of root. Caller holds e.mu.
 func (e *Engine) inSubtree(root, id string) bool {
-	for w := e.ws[id]; w != nil; w = e.ws[w.ParentID()] {
+	for w := e.get(id); w != nil; w = e.get(w.ParentID()) {
 		if w.ID == root {
 			return true
 		}
@@ -122,7 +125,7 @@ func (e *Engine) inSubtree(root, id string) bool {
 // coordinator sees everything; a workspace sees itself, its visibility set
 // and its own subtree. Caller holds e.mu.
 func (e *Engine) canSee(actor, target string) bool {
-	a := e.ws[actor]
+	a := e.get(actor)
 	if a == nil {
 		return false
 	}
@@ -133,7 +136,7 @@ func (e *Engine) canSee(actor, target string) bool {
 func (e *Engine) GetWorkspace(ctx context.Context, actor, id string) (*workspace.Workspace, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	w := e.ws[id]
+	w := e.get(id)
 	if w == nil {
 		return nil, refuse(CodeNotFound, "workspace %s does not exist", id)
 	}
@@ -148,7 +151,7 @@ func (e *Engine) GetWorkspace(ctx context.Context, actor, id string) (*workspace
 func (e *Engine) ListWorkspaces(ctx context.Context, actor, parent string, state workspace.State) ([]*workspace.Workspace, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.ws[actor] == nil {
+	if e.get(actor) == nil {
 		return nil, refuse(CodeNotFound, "workspace %s does not exist", actor)
 	}
 	if state != "" && !state.Valid() {
@@ -168,7 +171,7 @@ func (e *Engine) ListWorkspaces(ctx context.Context, actor, parent string, state
 // the coordinator on any workspace but the root, a delegate on its own
 // subtree. Caller holds e.mu.
 func (e *Engine) authorize(actor, target string) (*workspace.Workspace, *workspace.Workspace, error) {
-	a, w := e.ws[actor], e.ws[target]
+	a, w := e.get(actor), e.get(target)
 	switch {
 	case a == nil:
 		return nil, nil, refuse(CodeNotFound, "workspace %s does not exist", actor)
@@ -257,8 +260,12 @@ func (e *Engine) Resume(ctx context.Context, actor, id string) (*workspace.Works
 // returns the record after the commit.
 func (e *Engine) coordinate(actor, id string, check func(w *workspace.Workspace) error,
 	fn func(t *tx, a, c *workspace.Workspace) error) (*workspace.Workspace, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	return runAs(e, 0, func() (*workspace.Workspace, error) { return e.coordinateLocked(actor, id, check, fn) })
+}
+
+// coordinateLocked is coordinate run by the committer.
+func (e *Engine) coordinateLocked(actor, id string, check func(w *workspace.Workspace) error,
+	fn func(t *tx, a, c *workspace.Workspace) error) (*workspace.Workspace, error) {
 	a, w, err := e.authorize(actor, id)
 	if err != nil {
 		return nil, err
@@ -281,9 +288,12 @@ func (e *Engine) coordinate(actor, id string, check func(w *workspace.Workspace)
 // name, minted by the agent of actor (the coordinator), with write storing
 // its token in the same transaction.
 func (e *Engine) createUser(ctx context.Context, actor, name string, write func(*badger.Txn) error) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	a := e.ws[actor]
+	return e.run(0, func() error { return e.createUserLocked(ctx, actor, name, write) })
+}
+
+// createUserLocked is createUser run by the committer.
+func (e *Engine) createUserLocked(ctx context.Context, actor, name string, write func(*badger.Txn) error) error {
+	a := e.get(actor)
 	if a == nil || !a.IsRoot() {
 		return refuse(CodePermissionDenied, "only the coordinator mints user and auditor tokens")
 	}

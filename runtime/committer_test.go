@@ -1,0 +1,156 @@
+package runtime
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+// batchObserver records the operations of each durable commit.
+type batchObserver struct {
+	mu  sync.Mutex
+	ops []int
+}
+
+func (o *batchObserver) Committed(d time.Duration, ops int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.ops = append(o.ops, ops)
+}
+
+func (o *batchObserver) Rejected(string) {}
+
+// TestGroupCommit: operations that arrive while a batch is being written
+// are committed together in the next batch, with one durable write, and
+// each one's effect is there: every chain has its checkpoint, the trail
+// verifies. A rejected operation in the batch fails alone.
+func TestGroupCommit(t *testing.T) {
+	obs := &batchObserver{}
+	e := openTest(t, func(c *Config) { c.observer = obs })
+	const n = 8
+	ws := make([]string, n)
+	for i := range ws {
+		ws[i] = newWorker(t, e).ID
+	}
+	release := make(chan struct{})
+	blocked := make(chan struct{})
+	var once sync.Once
+	e.cfg.failAt = func(step string) error {
+		if step == "commit" {
+			once.Do(func() { close(blocked); <-release })
+		}
+		return nil
+	}
+	// The first operation's batch blocks in its commit...
+	var wg sync.WaitGroup
+	errs := make([]error, n+1)
+	wg.Add(1)
+	go func() { defer wg.Done(); _, errs[n] = e.CreateCheckpoint(ctx, ws[0], cpReq(nil, "provisional")) }()
+	<-blocked
+	// ...while n more arrive: n-1 good ones and one with a stale parent.
+	for i := 1; i < n; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); _, errs[i] = e.CreateCheckpoint(ctx, ws[i], cpReq(nil, "provisional")) }()
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); _, errs[0] = e.CreateCheckpoint(ctx, ws[1], cpReq(ptr("stale"), "final")) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(e.reqs) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests queued behind the blocked batch, want %d", len(e.reqs), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	obs.mu.Lock()
+	before := len(obs.ops)
+	obs.mu.Unlock()
+	close(release)
+	wg.Wait()
+	e.cfg.failAt = nil
+
+	for i := 1; i <= n; i++ {
+		if errs[i] != nil {
+			t.Fatalf("operation %d: %v", i, errs[i])
+		}
+	}
+	if Code(errs[0]) != CodeInvalidParent {
+		t.Fatalf("the stale-parent checkpoint: %v, want invalid_parent alone", errs[0])
+	}
+	obs.mu.Lock()
+	after := obs.ops[before:]
+	obs.mu.Unlock()
+	// The blocked batch (1 op), then one batch with the n queued operations.
+	if len(after) != 2 || after[0] != 1 || after[1] != n {
+		t.Fatalf("batches after the block = %v, want [1 %d]", after, n)
+	}
+	for i := range ws {
+		list, err := e.ListCheckpoints(ctx, e.Root(), ws[i], "", 0)
+		if err != nil || len(list) != 1 {
+			t.Fatalf("workspace %d: %d checkpoints, %v; want 1", i, len(list), err)
+		}
+	}
+	verify(t, e)
+}
+
+// TestGroupCommitFailureFailsTheBatch: when the durable write of a batch
+// fails, every operation in it gets unavailable and nothing of it exists.
+func TestGroupCommitFailureFailsTheBatch(t *testing.T) {
+	e := openTest(t)
+	w1, w2 := newWorker(t, e), newWorker(t, e)
+	before := e.Trail().Len()
+	release := make(chan struct{})
+	blocked := make(chan struct{})
+	var mu sync.Mutex
+	calls := 0
+	e.cfg.failAt = func(step string) error {
+		if step != "commit" {
+			return nil
+		}
+		mu.Lock()
+		calls++
+		c := calls
+		mu.Unlock()
+		if c == 1 {
+			close(blocked)
+			<-release
+			return nil
+		}
+		return errors.New("disk full")
+	}
+	var wg sync.WaitGroup
+	var e1, e2, e3 error
+	wg.Add(1)
+	go func() { defer wg.Done(); _, e1 = e.CreateCheckpoint(ctx, w1.ID, cpReq(nil, "provisional")) }()
+	<-blocked
+	wg.Add(2)
+	go func() { defer wg.Done(); _, e2 = e.CreateCheckpoint(ctx, w2.ID, cpReq(nil, "provisional")) }()
+	go func() { defer wg.Done(); _, e3 = e.EmitSignal(ctx, w2.ID, []byte(`{"type":"ready"}`)) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(e.reqs) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("requests did not queue")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	wg.Wait()
+	e.cfg.failAt = nil
+	if e1 != nil {
+		t.Fatalf("first batch: %v", e1)
+	}
+	if Code(e2) != CodeUnavailable || Code(e3) != CodeUnavailable {
+		t.Fatalf("failed batch: %v, %v; want unavailable for both", e2, e3)
+	}
+	if list, _ := e.ListCheckpoints(ctx, e.Root(), w2.ID, "", 0); len(list) != 0 {
+		t.Fatalf("a checkpoint of the failed batch exists")
+	}
+	// Only the first batch's entries were added.
+	if _, err := e.CreateCheckpoint(ctx, w2.ID, cpReq(nil, "provisional")); err != nil {
+		t.Fatalf("after the failed batch: %v", err)
+	}
+	if e.Trail().Len() <= before {
+		t.Fatal("trail did not grow")
+	}
+	verify(t, e)
+}
