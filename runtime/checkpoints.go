@@ -23,11 +23,20 @@ import (
 // A rejection writes checkpoint_rejected with the spec's reason and returns
 // a *checkpointchain.Rejection.
 func (e *Engine) CreateCheckpoint(ctx context.Context, ws string, body []byte) (checkpointchain.Checkpoint, error) {
-	return runAs(e, len(body), func() (checkpointchain.Checkpoint, error) { return e.createCheckpointLocked(ctx, ws, body) })
+	// Decoding is pure: do it before joining the committer's queue.
+	var req checkpointchain.Request
+	var derr error
+	if len(body) <= e.cfg.MaxObjectBytes {
+		req, derr = checkpointchain.DecodeRequest(body)
+	}
+	return runAs(e, len(body), func() (checkpointchain.Checkpoint, error) {
+		return e.createCheckpointLocked(ctx, ws, body, req, derr)
+	})
 }
 
-// createCheckpointLocked is CreateCheckpoint run by the committer.
-func (e *Engine) createCheckpointLocked(ctx context.Context, ws string, body []byte) (checkpointchain.Checkpoint, error) {
+// createCheckpointLocked is CreateCheckpoint run by the committer, with the
+// request already decoded (req, or the decoding error derr).
+func (e *Engine) createCheckpointLocked(ctx context.Context, ws string, body []byte, req checkpointchain.Request, derr error) (checkpointchain.Checkpoint, error) {
 	w := e.get(ws)
 	if w == nil {
 		return checkpointchain.Checkpoint{}, refuse(CodeNotFound, "workspace %s does not exist", ws)
@@ -35,10 +44,10 @@ func (e *Engine) createCheckpointLocked(ctx context.Context, ws string, body []b
 	if len(body) > e.cfg.MaxObjectBytes {
 		return checkpointchain.Checkpoint{}, e.rejectTooLarge(w, checkpointchain.PeekType(body), len(body))
 	}
-	req, err := checkpointchain.DecodeRequest(body)
-	if err != nil {
-		return checkpointchain.Checkpoint{}, e.rejectCheckpoint(w, checkpointchain.PeekType(body), err)
+	if derr != nil {
+		return checkpointchain.Checkpoint{}, e.rejectCheckpoint(w, checkpointchain.PeekType(body), derr)
 	}
+	var err error
 	var cp checkpointchain.Checkpoint
 	var rejection error
 	err = e.commit(func(t *tx) error {
