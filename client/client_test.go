@@ -3,7 +3,6 @@ package client_test
 import (
 	"context"
 	"errors"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/client"
 	"github.com/wacpd/wacpd/envelope"
+	"github.com/wacpd/wacpd/internal/daemontest"
 	"github.com/wacpd/wacpd/runtime"
 	"github.com/wacpd/wacpd/signal"
 	"github.com/wacpd/wacpd/taxonomy"
@@ -26,53 +26,8 @@ func startDaemon(t *testing.T) (dir, url string) {
 	for _, v := range []string{client.EnvURL, client.EnvToken, client.EnvWorkspace} {
 		t.Setenv(v, "")
 	}
-	dir = t.TempDir()
-	rt, err := runtime.New(runtime.Config{DataDir: dir, Listen: "127.0.0.1:0", Stdout: io.Discard})
-	if err != nil {
-		t.Fatalf("runtime.New: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- rt.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run = %v, want nil", err)
-		}
-	})
-	select {
-	case <-rt.Ready():
-	case err := <-done:
-		t.Fatalf("Run = %v before ready", err)
-	}
-	waitServing(t, dir)
-	return dir, rt.URL()
-}
-
-// waitServing polls system.info until it answers. Ready can close before
-// the NATS server has the service's subscriptions (the daemon does not
-// flush its connection first; reported), and a request in that window gets
-// no responders.
-func waitServing(t *testing.T, dir string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		c, err := client.Dial(ctx, client.Options{DataDir: dir})
-		if err == nil {
-			c.Close()
-			return
-		}
-		if !errors.Is(err, client.ErrUnreachable) || ctx.Err() != nil {
-			t.Fatalf("Dial after Ready = %v", err)
-		}
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-		}
-	}
+	d := daemontest.Start(t, runtime.Config{})
+	return d.Dir, d.URL
 }
 
 // testCtx is a context that ends with the test (or after a minute).

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/wacpd/wacpd/auditor"
+	"github.com/wacpd/wacpd/internal/daemontest"
 	"github.com/wacpd/wacpd/runtime"
 	"github.com/wacpd/wacpd/trail"
 )
@@ -26,41 +26,8 @@ func stoppable(t *testing.T) (dir, url string, stop func()) {
 	for _, v := range []string{"WACP_URL", "WACP_TOKEN", "WACP_WORKSPACE"} {
 		t.Setenv(v, "")
 	}
-	dir = t.TempDir()
-	rt, err := runtime.New(runtime.Config{DataDir: dir, Listen: "127.0.0.1:0", Stdout: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- rt.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("Run = %v, want nil", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	select {
-	case <-rt.Ready():
-	case err := <-done:
-		t.Fatalf("Run = %v before ready", err)
-	}
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for deadline := time.Now().Add(10 * time.Second); ; <-tick.C {
-		code, _, errs := wacp(t, "-data", dir, "info")
-		if code == 0 {
-			break
-		}
-		if code != 5 || time.Now().After(deadline) {
-			t.Fatalf("wacp info after Ready = %d, %s", code, errs)
-		}
-	}
-	return dir, rt.URL(), stop
+	d := daemontest.Start(t, runtime.Config{})
+	return d.Dir, d.URL, d.Stop
 }
 
 // busy creates a worker with two checkpoints through the CLI and returns

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,48 +11,13 @@ import (
 	"time"
 
 	"github.com/wacpd/wacpd/checkpointchain"
-	"github.com/wacpd/wacpd/runtime"
 )
 
 // daemon runs the real daemon in-process and returns its data dir and URL.
 func daemon(t *testing.T) (dir, url string) {
 	t.Helper()
-	for _, v := range []string{"WACP_URL", "WACP_TOKEN", "WACP_WORKSPACE"} {
-		t.Setenv(v, "")
-	}
-	dir = t.TempDir()
-	rt, err := runtime.New(runtime.Config{DataDir: dir, Listen: "127.0.0.1:0", Stdout: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- rt.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run = %v, want nil", err)
-		}
-	})
-	select {
-	case <-rt.Ready():
-	case err := <-done:
-		t.Fatalf("Run = %v before ready", err)
-	}
-	// Ready can close before the server has the service's subscriptions
-	// (reported): poll info until it answers.
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for deadline := time.Now().Add(10 * time.Second); ; <-tick.C {
-		code, _, errs := wacp(t, "-data", dir, "info")
-		if code == 0 {
-			break
-		}
-		if code != 5 || time.Now().After(deadline) {
-			t.Fatalf("wacp info after Ready = %d, %s", code, errs)
-		}
-	}
-	return dir, rt.URL()
+	dir, url, _ = stoppable(t)
+	return dir, url
 }
 
 // wacp runs the command and returns its exit code and output.
