@@ -1,11 +1,11 @@
 package runtime
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"sync"
 
 	"github.com/dgraph-io/badger/v4"
@@ -41,7 +41,6 @@ type Engine struct {
 	closed   bool
 	root     string
 	ws       map[string]*workspace.Workspace
-	children map[string][]string
 	chains   map[string]checkpointchain.Chain
 	inboxSig map[string]chan struct{} // closed and replaced when an envelope lands in a workspace's inbox
 	onCommit []func(Commit)
@@ -95,15 +94,6 @@ func open(cfg Config, db *badger.DB) (*Engine, error) {
 	}
 	if e.chains, err = checkpointchain.LoadChains(db); err != nil {
 		return nil, err
-	}
-	e.children = map[string][]string{}
-	for _, w := range e.ws {
-		if p := w.ParentID(); p != "" {
-			e.children[p] = append(e.children[p], w.ID)
-		}
-	}
-	for _, kids := range e.children {
-		sort.Strings(kids)
 	}
 	// Clock and ids resume above the last entry (Clock spec §7).
 	if id, ts := e.log.Last(); id != "" {
@@ -178,7 +168,7 @@ func (e *Engine) bootstrap() error {
 // checkTaxonomy refuses to resume a run under another taxonomy (TAXONOMY §9:
 // immutable for the run).
 func (e *Engine) checkTaxonomy() error {
-	entries, _, err := e.log.Read(ctxBackground(), trail.Query{Limit: 1})
+	entries, _, err := e.log.Read(context.Background(), trail.Query{Limit: 1})
 	if err != nil {
 		return err
 	}

@@ -1,10 +1,7 @@
 package runtime
 
 import (
-	"context"
 	"fmt"
-	"slices"
-	"sort"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -14,8 +11,6 @@ import (
 	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/workspace"
 )
-
-func ctxBackground() context.Context { return context.Background() }
 
 // tx is one commit in the making: a layer over the open batch (see
 // committer.go). Operations read the engine's state through it and change
@@ -109,14 +104,6 @@ func (t *tx) merge(c *tx) {
 // apply makes a committed batch the engine's state. Caller holds e.mu.
 func (e *Engine) apply(t *tx) {
 	for id, w := range t.dirty {
-		if old := e.ws[id]; old != nil && old.ParentID() != w.ParentID() {
-			e.children[old.ParentID()] = slices.DeleteFunc(e.children[old.ParentID()], func(c string) bool { return c == id })
-		}
-		if old := e.ws[id]; (old == nil || old.ParentID() != w.ParentID()) && w.ParentID() != "" {
-			kids := append(e.children[w.ParentID()], id)
-			sort.Strings(kids)
-			e.children[w.ParentID()] = kids
-		}
 		e.ws[id] = w
 	}
 	for id, c := range t.chains {
