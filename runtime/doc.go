@@ -4,14 +4,15 @@
 //
 // # Model
 //
-// Engine is a transactional state machine. Each operation validates against
-// the committed state with pure functions of the other packages
-// (workspace.Next, checkpointchain.Build, envelope.Check, signal.Check),
-// then writes its effect and every trail entry it causes in one Badger
-// transaction with synchronous writes (write-ahead: if the commit fails,
-// nothing of it exists, in memory or on disk). Engine serializes commits
-// with one mutex; the in-memory state (workspace records, chain registers,
-// trail heads) changes only after a commit succeeded.
+// Engine is a transactional state machine. Each operation validates with
+// pure functions of the other packages (workspace.Next, checkpointchain.Build,
+// envelope.Check, signal.Check), then writes its effect and every trail
+// entry it causes into a Badger transaction with synchronous writes
+// (write-ahead: if the commit fails, nothing of it exists, in memory or on
+// disk). Operations run one at a time on the committer goroutine, which
+// groups the ones that arrive together into one transaction (group commit,
+// committer.go); the in-memory state (workspace records, chain registers,
+// trail heads) changes only after a batch is durable.
 //
 // A checkpoint commit holds: the object in casstore, the chain register,
 // checkpoint_created, resource_discrepancy entries, the runtime's checkpoint

@@ -20,9 +20,10 @@ import (
 
 // Engine is the transactional core of wacpd: workspaces, checkpoint chains,
 // signals, envelopes, integration and the trail, over one Badger database.
-// Every operation that changes anything is one Badger transaction with
-// synchronous writes holding the effect and its trail entries; Engine
-// serializes them. Engine methods are safe for concurrent use.
+// Every operation that changes anything writes its effect and its trail
+// entries into the committer's current Badger transaction, committed with
+// synchronous writes before the operation returns (committer.go). Engine
+// methods are safe for concurrent use.
 type Engine struct {
 	cfg   Config
 	db    *badger.DB
