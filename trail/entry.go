@@ -1,6 +1,7 @@
 package trail
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -61,15 +62,41 @@ func nullable(s string) *string {
 	return &s
 }
 
-// MarshalJSON encodes e with null workspace and prev_hash when they are empty.
+// MarshalJSON encodes e with null workspace and prev_hash when they are
+// empty. It writes strings as RFC 8785 does and the body as it is.
+// (encoding/json, when e is inside a larger value, escapes <, > and & in
+// the result again; UnmarshalJSON undoes that.)
 func (e Entry) MarshalJSON() ([]byte, error) {
-	return json.Marshal(entryJSON{
-		ID: e.ID, Timestamp: e.Timestamp, Workspace: nullable(e.Workspace), Actor: e.Actor,
-		EventType: e.EventType, Body: e.Body, PrevHash: nullable(e.PrevHash), Integrity: e.Integrity,
-	})
+	if len(e.Body) > 0 && !json.Valid(e.Body) {
+		return nil, fmt.Errorf("entry %s: body is not JSON", e.ID)
+	}
+	b := make([]byte, 0, 320+len(e.Body))
+	b = append(b, `{"id":`...)
+	b = appendJCSString(b, e.ID)
+	b = append(b, `,"timestamp":`...)
+	b = appendJCSString(b, e.Timestamp)
+	b = append(b, `,"workspace":`...)
+	b = appendNullable(b, e.Workspace)
+	b = append(b, `,"actor":`...)
+	b = appendJCSString(b, e.Actor)
+	b = append(b, `,"event_type":`...)
+	b = appendJCSString(b, string(e.EventType))
+	b = append(b, `,"body":`...)
+	if len(e.Body) == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, e.Body...)
+	}
+	b = append(b, `,"prev_hash":`...)
+	b = appendNullable(b, e.PrevHash)
+	b = appendIntegrity(b, e.Integrity)
+	return append(b, '}'), nil
 }
 
-// UnmarshalJSON decodes an entry written by MarshalJSON.
+// UnmarshalJSON decodes an entry written by MarshalJSON. A body whose
+// strings carry escapes RFC 8785 does not use (encoding/json writes <, > and
+// & as \u003c, \u003e, \u0026) is brought back to canonical form, so that
+// its hash can be checked.
 func (e *Entry) UnmarshalJSON(b []byte) error {
 	var j entryJSON
 	if err := json.Unmarshal(b, &j); err != nil {
@@ -77,6 +104,11 @@ func (e *Entry) UnmarshalJSON(b []byte) error {
 	}
 	*e = Entry{ID: j.ID, Timestamp: j.Timestamp, Actor: j.Actor, EventType: j.EventType,
 		Body: j.Body, Integrity: j.Integrity}
+	if bytes.IndexByte(e.Body, '\\') >= 0 {
+		if c, err := jcs.Transform(e.Body); err == nil {
+			e.Body = c
+		}
+	}
 	if j.Workspace != nil {
 		e.Workspace = *j.Workspace
 	}

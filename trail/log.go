@@ -139,16 +139,9 @@ func (b *Batch) localHead(ws string) head {
 // its workspace's chain, and writes it into the batch's transaction. It
 // returns the entry in its global view.
 func (b *Batch) Append(ev Event) (Entry, error) {
-	body, err := Canonical(ev.Body)
+	body, err := encodeBody(ev)
 	if err != nil {
-		return Entry{}, fmt.Errorf("append %s: encode body: %w", ev.Type, err)
-	}
-	var fields map[string]any
-	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
-		return Entry{}, fmt.Errorf("append %s: %w: body is not a JSON object", ev.Type, ErrBodyInvalid)
-	}
-	if err := ValidateBody(ev.Type, fields); err != nil {
-		return Entry{}, fmt.Errorf("append: %w", err)
+		return Entry{}, err
 	}
 	if ev.ID == "" || ev.Timestamp == "" || ev.Actor == "" {
 		return Entry{}, fmt.Errorf("append %s: %w: id, timestamp and actor are required", ev.Type, ErrBodyInvalid)
@@ -182,10 +175,7 @@ func (b *Batch) Append(ev Event) (Entry, error) {
 	}); err != nil || nodeErr != nil {
 		return Entry{}, fmt.Errorf("append %s: merkle tree: %w", ev.Type, errors.Join(err, nodeErr))
 	}
-	val, err := json.Marshal(stored{Entry: e, LocalPrev: localPrev})
-	if err != nil {
-		return Entry{}, err
-	}
+	val := appendStored(make([]byte, 0, 384+len(e.Body)), stored{Entry: e, LocalPrev: localPrev})
 	if err := b.txn.Set(globalKey(seq), val); err != nil {
 		return Entry{}, fmt.Errorf("append %s: %w", ev.Type, err)
 	}
@@ -208,6 +198,36 @@ func (b *Batch) Append(ev Event) (Entry, error) {
 	}
 	b.entries = append(b.entries, e)
 	return e, nil
+}
+
+// encodeBody returns the canonical form of ev's body after checking it
+// against the registry. A map[string]any of plain values is written
+// directly (appendCanonical); anything else goes through Canonical and is
+// decoded again to check it.
+func encodeBody(ev Event) ([]byte, error) {
+	if m, ok := ev.Body.(map[string]any); ok && m != nil {
+		if body, ok := appendCanonical(make([]byte, 0, 256), m); ok {
+			if err := validateFields(ev.Type, func(f string) (bool, bool) {
+				v, present := m[f]
+				return present, present && isNull(v)
+			}); err != nil {
+				return nil, fmt.Errorf("append: %w", err)
+			}
+			return body, nil
+		}
+	}
+	body, err := Canonical(ev.Body)
+	if err != nil {
+		return nil, fmt.Errorf("append %s: encode body: %w", ev.Type, err)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
+		return nil, fmt.Errorf("append %s: %w: body is not a JSON object", ev.Type, ErrBodyInvalid)
+	}
+	if err := ValidateBody(ev.Type, fields); err != nil {
+		return nil, fmt.Errorf("append: %w", err)
+	}
+	return body, nil
 }
 
 // Entries returns the entries appended so far, in order.

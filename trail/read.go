@@ -150,7 +150,7 @@ func (l *Log) Get(id string) (Entry, error) {
 			return err
 		}
 		var s stored
-		if err := getJSON(txn, globalKey(seq), &s); err != nil {
+		if err := getStored(txn, seq, &s); err != nil {
 			return err
 		}
 		e = s.Entry
@@ -178,7 +178,7 @@ func (l *Log) scan(ctx context.Context, txn *badger.Txn, ws string, after uint64
 				return err
 			}
 			var s stored
-			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &s) }); err != nil {
+			if err := it.Item().Value(func(v []byte) (err error) { s, err = decodeStored(v); return err }); err != nil {
 				return err
 			}
 			if !fn(s) {
@@ -202,7 +202,7 @@ func (l *Log) scan(ctx context.Context, txn *badger.Txn, ws string, after uint64
 			continue
 		}
 		var s stored
-		if err := getJSON(txn, globalKey(seq), &s); err != nil {
+		if err := getStored(txn, seq, &s); err != nil {
 			return err
 		}
 		if !fn(s) {

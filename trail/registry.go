@@ -505,16 +505,25 @@ func (e EventType) NullableFields() []string {
 // ErrUnknownEvent when e is not registered and ErrBodyInvalid, naming the event
 // and the field, when a field is missing or null.
 func ValidateBody(e EventType, body map[string]any) error {
+	return validateFields(e, func(f string) (bool, bool) {
+		v, present := body[f]
+		return present, v == nil
+	})
+}
+
+// validateFields is ValidateBody over a lookup that tells whether field f
+// is present and whether it is null.
+func validateFields(e EventType, lookup func(f string) (present, null bool)) error {
 	info, ok := eventIndex[e]
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrUnknownEvent, string(e))
 	}
 	for _, f := range info.spec.Fields {
-		v, present := body[f]
+		present, null := lookup(f)
 		if !present {
 			return fmt.Errorf("%w: %s: missing field %q", ErrBodyInvalid, e, f)
 		}
-		if v == nil && !info.nullable[f] {
+		if null && !info.nullable[f] {
 			return fmt.Errorf("%w: %s: field %q must not be null", ErrBodyInvalid, e, f)
 		}
 	}

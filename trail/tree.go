@@ -3,7 +3,6 @@ package trail
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -88,7 +87,7 @@ func (l *Log) backfill() (*compact.Range, error) {
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			var s stored
-			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &s) }); err != nil {
+			if err := it.Item().Value(func(v []byte) (err error) { s, err = decodeStored(v); return err }); err != nil {
 				return err
 			}
 			leaf, err := LeafData(s.Entry)
@@ -198,7 +197,7 @@ func (l *Log) Seq(id string) (uint64, error) {
 // At returns global entry #seq (1-based).
 func (l *Log) At(seq uint64) (Entry, error) {
 	var s stored
-	err := l.db.View(func(txn *badger.Txn) error { return getJSON(txn, globalKey(seq), &s) })
+	err := l.db.View(func(txn *badger.Txn) error { return getStored(txn, seq, &s) })
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return Entry{}, fmt.Errorf("%w: #%d", ErrNotFound, seq)
 	}

@@ -47,6 +47,20 @@ func (r *VerifyResult) fail(id string, v Violation, format string, args ...any) 
 }
 
 func verifyGlobal(ctx context.Context, l *Log, txn *badger.Txn, res *VerifyResult) error {
+	if n, localSeqs, ok := verifyGlobalFast(ctx, txn); ok {
+		res.Entries = n
+		checkProjection(txn, localSeqs, res)
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return verifyGlobalRef(ctx, txn, res)
+}
+
+// verifyGlobalRef is the reference check of the global trail: it decodes
+// every entry and words the first finding.
+func verifyGlobalRef(ctx context.Context, txn *badger.Txn, res *VerifyResult) error {
 	prev := head{}
 	locals := map[string]head{}
 	localSeqs := map[string][]uint64{}
@@ -58,7 +72,7 @@ func verifyGlobal(ctx context.Context, l *Log, txn *badger.Txn, res *VerifyResul
 		}
 		seq := binary.BigEndian.Uint64(it.Item().Key()[len(prefixGlobal):])
 		var s stored
-		if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &s) }); err != nil {
+		if err := it.Item().Value(func(v []byte) (err error) { s, err = decodeStored(v); return err }); err != nil {
 			res.fail(fmt.Sprintf("#%d", seq), ViolationHashMismatch, "undecodable entry: %v", err)
 			return nil
 		}
@@ -103,7 +117,13 @@ func verifyGlobal(ctx context.Context, l *Log, txn *badger.Txn, res *VerifyResul
 			return nil
 		}
 	}
-	// Projection invariant: each workspace's index lists exactly its entries.
+	checkProjection(txn, localSeqs, res)
+	return nil
+}
+
+// checkProjection checks the projection invariant: each workspace's index
+// lists exactly its entries of the global trail, localSeqs.
+func checkProjection(txn *badger.Txn, localSeqs map[string][]uint64, res *VerifyResult) {
 	for ws, seqs := range localSeqs {
 		prefix := append(append(bytes.Clone(prefixLocal), ws...), '/')
 		i := 0
@@ -114,17 +134,16 @@ func verifyGlobal(ctx context.Context, l *Log, txn *badger.Txn, res *VerifyResul
 			if i >= len(seqs) || seqs[i] != seq {
 				it.Close()
 				res.fail(ws, ViolationChainBroken, "local trail of %s differs from the global trail at position %d", ws, i+1)
-				return nil
+				return
 			}
 			i++
 		}
 		it.Close()
 		if i != len(seqs) {
 			res.fail(ws, ViolationChainBroken, "local trail of %s has %d entries, global trail %d", ws, i, len(seqs))
-			return nil
+			return
 		}
 	}
-	return nil
 }
 
 func verifyLocal(ctx context.Context, l *Log, txn *badger.Txn, ws string, res *VerifyResult) error {
@@ -154,7 +173,7 @@ func verifyLocal(ctx context.Context, l *Log, txn *badger.Txn, ws string, res *V
 	case errors.Is(err, badger.ErrKeyNotFound):
 		res.fail(ws, ViolationChainBroken, "local trail of %s lists an entry missing from the global trail", ws)
 		return nil
-	case errors.As(err, &syntaxErr) || errors.As(err, &typeErr):
+	case errors.As(err, &syntaxErr) || errors.As(err, &typeErr) || errors.Is(err, errNotStored):
 		res.fail(ws, ViolationHashMismatch, "undecodable entry in the local trail of %s: %v", ws, err)
 		return nil
 	}
