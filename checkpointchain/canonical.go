@@ -8,6 +8,7 @@ import (
 	"github.com/gowebpki/jcs"
 
 	"github.com/wacpd/wacpd/casstore"
+	"github.com/wacpd/wacpd/internal/canon"
 )
 
 // record is the canonical object: the checkpoint without its digest.
@@ -30,6 +31,14 @@ type record struct {
 // address of these bytes is c's digest. The form is frozen by the golden
 // files in testdata/.
 func Encode(c Checkpoint) ([]byte, error) {
+	if b, ok := appendRecord(make([]byte, 0, 512+len(c.Payload.Content)), c); ok {
+		return b, nil
+	}
+	return encodeRef(c)
+}
+
+// encodeRef is Encode the reference way: encoding/json, then jcs.Transform.
+func encodeRef(c Checkpoint) ([]byte, error) {
 	b, err := json.Marshal(record{
 		ID: c.ID, Workspace: c.Workspace, Type: c.Type, Payload: c.Payload, Intent: c.Intent,
 		Parent: c.Parent, Status: c.Status, Confidence: c.Confidence,
@@ -83,4 +92,78 @@ func Decode(b []byte) (Checkpoint, error) {
 	}
 	c.Digest = casstore.RefOf(b)
 	return c, nil
+}
+
+// appendRecord writes the canonical encoding directly, for checkpoints
+// without extra payload fields (whose values would need canonicalizing) and
+// with token counts a double holds exactly; it reports false for others.
+// Keys are in RFC 8785 order. TestEncodeMatchesReference and FuzzEncode
+// check it against encodeRef; it saves a commit the encoding/json and
+// jcs.Transform passes over the whole object (docs/performance.md).
+func appendRecord(b []byte, c Checkpoint) ([]byte, bool) {
+	if len(c.Payload.Extra) > 0 {
+		return b, false
+	}
+	str := func(key, v string) {
+		b = append(b, key...)
+		b = canon.AppendString(b, v)
+	}
+	str(`{"confidence":`, c.Confidence)
+	str(`,"id":`, c.ID)
+	str(`,"intent":`, c.Intent)
+	b = append(b, `,"parent":`...)
+	if c.Parent == nil {
+		b = append(b, "null"...)
+	} else {
+		b = canon.AppendString(b, *c.Parent)
+	}
+	b = append(b, `,"payload":{"artifacts":`...)
+	b = appendList(b, c.Payload.Artifacts)
+	str(`,"content":`, c.Payload.Content)
+	b = append(b, `,"files_changed":`...)
+	b = appendList(b, c.Payload.FilesChanged)
+	b = append(b, `},"resource_usage":`...)
+	if u := c.ResourceUsage; u == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '{')
+		sep := ""
+		if u.Cost != nil {
+			var ok bool
+			b = append(b, `"cost":`...)
+			if b, ok = canon.AppendFloat(b, *u.Cost); !ok {
+				return b, false
+			}
+			sep = ","
+		}
+		if u.TokensConsumed != nil {
+			var ok bool
+			b = append(b, sep+`"tokens_consumed":`...)
+			if b, ok = canon.AppendInt(b, *u.TokensConsumed); !ok {
+				return b, false
+			}
+			sep = ","
+		}
+		if u.WallTime != nil {
+			str(sep+`"wall_time":`, *u.WallTime)
+		}
+		b = append(b, '}')
+	}
+	str(`,"status":`, c.Status)
+	str(`,"timestamp":`, c.Timestamp)
+	str(`,"type":`, c.Type)
+	str(`,"workspace":`, c.Workspace)
+	return append(b, '}'), true
+}
+
+// appendList writes a list of strings; nil is written as [].
+func appendList(b []byte, l []string) []byte {
+	b = append(b, '[')
+	for i, s := range l {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = canon.AppendString(b, s)
+	}
+	return append(b, ']')
 }

@@ -9,10 +9,11 @@ import (
 const module = "github.com/wacpd/wacpd"
 
 // TestDepsDirection enforces style guide §1: from this module checkpointchain
-// depends only on casstore and taxonomy, and never on NATS.
+// depends only on casstore, taxonomy and internal/canon, and never on
+// NATS.
 func TestDepsDirection(t *testing.T) {
 	deptest.Check(t, module+"/checkpointchain", deptest.Rules{
-		OwnAllowed: []string{module + "/casstore", module + "/taxonomy"},
+		OwnAllowed: []string{module + "/casstore", module + "/taxonomy", module + "/internal/canon"},
 		Forbidden:  []string{"github.com/nats-io/"},
 	})
 }

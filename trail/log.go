@@ -10,6 +10,8 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/transparency-dev/merkle/compact"
+
+	"github.com/wacpd/wacpd/internal/canon"
 )
 
 // Key layout (prefix "t/"); see doc.go.
@@ -108,10 +110,12 @@ func (l *Log) LocalLen(ws string) uint64 {
 
 // Batch stages entries in one Badger transaction. Entries appended to a batch
 // chain onto each other; the Log's heads move only when Commit is called after
-// the transaction committed. A batch is used by one goroutine, and the caller
-// must not run two batches of one Log at once (the runtime serializes commits).
+// the transaction committed. A batch is used by one goroutine. Batches are
+// committed in the order they were started; a batch started with
+// NewBatchAfter continues one whose transaction is still being written.
 type Batch struct {
 	log     *Log
+	parent  *Batch // the batch this one continues, until Detach
 	txn     *badger.Txn
 	global  head
 	local   map[string]head // heads touched by this batch
@@ -126,9 +130,24 @@ func (l *Log) NewBatch(txn *badger.Txn) *Batch {
 	return &Batch{log: l, txn: txn, global: l.global, local: make(map[string]head), rng: cloneRange(l.rng)}
 }
 
+// NewBatchAfter starts a batch writing into txn that continues prev, whose
+// transaction has been submitted but may not have committed yet: its
+// entries follow prev's. Commit prev before this batch; if prev fails,
+// drop this batch too.
+func (l *Log) NewBatchAfter(prev *Batch, txn *badger.Txn) *Batch {
+	return &Batch{log: l, parent: prev, txn: txn, global: prev.global, local: make(map[string]head), rng: cloneRange(prev.rng)}
+}
+
+// Detach forgets the batch this one continues, once that batch committed
+// (the Log then holds its heads).
+func (b *Batch) Detach() { b.parent = nil }
+
 func (b *Batch) localHead(ws string) head {
 	if h, ok := b.local[ws]; ok {
 		return h
+	}
+	if b.parent != nil {
+		return b.parent.localHead(ws)
 	}
 	b.log.mu.Lock()
 	defer b.log.mu.Unlock()
@@ -206,10 +225,10 @@ func (b *Batch) Append(ev Event) (Entry, error) {
 // decoded again to check it.
 func encodeBody(ev Event) ([]byte, error) {
 	if m, ok := ev.Body.(map[string]any); ok && m != nil {
-		if body, ok := appendCanonical(make([]byte, 0, 256), m); ok {
+		if body, ok := canon.AppendValue(make([]byte, 0, 256), m); ok {
 			if err := validateFields(ev.Type, func(f string) (bool, bool) {
 				v, present := m[f]
-				return present, present && isNull(v)
+				return present, present && canon.IsNull(v)
 			}); err != nil {
 				return nil, fmt.Errorf("append: %w", err)
 			}

@@ -1,4 +1,10 @@
-package trail
+// Package canon writes RFC 8785 (JSON Canonicalization Scheme) JSON
+// directly, without encoding/json and a jcs.Transform pass over its output.
+// Every hash in wacpd is over canonical JSON; the writers here are checked
+// against that reference (encoding/json followed by
+// github.com/gowebpki/jcs.Transform) by the tests and fuzz targets of this
+// package and of its users.
+package canon
 
 import (
 	"encoding/json"
@@ -6,54 +12,51 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/gowebpki/jcs"
 )
 
-// maxSafeInt is the largest integer a float64 holds exactly: integers up to
+// MaxSafeInt is the largest integer a float64 holds exactly: integers up to
 // it print the same in RFC 8785 as in Go's decimal form.
-const maxSafeInt = 1 << 53
+const MaxSafeInt = 1 << 53
 
-// appendCanonical appends the RFC 8785 form of v to b, for the values trail
+// AppendValue appends the RFC 8785 form of v to b, for the values trail
 // bodies are made of: nil, strings, booleans, integers up to 2^53, finite
 // floats, *string, []string, []any, map[string]any and map[string]string
 // with ASCII keys, and named string types. It reports false for anything
 // else (structs, other pointers, big integers, non-ASCII keys), and the
-// caller falls back to Canonical, the reference: encoding/json followed by
-// jcs.Transform. TestAppendCanonicalMatchesCanonical and
-// FuzzAppendCanonical check that both give the same bytes.
-//
-// Appends used to canonicalize every body by marshalling it with
-// encoding/json and re-parsing the result with jcs.Transform; that was the
-// largest single cost of a commit (docs/performance.md).
-func appendCanonical(b []byte, v any) ([]byte, bool) {
+// caller falls back to the reference: encoding/json followed by
+// jcs.Transform. TestAppendValueMatchesReference and FuzzAppendValue check
+// that both give the same bytes.
+func AppendValue(b []byte, v any) ([]byte, bool) {
 	switch x := v.(type) {
 	case nil:
 		return append(b, "null"...), true
 	case string:
-		return appendJCSString(b, x), true
+		return AppendString(b, x), true
 	case bool:
 		return strconv.AppendBool(b, x), true
 	case int:
-		return appendInt(b, int64(x))
+		return AppendInt(b, int64(x))
 	case int64:
-		return appendInt(b, x)
+		return AppendInt(b, x)
 	case int32:
-		return appendInt(b, int64(x))
+		return AppendInt(b, int64(x))
 	case uint32:
-		return appendInt(b, int64(x))
+		return AppendInt(b, int64(x))
 	case uint64:
-		if x > maxSafeInt {
+		if x > MaxSafeInt {
 			return b, false
 		}
-		return appendInt(b, int64(x))
+		return AppendInt(b, int64(x))
 	case float64:
-		return appendFloat(b, x)
+		return AppendFloat(b, x)
 	case *string:
 		if x == nil {
 			return append(b, "null"...), true
 		}
-		return appendJCSString(b, *x), true
+		return AppendString(b, *x), true
 	case []string:
 		if x == nil {
 			return append(b, "null"...), true
@@ -63,7 +66,7 @@ func appendCanonical(b []byte, v any) ([]byte, bool) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJCSString(b, s)
+			b = AppendString(b, s)
 		}
 		return append(b, ']'), true
 	case []any:
@@ -76,7 +79,7 @@ func appendCanonical(b []byte, v any) ([]byte, bool) {
 				b = append(b, ',')
 			}
 			var ok bool
-			if b, ok = appendCanonical(b, e); !ok {
+			if b, ok = AppendValue(b, e); !ok {
 				return b, false
 			}
 		}
@@ -85,17 +88,17 @@ func appendCanonical(b []byte, v any) ([]byte, bool) {
 		if x == nil {
 			return append(b, "null"...), true
 		}
-		return appendObject(b, x, func(b []byte, v any) ([]byte, bool) { return appendCanonical(b, v) })
+		return appendObject(b, x, func(b []byte, v any) ([]byte, bool) { return AppendValue(b, v) })
 	case map[string]string:
 		if x == nil {
 			return append(b, "null"...), true
 		}
-		return appendObject(b, x, func(b []byte, v string) ([]byte, bool) { return appendJCSString(b, v), true })
+		return appendObject(b, x, func(b []byte, v string) ([]byte, bool) { return AppendString(b, v), true })
 	}
 	// Named string types (EventType, workspace.State, ...) encode as their
 	// string; any other kind goes the reference way.
 	if rv := reflect.ValueOf(v); rv.Kind() == reflect.String && !implementsMarshaler(rv.Type()) {
-		return appendJCSString(b, rv.String()), true
+		return AppendString(b, rv.String()), true
 	}
 	return b, false
 }
@@ -140,18 +143,18 @@ func appendObject[V any](b []byte, m map[string]V, val func([]byte, V) ([]byte, 
 	return append(b, '}'), true
 }
 
-func appendInt(b []byte, n int64) ([]byte, bool) {
-	if n > maxSafeInt || n < -maxSafeInt {
+func AppendInt(b []byte, n int64) ([]byte, bool) {
+	if n > MaxSafeInt || n < -MaxSafeInt {
 		return b, false
 	}
 	return strconv.AppendInt(b, n, 10), true
 }
 
-func appendFloat(b []byte, f float64) ([]byte, bool) {
+func AppendFloat(b []byte, f float64) ([]byte, bool) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return b, false // encoding/json refuses them; so does the reference
 	}
-	if f == math.Trunc(f) && math.Abs(f) <= maxSafeInt {
+	if f == math.Trunc(f) && math.Abs(f) <= MaxSafeInt {
 		if f == 0 {
 			return append(b, '0'), true // -0 too, as RFC 8785 says
 		}
@@ -164,8 +167,8 @@ func appendFloat(b []byte, f float64) ([]byte, bool) {
 	return append(b, s...), true
 }
 
-// isNull reports whether v encodes as JSON null.
-func isNull(v any) bool {
+// IsNull reports whether v encodes as JSON null.
+func IsNull(v any) bool {
 	if v == nil {
 		return true
 	}
@@ -174,4 +177,55 @@ func isNull(v any) bool {
 		return rv.IsNil()
 	}
 	return false
+}
+
+// AppendString appends s as RFC 8785 writes a string: '"' and '\' and the
+// control characters escaped (\b \f \n \r \t by name, others as \u00xx),
+// everything else as UTF-8, and each byte of invalid UTF-8 as U+FFFD (what
+// encoding/json does before canonicalization).
+func AppendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		// Runs of printable ASCII, most strings whole, are copied at once.
+		j := i
+		for j < len(s) && s[j] >= 0x20 && s[j] < utf8.RuneSelf && s[j] != '"' && s[j] != '\\' {
+			j++
+		}
+		b = append(b, s[i:j]...)
+		if i = j; i == len(s) {
+			break
+		}
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\b':
+				b = append(b, '\\', 'b')
+			case c == '\f':
+				b = append(b, '\\', 'f')
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			case c < 0x20:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = utf8.AppendRune(b, utf8.RuneError)
+		} else {
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
 }
