@@ -29,9 +29,15 @@ func (e *Engine) CreateCheckpoint(ctx context.Context, ws string, body []byte) (
 	if len(body) <= e.cfg.MaxObjectBytes {
 		req, derr = checkpointchain.DecodeRequest(body)
 	}
-	return runAs(e, len(body), func() (checkpointchain.Checkpoint, error) {
-		return e.createCheckpointLocked(ctx, ws, body, req, derr)
+	var cp checkpointchain.Checkpoint
+	err := e.runPipelined(len(body), func() (err error) {
+		cp, err = e.createCheckpointLocked(ctx, ws, body, req, derr)
+		return err
 	})
+	if err != nil {
+		return checkpointchain.Checkpoint{}, err
+	}
+	return cp, nil
 }
 
 // createCheckpointLocked is CreateCheckpoint run by the committer, with the
@@ -40,6 +46,11 @@ func (e *Engine) createCheckpointLocked(ctx context.Context, ws string, body []b
 	w := e.get(ws)
 	if w == nil {
 		return checkpointchain.Checkpoint{}, refuse(CodeNotFound, "workspace %s does not exist", ws)
+	}
+	if e.open.stale && hasCheckpointLimit(w) {
+		// Reaching the limit fails the workspace, and a transition may read
+		// envelope queues from Badger: that needs a fresh snapshot.
+		return checkpointchain.Checkpoint{}, errNeedFresh
 	}
 	if len(body) > e.cfg.MaxObjectBytes {
 		return checkpointchain.Checkpoint{}, e.rejectTooLarge(w, checkpointchain.PeekType(body), len(body))
@@ -285,6 +296,10 @@ func (e *Engine) visible(actor, ws string) error {
 	return nil
 }
 
+func hasCheckpointLimit(w *workspace.Workspace) bool {
+	return w.Budget != nil && w.Budget.StorageBudget != nil && w.Budget.StorageBudget.CheckpointLimit > 0
+}
+
 // budgetWarnPercent is the budget_warning threshold (WACP recommends 80%).
 const budgetWarnPercent = 80
 
@@ -293,7 +308,7 @@ const budgetWarnPercent = 80
 // checkpoint that reached it stands and then the workspace fails with
 // budget_exceeded (WACP Workspace §6).
 func (t *tx) checkCheckpointBudget(w *workspace.Workspace, count uint64) error {
-	if w.Budget == nil || w.Budget.StorageBudget == nil || w.Budget.StorageBudget.CheckpointLimit <= 0 {
+	if !hasCheckpointLimit(w) {
 		return nil
 	}
 	const dim = "storage_budget.checkpoint_limit"

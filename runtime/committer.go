@@ -1,8 +1,11 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/dgraph-io/badger/v4"
 )
 
 // Group commit. Every operation that changes anything runs on the committer
@@ -15,6 +18,17 @@ import (
 // poisons the batch, and every operation of a failed batch gets
 // unavailable. The trail's chains and Merkle tree are exactly as if the
 // operations had committed one by one, in the order they ran.
+//
+// Pipelining. While batch N is being written (its sync takes as long as
+// building a large batch), the committer already builds batch N+1 on top of
+// N's in-memory state. N+1's Badger transaction was opened before N was
+// submitted, so its snapshot lacks N's writes; only operations that read
+// nothing of N from Badger may run in it (pipelined: creating a checkpoint;
+// an operation that finds it would need more returns errNeedFresh before
+// writing and is moved to the next batch). Every other operation waits for
+// N and runs in a batch whose snapshot has every earlier write. N+1 is
+// submitted only after N is durable, so batches reach the disk in order; if
+// N fails, N+1 fails with it.
 
 // Bounds of one batch.
 const (
@@ -22,25 +36,51 @@ const (
 	maxBatchBytes = 8 << 20 // request bytes, well under Badger's transaction limit
 )
 
+// errNeedFresh is returned, before writing anything, by a pipelined
+// operation that needs a batch whose snapshot has every earlier write.
+var errNeedFresh = errors.New("runtime: operation needs a fresh batch")
+
 // request is one operation waiting for the committer.
 type request struct {
-	fn   func() error
-	size int
-	err  error
-	done chan struct{}
+	fn        func() error
+	size      int
+	pipelined bool // may run in a batch built while another is written
+	err       error
+	done      chan struct{}
 }
 
-// openBatch is the batch the committer is filling.
+// openBatch is a batch: filled by the committer, then written.
 type openBatch struct {
 	tx       *tx
+	txn      *badger.Txn
+	steps    int
+	reqs     []*request
+	start    time.Time
+	stale    bool  // txn was opened before the batch in flight was submitted
 	poisoned error // set when an operation failed after writing
+}
+
+// flight is a batch whose transaction has been submitted.
+type flight struct {
+	b    *openBatch
+	done chan error // receives the commit's result once
 }
 
 // run executes fn on the committer goroutine, with e.mu held and a batch
 // open, and returns once fn's batch is durable (or failed). size is the
 // request's byte size, to bound batches. fn must not call run.
 func (e *Engine) run(size int, fn func() error) error {
-	r := &request{fn: fn, size: size, done: make(chan struct{})}
+	return e.enqueue(&request{fn: fn, size: size, done: make(chan struct{})})
+}
+
+// runPipelined is run for an operation that may run in a batch built while
+// the previous one is being written (see above). fn returns errNeedFresh,
+// before writing anything, if it finds it needs more.
+func (e *Engine) runPipelined(size int, fn func() error) error {
+	return e.enqueue(&request{fn: fn, size: size, pipelined: true, done: make(chan struct{})})
+}
+
+func (e *Engine) enqueue(r *request) error {
 	select {
 	case e.reqs <- r:
 	case <-e.stop:
@@ -61,77 +101,228 @@ func (e *Engine) run(size int, fn func() error) error {
 	}
 }
 
+// committer is the state of the committer goroutine.
+type committer struct {
+	e        *Engine
+	inflight *flight
+	spare    *badger.Txn // opened before inflight was submitted
+	carry    *request    // taken from the queue, for the next batch
+}
+
 // loop is the committer goroutine.
 func (e *Engine) loop() {
+	c := &committer{e: e}
 	defer close(e.loopDone)
+	defer c.drain()
 	for {
-		var first *request
-		select {
-		case first = <-e.reqs:
-		case <-e.stop:
-			return
+		r := c.carry
+		c.carry = nil
+		if r == nil {
+			var done chan error
+			if c.inflight != nil {
+				done = c.inflight.done
+			}
+			select {
+			case r = <-e.reqs:
+			case err := <-done:
+				c.land(err)
+				continue
+			case <-e.stop:
+				return
+			}
 		}
-		e.runBatch(first)
+		c.runBatch(r)
 	}
 }
 
-// runBatch runs first and whatever else is waiting as one batch, commits it
-// and answers every request.
-func (e *Engine) runBatch(first *request) {
-	start := time.Now()
-	txn := e.db.NewTransaction(true)
-	defer txn.Discard()
-	steps := 0
-	e.mu.Lock()
-	b := &openBatch{tx: newLayer(e, nil, txn, e.log.NewBatch(txn), &steps)}
-	e.open = b
-	batch := []*request{first}
-	size := first.size
-	first.err = first.fn()
-	for b.poisoned == nil && len(batch) < maxBatchOps && size < maxBatchBytes {
-		var r *request
-		select {
-		case r = <-e.reqs:
-		default:
-		}
-		if r == nil {
-			break
-		}
-		batch = append(batch, r)
-		size += r.size
-		r.err = r.fn()
+// drain finishes the batch in flight when the committer stops.
+func (c *committer) drain() {
+	if c.inflight != nil {
+		c.land(<-c.inflight.done)
 	}
-	e.open = nil
+	if c.spare != nil {
+		c.spare.Discard()
+		c.spare = nil
+	}
+}
+
+// land finishes the batch in flight with its commit's result: on success its
+// effects become the engine's state; either way its callers are answered.
+func (c *committer) land(err error) {
+	e, f := c.e, c.inflight
+	c.inflight = nil
+	e.mu.Lock()
+	c.landLocked(f, err)
 	e.mu.Unlock()
+}
 
-	err := b.poisoned
-	if err == nil && steps > 0 {
-		if err = b.tx.step("commit"); err == nil {
-			if cerr := txn.Commit(); cerr != nil {
-				e.lg.Error("commit failed", "err", cerr)
-				err = fmt.Errorf("%w: %v", ErrStorage, cerr)
-			}
-		}
-	}
-
-	e.mu.Lock()
+func (c *committer) landLocked(f *flight, err error) {
+	e, b := c.e, f.b
 	if err == nil {
 		b.tx.batch.Commit()
 		e.apply(b.tx)
-		if obs := e.cfg.observer; obs != nil && steps > 0 {
-			obs.Committed(time.Since(start), len(batch))
+		if obs := e.cfg.observer; obs != nil {
+			obs.Committed(time.Since(b.start), len(b.reqs))
 			for _, r := range b.tx.reasons {
 				obs.Rejected(r)
 			}
 		}
+		// The open batch, if any, was built on f: it now reads the engine.
+		if o := e.open; o != nil && o.tx.parent == b.tx {
+			o.tx.parent = nil
+			o.tx.batch.Detach()
+		}
 	}
-	e.mu.Unlock()
-	for _, r := range batch {
+	answer(b.reqs, err)
+}
+
+func answer(reqs []*request, err error) {
+	for _, r := range reqs {
 		if err != nil {
 			r.err = err
 		}
 		close(r.done)
 	}
+}
+
+// runBatch runs first and whatever else is waiting as one batch and submits
+// it.
+func (c *committer) runBatch(first *request) {
+	e := c.e
+	if c.inflight != nil && !first.pipelined {
+		c.land(<-c.inflight.done)
+	}
+	b := &openBatch{start: time.Now()}
+	if c.inflight != nil {
+		b.txn, b.stale = c.spare, true
+	} else {
+		if c.spare != nil {
+			c.spare.Discard()
+		}
+		b.txn = e.db.NewTransaction(true)
+	}
+	c.spare = nil
+
+	e.mu.Lock()
+	if c.inflight != nil {
+		p := c.inflight.b.tx
+		b.tx = newLayer(e, p, b.txn, e.log.NewBatchAfter(p.batch, b.txn), &b.steps)
+	} else {
+		b.tx = newLayer(e, nil, b.txn, e.log.NewBatch(b.txn), &b.steps)
+	}
+	e.open = b
+	size := 0
+	for r := first; r != nil; r = c.next(b, size) {
+		r.err = r.fn()
+		if errors.Is(r.err, errNeedFresh) {
+			r.pipelined, r.err = false, nil
+			c.carry = r
+			break
+		}
+		b.reqs = append(b.reqs, r)
+		size += r.size
+		if b.stale {
+			e.pipelinedOps.Add(1)
+		}
+	}
+	e.open = nil
+	e.mu.Unlock()
+	c.submit(b)
+}
+
+// next returns the next request for batch b, or nil when b is closed: it is
+// full, or nothing is waiting and no batch is in flight, or the batch in
+// flight landed, or the next request may not join b (it is carried over).
+// While a batch is in flight, b stays open for requests until it lands.
+// Caller holds e.mu with e.open = b; next releases it while it waits.
+func (c *committer) next(b *openBatch, size int) *request {
+	e := c.e
+	if b.poisoned != nil || len(b.reqs) >= maxBatchOps || size >= maxBatchBytes || c.carry != nil {
+		return nil
+	}
+	var r *request
+	select {
+	case r = <-e.reqs:
+	default:
+		if c.inflight == nil {
+			return nil
+		}
+		// Readers must not see the open batch while the lock is free.
+		e.open = nil
+		e.mu.Unlock()
+		var err error
+		landed := false
+		select {
+		case r = <-e.reqs:
+		case err = <-c.inflight.done:
+			landed = true
+		case <-e.stop:
+		}
+		e.mu.Lock()
+		e.open = b
+		if landed {
+			f := c.inflight
+			c.inflight = nil
+			c.landLocked(f, err)
+			if err != nil {
+				b.poisoned = err // b was built on the batch that failed
+			}
+			return nil
+		}
+		if r == nil {
+			return nil
+		}
+	}
+	if b.stale && !r.pipelined {
+		c.carry = r
+		return nil
+	}
+	return r
+}
+
+// submit waits for the batch in flight, then hands b to Badger; b is then
+// in flight. A batch with nothing to write is answered at once.
+func (c *committer) submit(b *openBatch) {
+	e := c.e
+	if c.inflight != nil {
+		err := <-c.inflight.done
+		c.land(err)
+		if err != nil && b.poisoned == nil {
+			b.poisoned = err // b was built on the batch that failed
+		}
+	}
+	err := b.poisoned
+	if err == nil && b.steps > 0 {
+		err = b.tx.step("commit")
+	}
+	if err != nil || b.steps == 0 {
+		b.txn.Discard()
+		if err == nil {
+			e.mu.Lock()
+			b.tx.batch.Commit()
+			e.apply(b.tx)
+			e.mu.Unlock()
+		}
+		answer(b.reqs, err)
+		return
+	}
+	// The next batch's transaction is opened now, before b's commit takes
+	// a timestamp, so that opening it does not wait for b's write.
+	c.spare = e.db.NewTransaction(true)
+	f := &flight{b: b, done: make(chan error, 1)}
+	c.inflight = f
+	b.txn.CommitWith(func(cerr error) {
+		if seam := e.cfg.written; seam != nil {
+			if serr := seam(); serr != nil && cerr == nil {
+				cerr = serr
+			}
+		}
+		if cerr != nil {
+			e.lg.Error("commit failed", "err", cerr)
+			cerr = fmt.Errorf("%w: %v", ErrStorage, cerr)
+		}
+		f.done <- cerr
+	})
 }
 
 // runAs is run for an operation with a result.

@@ -69,6 +69,11 @@ type Config struct {
 	// failAt is a test seam: called at each named step of a commit; an error
 	// aborts the commit there.
 	failAt func(step string) error
+	// written is a test seam: called when Badger reports a batch's write,
+	// before the committer hears of it; it may block (holding the batch in
+	// flight) and its error replaces a success (an ambiguous failure: the
+	// batch is on disk but reported failed).
+	written func() error
 	// observer, if set, is told of each durable commit and each rejection
 	// it records (the daemon's metrics). Set by Runtime; nil costs nothing.
 	observer commitObserver

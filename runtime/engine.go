@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -33,9 +34,12 @@ type Engine struct {
 	tax   *taxonomy.Taxonomy
 	lg    *slog.Logger
 
-	reqs     chan *request // operations for the committer goroutine (committer.go)
-	stop     chan struct{} // closed by Close: the committer stops
-	loopDone chan struct{} // closed when the committer has stopped
+	reqs chan *request // operations for the committer goroutine (committer.go)
+	// pipelinedOps counts operations run in a batch built while another
+	// was being written.
+	pipelinedOps atomic.Uint64
+	stop         chan struct{} // closed by Close: the committer stops
+	loopDone     chan struct{} // closed when the committer has stopped
 
 	mu       sync.Mutex // guards everything below; the committer holds it while it runs operations
 	open     *openBatch // the batch being filled; set only while the committer runs operations
