@@ -8,14 +8,13 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/wacpd/wacpd/taxonomy"
 )
 
 // MaxSafeInteger is the largest integer a canonical (RFC 8785) number holds
 // exactly; larger token counts are refused.
 const MaxSafeInteger = 1<<53 - 1
-
-// maxDepth bounds JSON nesting in a request.
-const maxDepth = 64
 
 // Request is the body of a checkpoint call (wire contract §3.2).
 type Request struct {
@@ -29,7 +28,7 @@ type Request struct {
 }
 
 // DecodeRequest decodes a checkpoint request. Malformed JSON, invalid UTF-8,
-// nesting deeper than 64, unknown fields, wrong types, a missing or empty
+// nesting deeper than taxonomy.MaxNesting, unknown fields, wrong types, a missing or empty
 // type or intent, and status or confidence outside their enums are returned
 // as a *Rejection with reason invalid_structure. It does not look at the
 // taxonomy, the workspace or the chain: see Build.
@@ -40,8 +39,8 @@ func DecodeRequest(data []byte) (Request, error) {
 	if !utf8.Valid(data) {
 		return bad("request is not valid UTF-8")
 	}
-	if d := depth(data); d > maxDepth {
-		return bad("request nests deeper than %d", maxDepth)
+	if taxonomy.Nesting(data) > taxonomy.MaxNesting {
+		return bad("request nests objects and arrays deeper than %d levels", taxonomy.MaxNesting)
 	}
 	var r Request
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -98,31 +97,6 @@ func (r Request) check() error {
 		}
 	}
 	return nil
-}
-
-// depth returns the deepest nesting of objects and arrays in data, ignoring
-// brackets inside strings. It does not validate.
-func depth(data []byte) int {
-	d, maxD, inStr, esc := 0, 0, false, false
-	for _, c := range data {
-		switch {
-		case esc:
-			esc = false
-		case inStr && c == '\\':
-			esc = true
-		case c == '"':
-			inStr = !inStr
-		case inStr:
-		case c == '{' || c == '[':
-			d++
-			if d > maxD {
-				maxD = d
-			}
-		case c == '}' || c == ']':
-			d--
-		}
-	}
-	return maxD
 }
 
 // PeekType returns the type field of a request body if it has a string one,

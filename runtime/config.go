@@ -29,8 +29,10 @@ type Config struct {
 	// RootOwner is the user id owning the root workspace, and through
 	// inheritance the workspaces the coordinator creates; default "operator".
 	RootOwner string
-	// MaxObjectBytes bounds a checkpoint's canonical encoding; default and
-	// maximum 1 MiB - 1 (Badger's in-memory value limit).
+	// MaxObjectBytes bounds every request body the daemon serves (a larger
+	// one is too_large before decoding) and a checkpoint's canonical
+	// encoding; default and maximum 1 MiB - 1 (Badger's in-memory value
+	// limit).
 	MaxObjectBytes int
 	// Meter, if set, reports the runtime's own cumulative token and cost
 	// counts for a workspace (for example from an LLM gateway). Without it

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -42,6 +44,7 @@ type endpoint struct {
 	name, subject string
 	h             handlerFunc
 	aud           audience
+	checksOwnBody bool // the handler, not handle, bounds the body's size and nesting
 }
 
 // startService registers the wacp micro service and its endpoints.
@@ -53,14 +56,25 @@ func (r *Runtime) startService() (micro.Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start service: %w", err)
 	}
+	for _, ep := range r.endpoints() {
+		if err := svc.AddEndpoint(ep.name, r.serve(ep), micro.WithEndpointSubject(ep.subject)); err != nil {
+			svc.Stop()
+			return nil, fmt.Errorf("add endpoint %s: %w", ep.subject, err)
+		}
+	}
+	return svc, nil
+}
+
+// endpoints returns every endpoint of the service.
+func (r *Runtime) endpoints() []endpoint {
 	eps := []endpoint{
-		{"system_info", "wacp.v1.system.info", r.systemInfo, anyone},
-		{"audit_trail_read", "wacp.v1.audit.trail.read", r.auditRead, auditors},
-		{"audit_trail_verify", "wacp.v1.audit.trail.verify", r.auditVerify, auditors},
-		{"audit_sth", "wacp.v1.audit.sth", r.auditSTH, auditors},
-		{"audit_proof_inclusion", "wacp.v1.audit.proof.inclusion", r.auditInclusion, auditors},
-		{"audit_proof_consistency", "wacp.v1.audit.proof.consistency", r.auditConsistency, auditors},
-		{"audit_checkpoint_get", "wacp.v1.audit.checkpoint.get", r.auditCheckpoint, auditors},
+		{name: "system_info", subject: "wacp.v1.system.info", h: r.systemInfo, aud: anyone},
+		{name: "audit_trail_read", subject: "wacp.v1.audit.trail.read", h: r.auditRead, aud: auditors},
+		{name: "audit_trail_verify", subject: "wacp.v1.audit.trail.verify", h: r.auditVerify, aud: auditors},
+		{name: "audit_sth", subject: "wacp.v1.audit.sth", h: r.auditSTH, aud: auditors},
+		{name: "audit_proof_inclusion", subject: "wacp.v1.audit.proof.inclusion", h: r.auditInclusion, aud: auditors},
+		{name: "audit_proof_consistency", subject: "wacp.v1.audit.proof.consistency", h: r.auditConsistency, aud: auditors},
+		{name: "audit_checkpoint_get", subject: "wacp.v1.audit.checkpoint.get", h: r.auditCheckpoint, aud: auditors},
 	}
 	agentOps := map[string]handlerFunc{
 		"checkpoint":                 r.checkpoint,
@@ -83,16 +97,16 @@ func (r *Runtime) startService() (micro.Service, error) {
 		"trail":                      r.agentTrail,
 		"token.create":               r.tokenCreate,
 	}
-	for op, h := range agentOps {
-		eps = append(eps, endpoint{"agent_" + strings.ReplaceAll(op, ".", "_"), "wacp.v1.agent.*." + op, h, agents})
+	for _, op := range slices.Sorted(maps.Keys(agentOps)) {
+		eps = append(eps, endpoint{
+			name: "agent_" + strings.ReplaceAll(op, ".", "_"), subject: "wacp.v1.agent.*." + op,
+			h: agentOps[op], aud: agents,
+			// The engine bounds a checkpoint's size and nesting itself, and
+			// records the refusal as checkpoint_rejected.
+			checksOwnBody: op == "checkpoint",
+		})
 	}
-	for _, ep := range eps {
-		if err := svc.AddEndpoint(ep.name, r.serve(ep), micro.WithEndpointSubject(ep.subject)); err != nil {
-			svc.Stop()
-			return nil, fmt.Errorf("add endpoint %s: %w", ep.subject, err)
-		}
-	}
-	return svc, nil
+	return eps
 }
 
 // semver returns v if micro accepts it as a version, else a placeholder.
@@ -131,15 +145,7 @@ func (r *Runtime) serve(ep endpoint) micro.HandlerFunc {
 				r.replyErr(ep.name, req, err)
 				return
 			}
-			body := req.Data()
-			if len(bytes.TrimSpace(body)) == 0 {
-				body = []byte("{}")
-			}
-			if !utf8.Valid(body) {
-				r.replyErr(ep.name, req, refuse(CodeInvalidStructure, "request body is not valid UTF-8"))
-				return
-			}
-			v, err := ep.h(r.reqCtx, c, body)
+			v, err := r.handle(r.reqCtx, ep, c, req.Data())
 			if err != nil {
 				r.replyErr(ep.name, req, err)
 				return
@@ -150,6 +156,29 @@ func (r *Runtime) serve(ep endpoint) micro.HandlerFunc {
 			}
 		}()
 	}
+}
+
+// handle checks body as every request body is checked, then runs ep's
+// handler on it. A body over the size limit (Config.MaxObjectBytes) is
+// too_large before anything reads it; an empty body reads as {}; a body
+// that is not UTF-8, or nests objects and arrays deeper than
+// taxonomy.MaxNesting, is invalid_structure. A body refused here changes
+// nothing. The checkpoint endpoint bounds size and nesting itself (the
+// engine records those refusals as checkpoint_rejected).
+func (r *Runtime) handle(ctx context.Context, ep endpoint, c caller, body []byte) (any, error) {
+	if limit := r.eng.cfg.MaxObjectBytes; len(body) > limit && !ep.checksOwnBody {
+		return nil, refuse(CodeTooLarge, "request of %d bytes exceeds the limit of %d bytes; store large artifacts elsewhere and pass references", len(body), limit)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		body = []byte("{}")
+	}
+	if !utf8.Valid(body) {
+		return nil, refuse(CodeInvalidStructure, "request body is not valid UTF-8")
+	}
+	if !ep.checksOwnBody && taxonomy.Nesting(body) > taxonomy.MaxNesting {
+		return nil, refuse(CodeInvalidStructure, "request body nests objects and arrays deeper than %d levels", taxonomy.MaxNesting)
+	}
+	return ep.h(ctx, c, body)
 }
 
 // identify returns the caller of req. On the embedded server the subject is
@@ -222,9 +251,19 @@ func (r *Runtime) replyErr(endpoint string, req micro.Request, err error) {
 	}
 }
 
-// decode reads a small request body strictly: unknown fields, wrong types
-// and trailing data are invalid_structure.
+// decode reads a small request body strictly: anything but one JSON object,
+// invalid UTF-8, nesting deeper than taxonomy.MaxNesting, unknown fields,
+// wrong types and trailing data are invalid_structure.
 func decode(body []byte, v any) error {
+	if !utf8.Valid(body) {
+		return refuse(CodeInvalidStructure, "request body is not valid UTF-8")
+	}
+	if taxonomy.Nesting(body) > taxonomy.MaxNesting {
+		return refuse(CodeInvalidStructure, "request body nests objects and arrays deeper than %d levels", taxonomy.MaxNesting)
+	}
+	if t := bytes.TrimSpace(body); len(t) == 0 || t[0] != '{' {
+		return refuse(CodeInvalidStructure, "request body is not a JSON object")
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -445,6 +484,9 @@ func (r *Runtime) agentTrail(ctx context.Context, c caller, body []byte) (any, e
 	if err := decode(body, &req); err != nil {
 		return nil, err
 	}
+	if err := checkEventType(req.EventType); err != nil {
+		return nil, err
+	}
 	entries, next, err := r.eng.ReadTrail(ctx, c.ws, trail.Query{
 		After: req.After, Limit: req.Limit, EventType: req.EventType, Workspace: req.Workspace,
 	})
@@ -495,6 +537,9 @@ func (r *Runtime) auditRead(ctx context.Context, c caller, body []byte) (any, er
 	if err := decode(body, &req); err != nil {
 		return nil, err
 	}
+	if err := checkEventType(req.EventType); err != nil {
+		return nil, err
+	}
 	entries, next, err := r.eng.Trail().Read(ctx, trail.Query{
 		After: req.After, Limit: req.Limit, Workspace: req.Workspace, EventType: req.EventType,
 		Actor: req.Actor, Since: req.Since, Until: req.Until, Body: req.Body,
@@ -516,6 +561,15 @@ func (r *Runtime) auditVerify(ctx context.Context, c caller, body []byte) (any, 
 		return nil, err
 	}
 	return r.eng.VerifyTrail(ctx, req.Workspace)
+}
+
+// checkEventType refuses an event_type filter outside the closed registry,
+// which would match nothing.
+func checkEventType(t trail.EventType) error {
+	if t != "" && !t.Valid() {
+		return refuse(CodeInvalidStructure, "event_type %q is not one of the %d registered trail event types", t, len(trail.EventTypes()))
+	}
+	return nil
 }
 
 func nonNil[T any](s []T) []T {

@@ -54,7 +54,7 @@ func (k nodeKind) String() string {
 
 // Limits that keep hostile input (deep nesting, YAML alias bombs) cheap.
 const (
-	maxDepth = 64
+	maxDepth = MaxNesting
 	maxNodes = 200_000
 )
 

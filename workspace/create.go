@@ -7,6 +7,9 @@ import (
 	"io"
 	"slices"
 	"time"
+	"unicode/utf8"
+
+	"github.com/wacpd/wacpd/taxonomy"
 )
 
 // CreateRequest is the body of a workspace.create call (wire contract §3.2).
@@ -27,9 +30,17 @@ type CreateRequest struct {
 }
 
 // DecodeCreateRequest decodes and checks the shape of a create request.
-// Unknown fields, wrong types and malformed values are errors wrapping
-// ErrInvalidRequest. Role existence and permissions are checked by Plan.
+// Invalid UTF-8, nesting deeper than taxonomy.MaxNesting (the context is
+// free-form JSON), unknown fields, wrong types and malformed values are
+// errors wrapping ErrInvalidRequest. Role existence and permissions are
+// checked by Plan.
 func DecodeCreateRequest(data []byte) (CreateRequest, error) {
+	if !utf8.Valid(data) {
+		return CreateRequest{}, fmt.Errorf("%w: request is not valid UTF-8", ErrInvalidRequest)
+	}
+	if taxonomy.Nesting(data) > taxonomy.MaxNesting {
+		return CreateRequest{}, fmt.Errorf("%w: request nests objects and arrays deeper than %d levels", ErrInvalidRequest, taxonomy.MaxNesting)
+	}
 	var r CreateRequest
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/wacpd/wacpd/workspace"
@@ -32,6 +33,9 @@ const fullRequest = `{
 	"task_ref": "task-7",
 	"liveness_interval": "5m"
 }`
+
+// nested returns n nested arrays.
+func nested(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
 
 func TestDecodeCreateRequest(t *testing.T) {
 	cost := 1.5
@@ -90,6 +94,11 @@ func TestDecodeCreateRequest(t *testing.T) {
 		{name: "null", in: `null`, wantErr: workspace.ErrInvalidRequest},
 		{name: "array", in: `[{"role":"worker"}]`, wantErr: workspace.ErrInvalidRequest},
 		{name: "truncated", in: `{"role":"worker"`, wantErr: workspace.ErrInvalidRequest},
+		{name: "invalid UTF-8 in the role", in: "{\"role\":\"w\xff\"}", wantErr: workspace.ErrInvalidRequest},
+		{name: "invalid UTF-8 in the context", in: "{\"role\":\"worker\",\"context\":{\"k\":\"\xc3\"}}", wantErr: workspace.ErrInvalidRequest},
+		{name: "context at the nesting limit", in: `{"role":"worker","context":` + nested(63) + `}`,
+			want: workspace.CreateRequest{Role: "worker", Context: json.RawMessage(nested(63))}},
+		{name: "context too deep", in: `{"role":"worker","context":` + nested(64) + `}`, wantErr: workspace.ErrInvalidRequest},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
