@@ -45,6 +45,7 @@ type request struct {
 	fn        func() error
 	size      int
 	pipelined bool // may run in a batch built while another is written
+	probe     bool // the degraded-mode probe (degraded.go)
 	err       error
 	done      chan struct{}
 }
@@ -57,6 +58,7 @@ type openBatch struct {
 	reqs     []*request
 	start    time.Time
 	stale    bool  // txn was opened before the batch in flight was submitted
+	probe    bool  // the degraded-mode probe, alone in its batch
 	poisoned error // set when an operation failed after writing
 }
 
@@ -107,6 +109,7 @@ type committer struct {
 	inflight *flight
 	spare    *badger.Txn // opened before inflight was submitted
 	carry    *request    // taken from the queue, for the next batch
+	degraded *degradedState
 }
 
 // loop is the committer goroutine.
@@ -127,9 +130,22 @@ func (e *Engine) loop() {
 			case err := <-done:
 				c.land(err)
 				continue
+			case <-c.probeC():
+				var err error
+				if r, err = c.probe(); err != nil {
+					e.mu.Lock()
+					c.failed(nil, err)
+					e.mu.Unlock()
+					continue
+				}
 			case <-e.stop:
 				return
 			}
+		}
+		if c.degraded != nil && !r.probe {
+			r.err = c.refusal()
+			close(r.done)
+			continue
 		}
 		c.runBatch(r)
 	}
@@ -143,6 +159,9 @@ func (c *committer) drain() {
 	if c.spare != nil {
 		c.spare.Discard()
 		c.spare = nil
+	}
+	if c.degraded != nil && c.degraded.timer != nil {
+		c.degraded.timer.Stop()
 	}
 }
 
@@ -172,6 +191,11 @@ func (c *committer) landLocked(f *flight, err error) {
 			o.tx.parent = nil
 			o.tx.batch.Detach()
 		}
+		if b.probe {
+			c.recovered()
+		}
+	} else {
+		c.failed(b, err)
 	}
 	answer(b.reqs, err)
 }
@@ -192,7 +216,7 @@ func (c *committer) runBatch(first *request) {
 	if c.inflight != nil && !first.pipelined {
 		c.land(<-c.inflight.done)
 	}
-	b := &openBatch{start: time.Now()}
+	b := &openBatch{start: time.Now(), probe: first.probe}
 	if c.inflight != nil {
 		b.txn, b.stale = c.spare, true
 	} else {
@@ -210,6 +234,7 @@ func (c *committer) runBatch(first *request) {
 	} else {
 		b.tx = newLayer(e, nil, b.txn, e.log.NewBatch(b.txn), &b.steps)
 	}
+	b.tx.reloaded = b.probe
 	e.open = b
 	size := 0
 	for r := first; r != nil; r = c.next(b, size) {
@@ -237,7 +262,7 @@ func (c *committer) runBatch(first *request) {
 // Caller holds e.mu with e.open = b; next releases it while it waits.
 func (c *committer) next(b *openBatch, size int) *request {
 	e := c.e
-	if b.poisoned != nil || len(b.reqs) >= maxBatchOps || size >= maxBatchBytes || c.carry != nil {
+	if b.poisoned != nil || b.probe || c.degraded != nil || len(b.reqs) >= maxBatchOps || size >= maxBatchBytes || c.carry != nil {
 		return nil
 	}
 	var r *request
@@ -297,12 +322,14 @@ func (c *committer) submit(b *openBatch) {
 	}
 	if err != nil || b.steps == 0 {
 		b.txn.Discard()
+		e.mu.Lock()
 		if err == nil {
-			e.mu.Lock()
 			b.tx.batch.Commit()
 			e.apply(b.tx)
-			e.mu.Unlock()
+		} else {
+			c.failed(b, err)
 		}
+		e.mu.Unlock()
 		answer(b.reqs, err)
 		return
 	}

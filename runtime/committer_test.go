@@ -145,7 +145,8 @@ func TestGroupCommitFailureFailsTheBatch(t *testing.T) {
 	if list, _ := e.ListCheckpoints(ctx, e.Root(), w2.ID, "", 0); len(list) != 0 {
 		t.Fatalf("a checkpoint of the failed batch exists")
 	}
-	// Only the first batch's entries were added.
+	// Degraded mode ends once a write succeeds; then work is admitted.
+	waitAdmitting(t, e)
 	if _, err := e.CreateCheckpoint(ctx, w2.ID, cpReq(nil, "provisional")); err != nil {
 		t.Fatalf("after the failed batch: %v", err)
 	}

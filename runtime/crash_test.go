@@ -96,8 +96,14 @@ func TestCrashConsistencyEveryStep(t *testing.T) {
 			if Code(err) != CodeUnavailable {
 				t.Fatalf("CreateCheckpoint with a failure at %s: err = %v (code %q), want unavailable", step, err, Code(err))
 			}
+			// Degraded mode ends with system_degraded; nothing else changed.
+			waitAdmitting(t, e)
+			before.trailLen++
 			if after := snapshot(t, e, w.ID); after != before {
-				t.Fatalf("after a failure at %s: state %+v, want unchanged %+v", step, after, before)
+				t.Fatalf("after a failure at %s: state %+v, want unchanged %+v but for system_degraded", step, after, before)
+			}
+			if last := globalTrail(t, e); last[len(last)-1].EventType != trail.EventSystemDegraded {
+				t.Fatalf("after a failure at %s: last entry %s, want system_degraded", step, last[len(last)-1].EventType)
 			}
 			verify(t, e)
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -41,14 +42,17 @@ type Engine struct {
 	stop         chan struct{} // closed by Close: the committer stops
 	loopDone     chan struct{} // closed when the committer has stopped
 
-	mu       sync.Mutex // guards everything below; the committer holds it while it runs operations
-	open     *openBatch // the batch being filled; set only while the committer runs operations
-	closed   bool
-	root     string
-	ws       map[string]*workspace.Workspace
-	chains   map[string]checkpointchain.Chain
-	inboxSig map[string]chan struct{} // closed and replaced when an envelope lands in a workspace's inbox
-	onCommit []func(Commit)
+	mu     sync.Mutex // guards everything below; the committer holds it while it runs operations
+	open   *openBatch // the batch being filled; set only while the committer runs operations
+	closed bool
+	// degradedSince is when degraded mode began (degraded.go); zero when
+	// the engine admits work.
+	degradedSince time.Time
+	root          string
+	ws            map[string]*workspace.Workspace
+	chains        map[string]checkpointchain.Chain
+	inboxSig      map[string]chan struct{} // closed and replaced when an envelope lands in a workspace's inbox
+	onCommit      []func(Commit)
 }
 
 // Commit describes one committed transaction, for observers (the daemon
@@ -56,6 +60,10 @@ type Engine struct {
 type Commit struct {
 	Entries []trail.Entry
 	Outbox  []OutboxItem
+	// Reloaded is set on the commit that ends degraded mode: the engine
+	// reloaded its state from the database, where a write reported failed
+	// may have landed with entries and outbox items no commit announced.
+	Reloaded bool
 }
 
 var keyRoot = []byte("m/root")

@@ -308,3 +308,20 @@ func (m *fakeMeter) set(ws string, tokens int64, cost float64) {
 	defer m.mu.Unlock()
 	m.tokens[ws], m.cost[ws] = tokens, cost
 }
+
+// waitAdmitting waits until the engine has left degraded mode (its probe
+// wrote system_degraded); the deadline only keeps a broken engine from
+// hanging the test.
+func waitAdmitting(t testing.TB, e *Engine) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if d, _ := e.Degraded(); !d {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the engine did not leave degraded mode")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

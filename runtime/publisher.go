@@ -87,6 +87,9 @@ func (p *publisher) onCommit(c Commit) {
 		p.m.outboxAdd(len(c.Outbox))
 		p.poke()
 	}
+	if c.Reloaded {
+		p.poke() // items of a write reported failed may be in the outbox
+	}
 	p.mu.Lock()
 	p.feed = append(p.feed, c.Entries...)
 	p.mu.Unlock()

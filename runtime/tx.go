@@ -19,19 +19,20 @@ import (
 // Badger transaction committed durably, so a failed commit leaves nothing
 // behind, in memory or on disk.
 type tx struct {
-	e       *Engine
-	parent  *tx // the batch layer; nil for the batch itself
-	txn     *badger.Txn
-	batch   *trail.Batch
-	dirty   map[string]*workspace.Workspace // changed copies, by id
-	created map[string]*workspace.Workspace // new workspaces (also in dirty)
-	chains  map[string]checkpointchain.Chain
-	outbox  []OutboxItem
-	inboxed map[string]bool // workspaces whose inbox got an envelope
-	later   []func()        // run after a successful commit
-	steps   *int            // writes started in the whole batch (shared)
-	detail  string          // free text for the next workspace_state_changed, then cleared
-	reasons []string        // reasons of the rejections recorded, kept only for an observer
+	e        *Engine
+	parent   *tx // the batch layer; nil for the batch itself
+	txn      *badger.Txn
+	batch    *trail.Batch
+	dirty    map[string]*workspace.Workspace // changed copies, by id
+	created  map[string]*workspace.Workspace // new workspaces (also in dirty)
+	chains   map[string]checkpointchain.Chain
+	outbox   []OutboxItem
+	inboxed  map[string]bool // workspaces whose inbox got an envelope
+	later    []func()        // run after a successful commit
+	steps    *int            // writes started in the whole batch (shared)
+	detail   string          // free text for the next workspace_state_changed, then cleared
+	reasons  []string        // reasons of the rejections recorded, kept only for an observer
+	reloaded bool            // the batch that ends degraded mode (Commit.Reloaded)
 }
 
 // commitObserver is told of durable commits and of the rejections they
@@ -118,7 +119,7 @@ func (e *Engine) apply(t *tx) {
 	for _, f := range t.later {
 		f()
 	}
-	c := Commit{Entries: t.batch.Entries(), Outbox: t.outbox}
+	c := Commit{Entries: t.batch.Entries(), Outbox: t.outbox, Reloaded: t.reloaded}
 	for _, fn := range e.onCommit {
 		fn(c)
 	}

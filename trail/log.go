@@ -62,9 +62,21 @@ type Event struct {
 
 // Open loads the chain heads from db.
 func Open(db *badger.DB) (*Log, error) {
-	l := &Log{db: db, local: make(map[string]head)}
-	err := db.View(func(txn *badger.Txn) error {
-		if err := getJSON(txn, keyHead, &l.global); err != nil && !errors.Is(err, badger.ErrKeyNotFound) {
+	l := &Log{db: db}
+	if err := l.Reload(); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// Reload reads the committed chain heads and Merkle tree from the database
+// again, after a write whose outcome is unknown (it failed, but may have
+// reached the disk). No batch may be open.
+func (l *Log) Reload() error {
+	var global head
+	local := make(map[string]head)
+	err := l.db.View(func(txn *badger.Txn) error {
+		if err := getJSON(txn, keyHead, &global); err != nil && !errors.Is(err, badger.ErrKeyNotFound) {
 			return err
 		}
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixHeadWS, PrefetchValues: true})
@@ -74,17 +86,24 @@ func Open(db *badger.DB) (*Log, error) {
 			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &h) }); err != nil {
 				return err
 			}
-			l.local[string(it.Item().Key()[len(prefixHeadWS):])] = h
+			local[string(it.Item().Key()[len(prefixHeadWS):])] = h
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("open trail: %w", err)
+		return fmt.Errorf("open trail: %w", err)
 	}
-	if l.rng, err = l.loadRange(); err != nil {
-		return nil, fmt.Errorf("open trail: merkle tree: %w", err)
+	l.mu.Lock()
+	l.global, l.local = global, local
+	l.mu.Unlock()
+	rng, err := l.loadRange()
+	if err != nil {
+		return fmt.Errorf("open trail: merkle tree: %w", err)
 	}
-	return l, nil
+	l.mu.Lock()
+	l.rng = rng
+	l.mu.Unlock()
+	return nil
 }
 
 // Len returns the number of committed entries in the global trail.

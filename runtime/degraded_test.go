@@ -1,0 +1,124 @@
+package runtime
+
+import (
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// TestDegradedMode (WACP Recovery §2.4, conformance row "Degraded mode",
+// scenario 6): while writes fail, every operation that would change
+// anything gets unavailable and changes nothing, reads go on; when writes
+// succeed again the engine records system_degraded (scope trail_storage,
+// naming the affected workspace) and admits work again.
+func TestDegradedMode(t *testing.T) {
+	var failing atomic.Bool
+	var attempts atomic.Int64
+	e := openTest(t, func(c *Config) {
+		c.failAt = func(step string) error {
+			if step == "commit" && failing.Load() {
+				attempts.Add(1)
+				return errors.New("injected: no space left on device")
+			}
+			return nil
+		}
+	})
+	w := newWorker(t, e)
+	c1 := checkpoint(t, e, w.ID, nil, "provisional")
+	before := e.Trail().Len()
+
+	failing.Store(true)
+	if _, err := e.CreateCheckpoint(ctx, w.ID, cpReq(&c1.ID, "provisional")); Code(err) != CodeUnavailable {
+		t.Fatalf("checkpoint while writes fail: %v, want unavailable", err)
+	}
+	if d, _ := e.Degraded(); !d {
+		t.Fatal("not in degraded mode after a failed write")
+	}
+	// New work is refused at once, whatever it is; reads go on.
+	if _, err := e.CreateCheckpoint(ctx, w.ID, cpReq(&c1.ID, "provisional")); Code(err) != CodeUnavailable ||
+		!strings.Contains(err.Error(), "degraded mode") {
+		t.Fatalf("checkpoint in degraded mode: %v, want unavailable naming degraded mode", err)
+	}
+	if _, err := e.EmitSignal(ctx, w.ID, []byte(`{"type":"progress"}`)); Code(err) != CodeUnavailable {
+		t.Fatalf("signal in degraded mode: %v, want unavailable", err)
+	}
+	if _, err := e.CreateWorkspace(ctx, e.Root(), []byte(`{"role":"worker","directive":"d"}`)); Code(err) != CodeUnavailable {
+		t.Fatalf("workspace in degraded mode: %v, want unavailable", err)
+	}
+	if list := listCheckpoints(t, e, w.ID); len(list) != 1 {
+		t.Fatalf("reads in degraded mode: %d checkpoints, want 1", len(list))
+	}
+	// The probe keeps trying, and failing.
+	waitFor(t, "probes while writes fail", func() bool { return attempts.Load() >= 3 })
+	if got := e.Trail().Len(); got != before {
+		t.Fatalf("trail grew from %d to %d while writes failed", before, got)
+	}
+
+	failing.Store(false)
+	waitAdmitting(t, e)
+	entries := globalTrail(t, e)
+	if uint64(len(entries)) != before+1 {
+		t.Fatalf("trail has %d entries after recovery, want %d + system_degraded", len(entries), before)
+	}
+	body := entryBody(t, entries[len(entries)-1])
+	if entries[len(entries)-1].EventType != "system_degraded" || body["scope"] != "trail_storage" ||
+		body["coordinator_action"] != "wait" || !strings.Contains(body["reason"].(string), "no space left on device") {
+		t.Fatalf("last entry %s %v, want system_degraded for trail_storage", entries[len(entries)-1].EventType, body)
+	}
+	if aff, _ := body["affected_workspaces"].([]any); !containsAny(aff, w.ID) {
+		t.Fatalf("affected_workspaces = %v, want it to name %s", body["affected_workspaces"], w.ID)
+	}
+	if _, err := e.CreateCheckpoint(ctx, w.ID, cpReq(&c1.ID, "final")); err != nil {
+		t.Fatalf("checkpoint after recovery: %v", err)
+	}
+	verify(t, e)
+}
+
+// TestDegradedModeReloadsAWriteThatLanded: a write reported failed may
+// have reached the disk. The engine reloads its state before it admits
+// work again, so the checkpoint that landed is the chain's head, nothing is
+// duplicated, and the trail verifies.
+func TestDegradedModeReloadsAWriteThatLanded(t *testing.T) {
+	var once atomic.Bool
+	e := openTest(t, func(c *Config) {
+		c.written = func() error {
+			if once.Load() && once.CompareAndSwap(true, false) {
+				return errors.New("injected: fsync reported EIO")
+			}
+			return nil
+		}
+	})
+	w := newWorker(t, e)
+	c1 := checkpoint(t, e, w.ID, nil, "provisional")
+	once.Store(true)
+	if _, err := e.CreateCheckpoint(ctx, w.ID, cpReq(&c1.ID, "provisional")); Code(err) != CodeUnavailable {
+		t.Fatalf("checkpoint whose write is reported failed: %v, want unavailable", err)
+	}
+	waitAdmitting(t, e)
+	list := listCheckpoints(t, e, w.ID)
+	if len(list) != 2 || list[1].ParentID() != c1.ID {
+		t.Fatalf("after reload: %d checkpoints, want the one that landed after %s", len(list), c1.ID)
+	}
+	head, err := e.Head(ctx, e.Root(), w.ID, false)
+	if err != nil || head.ID != list[1].ID {
+		t.Fatalf("head = %v, %v; want %s", head.ID, err, list[1].ID)
+	}
+	// A retry with the old parent is refused; one on the head goes on.
+	if _, err := e.CreateCheckpoint(ctx, w.ID, cpReq(&c1.ID, "provisional")); Code(err) != CodeInvalidParent {
+		t.Fatalf("retry on the old head: %v, want invalid_parent", err)
+	}
+	if _, err := e.CreateCheckpoint(ctx, w.ID, cpReq(&head.ID, "final")); err != nil {
+		t.Fatal(err)
+	}
+	verify(t, e)
+}
+
+func containsAny(list []any, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
