@@ -1,0 +1,249 @@
+package runtime_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/wacpd/wacpd/internal/daemontest"
+	"github.com/wacpd/wacpd/runtime"
+	"github.com/wacpd/wacpd/taxonomy"
+)
+
+// authzWorld is one daemon and the principals that do not belong to a
+// fixture: the coordinator, a user and an auditor.
+type authzWorld struct {
+	url        string
+	adminToken string
+	admin      *agentConn // the coordinator, acting as the root
+	root       string
+	user       string // a user token
+	auditor    string // an auditor token
+}
+
+// newAuthzWorld starts a daemon, makes the root active (a worker's query is
+// delivered to it, so the coordinator's own requests are judged by role,
+// not by the root being idle) and mints a user and an auditor token.
+func newAuthzWorld(t *testing.T) *authzWorld {
+	t.Helper()
+	d := daemontest.Start(t, runtime.Config{})
+	w := &authzWorld{url: d.URL, adminToken: d.AdminToken}
+	w.admin = dialAgent(t, d.URL, d.AdminToken, "")
+	var info struct {
+		Root string `json:"root_workspace"`
+	}
+	w.admin.decode(w.admin.call("wacp.v1.system.info", `{}`), &info)
+	w.root, w.admin.ws = info.Root, info.Root
+
+	a := w.create(t, w.admin, `{"role":"worker"}`)
+	w.admin.do("envelope", `{"to":"`+a.id+`","type":"directive"}`)
+	ac := dialAgent(t, d.URL, a.token, a.id)
+	ac.do("envelope", `{"to":"`+w.root+`","type":"query"}`)
+	ac.close()
+
+	var tok struct {
+		Token string `json:"token"`
+	}
+	w.admin.decode(w.admin.do("token.create", `{"kind":"user","name":"authz-user"}`), &tok)
+	w.user = tok.Token
+	w.admin.decode(w.admin.do("token.create", `{"kind":"auditor","name":"authz-auditor"}`), &tok)
+	w.auditor = tok.Token
+	return w
+}
+
+type created struct{ id, token string }
+
+// create runs workspace.create as c and returns the new workspace's id and
+// token.
+func (w *authzWorld) create(t *testing.T, c *agentConn, body string) created {
+	t.Helper()
+	var r struct {
+		Workspace struct {
+			ID string `json:"id"`
+		} `json:"workspace"`
+		Token string `json:"token"`
+	}
+	c.decode(c.do("workspace.create", body), &r)
+	return created{r.Workspace.ID, r.Token}
+}
+
+// authzFixture is a fresh subtree for one cell of the table:
+//
+//	root
+//	├── D  worker, delegate, active
+//	│   └── W  worker, active, one final checkpoint CP  (the workspace the requests are about)
+//	├── O  observer, active, visibility [W]
+//	└── X  worker, active
+//
+// W is then moved to the row's state.
+type authzFixture struct {
+	D, W, O, X created
+	cp         string
+}
+
+func (w *authzWorld) fixture(t *testing.T, state string) *authzFixture {
+	t.Helper()
+	f := &authzFixture{}
+	f.D = w.create(t, w.admin, `{"role":"worker","delegate":true}`)
+	w.admin.do("envelope", `{"to":"`+f.D.id+`","type":"directive"}`)
+	dc := dialAgent(t, w.url, f.D.token, f.D.id)
+	defer dc.close()
+	f.W = w.create(t, dc, `{"role":"worker"}`)
+	dc.do("envelope", `{"to":"`+f.W.id+`","type":"directive"}`)
+	wc := dialAgent(t, w.url, f.W.token, f.W.id)
+	defer wc.close()
+	var cp struct {
+		ID string `json:"id"`
+	}
+	wc.decode(wc.do("checkpoint", `{"type":"artifact","intent":"fixture","status":"final","confidence":"high"}`), &cp)
+	f.cp = cp.ID
+	f.O = w.create(t, w.admin, `{"role":"observer","visibility":["`+f.W.id+`"]}`)
+	oc := dialAgent(t, w.url, f.O.token, f.O.id)
+	defer oc.close()
+	oc.do("signal", `{"type":"started"}`)
+	f.X = w.create(t, w.admin, `{"role":"worker"}`)
+	w.admin.do("envelope", `{"to":"`+f.X.id+`","type":"directive"}`)
+
+	switch state {
+	case stActive:
+	case stSuspended:
+		w.admin.do("workspace.suspend", `{"id":"`+f.W.id+`"}`)
+	case stMigrating:
+		w.admin.do("workspace.migrate", `{"id":"`+f.W.id+`","new_agent":"agent-2"}`)
+	case stIntegrating:
+		wc.do("signal", `{"type":"complete"}`)
+	case stConflicted:
+		wc.do("signal", `{"type":"complete"}`)
+		w.admin.do("integrate", `{"workspace":"`+f.W.id+`","decision":"accept","strategy":"layered",
+			"conflicts":[{"conflict_type":"content_overlap","resources":["f"],"description":"authz"}]}`)
+	default:
+		t.Fatalf("fixture: unknown state %q", state)
+	}
+	if got := w.stateOf(t, f.W.id); got.State != state {
+		t.Fatalf("fixture: W is %s, want %s", got.State, state)
+	}
+	return f
+}
+
+// wsState is what a refused request must leave unchanged.
+type wsState struct {
+	State     string `json:"state"`
+	UpdatedAt string `json:"updated_at"`
+}
+
+func (w *authzWorld) stateOf(t *testing.T, id string) wsState {
+	t.Helper()
+	var s wsState
+	w.admin.decode(w.admin.do("workspace.get", `{"id":"`+id+`"}`), &s)
+	return s
+}
+
+// agentConn is a plain nats.go connection acting as one workspace, used to
+// set fixtures up: every call must succeed.
+type agentConn struct {
+	t  *testing.T
+	nc *nats.Conn
+	ws string
+}
+
+func dialAgent(t *testing.T, url, token, ws string) *agentConn {
+	t.Helper()
+	nc, err := nats.Connect(url, nats.Token(token), nats.CustomInboxPrefix(taxonomy.InboxPrefix(token)))
+	if err != nil {
+		t.Fatalf("connect as %s: %v", ws, err)
+	}
+	c := &agentConn{t: t, nc: nc, ws: ws}
+	t.Cleanup(c.close)
+	return c
+}
+
+func (c *agentConn) close() { c.nc.Close() }
+
+// do calls the agent op on c's workspace.
+func (c *agentConn) do(op, body string) []byte {
+	c.t.Helper()
+	return c.call("wacp.v1.agent."+c.ws+"."+op, body)
+}
+
+func (c *agentConn) call(subject, body string) []byte {
+	c.t.Helper()
+	m, err := c.nc.Request(subject, []byte(body), 10*time.Second)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", subject, body, err)
+	}
+	if code := m.Header.Get("Nats-Service-Error"); code != "" {
+		c.t.Fatalf("%s %s = %s: %s", subject, body, code, m.Data)
+	}
+	return m.Data
+}
+
+func (c *agentConn) decode(b []byte, v any) {
+	c.t.Helper()
+	if err := json.Unmarshal(b, v); err != nil {
+		c.t.Fatalf("decode %s: %v", b, err)
+	}
+}
+
+// probe connects with token (none when empty) and sends one request, and
+// returns the answer as the table writes it: "connection refused", "publish
+// denied", an error code, "empty" or "ok". detail says more for failure
+// messages.
+func probe(t *testing.T, url, token, subject, body string) (answer, detail string) {
+	t.Helper()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	ctx, stop := context.WithTimeout(ctx, 10*time.Second)
+	defer stop()
+	opts := []nats.Option{nats.Timeout(5 * time.Second), nats.NoReconnect(),
+		// A refused publish is reported asynchronously; it ends the wait.
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			if errors.Is(err, nats.ErrPermissionViolation) && strings.Contains(err.Error(), `Publish to "`+subject+`"`) {
+				cancel(err)
+			}
+		}),
+	}
+	if token != "" {
+		opts = append(opts, nats.Token(token), nats.CustomInboxPrefix(taxonomy.InboxPrefix(token)))
+	}
+	nc, err := nats.Connect(url, opts...)
+	if errors.Is(err, nats.ErrAuthorization) {
+		return refused, err.Error()
+	}
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer nc.Close()
+	m, err := nc.RequestWithContext(ctx, subject, []byte(body))
+	if err != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, nats.ErrPermissionViolation) {
+			return pub, cause.Error()
+		}
+		t.Fatalf("request %s: %v", subject, err)
+	}
+	if code := m.Header.Get("Nats-Service-Error"); code != "" {
+		return code, string(m.Data)
+	}
+	var page struct {
+		Entries *[]json.RawMessage `json:"entries"`
+	}
+	if json.Unmarshal(m.Data, &page) == nil && page.Entries != nil && len(*page.Entries) == 0 {
+		return empty, string(m.Data)
+	}
+	return ok, string(m.Data)
+}
+
+// randomToken returns a well-formed token the daemon never issued.
+func randomToken(t *testing.T) string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return "wacp_" + base64.RawURLEncoding.EncodeToString(b)
+}
