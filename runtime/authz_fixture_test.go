@@ -31,9 +31,11 @@ type authzWorld struct {
 // newAuthzWorld starts a daemon, makes the root active (a worker's query is
 // delivered to it, so the coordinator's own requests are judged by role,
 // not by the root being idle) and mints a user and an auditor token.
-func newAuthzWorld(t *testing.T) *authzWorld {
+func newAuthzWorld(t *testing.T) *authzWorld { return newAuthzWorldCfg(t, runtime.Config{}) }
+
+func newAuthzWorldCfg(t *testing.T, cfg runtime.Config) *authzWorld {
 	t.Helper()
-	d := daemontest.Start(t, runtime.Config{})
+	d := daemontest.Start(t, cfg)
 	w := &authzWorld{url: d.URL, adminToken: d.AdminToken}
 	w.admin = dialAgent(t, d.URL, d.AdminToken, "")
 	var info struct {
