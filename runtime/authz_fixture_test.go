@@ -1,12 +1,7 @@
 package runtime_test
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
-	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -191,61 +186,4 @@ func (c *agentConn) decode(b []byte, v any) {
 	if err := json.Unmarshal(b, v); err != nil {
 		c.t.Fatalf("decode %s: %v", b, err)
 	}
-}
-
-// probe connects with token (none when empty) and sends one request, and
-// returns the answer as the table writes it: "connection refused", "publish
-// denied", an error code, "empty" or "ok". detail says more for failure
-// messages.
-func probe(t *testing.T, url, token, subject, body string) (answer, detail string) {
-	t.Helper()
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	ctx, stop := context.WithTimeout(ctx, 10*time.Second)
-	defer stop()
-	opts := []nats.Option{nats.Timeout(5 * time.Second), nats.NoReconnect(),
-		// A refused publish is reported asynchronously; it ends the wait.
-		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-			if errors.Is(err, nats.ErrPermissionViolation) && strings.Contains(err.Error(), `Publish to "`+subject+`"`) {
-				cancel(err)
-			}
-		}),
-	}
-	if token != "" {
-		opts = append(opts, nats.Token(token), nats.CustomInboxPrefix(taxonomy.InboxPrefix(token)))
-	}
-	nc, err := nats.Connect(url, opts...)
-	if errors.Is(err, nats.ErrAuthorization) {
-		return refused, err.Error()
-	}
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	defer nc.Close()
-	m, err := nc.RequestWithContext(ctx, subject, []byte(body))
-	if err != nil {
-		if cause := context.Cause(ctx); errors.Is(cause, nats.ErrPermissionViolation) {
-			return pub, cause.Error()
-		}
-		t.Fatalf("request %s: %v", subject, err)
-	}
-	if code := m.Header.Get("Nats-Service-Error"); code != "" {
-		return code, string(m.Data)
-	}
-	var page struct {
-		Entries *[]json.RawMessage `json:"entries"`
-	}
-	if json.Unmarshal(m.Data, &page) == nil && page.Entries != nil && len(*page.Entries) == 0 {
-		return empty, string(m.Data)
-	}
-	return ok, string(m.Data)
-}
-
-// randomToken returns a well-formed token the daemon never issued.
-func randomToken(t *testing.T) string {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return "wacp_" + base64.RawURLEncoding.EncodeToString(b)
 }

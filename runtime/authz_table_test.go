@@ -21,11 +21,12 @@ var authzColumns = []string{
 
 // Answers that are not error codes.
 const (
-	ok      = "ok"                 // a success reply
-	empty   = "empty"              // a success reply with no entries (trail out of scope)
-	pub     = "publish denied"     // the NATS server refuses the publish; no reply
-	refused = "connection refused" // the NATS server refuses the connection
-	denied  = "permission_denied"  // the error code, the most common one here
+	ok        = "ok"                 // a success reply (or, for a subscription, none refused)
+	empty     = "empty"              // a success reply with no entries (trail out of scope)
+	pub       = "publish denied"     // the NATS server refuses the publish; no reply
+	subDenied = "subscribe denied"   // the NATS server refuses the subscription
+	refused   = "connection refused" // the NATS server refuses the connection
+	denied    = "permission_denied"  // the error code, the most common one here
 )
 
 // Kinds of subject a request is sent on.
@@ -129,4 +130,47 @@ var authzRows = []authzRow{
 		[]string{ok, pub, pub, pub, pub, pub, ok, ok, refused, refused}},
 	{"audit.checkpoint.get", subjAudit, "checkpoint.get", `{"id":"$CP"}`, stActive,
 		[]string{ok, pub, pub, pub, pub, pub, ok, ok, refused, refused}},
+}
+
+// Actions on NATS subjects beyond the endpoints.
+const (
+	actSubscribe = "subscribe"
+	actPublish   = "publish"
+	actRequest   = "request"
+)
+
+// subjectRow is one action on a NATS subject outside the endpoints and the
+// answer each principal gets. In subject and body, <ws> is the workspace
+// the column acts on (as for the endpoints), <W> and <D> are the fixture's
+// W and D, and <W inbox> is W's token's reply prefix.
+type subjectRow struct {
+	name    string
+	action  string // actSubscribe, actPublish or actRequest
+	subject string
+	body    string
+	want    []string
+}
+
+var subjectRows = []subjectRow{
+	{"own signals", actSubscribe, "wacp.v1.sig.<ws>.>", "",
+		[]string{ok, ok, ok, ok, ok, subDenied, subDenied, subDenied, refused, refused}},
+	{"all signals", actSubscribe, "wacp.v1.sig.>", "",
+		[]string{ok, subDenied, subDenied, subDenied, subDenied, subDenied, subDenied, subDenied, refused, refused}},
+	{"own trail feed", actSubscribe, "wacp.v1.trail.<ws>.>", "",
+		[]string{ok, ok, ok, ok, ok, subDenied, ok, ok, refused, refused}},
+	{"whole trail feed", actSubscribe, "wacp.v1.trail.>", "",
+		[]string{ok, subDenied, subDenied, subDenied, subDenied, subDenied, ok, ok, refused, refused}},
+	{"shared inbox", actSubscribe, "_INBOX.>", "",
+		[]string{subDenied, subDenied, subDenied, subDenied, subDenied, subDenied, subDenied, subDenied, refused, refused}},
+	{"W's reply inbox", actSubscribe, "<W inbox>.>", "",
+		[]string{subDenied, subDenied, ok, subDenied, subDenied, subDenied, subDenied, subDenied, refused, refused}},
+	{"forged signal", actPublish, "wacp.v1.sig.<D>.<W>.complete", `{}`,
+		[]string{pub, pub, pub, pub, pub, pub, pub, pub, refused, refused}},
+	{"signal stream info", actRequest, "$JS.API.STREAM.INFO.WACP_SIGNALS", `{"subjects_filter":">"}`,
+		[]string{ok, pub, pub, pub, pub, pub, pub, pub, refused, refused}},
+	{"own durable consumer", actRequest, "$JS.API.CONSUMER.CREATE.WACP_SIGNALS.<ws>.wacp.v1.sig.<ws>.>",
+		`{"stream_name":"WACP_SIGNALS","config":{"durable_name":"<ws>","filter_subject":"wacp.v1.sig.<ws>.>","ack_policy":"explicit"}}`,
+		[]string{ok, ok, ok, ok, ok, pub, pub, pub, refused, refused}},
+	{"service stats", actRequest, "$SRV.STATS.wacp", `{}`,
+		[]string{ok, ok, ok, ok, ok, ok, ok, ok, refused, refused}},
 }
