@@ -9,13 +9,12 @@ import (
 
 	"github.com/wacpd/wacpd/internal/daemontest"
 	"github.com/wacpd/wacpd/runtime"
-	"github.com/wacpd/wacpd/taxonomy"
 )
 
 // authzWorld is one daemon and the principals that do not belong to a
 // fixture: the coordinator, a user and an auditor.
 type authzWorld struct {
-	url        string
+	server     server // how to reach the daemon's NATS server
 	adminToken string
 	admin      *agentConn // the coordinator, acting as the root
 	root       string
@@ -28,11 +27,13 @@ type authzWorld struct {
 // not by the root being idle) and mints a user and an auditor token.
 func newAuthzWorld(t *testing.T) *authzWorld { return newAuthzWorldCfg(t, runtime.Config{}) }
 
+// newAuthzWorldCfg is newAuthzWorld with cfg. When cfg.NATSURL is set, the
+// daemon runs on that server, whose token is cfg.NATSToken.
 func newAuthzWorldCfg(t *testing.T, cfg runtime.Config) *authzWorld {
 	t.Helper()
 	d := daemontest.Start(t, cfg)
-	w := &authzWorld{url: d.URL, adminToken: d.AdminToken}
-	w.admin = dialAgent(t, d.URL, d.AdminToken, "")
+	w := &authzWorld{server: server{url: d.URL, token: cfg.NATSToken}, adminToken: d.AdminToken}
+	w.admin = w.server.dialAgent(t, d.AdminToken, "")
 	var info struct {
 		Root string `json:"root_workspace"`
 	}
@@ -41,7 +42,7 @@ func newAuthzWorldCfg(t *testing.T, cfg runtime.Config) *authzWorld {
 
 	a := w.create(t, w.admin, `{"role":"worker"}`)
 	w.admin.do("envelope", `{"to":"`+a.id+`","type":"directive"}`)
-	ac := dialAgent(t, d.URL, a.token, a.id)
+	ac := w.server.dialAgent(t, a.token, a.id)
 	ac.do("envelope", `{"to":"`+w.root+`","type":"query"}`)
 	ac.close()
 
@@ -90,11 +91,11 @@ func (w *authzWorld) fixture(t *testing.T, state string) *authzFixture {
 	f := &authzFixture{}
 	f.D = w.create(t, w.admin, `{"role":"worker","delegate":true}`)
 	w.admin.do("envelope", `{"to":"`+f.D.id+`","type":"directive"}`)
-	dc := dialAgent(t, w.url, f.D.token, f.D.id)
+	dc := w.server.dialAgent(t, f.D.token, f.D.id)
 	defer dc.close()
 	f.W = w.create(t, dc, `{"role":"worker"}`)
 	dc.do("envelope", `{"to":"`+f.W.id+`","type":"directive"}`)
-	wc := dialAgent(t, w.url, f.W.token, f.W.id)
+	wc := w.server.dialAgent(t, f.W.token, f.W.id)
 	defer wc.close()
 	var cp struct {
 		ID string `json:"id"`
@@ -102,7 +103,7 @@ func (w *authzWorld) fixture(t *testing.T, state string) *authzFixture {
 	wc.decode(wc.do("checkpoint", `{"type":"artifact","intent":"fixture","status":"final","confidence":"high"}`), &cp)
 	f.cp = cp.ID
 	f.O = w.create(t, w.admin, `{"role":"observer","visibility":["`+f.W.id+`"]}`)
-	oc := dialAgent(t, w.url, f.O.token, f.O.id)
+	oc := w.server.dialAgent(t, f.O.token, f.O.id)
 	defer oc.close()
 	oc.do("signal", `{"type":"started"}`)
 	f.X = w.create(t, w.admin, `{"role":"worker"}`)
@@ -145,18 +146,19 @@ func (w *authzWorld) stateOf(t *testing.T, id string) wsState {
 // agentConn is a plain nats.go connection acting as one workspace, used to
 // set fixtures up: every call must succeed.
 type agentConn struct {
-	t  *testing.T
-	nc *nats.Conn
-	ws string
+	t     *testing.T
+	nc    *nats.Conn
+	ws    string
+	token string
 }
 
-func dialAgent(t *testing.T, url, token, ws string) *agentConn {
+func (s server) dialAgent(t *testing.T, token, ws string) *agentConn {
 	t.Helper()
-	nc, err := nats.Connect(url, nats.Token(token), nats.CustomInboxPrefix(taxonomy.InboxPrefix(token)))
-	if err != nil {
-		t.Fatalf("connect as %s: %v", ws, err)
+	nc, why := s.connect(t, token, func(error) {})
+	if nc == nil {
+		t.Fatalf("connect as %s: %s", ws, why)
 	}
-	c := &agentConn{t: t, nc: nc, ws: ws}
+	c := &agentConn{t: t, nc: nc, ws: ws, token: token}
 	t.Cleanup(c.close)
 	return c
 }
@@ -171,7 +173,7 @@ func (c *agentConn) do(op, body string) []byte {
 
 func (c *agentConn) call(subject, body string) []byte {
 	c.t.Helper()
-	m, err := c.nc.Request(subject, []byte(body), 10*time.Second)
+	m, err := c.nc.RequestMsg(request(subject, body, c.token), 10*time.Second)
 	if err != nil {
 		c.t.Fatalf("%s %s: %v", subject, body, err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/wacpd/wacpd/runtime"
 	"github.com/wacpd/wacpd/taxonomy"
 )
 
@@ -19,17 +20,32 @@ import (
 // as the tables of docs/security.md write it, with a detail for failure
 // messages.
 
-// connectAs connects with token (none when empty). It returns "connection
-// refused" when the server refuses the token. onErr receives the
-// connection's asynchronous errors.
-func connectAs(t *testing.T, url, token string, onErr func(error)) (*nats.Conn, string) {
+// server says how to reach the daemon's NATS server: the embedded one
+// (token empty), where a principal connects with its own token, or an
+// external one, where every connection uses the server's token and the
+// principal's token goes in the Wacp-Token header of each request.
+type server struct {
+	url   string
+	token string
+}
+
+// connect connects as the principal of token (none when empty). It
+// returns a nil connection and why when the server refuses it. onErr
+// receives the connection's asynchronous errors.
+func (s server) connect(t *testing.T, token string, onErr func(error)) (*nats.Conn, string) {
 	t.Helper()
 	opts := []nats.Option{nats.Timeout(5 * time.Second), nats.NoReconnect(), nats.PermissionErrOnSubscribe(true),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { onErr(err) })}
 	if token != "" {
-		opts = append(opts, nats.Token(token), nats.CustomInboxPrefix(taxonomy.InboxPrefix(token)))
+		opts = append(opts, nats.CustomInboxPrefix(taxonomy.InboxPrefix(token)))
 	}
-	nc, err := nats.Connect(url, opts...)
+	switch {
+	case s.token != "":
+		opts = append(opts, nats.Token(s.token))
+	case token != "":
+		opts = append(opts, nats.Token(token))
+	}
+	nc, err := nats.Connect(s.url, opts...)
 	if errors.Is(err, nats.ErrAuthorization) {
 		return nil, err.Error()
 	}
@@ -39,17 +55,28 @@ func connectAs(t *testing.T, url, token string, onErr func(error)) (*nats.Conn, 
 	return nc, ""
 }
 
+// request returns a request to subject carrying token in the Wacp-Token
+// header, which only a daemon on an external server reads.
+func request(subject, body, token string) *nats.Msg {
+	m := nats.NewMsg(subject)
+	m.Data = []byte(body)
+	if token != "" {
+		m.Header.Set(runtime.TokenHeader, token)
+	}
+	return m
+}
+
 // probe sends one request. The answer is "connection refused", "publish
 // denied" (the server's asynchronous permissions violation ended the wait;
 // no reply came), an error code from the reply's Nats-Service-Error header,
 // "empty" (a page with no entries) or "ok".
-func probe(t *testing.T, url, token, subject, body string) (answer, detail string) {
+func (s server) probe(t *testing.T, token, subject, body string) (answer, detail string) {
 	t.Helper()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	ctx, stop := context.WithTimeout(ctx, 10*time.Second)
 	defer stop()
-	nc, why := connectAs(t, url, token, func(err error) {
+	nc, why := s.connect(t, token, func(err error) {
 		if errors.Is(err, nats.ErrPermissionViolation) && strings.Contains(err.Error(), `Publish to "`+subject+`"`) {
 			cancel(err)
 		}
@@ -58,7 +85,7 @@ func probe(t *testing.T, url, token, subject, body string) (answer, detail strin
 		return refused, why
 	}
 	defer nc.Close()
-	m, err := nc.RequestWithContext(ctx, subject, []byte(body))
+	m, err := nc.RequestMsgWithContext(ctx, request(subject, body, token))
 	if err != nil {
 		if cause := context.Cause(ctx); errors.Is(cause, nats.ErrPermissionViolation) {
 			return pub, cause.Error()
@@ -83,9 +110,9 @@ func probe(t *testing.T, url, token, subject, body string) (answer, detail strin
 // probePublish publishes one message without a reply subject. The answer is
 // "connection refused", "publish denied" or "ok". The server reports a
 // refused publish before it answers the flush that follows.
-func probePublish(t *testing.T, url, token, subject, body string) (answer, detail string) {
+func (s server) probePublish(t *testing.T, token, subject, body string) (answer, detail string) {
 	t.Helper()
-	nc, why := connectAs(t, url, token, func(error) {})
+	nc, why := s.connect(t, token, func(error) {})
 	if nc == nil {
 		return refused, why
 	}
@@ -105,9 +132,9 @@ func probePublish(t *testing.T, url, token, subject, body string) (answer, detai
 // probeSubscribe subscribes to subject. The answer is "connection
 // refused", "subscribe denied" or "ok". The server reports a refused
 // subscription before it answers the flush that follows.
-func probeSubscribe(t *testing.T, url, token, subject string) (answer, detail string) {
+func (s server) probeSubscribe(t *testing.T, token, subject string) (answer, detail string) {
 	t.Helper()
-	nc, why := connectAs(t, url, token, func(error) {})
+	nc, why := s.connect(t, token, func(error) {})
 	if nc == nil {
 		return refused, why
 	}

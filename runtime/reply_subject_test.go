@@ -62,7 +62,7 @@ func TestAgentCannotActForAnotherWorkspaceViaReplySubject(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := w.fixture(t, stActive) // W's inbox holds D's directive
-			xc := dialAgent(t, w.url, f.X.token, f.X.id)
+			xc := w.server.dialAgent(t, f.X.token, f.X.id)
 			xc.do("inbox.next", `{}`) // X's own directive: X's inbox is now empty
 
 			target := "wacp.v1.agent." + f.W.id + "." + tt.target
@@ -80,7 +80,7 @@ func TestAgentCannotActForAnotherWorkspaceViaReplySubject(t *testing.T) {
 				t.Errorf("the daemon did not drop the message on %s", dropped)
 			}
 
-			wc := dialAgent(t, w.url, f.W.token, f.W.id)
+			wc := w.server.dialAgent(t, f.W.token, f.W.id)
 			var env struct {
 				From string `json:"from"`
 			}

@@ -26,7 +26,7 @@ func TestAgentSeesNoOtherWorkspaceThroughJetStream(t *testing.T) {
 		{"$JS.API.CONSUMER.INFO.WACP_SIGNALS." + f.W.id, `{}`, pub},
 	}
 	for _, tt := range tests {
-		got, detail := probe(t, w.url, f.X.token, tt.subject, tt.body)
+		got, detail := w.server.probe(t, f.X.token, tt.subject, tt.body)
 		if got != tt.want {
 			t.Errorf("%s by a worker = %s, want %s\n%s", tt.subject, got, tt.want, detail)
 		}
