@@ -123,7 +123,7 @@ func (w *authzWorld) cell(t *testing.T, row authzRow, col string) (answer, detai
 	if ws == f.W.id {
 		head = `"` + f.cp + `"`
 	}
-	body := strings.NewReplacer("$W", f.W.id, "$D", f.D.id, "$CP", f.cp, "$HEAD", head).Replace(row.body)
+	body := strings.NewReplacer("<W>", f.W.id, "<D>", f.D.id, "<CP>", f.cp, "<HEAD>", head).Replace(row.body)
 	before := w.stateOf(t, f.W.id)
 	answer, detail = w.server.probe(t, token, row.subject(ws), body)
 	if answer != ok && answer != empty {
