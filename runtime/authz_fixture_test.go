@@ -173,7 +173,7 @@ func (c *agentConn) do(op, body string) []byte {
 
 func (c *agentConn) call(subject, body string) []byte {
 	c.t.Helper()
-	m, err := c.nc.RequestMsg(request(subject, body, c.token), 10*time.Second)
+	m, err := c.nc.RequestMsg(tokenRequest(subject, body, c.token), 10*time.Second)
 	if err != nil {
 		c.t.Fatalf("%s %s: %v", subject, body, err)
 	}

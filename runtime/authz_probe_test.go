@@ -55,9 +55,9 @@ func (s server) connect(t *testing.T, token string, onErr func(error)) (*nats.Co
 	return nc, ""
 }
 
-// request returns a request to subject carrying token in the Wacp-Token
+// tokenRequest returns a request to subject carrying token in the Wacp-Token
 // header, which only a daemon on an external server reads.
-func request(subject, body, token string) *nats.Msg {
+func tokenRequest(subject, body, token string) *nats.Msg {
 	m := nats.NewMsg(subject)
 	m.Data = []byte(body)
 	if token != "" {
@@ -85,7 +85,7 @@ func (s server) probe(t *testing.T, token, subject, body string) (answer, detail
 		return refused, why
 	}
 	defer nc.Close()
-	m, err := nc.RequestMsgWithContext(ctx, request(subject, body, token))
+	m, err := nc.RequestMsgWithContext(ctx, tokenRequest(subject, body, token))
 	if err != nil {
 		if cause := context.Cause(ctx); errors.Is(cause, nats.ErrPermissionViolation) {
 			return pub, cause.Error()
