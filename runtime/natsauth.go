@@ -65,9 +65,10 @@ func permissions(p Principal, inbox string) *server.Permissions {
 			append(common, "wacp.v1.agent."+ws+".>",
 				// One durable consumer per workspace, named after it; only
 				// the create form whose subject pins the filter to the
-				// workspace's own signals.
+				// workspace's own signals. Not stream info: with a subjects
+				// filter it lists every signal subject, that is every
+				// workspace id and parent/child pair.
 				"$JS.API.INFO",
-				"$JS.API.STREAM.INFO."+signalStream,
 				fmt.Sprintf("$JS.API.CONSUMER.CREATE.%s.%s.wacp.v1.sig.%s.>", signalStream, ws, ws),
 				fmt.Sprintf("$JS.API.CONSUMER.INFO.%s.%s", signalStream, ws),
 				fmt.Sprintf("$JS.API.CONSUMER.MSG.NEXT.%s.%s", signalStream, ws),

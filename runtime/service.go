@@ -27,6 +27,20 @@ import (
 // token a connection used.
 const TokenHeader = "Wacp-Token"
 
+// clientInbox begins every reply subject a client may receive on (see
+// taxonomy.InboxPrefix). On the embedded server the subject of a request is
+// the caller's identity, which holds only for messages a client published
+// under its own permissions. The daemon's replies, micro's $SRV replies and
+// JetStream's deliveries and pull statuses are published to whatever reply
+// subject a client named, so a client could route them onto another
+// workspace's subjects; none of them has a client inbox as its own reply
+// subject. Requests whose reply subject is not under clientInbox are
+// dropped: no client could receive their answer anyway.
+const clientInbox = "_INBOX_"
+
+// logDroppedRequest is the log message for such a request.
+const logDroppedRequest = "dropped a request whose reply subject is not a client inbox"
+
 // MaxWait bounds inbox.next's wait.
 const MaxWait = 5 * time.Minute
 
@@ -130,6 +144,12 @@ const (
 // writes the reply or the error in the wire contract's form, and counts it.
 func (r *Runtime) serve(ep endpoint) micro.HandlerFunc {
 	return func(req micro.Request) {
+		if !r.external && !strings.HasPrefix(req.Reply(), clientInbox) {
+			// Not a client's request (see clientInbox). Answering it would
+			// publish to a subject the sender chose, so nothing is sent.
+			r.cfg.Logger.Warn(logDroppedRequest, "subject", req.Subject(), "reply", req.Reply())
+			return
+		}
 		select {
 		case r.inflight <- struct{}{}:
 		default:

@@ -168,8 +168,9 @@ func (e *Engine) ListWorkspaces(ctx context.Context, actor, parent string, state
 }
 
 // authorize checks that actor may run a coordinator operation on target:
-// the coordinator on any workspace but the root, a delegate on its own
-// subtree. Caller holds e.mu.
+// the coordinator on any workspace but the root, a live delegate on its own
+// subtree. A delegate's authority ends when it is terminal, as it does for
+// creating workspaces. Caller holds e.mu.
 func (e *Engine) authorize(actor, target string) (*workspace.Workspace, *workspace.Workspace, error) {
 	a, w := e.get(actor), e.get(target)
 	switch {
@@ -179,6 +180,8 @@ func (e *Engine) authorize(actor, target string) (*workspace.Workspace, *workspa
 		return nil, nil, refuse(CodeNotFound, "workspace %s does not exist", target)
 	case !a.IsRoot() && !(a.Delegate && target != actor && e.inSubtree(actor, target)):
 		return nil, nil, refuse(CodePermissionDenied, "only the coordinator or a delegate over %s may do this", target)
+	case a.State.Terminal():
+		return nil, nil, refuse(CodePermissionDenied, "workspace %s is %s and acts on nothing", actor, a.State)
 	case w.IsRoot():
 		return nil, nil, refuse(CodeInvalidTransition, "the root workspace ends with the run")
 	}
