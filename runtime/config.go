@@ -41,6 +41,10 @@ type Config struct {
 	// Tolerance bounds the difference between agent-reported and metered
 	// resource usage that is not a discrepancy.
 	Tolerance Tolerance
+	// GCInterval is the period of Badger value-log garbage collection
+	// (gc.go); zero means 10 minutes, negative turns it off. In-memory
+	// databases have no value log.
+	GCInterval time.Duration
 
 	// Daemon settings (Runtime only; the Engine ignores them).
 

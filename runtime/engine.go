@@ -39,8 +39,10 @@ type Engine struct {
 	// pipelinedOps counts operations run in a batch built while another
 	// was being written.
 	pipelinedOps atomic.Uint64
-	stop         chan struct{} // closed by Close: the committer stops
-	loopDone     chan struct{} // closed when the committer has stopped
+	bg           sync.WaitGroup // background goroutines other than the committer (GC)
+	gcPasses     atomic.Uint64  // value-log GC passes run
+	stop         chan struct{}  // closed by Close: the committer stops
+	loopDone     chan struct{}  // closed when the committer has stopped
 
 	mu     sync.Mutex // guards everything below; the committer holds it while it runs operations
 	open   *openBatch // the batch being filled; set only while the committer runs operations
@@ -133,6 +135,13 @@ func open(cfg Config, db *badger.DB) (*Engine, error) {
 		return nil, fmt.Errorf("read root: %w", err)
 	}
 	go e.loop() // stopped by Close (or below, when open fails)
+	if iv := cfg.GCInterval; iv >= 0 && !cfg.InMemory {
+		if iv == 0 {
+			iv = defaultGCInterval
+		}
+		e.bg.Add(1)
+		go e.runGC(iv) // stopped with the committer, waited for by stopLoop
+	}
 	if e.root == "" {
 		if e.log.Len() != 0 {
 			return nil, fmt.Errorf("open: trail has %d entries but no root workspace", e.log.Len())
@@ -254,6 +263,7 @@ func (e *Engine) stopLoop() {
 		close(e.stop)
 	}
 	<-e.loopDone
+	e.bg.Wait()
 }
 
 // get returns workspace id's record as the running operation sees it (with
