@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
+	goruntime "runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/zeebo/blake3"
@@ -25,25 +28,17 @@ import (
 // stored JSON into strings; issue #5 asks for 300,000 entries/s.
 func verifyGlobalFast(ctx context.Context, txn *badger.Txn) (n uint64, localSeqs map[string][]uint64, ok bool) {
 	var (
-		prevSeq             uint64
-		prevHash, prevID    []byte
-		prevTS, buf         []byte
-		locals              = map[string]*localChain{}
-		sum                 [32]byte
-		hexSum              [len(hashPrefix) + 64]byte
-		hashRef, localRef   []byte
-		hashedOK, localOKed bool
+		prevSeq          uint64
+		prevHash, prevID []byte
+		prevTS           []byte
+		locals           = map[string]*localChain{}
 	)
-	copy(hexSum[:], hashPrefix)
-	hashOf := func(pre []byte) []byte {
-		sum = blake3.Sum256(pre)
-		hex.Encode(hexSum[len(hashPrefix):], sum[:])
-		return hexSum[:]
-	}
+	h := newHashCheck()
+	defer h.close()
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixGlobal, PrefetchValues: true, PrefetchSize: 256})
 	defer it.Close()
 	for it.Rewind(); it.Valid(); it.Next() {
-		if n%4096 == 0 && ctx.Err() != nil {
+		if n%4096 == 0 && (ctx.Err() != nil || h.failed.Load()) {
 			return 0, nil, false
 		}
 		item := it.Item()
@@ -57,11 +52,7 @@ func verifyGlobalFast(ctx context.Context, txn *badger.Txn) (n uint64, localSeqs
 				(prevID != nil && (bytes.Compare(r.id, prevID) <= 0 || bytes.Compare(r.ts, prevTS) < 0)) {
 				return errFastPath
 			}
-			buf = r.preimage(buf[:0], r.prev, r.hasPrev, true)
-			hashRef = hashOf(buf)
-			if hashedOK = bytes.Equal(hashRef, r.entryHash); !hashedOK {
-				return errFastPath
-			}
+			h.add(&r, r.prev, r.hasPrev, true, r.entryHash)
 			if !r.hasWS {
 				if len(r.localHash) > 0 {
 					return errFastPath
@@ -75,11 +66,7 @@ func verifyGlobalFast(ctx context.Context, txn *badger.Txn) (n uint64, localSeqs
 				if !bytes.Equal(r.localPrev, lastHash) || r.hasLocalPrev != (last != nil) || len(r.localHash) == 0 {
 					return errFastPath
 				}
-				buf = r.preimage(buf[:0], r.localPrev, r.hasLocalPrev, false)
-				localRef = hashOf(buf)
-				if localOKed = bytes.Equal(localRef, r.localHash); !localOKed {
-					return errFastPath
-				}
+				h.add(&r, r.localPrev, r.hasLocalPrev, false, r.localHash)
 				if last == nil {
 					last = &localChain{}
 					locals[string(r.ws)] = last
@@ -98,9 +85,12 @@ func verifyGlobalFast(ctx context.Context, txn *badger.Txn) (n uint64, localSeqs
 		prevSeq = seq
 		n++
 	}
-	var h head
-	if err := getJSON(txn, keyHead, &h); err == nil || prevSeq > 0 {
-		if h.Seq != prevSeq || h.Hash != string(prevHash) {
+	if !h.wait() {
+		return 0, nil, false
+	}
+	var hd head
+	if err := getJSON(txn, keyHead, &hd); err == nil || prevSeq > 0 {
+		if hd.Seq != prevSeq || hd.Hash != string(prevHash) {
 			return 0, nil, false
 		}
 	}
@@ -111,10 +101,96 @@ func verifyGlobalFast(ctx context.Context, txn *badger.Txn) (n uint64, localSeqs
 	return n, localSeqs, true
 }
 
-// localChain is what verifyGlobalFast keeps of one workspace's chain.
-type localChain struct {
-	hash []byte   // the last entry's local hash
-	seqs []uint64 // global sequence numbers of its entries
+// hashCheck recomputes entry hashes on worker goroutines, one per CPU:
+// hashing is most of verification's cost, and unlike the chain links it
+// does not depend on the entries before. The iterating goroutine fills
+// chunks of preimages with the hashes recorded for them.
+type hashCheck struct {
+	chunk  *hashChunk
+	work   chan *hashChunk
+	free   chan *hashChunk
+	wg     sync.WaitGroup
+	failed atomic.Bool
+	closed bool
+}
+
+// hashChunk holds preimages back to back, each followed by its recorded
+// hash.
+type hashChunk struct {
+	buf  []byte
+	ends [][2]int // end of each preimage and of its recorded hash in buf
+}
+
+const chunkEntries = 256
+
+func newHashCheck() *hashCheck {
+	workers := max(1, goruntime.GOMAXPROCS(0))
+	h := &hashCheck{work: make(chan *hashChunk, workers), free: make(chan *hashChunk, 2*workers+1)}
+	for range 2*workers + 1 {
+		h.free <- &hashChunk{}
+	}
+	for range workers {
+		h.wg.Add(1)
+		go h.worker(h.work) // ends when work is closed (wait or close)
+	}
+	h.chunk = <-h.free
+	return h
+}
+
+func (h *hashCheck) worker(work <-chan *hashChunk) {
+	defer h.wg.Done()
+	var sum [32]byte
+	var hexSum [len(hashPrefix) + 64]byte
+	copy(hexSum[:], hashPrefix)
+	for c := range work {
+		start := 0
+		for _, e := range c.ends {
+			if !h.failed.Load() {
+				sum = blake3.Sum256(c.buf[start:e[0]])
+				hex.Encode(hexSum[len(hashPrefix):], sum[:])
+				if !bytes.Equal(hexSum[:], c.buf[e[0]:e[1]]) {
+					h.failed.Store(true)
+				}
+			}
+			start = e[1]
+		}
+		c.buf, c.ends = c.buf[:0], c.ends[:0]
+		h.free <- c
+	}
+}
+
+// add queues the check of r's hash in one chain: its preimage with prev as
+// prev_hash hashes to want.
+func (h *hashCheck) add(r *rawStored, prev []byte, hasPrev, global bool, want []byte) {
+	c := h.chunk
+	c.buf = r.preimage(c.buf, prev, hasPrev, global)
+	end := len(c.buf)
+	c.buf = append(c.buf, want...)
+	c.ends = append(c.ends, [2]int{end, len(c.buf)})
+	if len(c.ends) >= chunkEntries {
+		h.work <- c
+		h.chunk = <-h.free
+	}
+}
+
+// wait hands over the last chunk, waits for the workers and reports
+// whether every hash matched.
+func (h *hashCheck) wait() bool {
+	if h.chunk != nil && len(h.chunk.ends) > 0 {
+		h.work <- h.chunk
+	}
+	h.chunk = nil
+	h.close()
+	return !h.failed.Load()
+}
+
+// close stops the workers; it may be called more than once.
+func (h *hashCheck) close() {
+	if !h.closed {
+		h.closed = true
+		close(h.work)
+		h.wg.Wait()
+	}
 }
 
 const hashPrefix = "blake3:"
@@ -253,4 +329,10 @@ func appendRawNullable(b, s []byte, has bool) []byte {
 	b = append(b, '"')
 	b = append(b, s...)
 	return append(b, '"')
+}
+
+// localChain is what verifyGlobalFast keeps of one workspace's chain.
+type localChain struct {
+	hash []byte   // the last entry's local hash
+	seqs []uint64 // global sequence numbers of its entries
 }
