@@ -110,6 +110,7 @@ type committer struct {
 	spare    *badger.Txn // opened before inflight was submitted
 	carry    *request    // taken from the queue, for the next batch
 	degraded *degradedState
+	ackTimer *time.Timer // runs while confirmed outbox items wait for a batch
 }
 
 // loop is the committer goroutine.
@@ -130,6 +131,14 @@ func (e *Engine) loop() {
 			case err := <-done:
 				c.land(err)
 				continue
+			case <-e.ackKick:
+				if c.ackTimer == nil {
+					c.ackTimer = time.NewTimer(ackFlushDelay)
+				}
+				continue
+			case <-c.ackC():
+				c.ackTimer = nil
+				r = c.ackFlush()
 			case <-c.probeC():
 				var err error
 				if r, err = c.probe(); err != nil {
@@ -163,6 +172,30 @@ func (c *committer) drain() {
 	if c.degraded != nil && c.degraded.timer != nil {
 		c.degraded.timer.Stop()
 	}
+	if c.ackTimer != nil {
+		c.ackTimer.Stop()
+	}
+	c.e.flushAcks()
+}
+
+// ackC is the channel of the confirmed-signals flush, nil when none waits.
+func (c *committer) ackC() <-chan time.Time {
+	if c.ackTimer == nil {
+		return nil
+	}
+	return c.ackTimer.C
+}
+
+// ackFlush is a request whose batch carries only the pending outbox
+// deletes (submit adds them to every batch it writes).
+func (c *committer) ackFlush() *request {
+	e := c.e
+	return &request{pipelined: true, done: make(chan struct{}), fn: func() error {
+		if len(e.acks) == 0 {
+			return nil
+		}
+		return e.commit(func(t *tx) error { return t.step("outbox_ack") })
+	}}
 }
 
 // land finishes the batch in flight with its commit's result: on success its
@@ -333,6 +366,9 @@ func (c *committer) submit(b *openBatch) {
 		answer(b.reqs, err)
 		return
 	}
+	e.mu.Lock()
+	e.takeAcks(b.txn)
+	e.mu.Unlock()
 	// The next batch's transaction is opened now, before b's commit takes
 	// a timestamp, so that opening it does not wait for b's write.
 	c.spare = e.db.NewTransaction(true)

@@ -35,7 +35,8 @@ type Engine struct {
 	tax   *taxonomy.Taxonomy
 	lg    *slog.Logger
 
-	reqs chan *request // operations for the committer goroutine (committer.go)
+	reqs    chan *request // operations for the committer goroutine (committer.go)
+	ackKick chan struct{} // AckOutbox has queued deletes (outbox.go)
 	// pipelinedOps counts operations run in a batch built while another
 	// was being written.
 	pipelinedOps atomic.Uint64
@@ -54,6 +55,7 @@ type Engine struct {
 	ws            map[string]*workspace.Workspace
 	chains        map[string]checkpointchain.Chain
 	inboxSig      map[string]chan struct{} // closed and replaced when an envelope lands in a workspace's inbox
+	acks          []string                 // confirmed outbox items to delete with the next batch (outbox.go)
 	onCommit      []func(Commit)
 }
 
@@ -98,7 +100,7 @@ func open(cfg Config, db *badger.DB) (*Engine, error) {
 	e := &Engine{
 		cfg: cfg, db: db, clock: clock.New(cfg.Now), ids: clock.NewIDs(cfg.Entropy),
 		tax: cfg.Taxonomy, lg: cfg.Logger, inboxSig: map[string]chan struct{}{},
-		reqs: make(chan *request, maxBatchOps), stop: make(chan struct{}), loopDone: make(chan struct{}),
+		reqs: make(chan *request, maxBatchOps), ackKick: make(chan struct{}, 1), stop: make(chan struct{}), loopDone: make(chan struct{}),
 	}
 	var err error
 	if e.log, err = trail.Open(db); err != nil {

@@ -3,6 +3,7 @@ package runtime
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -68,23 +69,55 @@ func (e *Engine) OutboxAfter(after string, limit int) ([]OutboxItem, error) {
 	return out, nil
 }
 
-// AckOutbox removes published signals from the outbox.
+// ackFlushDelay bounds how long confirmed signals wait for a batch to
+// carry their deletes before they get a batch of their own.
+const ackFlushDelay = 200 * time.Millisecond
+
+// AckOutbox removes published signals from the outbox. The deletes ride on
+// the next batch's durable write (or, after ackFlushDelay without one, a
+// batch of their own, and at Close a last write): a confirmation costs no
+// synchronous write of its own, and never holds the committer. Until then
+// the items stay in the database; after a crash they are published again,
+// and the stream drops duplicates by Nats-Msg-Id within its window.
 func (e *Engine) AckOutbox(ids ...string) error {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if e.closed {
+		e.mu.Unlock()
 		return ErrClosed
 	}
-	err := e.db.Update(func(txn *badger.Txn) error {
-		for _, id := range ids {
-			if err := txn.Delete(append([]byte("o/"), id...)); err != nil {
-				return err
-			}
+	e.acks = append(e.acks, ids...)
+	e.mu.Unlock()
+	select {
+	case e.ackKick <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// takeAcks deletes the confirmed outbox items pending into txn. Caller
+// holds e.mu. If a delete cannot join txn, the rest stay pending.
+func (e *Engine) takeAcks(txn *badger.Txn) {
+	for i, id := range e.acks {
+		if err := txn.Delete(append([]byte("o/"), id...)); err != nil {
+			e.acks = e.acks[i:]
+			return
 		}
+	}
+	e.acks = e.acks[:0]
+}
+
+// flushAcks writes the pending deletes on their own, at Close.
+func (e *Engine) flushAcks() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.acks) == 0 {
+		return
+	}
+	err := e.db.Update(func(txn *badger.Txn) error {
+		e.takeAcks(txn)
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("%w: ack outbox: %v", ErrStorage, err)
+		e.lg.Warn("outbox confirmations not written; their signals are published again at start", "err", err)
 	}
-	return nil
 }

@@ -27,7 +27,42 @@ func TestOutboxAfter(t *testing.T) {
 	if err := e.AckOutbox(all[0].ID); err != nil {
 		t.Fatal(err)
 	}
-	if rest, _ := e.Outbox(0); len(rest) != len(all)-1 || rest[0].ID != all[1].ID {
-		t.Fatalf("after acking the first, Outbox = %d items starting %s", len(rest), rest[0].ID)
+	// The delete rides on the next batch, or a batch of its own soon after.
+	waitFor(t, "the confirmed item's delete", func() bool {
+		rest, _ := e.Outbox(0)
+		return len(rest) == len(all)-1 && rest[0].ID == all[1].ID
+	})
+}
+
+// TestOutboxAckRidesOnTheNextBatch: a confirmation writes nothing of its
+// own when a batch follows: the next checkpoint's write deletes the item.
+// And confirmations still pending at Close are written then.
+func TestOutboxAckRidesOnTheNextBatch(t *testing.T) {
+	dir := t.TempDir()
+	e := openEngineAt(t, dir)
+	w := newWorker(t, e)
+	c1 := checkpoint(t, e, w.ID, nil, "provisional")
+	all, err := e.Outbox(0)
+	if err != nil || len(all) == 0 {
+		t.Fatalf("Outbox = %v, %v", all, err)
+	}
+	if err := e.AckOutbox(all[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	checkpoint(t, e, w.ID, &c1.ID, "final") // its batch carries the delete
+	rest, err := e.Outbox(0)
+	if err != nil || len(rest) == 0 || rest[0].ID == all[0].ID {
+		t.Fatalf("after the next checkpoint the confirmed item is still there: %v, %v", rest, err)
+	}
+	if err := e.AckOutbox(rest[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e2 := openEngineAt(t, dir)
+	after, err := e2.Outbox(0)
+	if err != nil || len(after) != len(rest)-1 {
+		t.Fatalf("after Close and reopen: %d items, %v; want %d (the confirmation pending at Close written)", len(after), err, len(rest)-1)
 	}
 }
