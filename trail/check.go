@@ -108,7 +108,7 @@ func newChecker(ctx context.Context, opts CheckOptions) *checker {
 type checker struct {
 	ctx  context.Context
 	opts CheckOptions
-	res  CheckResult // res.local and res.terminal are the chains' state
+	res  CheckResult    // res.local and res.terminal are the chains' state
 	prev head           // the global head of the valid prefix
 	rng  *compact.Range // the Merkle tree of the valid prefix
 }
