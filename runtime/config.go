@@ -39,6 +39,10 @@ type Config struct {
 	// Tolerance bounds the difference between agent-reported and metered
 	// resource usage that is not a discrepancy.
 	Tolerance Tolerance
+	// FullCheck makes the integrity check at start read every trail entry.
+	// By default it reads only the entries written since the previous
+	// start's check (see trail.MarkChecked for why that is sound).
+	FullCheck bool
 
 	// Daemon settings (Runtime only; the Engine ignores them).
 

@@ -86,7 +86,21 @@ func open(cfg Config, db *badger.DB) (*Engine, error) {
 		tax: cfg.Taxonomy, lg: cfg.Logger, inboxSig: map[string]chan struct{}{},
 		reqs: make(chan *request, maxBatchOps), stop: make(chan struct{}), loopDone: make(chan struct{}),
 	}
-	var err error
+	// Recovery step 1, the integrity check, before anything reads the trail
+	// (recovery.go).
+	rec, err := checkTrail(cfg, db)
+	if err != nil {
+		return nil, err
+	}
+	running := false
+	defer func() {
+		if err != nil && running {
+			e.stopLoop()
+		}
+		if err != nil && !rec.unclean {
+			e.clearOpen() // this open never served: the data dir stays clean
+		}
+	}()
 	if e.log, err = trail.Open(db); err != nil {
 		return nil, err
 	}
@@ -96,14 +110,19 @@ func open(cfg Config, db *badger.DB) (*Engine, error) {
 	if e.chains, err = checkpointchain.LoadChains(db); err != nil {
 		return nil, err
 	}
-	// Clock and ids resume above the last entry (Clock spec §7).
+	// Clock and ids resume above the last entry and the last signed tree
+	// head (Clock spec §7, Recovery §3.5).
 	if id, ts := e.log.Last(); id != "" {
-		t, err := clock.Parse(ts)
-		if err != nil {
-			return nil, fmt.Errorf("recover clock: %w", err)
+		t, perr := clock.Parse(ts)
+		if perr != nil {
+			err = fmt.Errorf("recover clock: %w", perr)
+			return nil, err
 		}
 		e.clock.Observe(t)
 		e.ids.Observe(id)
+	}
+	if !rec.last.IsZero() {
+		e.clock.Observe(rec.last)
 	}
 	err = db.View(func(txn *badger.Txn) error {
 		item, err := txn.Get(keyRoot)
@@ -118,19 +137,23 @@ func open(cfg Config, db *badger.DB) (*Engine, error) {
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read root: %w", err)
+		err = fmt.Errorf("read root: %w", err)
+		return nil, err
 	}
-	go e.loop() // stopped by Close (or below, when open fails)
+	go e.loop() // stopped by Close (or by the deferred cleanup, when open fails)
+	running = true
 	if e.root == "" {
 		if e.log.Len() != 0 {
-			return nil, fmt.Errorf("open: trail has %d entries but no root workspace", e.log.Len())
-		}
-		if err := e.bootstrap(); err != nil {
-			e.stopLoop()
+			err = fmt.Errorf("open: trail has %d entries but no root workspace", e.log.Len())
 			return nil, err
 		}
-	} else if err := e.checkTaxonomy(); err != nil {
-		e.stopLoop()
+		if err = e.bootstrap(); err != nil {
+			return nil, err
+		}
+	} else if err = e.checkTaxonomy(); err != nil {
+		return nil, err
+	}
+	if err = e.finishRecovery(rec); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -200,6 +223,7 @@ func (e *Engine) Close() error {
 	}
 	e.mu.Unlock()
 	e.stopLoop() // operations in flight finish their batch first
+	e.clearOpen()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.closed = true
