@@ -38,14 +38,14 @@ type crashLoop struct {
 	dir     string
 	workers []crashWorker
 
-	mu          sync.Mutex          // guards acked, checkedAcks, seen, kills and early
+	mu          sync.Mutex          // guards acked, checkedAcks and seen
 	acked       map[string]crashAck // checkpoint id -> acknowledgement
 	checkedAcks map[string]bool     // acknowledgements a check found in place
 	seen        map[string]bool     // checkpoint ids whose signal the durable consumer delivered
-	kills       int                 // kill -9 of a serving daemon
-	early       int                 // kill -9 of a daemon still starting (recovering)
 
-	// Owned by check, on the test goroutine.
+	// Owned by the test goroutine.
+	kills      int                 // kill -9 of a serving daemon
+	early      int                 // kill -9 of a daemon still starting (recovering)
 	chains     map[string]crashAck // every checkpoint listed: id -> workspace and digest
 	contents   map[string]bool     // their contents, unique per request
 	heads      map[string]string   // each chain's head at the last check
@@ -70,12 +70,8 @@ type crashWorker struct{ id, token string }
 // After the last round the daemon stops cleanly and the data dir verifies
 // offline (auditor.VerifyDataDir).
 func TestCrashLoop(t *testing.T) {
-	ctx := ctxT(t)
-	if *crashDuration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.Background(), *crashDuration+10*time.Minute)
-		defer cancel()
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), *crashDuration+10*time.Minute)
+	defer cancel()
 	cl := &crashLoop{t: t, dir: t.TempDir(), acked: map[string]crashAck{}, checkedAcks: map[string]bool{},
 		seen: map[string]bool{}, chains: map[string]crashAck{}, contents: map[string]bool{}, heads: map[string]string{}}
 	start := time.Now()
@@ -310,8 +306,8 @@ func (cl *crashLoop) check(ctx context.Context, coord *client.Client, full bool)
 		}
 		cl.checkedAcks[id] = true
 	}
-	kills, early := cl.kills, cl.early
 	cl.mu.Unlock()
+	kills, early := cl.kills, cl.early
 
 	// The trail since the last check: one checkpoint_created per checkpoint,
 	// and a recovery_completed that quarantined nothing after each kill.
