@@ -110,8 +110,8 @@ func open(cfg Config, db *badger.DB) (*Engine, error) {
 	if e.chains, err = checkpointchain.LoadChains(db); err != nil {
 		return nil, err
 	}
-	// Clock and ids resume above the last entry and the last signed tree
-	// head (Clock spec §7, Recovery §3.5).
+	// Clock and ids resume above the last entry, the last signed tree head
+	// and any quarantined entry (Clock spec §7, Recovery §3.5).
 	if id, ts := e.log.Last(); id != "" {
 		t, perr := clock.Parse(ts)
 		if perr != nil {
@@ -123,6 +123,9 @@ func open(cfg Config, db *badger.DB) (*Engine, error) {
 	}
 	if !rec.last.IsZero() {
 		e.clock.Observe(rec.last)
+	}
+	if rec.lastID != "" {
+		e.ids.Observe(rec.lastID)
 	}
 	err = db.View(func(txn *badger.Txn) error {
 		item, err := txn.Get(keyRoot)

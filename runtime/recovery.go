@@ -38,7 +38,8 @@ type recovery struct {
 	unclean     bool
 	examined    uint64
 	quarantined int
-	last        time.Time // the latest timestamp in the data dir: last entry or signed tree head
+	last        time.Time // the latest timestamp in the data dir: last entry, signed tree head or quarantined entry
+	lastID      string    // the greatest quarantined entry id
 	outbox      int       // signals left unpublished by the previous run
 }
 
@@ -139,6 +140,14 @@ func repairTrail(cfg Config, db *badger.DB, res trail.CheckResult, sth *trail.Tr
 			"first_bad", res.FirstBad, "violation", res.Violation, "detail", res.Detail)
 	}
 	rec.quarantined = len(q)
+	// The clock and ids resume above the quarantined entries too: the
+	// state may hold records written with them.
+	for _, e := range q {
+		if t, err := clock.Parse(e.Timestamp); err == nil && t.After(rec.last) {
+			rec.last = t
+		}
+		rec.lastID = max(rec.lastID, e.ID)
+	}
 	return nil
 }
 

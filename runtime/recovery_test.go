@@ -150,20 +150,22 @@ func chainOfCheckpoints(t testing.TB, e *Engine, ws string, parent *string, n in
 // recovery_completed.
 func TestRecovery_IntegrityCheck_QuarantinesBadTailAfterSignedHead(t *testing.T) {
 	tests := []struct {
-		name    string
-		damage  func(last uint64) func(*badger.Txn) error
-		missing bool
+		name     string
+		damage   func(last uint64) func(*badger.Txn) error
+		missing  bool
+		readable bool // the quarantined entry still decodes: its time and id are known
 	}{
-		{"flipped byte in the last entry", func(last uint64) func(*badger.Txn) error { return flipEntry(last) }, false},
+		{"flipped byte in the last entry", func(last uint64) func(*badger.Txn) error { return flipEntry(last) }, false, true},
 		{"undecodable last entry", func(last uint64) func(*badger.Txn) error {
 			return func(txn *badger.Txn) error { return txn.Set(entryKey(last), []byte("\x00garbage")) }
-		}, false},
-		{"last entry deleted", func(last uint64) func(*badger.Txn) error { return deleteEntry(last) }, true},
+		}, false, false},
+		{"last entry deleted", func(last uint64) func(*badger.Txn) error { return deleteEntry(last) }, true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			e, err := Open(Config{DataDir: dir})
+			clk := newFakeClock()
+			e, err := Open(Config{DataDir: dir, Now: clk.Now})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -183,10 +185,15 @@ func TestRecovery_IntegrityCheck_QuarantinesBadTailAfterSignedHead(t *testing.T)
 			rawDB(t, dir, tt.damage(last))
 
 			var logs syncBuf
-			e = openEngineAt(t, dir, withLog(&logs))
+			clk.Advance(-time.Hour) // the wall clock is behind the quarantined entry
+			e = openEngineAt(t, dir, withLog(&logs), withFakeClock(clk))
 			verify(t, e)
 			if got := e.Trail().Len(); got != last { // last-1 entries and recovery_completed
 				t.Fatalf("trail length after recovery = %d, want %d", got, last)
+			}
+			if rc, _ := e.Trail().At(last); tt.readable && (rc.ID <= lastEntry.ID || rc.Timestamp <= lastEntry.Timestamp) {
+				t.Errorf("recovery_completed %s at %s is not after the quarantined %s at %s",
+					rc.ID, rc.Timestamp, lastEntry.ID, lastEntry.Timestamp)
 			}
 			recs := recoveries(t, e)
 			if len(recs) != 1 || recs[0]["quarantined_entries"] != float64(1) {

@@ -21,6 +21,7 @@ var prefixQuarantine = []byte("t/q/")
 type Quarantined struct {
 	Seq       uint64    `json:"seq"`                  // its place in the global trail
 	ID        string    `json:"id,omitempty"`         // when known
+	Timestamp string    `json:"timestamp,omitempty"`  // when readable
 	EventType EventType `json:"event_type,omitempty"` // when readable
 	Workspace string    `json:"workspace,omitempty"`  // when readable
 	// Missing is set for an entry the trail's head or id index counted but
@@ -93,7 +94,7 @@ func quarantine(db *badger.DB, res CheckResult, at string) ([]Quarantined, error
 			}
 			q := Quarantined{Seq: seq, ID: ids[seq], Reason: reason(seq), At: at, Value: v}
 			if s, err := decodeStored(v); err == nil {
-				q.ID, q.EventType, q.Workspace = s.Entry.ID, s.Entry.EventType, s.Entry.Workspace
+				q.ID, q.Timestamp, q.EventType, q.Workspace = s.Entry.ID, s.Entry.Timestamp, s.Entry.EventType, s.Entry.Workspace
 			}
 			out = append(out, q)
 			next = seq + 1
