@@ -80,7 +80,7 @@ func Open(cfg Config) (*Engine, error) {
 	return e, nil
 }
 
-func open(cfg Config, db *badger.DB) (*Engine, error) {
+func open(cfg Config, db *badger.DB) (_ *Engine, err error) {
 	e := &Engine{
 		cfg: cfg, db: db, clock: clock.New(cfg.Now), ids: clock.NewIDs(cfg.Entropy),
 		tax: cfg.Taxonomy, lg: cfg.Logger, inboxSig: map[string]chan struct{}{},
@@ -113,10 +113,9 @@ func open(cfg Config, db *badger.DB) (*Engine, error) {
 	// Clock and ids resume above the last entry, the last signed tree head
 	// and any quarantined entry (Clock spec §7, Recovery §3.5).
 	if id, ts := e.log.Last(); id != "" {
-		t, perr := clock.Parse(ts)
-		if perr != nil {
-			err = fmt.Errorf("recover clock: %w", perr)
-			return nil, err
+		t, err := clock.Parse(ts)
+		if err != nil {
+			return nil, fmt.Errorf("recover clock: %w", err)
 		}
 		e.clock.Observe(t)
 		e.ids.Observe(id)
@@ -140,23 +139,21 @@ func open(cfg Config, db *badger.DB) (*Engine, error) {
 		return err
 	})
 	if err != nil {
-		err = fmt.Errorf("read root: %w", err)
-		return nil, err
+		return nil, fmt.Errorf("read root: %w", err)
 	}
 	go e.loop() // stopped by Close (or by the deferred cleanup, when open fails)
 	running = true
 	if e.root == "" {
 		if e.log.Len() != 0 {
-			err = fmt.Errorf("open: trail has %d entries but no root workspace", e.log.Len())
+			return nil, fmt.Errorf("open: trail has %d entries but no root workspace", e.log.Len())
+		}
+		if err := e.bootstrap(); err != nil {
 			return nil, err
 		}
-		if err = e.bootstrap(); err != nil {
-			return nil, err
-		}
-	} else if err = e.checkTaxonomy(); err != nil {
+	} else if err := e.checkTaxonomy(); err != nil {
 		return nil, err
 	}
-	if err = e.finishRecovery(rec); err != nil {
+	if err := e.finishRecovery(rec); err != nil {
 		return nil, err
 	}
 	return e, nil

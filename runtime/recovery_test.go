@@ -529,3 +529,21 @@ func TestRecovery_Clock_ResumesAboveLastTimestamp(t *testing.T) {
 		t.Errorf("downtime with the clock behind = %q, want the clock's minimal step 1ns", b.Downtime)
 	}
 }
+
+// TestRecovery_Completed_NotAfterRefusedOpen: an open refused after the
+// integrity check (here: another taxonomy) never served, so the data dir
+// stays clean and the next start records no recovery.
+func TestRecovery_Completed_NotAfterRefusedOpen(t *testing.T) {
+	dir := t.TempDir()
+	e := openEngineAt(t, dir)
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(Config{DataDir: dir, Taxonomy: confTaxonomy(t)}); !errors.Is(err, ErrTaxonomyChanged) {
+		t.Fatalf("Open with another taxonomy = %v, want ErrTaxonomyChanged", err)
+	}
+	e = openEngineAt(t, dir)
+	if n := len(recoveries(t, e)); n != 0 {
+		t.Fatalf("%d recovery_completed after a refused open, want 0", n)
+	}
+}
