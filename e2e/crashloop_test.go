@@ -159,8 +159,8 @@ func (cl *crashLoop) round(ctx context.Context, round int) {
 	}
 }
 
-// setup creates the workers (active, with their tokens) and the durable
-// consumer, which starts from the first signal.
+// setup creates the workers, active, and keeps their tokens. (The first
+// watch creates the durable consumer, from the first signal.)
 func (cl *crashLoop) setup(ctx context.Context, coord *client.Client) {
 	t := cl.t
 	for i := 0; i < *crashAgents; i++ {
