@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/gowebpki/jcs"
 	"github.com/transparency-dev/merkle/compact"
 )
 
@@ -153,7 +154,7 @@ func (c *checker) entries(txn *badger.Txn) error {
 			break
 		}
 		var s stored
-		if err := it.Item().Value(func(v []byte) (err error) { s, err = decodeStored(v); return err }); err != nil {
+		if err := it.Item().Value(func(v []byte) (err error) { s, err = readStored(v); return err }); err != nil {
 			c.fail(seq, "", ViolationHashMismatch, "undecodable entry: %v", err)
 			break
 		}
@@ -427,9 +428,20 @@ func (c *checker) derived(txn *badger.Txn) error {
 	return nil
 }
 
-// decodeStored decodes the value stored under t/g/<seq>.
-func decodeStored(v []byte) (stored, error) {
+// readStored decodes the value stored under t/g/<seq> for Check and
+// Repair. encoding/json, which wrote it, escapes <, > and & inside the
+// body; the entry was hashed over the canonical body, so an escaped body is
+// brought back to canonical form (RFC 8785 escapes only control
+// characters).
+func readStored(v []byte) (stored, error) {
 	var s stored
-	err := json.Unmarshal(v, &s)
-	return s, err
+	if err := json.Unmarshal(v, &s); err != nil {
+		return stored{}, err
+	}
+	if bytes.Contains(s.Entry.Body, []byte(`\u`)) {
+		if c, err := jcs.Transform(s.Entry.Body); err == nil {
+			s.Entry.Body = c
+		}
+	}
+	return s, nil
 }

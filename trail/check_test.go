@@ -390,3 +390,16 @@ func TestCheck_MarkThatNoLongerFitsIsIgnored(t *testing.T) {
 		})
 	}
 }
+
+// TestCheck_BodyWithHTMLCharacters: a body holding <, > or & (which
+// encoding/json escapes when it stores the entry) checks as it was hashed.
+func TestCheck_BodyWithHTMLCharacters(t *testing.T) {
+	tl := newMemLog(t)
+	tl.interleaved(4, "w1")
+	ev := tl.wsEv("w1")
+	ev.Body = map[string]any{"workspace_id": "w1", "from_state": "a<b", "to_state": "c>d", "trigger": "e&f", "initiator": "g"}
+	tl.append(ev, tl.wsEv("w1"))
+	if res := tl.check(0); !res.OK() || res.Valid != 6 {
+		t.Fatalf("Check = %+v, want OK over 6 entries", res)
+	}
+}

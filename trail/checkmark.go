@@ -70,7 +70,7 @@ func (c *checker) resume(txn *badger.Txn) {
 	if err != nil {
 		return
 	}
-	if item.Value(func(v []byte) (err error) { s, err = decodeStored(v); return err }) != nil ||
+	if item.Value(func(v []byte) (err error) { s, err = readStored(v); return err }) != nil ||
 		s.Entry.ID != m.Global.ID || fastHash(s.Entry) != m.Global.Hash || s.Entry.Integrity.EntryHash != m.Global.Hash {
 		return
 	}

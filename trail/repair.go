@@ -93,7 +93,7 @@ func quarantine(db *badger.DB, res CheckResult, at string) ([]Quarantined, error
 				return err
 			}
 			q := Quarantined{Seq: seq, ID: ids[seq], Reason: reason(seq), At: at, Value: v}
-			if s, err := decodeStored(v); err == nil {
+			if s, err := readStored(v); err == nil {
 				q.ID, q.Timestamp, q.EventType, q.Workspace = s.Entry.ID, s.Entry.Timestamp, s.Entry.EventType, s.Entry.Workspace
 			}
 			out = append(out, q)
@@ -187,7 +187,7 @@ func rebuild(ctx context.Context, db *badger.DB, valid uint64) error {
 				break
 			}
 			var s stored
-			if err := it.Item().Value(func(v []byte) (err error) { s, err = decodeStored(v); return err }); err != nil {
+			if err := it.Item().Value(func(v []byte) (err error) { s, err = readStored(v); return err }); err != nil {
 				return fmt.Errorf("entry #%d: %w", seq, err)
 			}
 			e := s.Entry
