@@ -66,7 +66,8 @@ type crashWorker struct{ id, token string }
 // checkpoint_created entries, the trail verifies, every kill was followed by
 // one recovery_completed that quarantined nothing, and a durable signal
 // consumer has seen the checkpoint signal of every committed checkpoint.
-// Now and then the restarting daemon itself is killed during its recovery.
+// Every fifth round the restarting daemon itself is killed while it is
+// still starting (often during its recovery).
 // After the last round the daemon stops cleanly and the data dir verifies
 // offline (auditor.VerifyDataDir).
 func TestCrashLoop(t *testing.T) {
@@ -223,8 +224,8 @@ func (cl *crashLoop) write(ctx context.Context, c *client.Client, ws, head strin
 	}
 }
 
-// killWhileStarting starts the daemon and kills it after a few
-// milliseconds, usually during its recovery, before it serves.
+// killWhileStarting starts the daemon and kills it 0-40 ms later, while it
+// is still starting (opening the database, recovering, starting NATS).
 func (cl *crashLoop) killWhileStarting() {
 	cmd := exec.Command(bin.wacpd, "-data", cl.dir, "-listen", "127.0.0.1:0", "-log-level", "error")
 	if err := cmd.Start(); err != nil {
