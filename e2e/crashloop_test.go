@@ -67,7 +67,7 @@ type crashWorker struct{ id, token string }
 // one recovery_completed that quarantined nothing, and a durable signal
 // consumer has seen the checkpoint signal of every committed checkpoint.
 // Every fifth round the restarting daemon itself is killed while it is
-// still starting (often during its recovery).
+// still starting (opening its database, recovering or starting NATS).
 // After the last round the daemon stops cleanly and the data dir verifies
 // offline (auditor.VerifyDataDir).
 func TestCrashLoop(t *testing.T) {
