@@ -45,6 +45,10 @@ type Config struct {
 	// (gc.go); zero means 10 minutes, negative turns it off. In-memory
 	// databases have no value log.
 	GCInterval time.Duration
+	// FullCheck makes the integrity check at start read every trail entry.
+	// By default it reads only the entries written since the previous
+	// start's check (see trail.MarkChecked for why that is sound).
+	FullCheck bool
 
 	// Daemon settings (Runtime only; the Engine ignores them).
 

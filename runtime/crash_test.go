@@ -142,8 +142,8 @@ func contains(list []string, s string) bool {
 // a random moment, several times, and checks after each restart that every
 // acknowledged checkpoint is present with its digest, nothing is
 // duplicated, the chain is linear, every checkpoint's commit is whole
-// (checkpoint_created, its signal entries and its outbox item all exist)
-// and the trail verifies.
+// (checkpoint_created, its signal entries and its outbox item all exist),
+// the trail verifies and each restart wrote recovery_completed.
 func TestCrashKill9(t *testing.T) {
 	dir := t.TempDir()
 	acked := map[string]string{} // id -> digest
@@ -180,12 +180,12 @@ func TestCrashKill9(t *testing.T) {
 		if n < killAfter {
 			t.Fatalf("round %d: child stopped after %d acks, before the kill", round, n)
 		}
-		checkAfterCrash(t, dir, ws, acked)
+		checkAfterCrash(t, dir, ws, acked, round+1)
 	}
 	t.Logf("5 kills, %d acknowledged checkpoints, none lost", len(acked))
 }
 
-func checkAfterCrash(t *testing.T, dir, ws string, acked map[string]string) {
+func checkAfterCrash(t *testing.T, dir, ws string, acked map[string]string, kills int) {
 	t.Helper()
 	e, err := Open(Config{DataDir: dir})
 	if err != nil {
@@ -193,6 +193,17 @@ func checkAfterCrash(t *testing.T, dir, ws string, acked map[string]string) {
 	}
 	defer e.Close()
 	verify(t, e)
+	// Each kill is followed by one recovery, and a crash leaves nothing to
+	// quarantine (a Badger transaction is whole or absent).
+	recs := recoveries(t, e)
+	if len(recs) != kills {
+		t.Fatalf("%d recovery_completed after %d kills", len(recs), kills)
+	}
+	for _, r := range recs {
+		if r["quarantined_entries"] != float64(0) {
+			t.Fatalf("recovery after a kill quarantined %v entries", r["quarantined_entries"])
+		}
+	}
 	list, err := e.ListCheckpoints(ctx, e.Root(), ws, "", 0)
 	if err != nil {
 		t.Fatal(err)

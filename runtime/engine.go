@@ -96,13 +96,27 @@ func Open(cfg Config) (*Engine, error) {
 	return e, nil
 }
 
-func open(cfg Config, db *badger.DB) (*Engine, error) {
+func open(cfg Config, db *badger.DB) (_ *Engine, err error) {
 	e := &Engine{
 		cfg: cfg, db: db, clock: clock.New(cfg.Now), ids: clock.NewIDs(cfg.Entropy),
 		tax: cfg.Taxonomy, lg: cfg.Logger, inboxSig: map[string]chan struct{}{},
 		reqs: make(chan *request, maxBatchOps), ackKick: make(chan struct{}, 1), stop: make(chan struct{}), loopDone: make(chan struct{}),
 	}
-	var err error
+	// Recovery step 1, the integrity check, before anything reads the trail
+	// (recovery.go).
+	rec, err := checkTrail(cfg, db)
+	if err != nil {
+		return nil, err
+	}
+	running := false
+	defer func() {
+		if err != nil && running {
+			e.stopLoop()
+		}
+		if err != nil && !rec.unclean {
+			e.clearOpen() // this open never served: the data dir stays clean
+		}
+	}()
 	if e.log, err = trail.Open(db); err != nil {
 		return nil, err
 	}
@@ -112,7 +126,8 @@ func open(cfg Config, db *badger.DB) (*Engine, error) {
 	if e.chains, err = checkpointchain.LoadChains(db); err != nil {
 		return nil, err
 	}
-	// Clock and ids resume above the last entry (Clock spec §7).
+	// Clock and ids resume above the last entry, the last signed tree head
+	// and any quarantined entry (Clock spec §7, Recovery §3.5).
 	if id, ts := e.log.Last(); id != "" {
 		t, err := clock.Parse(ts)
 		if err != nil {
@@ -120,6 +135,12 @@ func open(cfg Config, db *badger.DB) (*Engine, error) {
 		}
 		e.clock.Observe(t)
 		e.ids.Observe(id)
+	}
+	if !rec.last.IsZero() {
+		e.clock.Observe(rec.last)
+	}
+	if rec.lastID != "" {
+		e.ids.Observe(rec.lastID)
 	}
 	err = db.View(func(txn *badger.Txn) error {
 		item, err := txn.Get(keyRoot)
@@ -136,7 +157,8 @@ func open(cfg Config, db *badger.DB) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read root: %w", err)
 	}
-	go e.loop() // stopped by Close (or below, when open fails)
+	go e.loop() // stopped by Close (or by the deferred cleanup, when open fails)
+	running = true
 	if iv := cfg.GCInterval; iv >= 0 && !cfg.InMemory {
 		if iv == 0 {
 			iv = defaultGCInterval
@@ -149,11 +171,12 @@ func open(cfg Config, db *badger.DB) (*Engine, error) {
 			return nil, fmt.Errorf("open: trail has %d entries but no root workspace", e.log.Len())
 		}
 		if err := e.bootstrap(); err != nil {
-			e.stopLoop()
 			return nil, err
 		}
 	} else if err := e.checkTaxonomy(); err != nil {
-		e.stopLoop()
+		return nil, err
+	}
+	if err := e.finishRecovery(rec); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -223,6 +246,7 @@ func (e *Engine) Close() error {
 	}
 	e.mu.Unlock()
 	e.stopLoop() // operations in flight finish their batch first
+	e.clearOpen()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.closed = true

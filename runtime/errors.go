@@ -43,6 +43,13 @@ var (
 	// ErrStorage wraps a failed durable write: nothing of the operation
 	// happened.
 	ErrStorage = errors.New("runtime: storage write failed")
+	// ErrTrailCorrupt is returned by Open when the trail fails the
+	// integrity check at start and has no valid prefix to keep: its first
+	// entry fails, the damage lies inside the latest signed tree head
+	// (dropping signed entries would contradict the signature), or the
+	// signed tree head itself is unreadable. The data dir is left as it was
+	// (docs/operations.md, Recovery).
+	ErrTrailCorrupt = errors.New("runtime: trail failed its integrity check")
 )
 
 // Error is an engine refusal with its wire code. It unwraps to the

@@ -21,8 +21,20 @@
 // integrity.entry_hash, signature and signer)); docs/formats.md gives both
 // views. Key prefix "t/": t/g/<seq:8 BE> the stored entry (global view plus
 // local_prev_hash); t/w/<ws>/<n:8 BE> -> seq; t/i/<id> -> seq; t/h/g the
-// global head; t/h/w/<ws> the local heads. testdata/entry.golden freezes the
-// encoding.
+// global head; t/h/w/<ws> the local heads; t/m/<level:1><index:8 BE> the
+// Merkle nodes; t/c the mark of the last integrity check (Check,
+// MarkChecked); t/q/<seq:8 BE><8 hash bytes> the entries Repair quarantined.
+// testdata/entry.golden freezes the encoding.
+//
+// # Integrity check and quarantine
+//
+// Check verifies the stored trail before Open trusts it (WACP Recovery
+// §3.1): entry hashes, both chain kinds, per-workspace timestamps, nothing
+// after a terminal state, the Merkle tree and the signed tree head's root;
+// it finds the longest valid prefix. Repair moves the entries after that
+// prefix to the quarantine and rebuilds heads, indexes and Merkle nodes
+// from the valid entries. A hash chain can only be cut, so the bad part is
+// always a tail: the first bad entry and everything after it.
 //
 // # Caveats
 //

@@ -23,3 +23,17 @@ const (
 	// hash, an entry is missing, or the entries are out of order.
 	ViolationChainBroken Violation = "chain_broken"
 )
+
+// Violations reported only by Check, which also applies the checks of the
+// recovery procedure (Recovery §3.1) and the signed tree head.
+const (
+	// ViolationNotMonotonic: an entry's timestamp is not after the previous
+	// entry of its workspace.
+	ViolationNotMonotonic Violation = "not_monotonic"
+	// ViolationAfterTerminal: a workspace's local trail has an entry after
+	// its transition to a terminal state.
+	ViolationAfterTerminal Violation = "after_terminal"
+	// ViolationRootMismatch: the entries do not hash to the root of the
+	// latest signed tree head.
+	ViolationRootMismatch Violation = "root_mismatch"
+)

@@ -25,8 +25,11 @@ func main() {
 	go func() { <-ctx.Done(); stop() }() // a second signal kills the process
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "wacpd:", err)
-		if errors.Is(err, flag.ErrHelp) {
+		switch {
+		case errors.Is(err, flag.ErrHelp):
 			os.Exit(0)
+		case errors.Is(err, runtime.ErrTrailCorrupt):
+			os.Exit(2) // a failed verification (wire-v1 §1)
 		}
 		os.Exit(1)
 	}
@@ -44,6 +47,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.NATSToken, "nats-token", os.Getenv("WACPD_NATS_TOKEN"), "token for -nats-url (or $WACPD_NATS_TOKEN)")
 	fs.StringVar(&cfg.MetricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (HOST:PORT; port 0 picks a free port); default off")
 	fs.DurationVar(&cfg.GCInterval, "gc-interval", 10*time.Minute, "period of Badger value-log garbage collection; negative turns it off")
+	fs.BoolVar(&cfg.FullCheck, "full-check", false, "check every trail entry at start, not only those written since the last start")
 	level := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
 		return err

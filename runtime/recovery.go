@@ -1,0 +1,223 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/wacpd/wacpd/clock"
+	"github.com/wacpd/wacpd/trail"
+)
+
+// The recovery procedure at start (WACP Recovery §3, digest §3.13).
+//
+// Every open of an existing data dir runs the integrity check (step 1)
+// before anything reads the trail: trail.Check finds the longest valid
+// prefix, from the mark the previous start left (or from entry #1 with
+// Config.FullCheck). A trail with no valid prefix, or one broken inside the
+// latest signed tree head, is refused with ErrTrailCorrupt and left as it
+// is; a bad tail after the signed head is quarantined (trail.Repair) and
+// every quarantined entry is logged. The engine's state is durable in the
+// same transactions as the trail, so step 2 is loading it; step 3 is the
+// publisher republishing the outbox (publisher.go); step 4 is
+// ExpireTimeouts, which fails what ran out while the daemon was down; step
+// 5 is the clock resuming above the last entry and the last signed tree
+// head. After an unclean stop (the open marker m/open is still there) or a
+// quarantine, the procedure ends with recovery_completed.
+
+// keyOpen exists while an engine has the data dir open; Close removes it.
+// Finding it at open means the previous run did not stop cleanly.
+var keyOpen = []byte("m/open")
+
+// recovery is what the integrity check found, for recovery_completed.
+type recovery struct {
+	unclean     bool
+	examined    uint64
+	quarantined int
+	last        time.Time // the latest timestamp in the data dir: last entry, signed tree head or quarantined entry
+	lastID      string    // the greatest quarantined entry id
+	outbox      int       // signals left unpublished by the previous run
+}
+
+// checkTrail runs the integrity check on db before the trail is opened,
+// quarantines a bad tail, and marks the engine open.
+func checkTrail(cfg Config, db *badger.DB) (recovery, error) {
+	var rec recovery
+	var sth *trail.TreeHead
+	err := db.View(func(txn *badger.Txn) error {
+		_, err := txn.Get(keyOpen)
+		rec.unclean = err == nil
+		item, err := txn.Get(keySTH)
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		sth = new(trail.TreeHead)
+		return item.Value(func(v []byte) error { return json.Unmarshal(v, sth) })
+	})
+	if err != nil {
+		var syntaxErr *json.SyntaxError
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &syntaxErr) || errors.As(err, &typeErr) {
+			return rec, fmt.Errorf("%w: the signed tree head (%s) is unreadable: %v", ErrTrailCorrupt, keySTH, err)
+		}
+		return rec, fmt.Errorf("recover: read the signed tree head: %w", err)
+	}
+	opts := trail.CheckOptions{Full: cfg.FullCheck}
+	if sth != nil {
+		root, err := trail.HashBytes(sth.Root)
+		if err != nil {
+			return rec, fmt.Errorf("%w: the signed tree head (%s) has no valid root: %v", ErrTrailCorrupt, keySTH, err)
+		}
+		opts.SignedSize, opts.SignedRoot = sth.Size, root
+		if t, err := clock.Parse(sth.Timestamp); err == nil {
+			rec.last = t
+		}
+	}
+	start := time.Now()
+	res, err := trail.Check(context.Background(), db, opts)
+	if err != nil {
+		return rec, fmt.Errorf("recover: %w", err)
+	}
+	rec.examined = res.Examined
+	cfg.Logger.Info("trail integrity check", "entries", res.Valid, "examined", res.Examined,
+		"from", res.From, "took", time.Since(start).String(), "ok", res.OK())
+	if !res.OK() {
+		if err := repairTrail(cfg, db, res, sth, &rec); err != nil {
+			return rec, err
+		}
+	}
+	if res.Valid > res.From || !res.OK() {
+		if err := trail.MarkChecked(db, res); err != nil {
+			return rec, fmt.Errorf("recover: %w", err)
+		}
+	}
+	err = db.Update(func(txn *badger.Txn) error { return txn.Set(keyOpen, []byte(clock.Format(time.Now().UTC()))) })
+	if err != nil {
+		return rec, fmt.Errorf("recover: mark the data dir open: %w", err)
+	}
+	return rec, nil
+}
+
+// repairTrail refuses a trail that has no valid prefix to keep, and
+// otherwise quarantines what follows the valid prefix and rebuilds what is
+// derived from it.
+func repairTrail(cfg Config, db *badger.DB, res trail.CheckResult, sth *trail.TreeHead, rec *recovery) error {
+	refuse := func(format string, args ...any) error {
+		// A later start must read every entry again, not only those after
+		// the mark: the damage may lie before it.
+		if err := trail.Unmark(db); err != nil {
+			cfg.Logger.Error("unmark the trail", "err", err)
+		}
+		return fmt.Errorf("%w: %s (entry %s, %s: %s); the trail is left as it is: restore the data dir from a backup (docs/operations.md)",
+			ErrTrailCorrupt, fmt.Sprintf(format, args...), res.FirstBad, res.Violation, res.Detail)
+	}
+	switch {
+	case res.Violation != "" && res.Valid == 0:
+		return refuse("no valid prefix: the first entry fails")
+	case !res.SignedCovered:
+		return refuse("the trail breaks after %d entries, inside the signed tree head of %d entries", res.Valid, sth.Size)
+	}
+	q, err := trail.Repair(context.Background(), db, res, clock.Format(time.Now().UTC()))
+	if err != nil {
+		return fmt.Errorf("recover: %w", err)
+	}
+	if res.Derived != "" {
+		cfg.Logger.Warn("rebuilt the trail's heads, indexes and Merkle nodes from its entries", "first_problem", res.Derived)
+	}
+	for _, e := range q {
+		cfg.Logger.Error("quarantined trail entry", "seq", e.Seq, "id", e.ID, "event_type", e.EventType,
+			"workspace", e.Workspace, "missing", e.Missing, "reason", e.Reason)
+	}
+	if len(q) > 0 {
+		cfg.Logger.Error("quarantined the trail after its valid prefix", "valid", res.Valid, "quarantined", len(q),
+			"first_bad", res.FirstBad, "violation", res.Violation, "detail", res.Detail)
+	}
+	rec.quarantined = len(q)
+	// The clock and ids resume above the quarantined entries too: the
+	// state may hold records written with them.
+	for _, e := range q {
+		if t, err := clock.Parse(e.Timestamp); err == nil && t.After(rec.last) {
+			rec.last = t
+		}
+		rec.lastID = max(rec.lastID, e.ID)
+	}
+	return nil
+}
+
+// finishRecovery runs the last steps of the recovery procedure once the
+// engine serves operations: after an unclean stop or a quarantine it fails
+// the workspaces whose timeout ran out while the daemon was down and writes
+// recovery_completed.
+func (e *Engine) finishRecovery(rec recovery) error {
+	if !rec.unclean && rec.quarantined == 0 {
+		return nil
+	}
+	var err error
+	if rec.outbox, err = outboxLen(e); err != nil {
+		return err
+	}
+	live := func() (n, timers int) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		for _, w := range e.ws {
+			if !w.State.Terminal() {
+				n++
+				if w.Timeout != "" {
+					timers++
+				}
+			}
+		}
+		return n, timers
+	}
+	if _, ts := e.log.Last(); ts != "" { // before this recovery writes anything
+		if t, err := clock.Parse(ts); err == nil && t.After(rec.last) {
+			rec.last = t
+		}
+	}
+	before, _ := live()
+	if _, err := e.ExpireTimeouts(context.Background(), e.clock.Now()); err != nil {
+		return fmt.Errorf("recover: expire timeouts: %w", err)
+	}
+	after, timers := live()
+	body := map[string]any{
+		"workspaces_recovered":   after,
+		"workspaces_failed":      before - after,
+		"envelopes_redelivered":  0, // an envelope is delivered in the commit that creates it
+		"signals_requeued":       rec.outbox,
+		"timers_reconstructed":   timers,
+		"trail_entries_examined": rec.examined,
+		"quarantined_entries":    rec.quarantined,
+	}
+	err = e.run(0, func() error {
+		return e.commit(func(t *tx) error {
+			ts := t.next()
+			downtime := time.Duration(0)
+			if !rec.last.IsZero() && ts.After(rec.last) {
+				downtime = ts.Sub(rec.last)
+			}
+			body["downtime"] = downtime.String()
+			return t.appendAt(ts, "", trail.ActorProtocol, trail.EventRecoveryCompleted, body)
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("recover: write recovery_completed: %w", err)
+	}
+	e.lg.Info("recovery completed", "downtime", body["downtime"], "workspaces_recovered", after,
+		"workspaces_failed", before-after, "signals_requeued", rec.outbox, "timers_reconstructed", timers,
+		"trail_entries_examined", rec.examined, "quarantined_entries", rec.quarantined)
+	return nil
+}
+
+// clearOpen removes the open marker: the engine stopped cleanly.
+func (e *Engine) clearOpen() {
+	if err := e.db.Update(func(txn *badger.Txn) error { return txn.Delete(keyOpen) }); err != nil {
+		e.lg.Error("clear the open marker; the next start will run recovery", "err", err)
+	}
+}

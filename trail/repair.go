@@ -1,0 +1,266 @@
+package trail
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/zeebo/blake3"
+)
+
+// prefixQuarantine holds the entries Repair moved out of the trail:
+// t/q/<seq:8 BE><8 bytes of BLAKE3 of the stored value> -> Quarantined.
+var prefixQuarantine = []byte("t/q/")
+
+// Quarantined is an entry Repair moved out of the global trail, kept for
+// human review (Recovery §3.1).
+type Quarantined struct {
+	Seq       uint64    `json:"seq"`                  // its place in the global trail
+	ID        string    `json:"id,omitempty"`         // when known
+	Timestamp string    `json:"timestamp,omitempty"`  // when readable
+	EventType EventType `json:"event_type,omitempty"` // when readable
+	Workspace string    `json:"workspace,omitempty"`  // when readable
+	// Missing is set for an entry the trail's head or id index counted but
+	// that was not stored; Value is then empty.
+	Missing bool   `json:"missing,omitempty"`
+	Reason  string `json:"reason"`         // why: the violation for the first, "after #N" for the rest
+	At      string `json:"quarantined_at"` // when
+	Value   []byte `json:"value,omitempty"`
+}
+
+// Repair makes the stored trail exactly the valid prefix res found: the
+// entries after it move to the quarantine (t/q/), and the global and local
+// heads, the id and local indexes and the Merkle nodes are rebuilt from the
+// valid entries. It returns the entries it quarantined, in trail order. at
+// is the timestamp recorded with them.
+//
+// Repair is idempotent, and safe to interrupt: it copies before it deletes,
+// deletes in trail order, and rebuilds the derived records last, so a later
+// Check finds the same valid prefix and Repair finishes the work (a
+// quarantined copy is keyed by its content and written once).
+func Repair(ctx context.Context, db *badger.DB, res CheckResult, at string) ([]Quarantined, error) {
+	q, err := quarantine(db, res, at)
+	if err != nil {
+		return nil, fmt.Errorf("repair trail: %w", err)
+	}
+	if err := rebuild(ctx, db, res.Valid); err != nil {
+		return nil, fmt.Errorf("repair trail: %w", err)
+	}
+	return q, nil
+}
+
+// quarantine copies the entries after res.Valid to t/q/ and deletes them.
+func quarantine(db *badger.DB, res CheckResult, at string) ([]Quarantined, error) {
+	if res.Last <= res.Valid {
+		return nil, nil
+	}
+	var out []Quarantined
+	ids := map[uint64]string{} // the id index's names for entries past the valid prefix
+	err := db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixID})
+		for it.Rewind(); it.Valid(); it.Next() {
+			_ = it.Item().Value(func(v []byte) error {
+				if len(v) == 8 && binary.BigEndian.Uint64(v) > res.Valid {
+					ids[binary.BigEndian.Uint64(v)] = string(it.Item().Key()[len(prefixID):])
+				}
+				return nil
+			})
+		}
+		it.Close()
+		next := res.Valid + 1
+		reason := func(seq uint64) string {
+			if seq == res.Valid+1 {
+				return fmt.Sprintf("%s: %s", res.Violation, res.Detail)
+			}
+			return fmt.Sprintf("after #%d", res.Valid+1)
+		}
+		missing := func(upTo uint64) {
+			for ; next < upTo; next++ {
+				out = append(out, Quarantined{Seq: next, ID: ids[next], Missing: true, Reason: reason(next), At: at})
+			}
+		}
+		it = txn.NewIterator(badger.IteratorOptions{Prefix: prefixGlobal, PrefetchValues: true})
+		defer it.Close()
+		for it.Seek(globalKey(res.Valid + 1)); it.Valid(); it.Next() {
+			seq := binary.BigEndian.Uint64(it.Item().Key()[len(prefixGlobal):])
+			missing(seq)
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			q := Quarantined{Seq: seq, ID: ids[seq], Reason: reason(seq), At: at, Value: v}
+			if s, err := readStored(v); err == nil {
+				q.ID, q.Timestamp, q.EventType, q.Workspace = s.Entry.ID, s.Entry.Timestamp, s.Entry.EventType, s.Entry.Workspace
+			}
+			out = append(out, q)
+			next = seq + 1
+		}
+		missing(res.Last + 1)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	wb := db.NewWriteBatch()
+	defer wb.Cancel()
+	for _, q := range out {
+		b, err := json.Marshal(q)
+		if err != nil {
+			return nil, err
+		}
+		if err := wb.Set(quarantineKey(q), b); err != nil {
+			return nil, err
+		}
+	}
+	if err := wb.Flush(); err != nil {
+		return nil, fmt.Errorf("quarantine: %w", err)
+	}
+	del := db.NewWriteBatch()
+	defer del.Cancel()
+	for _, q := range out {
+		if !q.Missing {
+			if err := del.Delete(globalKey(q.Seq)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := del.Flush(); err != nil {
+		return nil, fmt.Errorf("remove quarantined entries: %w", err)
+	}
+	return out, nil
+}
+
+func quarantineKey(q Quarantined) []byte {
+	content := q.Value
+	if q.Missing {
+		content = []byte("missing " + q.ID)
+	}
+	sum := blake3.Sum256(content)
+	k := binary.BigEndian.AppendUint64(bytes.Clone(prefixQuarantine), q.Seq)
+	return append(k, sum[:8]...)
+}
+
+// rebuild deletes every record derived from the entries and writes them
+// again from entries #1 … #valid.
+func rebuild(ctx context.Context, db *badger.DB, valid uint64) error {
+	del := db.NewWriteBatch()
+	defer del.Cancel()
+	err := db.View(func(txn *badger.Txn) error {
+		for _, p := range [][]byte{prefixID, prefixLocal, []byte("t/h/"), prefixNode} {
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: p})
+			for it.Rewind(); it.Valid(); it.Next() {
+				if err := del.Delete(it.Item().KeyCopy(nil)); err != nil {
+					it.Close()
+					return err
+				}
+			}
+			it.Close()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := del.Flush(); err != nil {
+		return fmt.Errorf("remove derived records: %w", err)
+	}
+
+	wb := db.NewWriteBatch()
+	defer wb.Cancel()
+	var global head
+	local := map[string]head{}
+	rng := rangeFactory.NewEmptyRange(0)
+	var werr error
+	err = db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixGlobal, PrefetchValues: true, PrefetchSize: 256})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			seq := binary.BigEndian.Uint64(it.Item().Key()[len(prefixGlobal):])
+			if seq > valid {
+				break
+			}
+			var s stored
+			if err := it.Item().Value(func(v []byte) (err error) { s, err = readStored(v); return err }); err != nil {
+				return fmt.Errorf("entry #%d: %w", seq, err)
+			}
+			e := s.Entry
+			if err := wb.Set(append(bytes.Clone(prefixID), e.ID...), u64(seq)); err != nil {
+				return err
+			}
+			if e.Workspace != "" {
+				lh := local[e.Workspace]
+				lh = head{Seq: lh.Seq + 1, Hash: e.Integrity.LocalHash, ID: e.ID, Timestamp: e.Timestamp}
+				local[e.Workspace] = lh
+				if err := wb.Set(localKey(e.Workspace, lh.Seq), u64(seq)); err != nil {
+					return err
+				}
+			}
+			leaf, err := LeafData(e)
+			if err != nil {
+				return fmt.Errorf("entry #%d: %w", seq, err)
+			}
+			if err := rng.Append(Hasher{}.HashLeaf(leaf), func(id compact.NodeID, h []byte) {
+				if werr == nil {
+					werr = wb.Set(nodeKey(id), bytes.Clone(h))
+				}
+			}); err != nil {
+				return err
+			}
+			global = head{Seq: seq, Hash: e.Integrity.EntryHash, ID: e.ID, Timestamp: e.Timestamp}
+		}
+		return werr
+	})
+	if err != nil {
+		return err
+	}
+	if global.Seq > 0 {
+		if err := setJSONBatch(wb, keyHead, global); err != nil {
+			return err
+		}
+	}
+	for ws, h := range local {
+		if err := setJSONBatch(wb, append(bytes.Clone(prefixHeadWS), ws...), h); err != nil {
+			return err
+		}
+	}
+	if err := wb.Flush(); err != nil {
+		return fmt.Errorf("rebuild derived records: %w", err)
+	}
+	return nil
+}
+
+func setJSONBatch(wb *badger.WriteBatch, key []byte, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return wb.Set(key, b)
+}
+
+// ReadQuarantine returns the quarantined entries of db, by trail position.
+func ReadQuarantine(db *badger.DB) ([]Quarantined, error) {
+	var out []Quarantined
+	err := db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixQuarantine, PrefetchValues: true})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			var q Quarantined
+			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &q) }); err != nil {
+				return err
+			}
+			out = append(out, q)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read quarantine: %w", err)
+	}
+	return out, nil
+}
