@@ -9,7 +9,6 @@ import (
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/gowebpki/jcs"
 	"github.com/transparency-dev/merkle/compact"
 )
 
@@ -429,19 +428,6 @@ func (c *checker) derived(txn *badger.Txn) error {
 }
 
 // readStored decodes the value stored under t/g/<seq> for Check and
-// Repair. encoding/json, which wrote it, escapes <, > and & inside the
-// body; the entry was hashed over the canonical body, so an escaped body is
-// brought back to canonical form (RFC 8785 escapes only control
-// characters).
-func readStored(v []byte) (stored, error) {
-	var s stored
-	if err := json.Unmarshal(v, &s); err != nil {
-		return stored{}, err
-	}
-	if bytes.Contains(s.Entry.Body, []byte(`\u`)) {
-		if c, err := jcs.Transform(s.Entry.Body); err == nil {
-			s.Entry.Body = c
-		}
-	}
-	return s, nil
-}
+// Repair (decodeStored: the direct parser, encoding/json for older data,
+// whose escaped <, > and & are brought back to the canonical body).
+func readStored(v []byte) (stored, error) { return decodeStored(v) }
