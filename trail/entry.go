@@ -70,7 +70,11 @@ func (e Entry) MarshalJSON() ([]byte, error) {
 	if len(e.Body) > 0 && !json.Valid(e.Body) {
 		return nil, fmt.Errorf("entry %s: body is not JSON", e.ID)
 	}
-	b := make([]byte, 0, 320+len(e.Body))
+	return appendEntry(make([]byte, 0, 320+len(e.Body)), e), nil
+}
+
+// appendEntry writes e as MarshalJSON does; the stored form wraps it.
+func appendEntry(b []byte, e Entry) []byte {
 	b = append(b, `{"id":`...)
 	b = appendJCSString(b, e.ID)
 	b = append(b, `,"timestamp":`...)
@@ -90,7 +94,7 @@ func (e Entry) MarshalJSON() ([]byte, error) {
 	b = append(b, `,"prev_hash":`...)
 	b = appendNullable(b, e.PrevHash)
 	b = appendIntegrity(b, e.Integrity)
-	return append(b, '}'), nil
+	return append(b, '}')
 }
 
 // UnmarshalJSON decodes an entry written by MarshalJSON. A body whose

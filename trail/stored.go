@@ -27,27 +27,8 @@ import (
 
 // appendStored appends the stored form of s to b.
 func appendStored(b []byte, s stored) []byte {
-	e := s.Entry
-	b = append(b, `{"entry":{"id":`...)
-	b = appendJCSString(b, e.ID)
-	b = append(b, `,"timestamp":`...)
-	b = appendJCSString(b, e.Timestamp)
-	b = append(b, `,"workspace":`...)
-	b = appendNullable(b, e.Workspace)
-	b = append(b, `,"actor":`...)
-	b = appendJCSString(b, e.Actor)
-	b = append(b, `,"event_type":`...)
-	b = appendJCSString(b, string(e.EventType))
-	b = append(b, `,"body":`...)
-	if len(e.Body) == 0 {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, e.Body...)
-	}
-	b = append(b, `,"prev_hash":`...)
-	b = appendNullable(b, e.PrevHash)
-	b = appendIntegrity(b, e.Integrity)
-	b = append(b, '}')
+	b = append(b, `{"entry":`...)
+	b = appendEntry(b, s.Entry)
 	if s.LocalPrev != "" {
 		b = append(b, `,"local_prev_hash":`...)
 		b = appendJCSString(b, s.LocalPrev)
