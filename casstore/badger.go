@@ -161,6 +161,18 @@ func PutTxn(txn *badger.Txn, data []byte) (Ref, error) {
 	return ref, nil
 }
 
+// PutSealedTxn stores data under ref within txn, for an object the caller
+// knows is new (a checkpoint's bytes hold a fresh id) and whose ref it has
+// checked is RefOf(data). Unlike PutTxn it does not look the object up
+// first: writing identical bytes twice is harmless, and every read verifies
+// the hash. Like PutTxn it keeps a reference to data until txn ends.
+func PutSealedTxn(txn *badger.Txn, ref Ref, data []byte) error {
+	if err := txn.Set(key(ref), data); err != nil {
+		return fmt.Errorf("put %s: %w", ref, err)
+	}
+	return nil
+}
+
 // GetTxn returns a verified copy of the content of ref as seen by txn. It
 // returns an error wrapping ErrNotFound if there is none, and a
 // *CorruptError if the stored bytes do not hash to ref.

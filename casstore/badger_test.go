@@ -2,6 +2,7 @@ package casstore_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -283,5 +284,32 @@ func BenchmarkPutTxn(b *testing.B) {
 		if err != nil {
 			b.Fatalf("PutTxn: %v", err)
 		}
+	}
+}
+
+// TestPutSealedTxn: an object put under its ref reads back verified; one
+// put under a ref it does not hash to (a caller breaking the contract) is
+// reported corrupt on read, never returned.
+func TestPutSealedTxn(t *testing.T) {
+	db := memDB(t)
+	st := casstore.NewBadger(db)
+	good, bad := []byte("sealed object"), []byte("other bytes")
+	wrong := casstore.RefOf([]byte("what the caller thought"))
+	err := db.Update(func(txn *badger.Txn) error {
+		if err := casstore.PutSealedTxn(txn, casstore.RefOf(good), good); err != nil {
+			return err
+		}
+		return casstore.PutSealedTxn(txn, wrong, bad)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.Get(context.Background(), casstore.RefOf(good))
+	if err != nil || string(got) != string(good) {
+		t.Fatalf("Get = %q, %v; want %q", got, err, good)
+	}
+	var ce *casstore.CorruptError
+	if _, err := st.Get(context.Background(), wrong); !errors.As(err, &ce) {
+		t.Fatalf("Get of a mismatched object = %v, want *CorruptError", err)
 	}
 }

@@ -29,12 +29,13 @@ type indexEntry struct {
 // content-addressed store, the id index, the chain position and the new head.
 // prev is the chain before c; Put returns the chain after it.
 func Put(txn *badger.Txn, c Checkpoint, b []byte, prev Chain) (Chain, error) {
-	ref, err := casstore.PutTxn(txn, b)
-	if err != nil {
-		return Chain{}, fmt.Errorf("store checkpoint %s: %w", c.ID, err)
-	}
+	// The object is new (its bytes hold a fresh id): no lookup first.
+	ref := casstore.RefOf(b)
 	if ref != c.Digest {
 		return Chain{}, fmt.Errorf("store checkpoint %s: %w", c.ID, casstore.ErrCorrupt)
+	}
+	if err := casstore.PutSealedTxn(txn, ref, b); err != nil {
+		return Chain{}, fmt.Errorf("store checkpoint %s: %w", c.ID, err)
 	}
 	next := prev.Append(c)
 	if err := setJSON(txn, append(bytes.Clone(prefixIndex), c.ID...), indexEntry{Workspace: c.Workspace, N: next.Count, Digest: ref}); err != nil {
