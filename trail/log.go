@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 
 	"github.com/dgraph-io/badger/v4"
@@ -23,6 +24,24 @@ var (
 	prefixHeadWS = []byte("t/h/w/") // t/h/w/<ws> -> head
 	prefixNode   = []byte("t/m/")   // t/m/<level:1><index:8BE> -> Merkle node hash (perfect subtrees only)
 )
+
+// appendHead writes h as encoding/json would (it is read with getJSON), without
+// reflection: every append writes two heads.
+func appendHead(b []byte, h head) []byte {
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendUint(b, h.Seq, 10)
+	b = append(b, `,"hash":`...)
+	b = appendJCSString(b, h.Hash)
+	if h.ID != "" {
+		b = append(b, `,"id":`...)
+		b = appendJCSString(b, h.ID)
+	}
+	if h.Timestamp != "" {
+		b = append(b, `,"timestamp":`...)
+		b = appendJCSString(b, h.Timestamp)
+	}
+	return append(b, '}')
+}
 
 // head is the tip of one chain.
 type head struct {
@@ -221,16 +240,16 @@ func (b *Batch) Append(ev Event) (Entry, error) {
 		return Entry{}, fmt.Errorf("append %s: %w", ev.Type, err)
 	}
 	b.global = head{Seq: seq, Hash: e.Integrity.EntryHash, ID: e.ID, Timestamp: e.Timestamp}
-	if err := setJSON(b.txn, keyHead, b.global); err != nil {
-		return Entry{}, err
+	if err := b.txn.Set(keyHead, appendHead(nil, b.global)); err != nil {
+		return Entry{}, fmt.Errorf("append %s: %w", ev.Type, err)
 	}
 	if ev.Workspace != "" {
 		lh = head{Seq: lh.Seq + 1, Hash: e.Integrity.LocalHash, ID: e.ID, Timestamp: e.Timestamp}
 		if err := b.txn.Set(localKey(ev.Workspace, lh.Seq), u64(seq)); err != nil {
 			return Entry{}, fmt.Errorf("append %s: %w", ev.Type, err)
 		}
-		if err := setJSON(b.txn, append(bytes.Clone(prefixHeadWS), ev.Workspace...), lh); err != nil {
-			return Entry{}, err
+		if err := b.txn.Set(append(bytes.Clone(prefixHeadWS), ev.Workspace...), appendHead(nil, lh)); err != nil {
+			return Entry{}, fmt.Errorf("append %s: %w", ev.Type, err)
 		}
 		b.local[ev.Workspace] = lh
 	}
