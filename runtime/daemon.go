@@ -36,11 +36,11 @@ type Runtime struct {
 	external bool
 	inflight chan struct{}
 
-	metrics      *metrics    // nil unless MetricsAddr is set
-	metricsURL   string      // where the metrics are served
-	authFailures chan string // remote addresses of refused connections, for the trail
-	signer       note.Signer // signs tree heads
-	publicKey    string      // its note verifier key
+	metrics      *metrics      // nil unless MetricsAddr is set
+	metricsURL   string        // where the metrics are served
+	authFailures *authFailures // refused connections, counted for the trail (authfail.go)
+	signer       note.Signer   // signs tree heads
+	publicKey    string        // its note verifier key
 
 	handlers   sync.WaitGroup     // request handlers in flight
 	reqCtx     context.Context    // given to handlers; cancelled when shutdown begins
@@ -144,7 +144,7 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 		return err
 	}
 	r.inflight = make(chan struct{}, r.cfg.MaxInFlight)
-	r.authFailures = make(chan string, 64)
+	r.authFailures = newAuthFailures()
 	if err := r.setupTokens(dir); err != nil {
 		return err
 	}
@@ -264,10 +264,7 @@ func (r *Runtime) startNATS(dir, internal string) error {
 		MaxPayload: 4 << 20,
 		CustomClientAuthentication: &authenticator{tokens: r.tok, failed: func(remote string) {
 			r.cfg.Logger.Warn("refused a connection with an unknown token", "remote", remote)
-			select {
-			case r.authFailures <- remote:
-			default: // the recorder is behind; the log line above still says it
-			}
+			r.authFailures.add(remote)
 		}},
 	})
 	if err != nil {
@@ -298,21 +295,5 @@ func (r *Runtime) stopNATS() {
 	if r.ns != nil {
 		r.ns.Shutdown()
 		r.ns.WaitForShutdown()
-	}
-}
-
-// recordAuthFailures writes authentication_failed (WACP Security §9: security
-// events are never silent) for each refused connection, until ctx is done.
-// It never sees the token.
-func (r *Runtime) recordAuthFailures(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case remote := <-r.authFailures:
-			if err := r.eng.recordAuthFailure(remote); err != nil {
-				r.cfg.Logger.Error("record authentication_failed", "err", err)
-			}
-		}
 	}
 }

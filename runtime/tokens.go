@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -127,18 +128,16 @@ func loadTokens(db *badger.DB, ts *tokens) error {
 	})
 }
 
-// recordAuthFailure writes a system-level authentication_failed entry for a
-// connection from remote whose token is unknown.
-func (e *Engine) recordAuthFailure(remote string) error {
-	return e.run(0, func() error { return e.recordAuthFailureLocked(remote) })
-}
-
-// recordAuthFailureLocked is recordAuthFailure run by the committer.
-func (e *Engine) recordAuthFailureLocked(remote string) error {
-	return e.commit(func(t *tx) error {
-		_, err := t.append("", trail.ActorProtocol, trail.EventAuthenticationFailed, map[string]any{
-			"entity": nil, "context": "nats_connect", "reason": "unknown_token", "source": remote,
+// recordAuthFailure writes a system-level authentication_failed entry for
+// n connections from source refused for an unknown token within window.
+func (e *Engine) recordAuthFailure(source string, n int, window time.Duration) error {
+	return e.run(0, func() error {
+		return e.commit(func(t *tx) error {
+			_, err := t.append("", trail.ActorProtocol, trail.EventAuthenticationFailed, map[string]any{
+				"entity": nil, "context": "nats_connect", "reason": "unknown_token", "source": source,
+				"count": n, "window": window.String(),
+			})
+			return err
 		})
-		return err
 	})
 }
