@@ -248,6 +248,12 @@ func (c *committer) runBatch(first *request) {
 	e := c.e
 	if c.inflight != nil && !first.pipelined {
 		c.land(<-c.inflight.done)
+		if c.degraded != nil && !first.probe {
+			// That write failed: nothing new is admitted.
+			first.err = c.refusal()
+			close(first.done)
+			return
+		}
 	}
 	b := &openBatch{start: time.Now(), probe: first.probe}
 	if c.inflight != nil {
