@@ -106,6 +106,7 @@ func (e *Engine) enqueue(r *request) error {
 // committer is the state of the committer goroutine.
 type committer struct {
 	e        *Engine
+	space    *spaceGuard
 	inflight *flight
 	spare    *badger.Txn // opened before inflight was submitted
 	carry    *request    // taken from the queue, for the next batch
@@ -115,7 +116,7 @@ type committer struct {
 
 // loop is the committer goroutine.
 func (e *Engine) loop() {
-	c := &committer{e: e}
+	c := &committer{e: e, space: newSpaceGuard(e.cfg)}
 	defer close(e.loopDone)
 	defer c.drain()
 	for {
@@ -149,6 +150,13 @@ func (e *Engine) loop() {
 				}
 			case <-e.stop:
 				return
+			}
+		}
+		if c.degraded == nil && !r.probe {
+			if err := c.space.check(false); err != nil {
+				e.mu.Lock()
+				c.failed(nil, err)
+				e.mu.Unlock()
 			}
 		}
 		if c.degraded != nil && !r.probe {

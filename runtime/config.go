@@ -41,6 +41,10 @@ type Config struct {
 	// Tolerance bounds the difference between agent-reported and metered
 	// resource usage that is not a discrepancy.
 	Tolerance Tolerance
+	// MinFreeBytes is the free space the data dir's disk must keep: below
+	// it the engine admits no work (diskspace.go); zero means 128 MiB,
+	// negative turns the guard off.
+	MinFreeBytes int64
 	// GCInterval is the period of Badger value-log garbage collection
 	// (gc.go); zero means 10 minutes, negative turns it off. In-memory
 	// databases have no value log.
@@ -79,6 +83,8 @@ type Config struct {
 	// failAt is a test seam: called at each named step of a commit; an error
 	// aborts the commit there.
 	failAt func(step string) error
+	// freeSpace is a test seam: the data dir's free bytes (default statfs).
+	freeSpace func() (uint64, error)
 	// written is a test seam: called when Badger reports a batch's write,
 	// before the committer hears of it; it may block (holding the batch in
 	// flight) and its error replaces a success (an ambiguous failure: the

@@ -11,8 +11,9 @@ import (
 	"github.com/wacpd/wacpd/workspace"
 )
 
-// Degraded mode (WACP Recovery §2.4). When a batch's durable write fails,
-// its operations get unavailable and the engine stops admitting work:
+// Degraded mode (WACP Recovery §2.4). When a batch's durable write fails (or
+// the disk's free space falls below the reserve, diskspace.go), its
+// operations get unavailable and the engine stops admitting work:
 // every operation that would change anything is refused with unavailable
 // at once, while reads go on. The committer then probes the disk with
 // backoff: it reloads its state from the database (the failed write may
@@ -58,7 +59,7 @@ func (c *committer) failed(b *openBatch, err error) {
 	if d == nil {
 		d = &degradedState{since: time.Now(), reason: err.Error(), affected: map[string]bool{}, wait: probeFirst}
 		c.degraded = d
-		e.lg.Error("storage write failed: degraded mode, admitting no work until writes succeed", "err", err)
+		e.lg.Error("storage unusable: degraded mode, admitting no work until writes succeed", "err", err)
 		e.degradedSince = d.since
 	} else {
 		d.wait = min(2*d.wait, probeMax)
@@ -90,7 +91,7 @@ func (c *committer) probeC() <-chan time.Time {
 
 // refusal is the error of an operation refused in degraded mode.
 func (c *committer) refusal() error {
-	return refuse(CodeUnavailable, "degraded mode since %s: storage writes are failing (%s); nothing was done; retry later",
+	return refuse(CodeUnavailable, "degraded mode since %s: storage is unusable (%s); nothing was done; retry later",
 		c.degraded.since.UTC().Format(time.RFC3339), c.degraded.reason)
 }
 
@@ -99,6 +100,9 @@ func (c *committer) refusal() error {
 // leaves degraded mode (recovered).
 func (c *committer) probe() (*request, error) {
 	e := c.e
+	if err := c.space.check(true); err != nil {
+		return nil, err
+	}
 	e.mu.Lock()
 	err := e.reload()
 	e.mu.Unlock()
@@ -111,7 +115,7 @@ func (c *committer) probe() (*request, error) {
 		affected = append(affected, id)
 	}
 	slices.Sort(affected)
-	reason := fmt.Sprintf("storage writes failed from %s to %s (%d failed writes): %s",
+	reason := fmt.Sprintf("storage unusable from %s to %s (%d failed attempts): %s",
 		clock.Format(d.since), clock.Format(time.Now()), d.failures, d.reason)
 	r := &request{probe: true, done: make(chan struct{}), fn: func() error {
 		return e.commit(func(t *tx) error {

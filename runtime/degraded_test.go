@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestDegradedMode (WACP Recovery §2.4, conformance row "Degraded mode",
@@ -121,4 +122,45 @@ func containsAny(list []any, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestDegradedModeOnLowDiskSpace: below the free-space reserve the engine
+// admits no work (a full disk would end Badger's mapped log in SIGBUS, not
+// an error), reads go on, and when space is back it records
+// system_degraded naming the shortage and admits work again.
+func TestDegradedModeOnLowDiskSpace(t *testing.T) {
+	var free atomic.Uint64
+	free.Store(1 << 30)
+	e := openTest(t, func(c *Config) {
+		c.MinFreeBytes = 100 << 20
+		c.freeSpace = func() (uint64, error) { return free.Load(), nil }
+	})
+	w := newWorker(t, e)
+	c1 := checkpoint(t, e, w.ID, nil, "provisional")
+	before := e.Trail().Len()
+
+	free.Store(10 << 20)
+	time.Sleep(2 * spaceCheckEvery) // the guard reads the space at most this often
+	_, err := e.CreateCheckpoint(ctx, w.ID, cpReq(&c1.ID, "provisional"))
+	if Code(err) != CodeUnavailable || !strings.Contains(err.Error(), "below the reserve") {
+		t.Fatalf("checkpoint with 10 MiB free: %v, want unavailable naming the reserve", err)
+	}
+	if d, _ := e.Degraded(); !d {
+		t.Fatal("not in degraded mode with the disk below the reserve")
+	}
+	if list := listCheckpoints(t, e, w.ID); len(list) != 1 || e.Trail().Len() != before {
+		t.Fatalf("something was written below the reserve: %d checkpoints, trail %d -> %d", len(list), before, e.Trail().Len())
+	}
+
+	free.Store(1 << 30)
+	waitAdmitting(t, e)
+	entries := globalTrail(t, e)
+	last := entries[len(entries)-1]
+	if body := entryBody(t, last); last.EventType != "system_degraded" || !strings.Contains(body["reason"].(string), "below the reserve") {
+		t.Fatalf("last entry %s %v, want system_degraded naming the disk space", last.EventType, body)
+	}
+	if _, err := e.CreateCheckpoint(ctx, w.ID, cpReq(&c1.ID, "final")); err != nil {
+		t.Fatalf("after space is back: %v", err)
+	}
+	verify(t, e)
 }

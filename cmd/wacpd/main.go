@@ -48,9 +48,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.MetricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (HOST:PORT; port 0 picks a free port); default off")
 	fs.DurationVar(&cfg.GCInterval, "gc-interval", 10*time.Minute, "period of Badger value-log garbage collection; negative turns it off")
 	fs.BoolVar(&cfg.FullCheck, "full-check", false, "check every trail entry at start, not only those written since the last start")
+	minFree := fs.Int64("min-free-mb", 128, "MiB the data dir's disk must keep free; below it no work is admitted (degraded mode); negative turns the guard off")
 	level := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	cfg.MinFreeBytes = *minFree << 20
+	if *minFree < 0 {
+		cfg.MinFreeBytes = -1
+	} else if *minFree == 0 {
+		cfg.MinFreeBytes = 1 // zero would mean the default; 1 byte is as good as none
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
