@@ -123,40 +123,67 @@ func (p *publisher) runSignals(ctx context.Context) {
 }
 
 // drain publishes every outbox item, oldest first, and removes each batch
-// once the stream acknowledged it.
+// once the stream acknowledged it. A batch's items are published without
+// waiting for each acknowledgement (one connection, so the stream stores them
+// in this order), then the acknowledgements are awaited in order: the
+// confirmed prefix is removed even when a later item fails. After a failure
+// the items behind it may have been stored already; they are published again
+// with the failed one (the stream drops the duplicates by Nats-Msg-Id), so in
+// that case alone the failed signal lands after later ones.
 func (p *publisher) drain(ctx context.Context) error {
 	for {
 		items, err := p.eng.OutboxAfter(p.cursor, 256)
 		if err != nil || len(items) == 0 {
 			return err
 		}
-		acked := make([]string, 0, len(items))
+		futures := make([]jetstream.PubAckFuture, 0, len(items))
+		var perr error
 		for _, it := range items {
 			b, err := json.Marshal(it.Signal)
 			if err != nil {
-				return err
+				perr = err
+				break
 			}
 			msg := nats.NewMsg(it.Subject)
 			msg.Data = b
 			msg.Header.Set(jetstream.MsgIDHeader, it.ID)
-			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			_, err = p.js.PublishMsg(pctx, msg)
-			cancel()
+			f, err := p.js.PublishMsgAsync(msg)
 			if err != nil {
-				if len(acked) > 0 && p.eng.AckOutbox(acked...) == nil {
-					p.cursor = acked[len(acked)-1]
-					p.m.outboxAdd(-len(acked))
-				}
+				perr = err
+				break
+			}
+			futures = append(futures, f)
+		}
+		acked := make([]string, 0, len(futures))
+		timeout := time.NewTimer(5 * time.Second)
+	wait:
+		for i, f := range futures {
+			select {
+			case <-f.Ok():
+				acked = append(acked, items[i].ID)
+			case err := <-f.Err():
+				perr = err
+				break wait
+			case <-timeout.C:
+				perr = fmt.Errorf("publish %s: no acknowledgement from the stream in 5s", items[i].ID)
+				break wait
+			case <-ctx.Done():
+				perr = ctx.Err()
+				break wait
+			}
+		}
+		timeout.Stop()
+		if len(acked) > 0 {
+			if err := p.eng.AckOutbox(acked...); err != nil {
 				return err
 			}
-			p.m.signalsPublished(1)
-			acked = append(acked, it.ID)
+			p.cursor = acked[len(acked)-1]
+			p.m.outboxAdd(-len(acked))
+			p.m.signalsPublished(len(acked))
 		}
-		if err := p.eng.AckOutbox(acked...); err != nil {
-			return err
+		if perr != nil {
+			return perr
 		}
-		p.cursor = acked[len(acked)-1]
-		p.m.outboxAdd(-len(acked))
 	}
 }
 
