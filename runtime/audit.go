@@ -141,3 +141,52 @@ func formatHashes(hs [][]byte) []string {
 	}
 	return out
 }
+
+func (r *Runtime) auditRead(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		After     string            `json:"after"`
+		Limit     int               `json:"limit"`
+		Workspace string            `json:"workspace"`
+		EventType trail.EventType   `json:"event_type"`
+		Actor     string            `json:"actor"`
+		Since     string            `json:"since"`
+		Until     string            `json:"until"`
+		Body      map[string]string `json:"body"`
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	if err := checkEventType(req.EventType); err != nil {
+		return nil, err
+	}
+	entries, next, err := r.eng.Trail().Read(ctx, trail.Query{
+		After: req.After, Limit: req.Limit, Workspace: req.Workspace, EventType: req.EventType,
+		Actor: req.Actor, Since: req.Since, Until: req.Until, Body: req.Body,
+	})
+	if errors.Is(err, trail.ErrNotFound) {
+		return nil, refuse(CodeNotFound, "no trail entry %s", req.After)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return page(entries, next), nil
+}
+
+func (r *Runtime) auditVerify(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		Workspace string `json:"workspace"`
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	return r.eng.VerifyTrail(ctx, req.Workspace)
+}
+
+// checkEventType refuses an event_type filter outside the closed registry,
+// which would match nothing.
+func checkEventType(t trail.EventType) error {
+	if t != "" && !t.Valid() {
+		return refuse(CodeInvalidStructure, "event_type %q is not one of the %d registered trail event types", t, len(trail.EventTypes()))
+	}
+	return nil
+}

@@ -1,0 +1,263 @@
+package runtime
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/wacpd/wacpd/taxonomy"
+	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/workspace"
+)
+
+// The handlers of the system and agent endpoints (service.go registers them).
+
+func (r *Runtime) systemInfo(ctx context.Context, c caller, body []byte) (any, error) {
+	tax := r.eng.Taxonomy()
+	return map[string]any{
+		"version": r.cfg.Version, "root_workspace": r.eng.Root(),
+		"taxonomy":       map[string]string{"id": tax.ID(), "version": tax.Version(), "checksum": tax.Checksum()},
+		"hash_algorithm": trail.Algorithm, "protocol_version": taxonomy.ProtocolVersion,
+		"public_key": r.publicKey, "origin": r.eng.Origin(),
+	}, nil
+}
+
+func (r *Runtime) checkpoint(ctx context.Context, c caller, body []byte) (any, error) {
+	return r.eng.CreateCheckpoint(ctx, c.ws, body)
+}
+
+func (r *Runtime) signal(ctx context.Context, c caller, body []byte) (any, error) {
+	return r.eng.EmitSignal(ctx, c.ws, body)
+}
+
+func (r *Runtime) envelope(ctx context.Context, c caller, body []byte) (any, error) {
+	return r.eng.SendEnvelope(ctx, c.ws, body)
+}
+
+func (r *Runtime) inboxNext(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		Wait string `json:"wait"`
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	var wait time.Duration
+	if req.Wait != "" {
+		d, err := time.ParseDuration(req.Wait)
+		if err != nil || d < 0 || d > MaxWait {
+			return nil, refuse(CodeInvalidStructure, "wait %q is not a duration between 0 and %s", req.Wait, MaxWait)
+		}
+		wait = d
+	}
+	env, err := r.eng.NextEnvelope(ctx, c.ws, wait)
+	if err != nil || env == nil {
+		return struct{}{}, err
+	}
+	return env, nil
+}
+
+func (r *Runtime) checkpointGet(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		ID string `json:"id"`
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	return r.eng.GetCheckpoint(ctx, c.ws, req.ID)
+}
+
+func (r *Runtime) checkpointList(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		Workspace string `json:"workspace"`
+		After     string `json:"after"`
+		Limit     int    `json:"limit"`
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	if req.Workspace == "" {
+		req.Workspace = c.ws
+	}
+	list, err := r.eng.ListCheckpoints(ctx, c.ws, req.Workspace, req.After, req.Limit)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"checkpoints": nonNil(list)}, nil
+}
+
+func (r *Runtime) checkpointHead(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		Workspace string `json:"workspace"`
+		Final     bool   `json:"final"`
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	if req.Workspace == "" {
+		req.Workspace = c.ws
+	}
+	return r.eng.Head(ctx, c.ws, req.Workspace, req.Final)
+}
+
+func (r *Runtime) workspaceCreate(ctx context.Context, c caller, body []byte) (any, error) {
+	tok, err := newToken()
+	if err != nil {
+		return nil, err
+	}
+	var p Principal
+	w, err := r.eng.createWorkspace(ctx, c.ws, body, func(txn *badger.Txn, w *workspace.Workspace) error {
+		p = Principal{Kind: KindAgent, Workspace: w.ID}
+		return putToken(txn, tok, p)
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.tok.add(tok, p)
+	return map[string]any{"workspace": w, "token": tok}, nil
+}
+
+type idRequest struct {
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
+}
+
+func (r *Runtime) workspaceGet(ctx context.Context, c caller, body []byte) (any, error) {
+	var req idRequest
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	if req.ID == "" {
+		req.ID = c.ws
+	}
+	return r.eng.GetWorkspace(ctx, c.ws, req.ID)
+}
+
+func (r *Runtime) workspaceList(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		Parent string          `json:"parent"`
+		State  workspace.State `json:"state"`
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	list, err := r.eng.ListWorkspaces(ctx, c.ws, req.Parent, req.State)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"workspaces": nonNil(list)}, nil
+}
+
+func (r *Runtime) workspaceOp(op string) handlerFunc {
+	return func(ctx context.Context, c caller, body []byte) (any, error) {
+		var req idRequest
+		if err := decode(body, &req); err != nil {
+			return nil, err
+		}
+		if req.ID == "" {
+			return nil, refuse(CodeInvalidStructure, "id is required")
+		}
+		switch op {
+		case "abort":
+			return r.eng.Abort(ctx, c.ws, req.ID, req.Reason)
+		case "suspend":
+			return r.eng.Suspend(ctx, c.ws, req.ID, req.Reason)
+		}
+		return r.eng.Resume(ctx, c.ws, req.ID)
+	}
+}
+
+func (r *Runtime) migrate(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		ID       string `json:"id"`
+		NewAgent string `json:"new_agent"`
+		Reason   string `json:"reason"`
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	return r.eng.Migrate(ctx, c.ws, req.ID, req.NewAgent, req.Reason)
+}
+
+func (r *Runtime) migrateComplete(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		ID       string `json:"id"`
+		NewAgent string `json:"new_agent"`
+		Error    string `json:"error"`
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	return r.eng.CompleteMigration(ctx, c.ws, req.ID, req.NewAgent, req.Error)
+}
+
+func (r *Runtime) conflictResolve(ctx context.Context, c caller, body []byte) (any, error) {
+	return r.eng.ResolveConflict(ctx, c.ws, body)
+}
+
+func (r *Runtime) integrate(ctx context.Context, c caller, body []byte) (any, error) {
+	return r.eng.Integrate(ctx, c.ws, body)
+}
+
+type trailPage struct {
+	Entries []trail.Entry `json:"entries"`
+	Next    *string       `json:"next"`
+}
+
+func page(entries []trail.Entry, next string) trailPage {
+	p := trailPage{Entries: nonNil(entries)}
+	if next != "" {
+		p.Next = &next
+	}
+	return p
+}
+
+func (r *Runtime) agentTrail(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		After     string          `json:"after"`
+		Limit     int             `json:"limit"`
+		EventType trail.EventType `json:"event_type"`
+		Workspace string          `json:"workspace"`
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	if err := checkEventType(req.EventType); err != nil {
+		return nil, err
+	}
+	entries, next, err := r.eng.ReadTrail(ctx, c.ws, trail.Query{
+		After: req.After, Limit: req.Limit, EventType: req.EventType, Workspace: req.Workspace,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return page(entries, next), nil
+}
+
+func (r *Runtime) tokenCreate(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		Kind Kind   `json:"kind"`
+		Name string `json:"name"`
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	if req.Kind != KindUser && req.Kind != KindAuditor {
+		return nil, refuse(CodeInvalidStructure, "kind must be user or auditor")
+	}
+	if req.Name == "" || len(req.Name) > 128 || strings.ContainsAny(req.Name, " .*>\t\r\n") {
+		return nil, refuse(CodeInvalidStructure, "name must be 1-128 characters without spaces, '.', '*' or '>'")
+	}
+	tok, err := newToken()
+	if err != nil {
+		return nil, err
+	}
+	p := Principal{Kind: req.Kind, Name: req.Name}
+	err = r.eng.createUser(ctx, c.ws, req.Name, func(txn *badger.Txn) error { return putToken(txn, tok, p) })
+	if err != nil {
+		return nil, err
+	}
+	r.tok.add(tok, p)
+	return map[string]any{"token": tok, "principal": p}, nil
+}
