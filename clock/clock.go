@@ -22,7 +22,9 @@ func Parse(s string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("%w: %q", ErrBadTimestamp, s)
 	}
 	t, err := time.Parse(Layout, s)
-	if err != nil {
+	// time.Parse also takes a comma before the fraction (ISO 8601 allows it);
+	// only the form Format writes is a timestamp.
+	if err != nil || Format(t) != s {
 		return time.Time{}, fmt.Errorf("%w: %q", ErrBadTimestamp, s)
 	}
 	return t, nil
