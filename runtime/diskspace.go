@@ -14,9 +14,10 @@ import (
 // it checks the data dir's free space (at most every spaceCheckEvery), and
 // below Config.MinFreeBytes it admits no more work, as in degraded mode
 // (degraded.go), until the space is back; the probe that ends degraded mode
-// checks it too. The default reserve, 128 MiB (two of Badger's 64 MiB
-// memtables), covers what Badger may still need: the rest of the current
-// memtable's log and the table its flush writes, or the next log.
+// checks it too. The default reserve, 128 MiB, covers what Badger may still
+// need: the rest of the current memtable's log and the table its flush
+// writes, or the next log (memtables are 32 MiB, or 64 MiB in older data
+// dirs: badgeropts.go).
 
 // defaultMinFree is the reserve when Config.MinFreeBytes is zero.
 const defaultMinFree = 128 << 20

@@ -80,7 +80,8 @@ func Open(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := badger.DefaultOptions(cfg.DataDir).WithSyncWrites(true).WithLogger(nil)
+	opts := badger.DefaultOptions(cfg.DataDir).WithSyncWrites(true).WithLogger(nil).
+		WithMemTableSize(memTableSizeFor(cfg.DataDir))
 	if cfg.InMemory {
 		opts = badger.DefaultOptions("").WithInMemory(true).WithLogger(nil)
 	}
