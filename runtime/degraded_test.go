@@ -44,7 +44,7 @@ func TestDegradedMode(t *testing.T) {
 	if _, err := e.EmitSignal(ctx, w.ID, []byte(`{"type":"progress"}`)); Code(err) != CodeUnavailable {
 		t.Fatalf("signal in degraded mode: %v, want unavailable", err)
 	}
-	if _, err := e.CreateWorkspace(ctx, e.Root(), []byte(`{"role":"worker","directive":"d"}`)); Code(err) != CodeUnavailable {
+	if _, err := e.CreateWorkspace(ctx, e.Root(), []byte(`{"role":"worker"}`)); Code(err) != CodeUnavailable {
 		t.Fatalf("workspace in degraded mode: %v, want unavailable", err)
 	}
 	if list := listCheckpoints(t, e, w.ID); len(list) != 1 {

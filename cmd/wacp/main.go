@@ -103,7 +103,7 @@ var commands = map[string]func(*cli, []string) error{
 	"signal":     sub("signal", map[string]func(*cli, []string) error{"emit": signalEmit}),
 	"integrate":  integrateCmd,
 	"watch":      watchCmd,
-	"trail":      sub("trail", map[string]func(*cli, []string) error{"read": trailRead, "tail": trailTail, "verify": trailVerify, "export": trailExport, "prove": trailProve, "replay": trailReplay}),
+	"trail":      sub("trail", map[string]func(*cli, []string) error{"read": trailRead, "tail": trailTail, "verify": trailVerify, "export": trailExport, "prove": trailProve, "replay": trailReplay, "quarantine": trailQuarantine}),
 	"token":      sub("token", map[string]func(*cli, []string) error{"create": tokenCreate}),
 }
 

@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"github.com/wacpd/wacpd/auditor"
 	"io"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/wacpd/wacpd/client"
 	"github.com/wacpd/wacpd/trail"
@@ -131,4 +133,43 @@ func trailVerify(c *cli, args []string) error {
 		return exitError(2)
 	}
 	return err
+}
+
+func trailQuarantine(c *cli, args []string) error {
+	const cmd = "trail quarantine"
+	fs := c.flags(cmd, cmd+" --dir DATADIR\n\nLists the trail entries the recovery procedure moved out of a stopped daemon's trail (its\nquarantine, docs/operations.md), with why and when. -o json includes their stored bytes.")
+	dir := fs.String("dir", "", "the stopped daemon's data dir")
+	if _, err := parse(fs, args, 0, 0); err != nil {
+		return err
+	}
+	if *dir == "" {
+		return usagef(cmd, "needs --dir")
+	}
+	qs, err := auditor.Quarantine(*dir)
+	if err != nil {
+		return err
+	}
+	return c.print(nonNilList(qs), func(w io.Writer) {
+		if len(qs) == 0 {
+			fmt.Fprintln(w, "no quarantined entries")
+			return
+		}
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "SEQ\tID\tEVENT\tWORKSPACE\tQUARANTINED\tREASON")
+		for _, q := range qs {
+			id, ev, ws := orDash(q.ID), orDash(string(q.EventType)), orDash(q.Workspace)
+			if q.Missing {
+				ev = "(missing)"
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", q.Seq, id, ev, ws, q.At, q.Reason)
+		}
+		tw.Flush()
+	})
+}
+
+func nonNilList[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
