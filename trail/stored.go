@@ -83,53 +83,84 @@ func decodeStored(v []byte) (stored, error) {
 
 var errNotStored = errors.New("not a stored trail entry")
 
-// parseStored reads exactly the form appendStored writes. It reports false
-// for anything else, including strings with escapes.
+// parseStored reads exactly the form appendStored writes (scanStored). It
+// reports false for anything else, including strings with escapes.
 func parseStored(v []byte) (stored, bool) {
-	p := parser{b: v}
-	var s stored
-	e := &s.Entry
-	ok := p.lit(`{"entry":{"id":`) && p.str(&e.ID) &&
-		p.lit(`,"timestamp":`) && p.str(&e.Timestamp) &&
-		p.lit(`,"workspace":`) && p.nullable(&e.Workspace) &&
-		p.lit(`,"actor":`) && p.str(&e.Actor) &&
-		p.lit(`,"event_type":`) && p.str((*string)(&e.EventType)) &&
-		p.lit(`,"body":`) && p.object(&e.Body) &&
-		p.lit(`,"prev_hash":`) && p.nullable(&e.PrevHash) &&
-		p.lit(`,"integrity":{`)
+	r, ok := scanStored(v)
 	if !ok {
 		return stored{}, false
 	}
-	in := &e.Integrity
-	if p.lit(`"entry_hash":`) && (!p.str(&in.EntryHash) || !p.lit(",")) {
-		return stored{}, false
+	return stored{
+		Entry: Entry{
+			ID: string(r.id), Timestamp: string(r.ts), Workspace: string(r.ws), Actor: string(r.actor),
+			EventType: EventType(r.typ), Body: bytes.Clone(r.body), PrevHash: string(r.prev),
+			Integrity: Integrity{
+				EntryHash: string(r.entryHash), Algorithm: string(r.alg), LocalHash: string(r.localHash),
+				Signature: string(r.sig), Signer: string(r.signer),
+			},
+		},
+		LocalPrev: string(r.localPrev),
+	}, true
+}
+
+// rawStored is a stored entry as slices of the stored bytes. Strings are
+// without their quotes; has* tell null from a string.
+type rawStored struct {
+	id, ts, ws, actor, typ, body, prev     []byte
+	entryHash, alg, localHash, sig, signer []byte
+	localPrev                              []byte
+	hasWS, hasPrev, hasLocalPrev           bool
+	nonASCII                               bool // some string holds a byte of 0x7f or more
+}
+
+// scanStored reads exactly the form appendStored writes, with strings of
+// valid UTF-8 free of escapes and control characters, and a body object. It
+// copies nothing: the slices point into v.
+func scanStored(v []byte) (rawStored, bool) {
+	p := parser{b: v}
+	var r rawStored
+	ok := p.lit(`{"entry":{"id":`) && p.raw(&r.id) &&
+		p.lit(`,"timestamp":`) && p.raw(&r.ts) &&
+		p.lit(`,"workspace":`) && p.rawNullable(&r.ws, &r.hasWS) &&
+		p.lit(`,"actor":`) && p.raw(&r.actor) &&
+		p.lit(`,"event_type":`) && p.raw(&r.typ) &&
+		p.lit(`,"body":`) && p.rawObject(&r.body) &&
+		p.lit(`,"prev_hash":`) && p.rawNullable(&r.prev, &r.hasPrev) &&
+		p.lit(`,"integrity":{`)
+	if !ok {
+		return rawStored{}, false
 	}
-	if !p.lit(`"algorithm":`) || !p.str(&in.Algorithm) {
-		return stored{}, false
+	if p.lit(`"entry_hash":`) && (!p.raw(&r.entryHash) || !p.lit(",")) {
+		return rawStored{}, false
+	}
+	if !p.lit(`"algorithm":`) || !p.raw(&r.alg) {
+		return rawStored{}, false
 	}
 	for _, f := range []struct {
 		name string
-		v    *string
-	}{{`,"local_hash":`, &in.LocalHash}, {`,"signature":`, &in.Signature}, {`,"signer":`, &in.Signer}} {
-		if p.lit(f.name) && !p.str(f.v) {
-			return stored{}, false
+		v    *[]byte
+	}{{`,"local_hash":`, &r.localHash}, {`,"signature":`, &r.sig}, {`,"signer":`, &r.signer}} {
+		if p.lit(f.name) && !p.raw(f.v) {
+			return rawStored{}, false
 		}
 	}
 	if !p.lit("}}") {
-		return stored{}, false
+		return rawStored{}, false
 	}
-	if p.lit(`,"local_prev_hash":`) && !p.str(&s.LocalPrev) {
-		return stored{}, false
+	if p.lit(`,"local_prev_hash":`) {
+		if !p.raw(&r.localPrev) {
+			return rawStored{}, false
+		}
+		r.hasLocalPrev = true
 	}
-	if !p.lit("}") || p.i != len(p.b) {
-		return stored{}, false
-	}
-	return s, true
+	r.nonASCII = p.nonASCII
+	return r, p.lit("}") && p.i == len(p.b)
 }
 
 type parser struct {
-	b []byte
-	i int
+	b        []byte
+	i        int
+	nonASCII bool // a string read so far holds a byte of 0x7f or more
 }
 
 // lit consumes s if the input continues with it.
@@ -141,45 +172,52 @@ func (p *parser) lit(s string) bool {
 	return true
 }
 
-// str consumes a string of valid UTF-8 without escapes or control
-// characters.
-func (p *parser) str(out *string) bool {
+// raw consumes a string of valid UTF-8 without escapes or control
+// characters, and sets out to its bytes (without the quotes).
+func (p *parser) raw(out *[]byte) bool {
 	if p.i >= len(p.b) || p.b[p.i] != '"' {
 		return false
 	}
+	high := false
 	for j := p.i + 1; j < len(p.b); j++ {
 		switch c := p.b[j]; {
 		case c == '"':
-			if !utf8.Valid(p.b[p.i+1 : j]) {
+			if high && !utf8.Valid(p.b[p.i+1:j]) {
 				return false
 			}
-			*out = string(p.b[p.i+1 : j])
+			*out = p.b[p.i+1 : j]
 			p.i = j + 1
+			p.nonASCII = p.nonASCII || high
 			return true
 		case c == '\\' || c < 0x20:
 			return false
+		case c >= 0x7f:
+			high = true
 		}
 	}
 	return false
 }
 
-func (p *parser) nullable(out *string) bool {
+// rawNullable consumes null (setting *has false) or a raw string.
+func (p *parser) rawNullable(out *[]byte, has *bool) bool {
 	if p.lit("null") {
-		*out = ""
+		*has = false
 		return true
 	}
-	return p.str(out)
+	*has = p.raw(out)
+	return *has
 }
 
-// object consumes a JSON object and copies its bytes. It only finds the
-// object's end (strings and nesting); whether the body is JSON is checked
-// by decodeStored, whether it is canonical by the hash check.
-func (p *parser) object(out *json.RawMessage) bool {
+// rawObject consumes a body object without copying it. It only finds the
+// object's end (strings and nesting, scanObject): whether the body is JSON
+// is for decodeStored to check, whether it is the bytes that were hashed for
+// the hash check.
+func (p *parser) rawObject(out *[]byte) bool {
 	start := p.i
 	if !p.scanObject() {
 		return false
 	}
-	*out = bytes.Clone(p.b[start:p.i])
+	*out = p.b[start:p.i]
 	return true
 }
 

@@ -47,8 +47,8 @@ func verifyGlobalFast(ctx context.Context, txn *badger.Txn) (n uint64, localSeqs
 			return 0, nil, false
 		}
 		err := item.Value(func(v []byte) error {
-			r, good := parseRaw(v)
-			if !good || !bytes.Equal(r.prev, prevHash) || (r.hasPrev != (prevSeq > 0)) ||
+			r, good := scanStored(v)
+			if !good || !r.fastable() || !bytes.Equal(r.prev, prevHash) || (r.hasPrev != (prevSeq > 0)) ||
 				(prevID != nil && (bytes.Compare(r.id, prevID) <= 0 || bytes.Compare(r.ts, prevTS) < 0)) {
 				return errFastPath
 			}
@@ -201,101 +201,20 @@ func (fastPathError) Error() string { return "trail: not for the fast path" }
 
 var errFastPath error = fastPathError{}
 
-// rawStored is a stored entry as slices of the stored bytes. Strings are
-// without their quotes; has* tell null from a string.
-type rawStored struct {
-	id, ts, ws, actor, typ, body, prev   []byte
-	entryHash, alg, localHash, localPrev []byte
-	hasWS, hasPrev, hasLocalPrev         bool
-}
-
-// parseRaw reads the form appendStored writes, with strings free of
-// escapes, control characters and non-ASCII bytes, and a body object.
-func parseRaw(v []byte) (rawStored, bool) {
-	p := parser{b: v}
-	var r rawStored
-	ok := p.lit(`{"entry":{"id":`) && p.raw(&r.id) &&
-		p.lit(`,"timestamp":`) && p.rawNullable(&r.ts, nil) &&
-		p.lit(`,"workspace":`) && p.rawNullable(&r.ws, &r.hasWS) &&
-		p.lit(`,"actor":`) && p.raw(&r.actor) &&
-		p.lit(`,"event_type":`) && p.raw(&r.typ) &&
-		p.lit(`,"body":`) && p.rawObject(&r.body) &&
-		p.lit(`,"prev_hash":`) && p.rawNullable(&r.prev, &r.hasPrev) &&
-		p.lit(`,"integrity":{"entry_hash":`) && p.raw(&r.entryHash) &&
-		p.lit(`,"algorithm":`) && p.raw(&r.alg)
-	// Empty strings are written as null or left out; the reference hashes
-	// them so, and a body with \u escapes it brings to canonical form first.
-	if !ok || len(r.id) == 0 || len(r.entryHash) == 0 || (r.hasWS && len(r.ws) == 0) ||
-		(r.hasPrev && len(r.prev) == 0) || bytes.Contains(r.body, []byte(`\u`)) {
-		return rawStored{}, false
-	}
-	if p.lit(`,"local_hash":`) && (!p.raw(&r.localHash) || len(r.localHash) == 0) {
-		return rawStored{}, false
-	}
-	if !p.lit("}}") {
-		return rawStored{}, false // signatures and anything else: the reference path
-	}
-	if p.lit(`,"local_prev_hash":`) {
-		if !p.raw(&r.localPrev) || len(r.localPrev) == 0 {
-			return rawStored{}, false
-		}
-		r.hasLocalPrev = true
-	}
-	return r, p.lit("}") && p.i == len(p.b)
-}
-
-// raw consumes a string of printable ASCII without '"' or '\'.
-func (p *parser) raw(out *[]byte) bool {
-	if p.i >= len(p.b) || p.b[p.i] != '"' {
-		return false
-	}
-	for j := p.i + 1; j < len(p.b); j++ {
-		c := p.b[j]
-		if c == '"' {
-			*out = p.b[p.i+1 : j]
-			p.i = j + 1
-			return true
-		}
-		if c < 0x20 || c >= 0x7f || c == '\\' {
-			return false
-		}
-	}
-	return false
-}
-
-// rawNullable consumes null (setting *has false) or a raw string. With has
-// nil, null is refused.
-func (p *parser) rawNullable(out *[]byte, has *bool) bool {
-	if has != nil && p.lit("null") {
-		*has = false
-		return true
-	}
-	if !p.raw(out) {
-		return false
-	}
-	if has != nil {
-		*has = true
-	}
-	return true
-}
-
-// rawObject consumes a body object (see object) without copying it. It
-// does not check that the body is JSON: the daemon only stores canonical
-// bodies, and bytes that are not are found by the hash check unless
-// whoever changed them also rewrote every hash after them, which no chain
-// check can find (the signed tree heads can: docs/audit.md).
-func (p *parser) rawObject(out *[]byte) bool {
-	start := p.i
-	if !p.scanObject() {
-		return false
-	}
-	*out = p.b[start:p.i]
-	return true
+// fastable reports whether the reference check would hash r exactly as
+// preimage writes it: strings of printable ASCII, no empty string where the
+// reference writes null or leaves the member out, no signature, and a body
+// without \u escapes (the reference brings those to canonical form first).
+func (r *rawStored) fastable() bool {
+	return !r.nonASCII && len(r.id) > 0 && len(r.entryHash) > 0 &&
+		(!r.hasWS || len(r.ws) > 0) && (!r.hasPrev || len(r.prev) > 0) &&
+		(!r.hasLocalPrev || len(r.localPrev) > 0) && (r.localHash == nil || len(r.localHash) > 0) &&
+		r.sig == nil && r.signer == nil && !bytes.Contains(r.body, []byte(`\u`))
 }
 
 // preimage appends the canonical form of the entry hashed for one chain:
 // with prev as its prev_hash, and with the local_hash member in the global
-// chain only. It matches fastHash for entries parseRaw accepts.
+// chain only. It matches fastHash for entries scanStored accepts and fastable passes.
 func (r *rawStored) preimage(b, prev []byte, hasPrev, global bool) []byte {
 	b = append(b, `{"actor":"`...)
 	b = append(b, r.actor...)
