@@ -155,8 +155,8 @@ func PutTxn(txn *badger.Txn, data []byte) (Ref, error) {
 	if ok {
 		return ref, nil
 	}
-	if err := txn.Set(key(ref), data); err != nil {
-		return Ref{}, fmt.Errorf("put %s: %w", ref, err)
+	if err := PutSealedTxn(txn, ref, data); err != nil {
+		return Ref{}, err
 	}
 	return ref, nil
 }
