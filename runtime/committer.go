@@ -160,8 +160,7 @@ func (e *Engine) loop() {
 			}
 		}
 		if c.degraded != nil && !r.probe {
-			r.err = c.refusal()
-			close(r.done)
+			answer([]*request{r}, c.refusal())
 			continue
 		}
 		c.runBatch(r)
@@ -209,15 +208,15 @@ func (c *committer) ackFlush() *request {
 // land finishes the batch in flight with its commit's result: on success its
 // effects become the engine's state; either way its callers are answered.
 func (c *committer) land(err error) {
-	e, f := c.e, c.inflight
-	c.inflight = nil
-	e.mu.Lock()
-	c.landLocked(f, err)
-	e.mu.Unlock()
+	c.e.mu.Lock()
+	c.landLocked(err)
+	c.e.mu.Unlock()
 }
 
-func (c *committer) landLocked(f *flight, err error) {
-	e, b := c.e, f.b
+// landLocked is land with e.mu held.
+func (c *committer) landLocked(err error) {
+	e, b := c.e, c.inflight.b
+	c.inflight = nil
 	if err == nil {
 		b.tx.batch.Commit()
 		e.apply(b.tx)
@@ -227,7 +226,7 @@ func (c *committer) landLocked(f *flight, err error) {
 				obs.Rejected(r)
 			}
 		}
-		// The open batch, if any, was built on f: it now reads the engine.
+		// The open batch, if any, was built on b: it now reads the engine.
 		if o := e.open; o != nil && o.tx.parent == b.tx {
 			o.tx.parent = nil
 			o.tx.batch.Detach()
@@ -258,8 +257,7 @@ func (c *committer) runBatch(first *request) {
 		c.land(<-c.inflight.done)
 		if c.degraded != nil && !first.probe {
 			// That write failed: nothing new is admitted.
-			first.err = c.refusal()
-			close(first.done)
+			answer([]*request{first}, c.refusal())
 			return
 		}
 	}
@@ -333,9 +331,7 @@ func (c *committer) next(b *openBatch, size int) *request {
 		e.mu.Lock()
 		e.open = b
 		if landed {
-			f := c.inflight
-			c.inflight = nil
-			c.landLocked(f, err)
+			c.landLocked(err)
 			if err != nil {
 				b.poisoned = err // b was built on the batch that failed
 			}

@@ -5,10 +5,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/clock"
 	"github.com/wacpd/wacpd/trail"
-	"github.com/wacpd/wacpd/workspace"
 )
 
 // Degraded mode (WACP Recovery §2.4). When a batch's durable write fails (or
@@ -143,23 +141,8 @@ func (c *committer) recovered() {
 // may have reached the disk. Caller holds e.mu; no batch is open or in
 // flight.
 func (e *Engine) reload() error {
-	ws, err := workspace.LoadAll(e.db)
-	if err != nil {
-		return err
-	}
-	chains, err := checkpointchain.LoadChains(e.db)
-	if err != nil {
-		return err
-	}
 	if err := e.log.Reload(); err != nil {
 		return err
 	}
-	e.ws, e.chains = ws, chains
-	if id, ts := e.log.Last(); id != "" {
-		if t, err := clock.Parse(ts); err == nil {
-			e.clock.Observe(t)
-			e.ids.Observe(id)
-		}
-	}
-	return nil
+	return e.loadState()
 }

@@ -121,22 +121,11 @@ func open(cfg Config, db *badger.DB) (_ *Engine, err error) {
 	if e.log, err = trail.Open(db); err != nil {
 		return nil, err
 	}
-	if e.ws, err = workspace.LoadAll(db); err != nil {
+	if err = e.loadState(); err != nil {
 		return nil, err
 	}
-	if e.chains, err = checkpointchain.LoadChains(db); err != nil {
-		return nil, err
-	}
-	// Clock and ids resume above the last entry, the last signed tree head
-	// and any quarantined entry (Clock spec §7, Recovery §3.5).
-	if id, ts := e.log.Last(); id != "" {
-		t, err := clock.Parse(ts)
-		if err != nil {
-			return nil, fmt.Errorf("recover clock: %w", err)
-		}
-		e.clock.Observe(t)
-		e.ids.Observe(id)
-	}
+	// The clock and ids also resume above the last signed tree head and any
+	// quarantined entry (Recovery §3.5).
 	if !rec.last.IsZero() {
 		e.clock.Observe(rec.last)
 	}
@@ -181,6 +170,30 @@ func open(cfg Config, db *badger.DB) (_ *Engine, err error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// loadState reads the workspaces and chain registers from the database,
+// and moves the clock and ids above the trail's last entry (Clock spec §7).
+// It runs at open and when degraded mode ends (degraded.go).
+func (e *Engine) loadState() error {
+	ws, err := workspace.LoadAll(e.db)
+	if err != nil {
+		return err
+	}
+	chains, err := checkpointchain.LoadChains(e.db)
+	if err != nil {
+		return err
+	}
+	e.ws, e.chains = ws, chains
+	if id, ts := e.log.Last(); id != "" {
+		t, err := clock.Parse(ts)
+		if err != nil {
+			return fmt.Errorf("recover clock: %w", err)
+		}
+		e.clock.Observe(t)
+		e.ids.Observe(id)
+	}
+	return nil
 }
 
 // bootstrap creates the root workspace as trail entry #1, recording the hash

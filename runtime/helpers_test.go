@@ -309,19 +309,22 @@ func (m *fakeMeter) set(ws string, tokens int64, cost float64) {
 	m.tokens[ws], m.cost[ws] = tokens, cost
 }
 
-// waitAdmitting waits until the engine has left degraded mode (its probe
-// wrote system_degraded); the deadline only keeps a broken engine from
-// hanging the test.
-func waitAdmitting(t testing.TB, e *Engine) {
+// waitFor polls cond; the deadline only keeps a broken engine from hanging
+// the test.
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if d, _ := e.Degraded(); !d {
-			return
-		}
+	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatal("the engine did not leave degraded mode")
+			t.Fatalf("gave up waiting: %s", what)
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// waitAdmitting waits until the engine has left degraded mode (its probe
+// wrote system_degraded).
+func waitAdmitting(t testing.TB, e *Engine) {
+	t.Helper()
+	waitFor(t, "the engine to leave degraded mode", func() bool { d, _ := e.Degraded(); return !d })
 }

@@ -30,19 +30,6 @@ func (h *holdSeam) written() error {
 	return h.fail
 }
 
-// waitFor polls cond; the deadline only keeps a broken engine from hanging
-// the test.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting: %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // TestGroupCommitPipelinesCheckpoints: while one batch is being written,
 // checkpoints that arrive are run into the next batch at once (not after
 // the write), and when both batches land every checkpoint is there, each
