@@ -88,18 +88,17 @@ type authFailCount struct {
 // first refusal after a quiet window at once, then at most once per window.
 func (r *Runtime) recordAuthFailures(ctx context.Context) {
 	a := r.authFailures
+	defer func() { r.writeAuthFailures(a.take(authFailMaxSources)) }() // what the last window counted
 	var last time.Time
 	for {
 		select {
 		case <-ctx.Done():
-			r.writeAuthFailures(a.take(authFailMaxSources)) // what the last window counted
 			return
 		case <-a.kick:
 		}
 		if wait := authFailWindow - time.Since(last); wait > 0 {
 			select {
 			case <-ctx.Done():
-				r.writeAuthFailures(a.take(authFailMaxSources))
 				return
 			case <-time.After(wait):
 			}
