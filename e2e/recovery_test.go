@@ -2,16 +2,13 @@ package e2e
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/wacpd/wacpd/client"
+	"github.com/wacpd/wacpd/internal/daemontest"
 )
 
 // TestCorruptTrailRefusesToStart: wacpd refuses to start on a data dir
@@ -31,31 +28,7 @@ func TestCorruptTrailRefusesToStart(t *testing.T) {
 	coord.Close()
 	d.stop() // signs a last tree head over every entry
 
-	db, err := badger.Open(badger.DefaultOptions(filepath.Join(dir, "db")).WithLogger(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := binary.BigEndian.AppendUint64([]byte("t/g/"), 3)
-	err = db.Update(func(txn *badger.Txn) error {
-		item, err := txn.Get(key)
-		if err != nil {
-			return err
-		}
-		v, err := item.ValueCopy(nil)
-		if err != nil {
-			return err
-		}
-		i := bytes.Index(v, []byte(`"body":{"`))
-		if i < 0 {
-			return errors.New("no body in entry #3")
-		}
-		v[i+len(`"body":{"`)] ^= 0x01
-		return txn.Set(key, v)
-	})
-	db.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	daemontest.DamageTrailEntry(t, dir, 3)
 
 	for range 2 {
 		var stderr bytes.Buffer

@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/dgraph-io/badger/v4"
-
+	"github.com/wacpd/wacpd/internal/daemontest"
 	"github.com/wacpd/wacpd/runtime"
 	"github.com/wacpd/wacpd/trail"
 )
@@ -39,31 +37,7 @@ func TestTrailQuarantine(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// Flip a byte inside the last entry's stored value.
-	raw, err := badger.Open(badger.DefaultOptions(db).WithLogger(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := binary.BigEndian.AppendUint64([]byte("t/g/"), last)
-	err = raw.Update(func(txn *badger.Txn) error {
-		item, err := txn.Get(key)
-		if err != nil {
-			return err
-		}
-		v, err := item.ValueCopy(nil)
-		if err != nil {
-			return err
-		}
-		i := strings.Index(string(v), `"body":{`) + len(`"body":{`) + 2
-		v[i] ^= 1
-		return txn.Set(key, v)
-	})
-	if cerr := raw.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	daemontest.DamageTrailEntry(t, dir, last)
 	// The restart quarantines it.
 	e, err = runtime.Open(runtime.Config{DataDir: db})
 	if err != nil {
