@@ -32,6 +32,11 @@ type Config struct {
 	FloorDuration time.Duration
 	// FloorN, if positive, is the number of floor writes.
 	FloorN int
+	// Bounds, if set, also measures the machine's bounds (see Bounds)
+	// after the floor and before the daemon starts, each for
+	// BoundsDuration (default 3s) or, if N is set, N requests.
+	Bounds         bool
+	BoundsDuration time.Duration
 	// SignalWait bounds the wait, after the last ack, for the
 	// coordinator to receive the remaining signals; default 30s.
 	SignalWait time.Duration
@@ -52,6 +57,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.FloorDuration == 0 {
 		c.FloorDuration = 2 * time.Second
 	}
+	if c.BoundsDuration == 0 {
+		c.BoundsDuration = 3 * time.Second
+	}
 	if c.SignalWait == 0 {
 		c.SignalWait = 30 * time.Second
 	}
@@ -63,7 +71,7 @@ func (c Config) withDefaults() (Config, error) {
 		return c, errors.New("bench: config: Clients must be positive")
 	case c.Size < 0:
 		return c, errors.New("bench: config: Size must not be negative")
-	case c.Duration < 0 || c.FloorDuration < 0 || c.SignalWait < 0:
+	case c.Duration < 0 || c.FloorDuration < 0 || c.BoundsDuration < 0 || c.SignalWait < 0:
 		return c, errors.New("bench: config: durations must not be negative")
 	case c.N < 0 || c.FloorN < 0:
 		return c, errors.New("bench: config: N and FloorN must not be negative")

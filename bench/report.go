@@ -22,6 +22,7 @@ type Report struct {
 	PeakRSS  int64         `json:"peak_rss_bytes"`
 	RSSScope string        `json:"peak_rss_scope"`
 	Floor    FloorReport   `json:"floor"`
+	Bounds   *Bounds       `json:"bounds,omitempty"` // with -bounds
 	Ratios   Ratios        `json:"ratios"`
 }
 
@@ -41,18 +42,33 @@ type FloorReport struct {
 	Rate    float64       `json:"writes_per_s"`
 }
 
-// Ratios compare the daemon with the floor.
+// Ratios compare the daemon with the floor and, when measured, the bounds
+// with the floor and the daemon with the bounds.
 type Ratios struct {
 	AckP50 float64 `json:"ack_p50_over_floor_p50"`
 	Rate   float64 `json:"throughput_over_floor_rate"`
+
+	TransportRate     float64 `json:"transport_rate_over_floor_rate,omitempty"`
+	HandBuiltAckP50   float64 `json:"hand_built_ack_p50_over_floor_p50,omitempty"`
+	HandBuiltRate     float64 `json:"hand_built_rate_over_floor_rate,omitempty"`
+	RateOverTransport float64 `json:"throughput_over_transport_rate,omitempty"`
+	RateOverHandBuilt float64 `json:"throughput_over_hand_built_rate,omitempty"`
 }
 
-// ratios returns the report's ratios to its floor.
+// ratios returns the report's ratios.
 func (r *Report) ratios() Ratios {
-	return Ratios{
+	q := Ratios{
 		AckP50: ratio(float64(r.Acks.P50), float64(r.Floor.Writes.P50)),
 		Rate:   ratio(r.Rate, r.Floor.Rate),
 	}
+	if b := r.Bounds; b != nil {
+		q.TransportRate = ratio(b.Transport.Rate, r.Floor.Rate)
+		q.HandBuiltAckP50 = ratio(float64(b.HandBuilt.Acks.P50), float64(r.Floor.Writes.P50))
+		q.HandBuiltRate = ratio(b.HandBuilt.Rate, r.Floor.Rate)
+		q.RateOverTransport = ratio(r.Rate, b.Transport.Rate)
+		q.RateOverHandBuilt = ratio(r.Rate, b.HandBuilt.Rate)
+	}
+	return q
 }
 
 // WriteJSON writes r as indented JSON.
@@ -74,6 +90,10 @@ func (r *Report) WriteText(w io.Writer) error {
 	row("checkpoint ack", r.Acks)
 	row("signal (commit->watch)", r.Signals)
 	row("floor (bare badger)", r.Floor.Writes)
+	if b := r.Bounds; b != nil {
+		row("bound: transport", b.Transport.Acks)
+		row("bound: hand-built", b.HandBuilt.Acks)
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -83,11 +103,23 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "\nthroughput   %.0f checkpoints/s in %s\n", r.Rate, dur(r.Elapsed))
 	fmt.Fprintf(w, "floor rate   %.0f writes/s\n", r.Floor.Rate)
+	if b := r.Bounds; b != nil {
+		fmt.Fprintf(w, "transport    %.0f requests/s (bound: NATS request/reply and a JetStream signal each, nothing stored)\n", b.Transport.Rate)
+		fmt.Fprintf(w, "hand-built   %.0f requests/s (the same and one synchronous Badger transaction each)\n", b.HandBuilt.Rate)
+	}
 	fmt.Fprintf(w, "verify       %d entries in %s: %.0f entries/s (%s)\n",
 		r.Verify.Entries, dur(r.Verify.Elapsed), r.Verify.Rate, verified)
 	fmt.Fprintf(w, "peak RSS     %.1f MiB (%s)\n", float64(r.PeakRSS)/(1<<20), r.RSSScope)
 	fmt.Fprintf(w, "\nack p50 / floor p50       %.2f\n", r.Ratios.AckP50)
 	_, err := fmt.Fprintf(w, "throughput / floor rate   %.2f\n", r.Ratios.Rate)
+	if r.Bounds != nil && err == nil {
+		q := r.Ratios
+		fmt.Fprintf(w, "hand-built ack p50 / floor p50   %.2f\n", q.HandBuiltAckP50)
+		fmt.Fprintf(w, "transport rate / floor rate      %.2f\n", q.TransportRate)
+		fmt.Fprintf(w, "hand-built rate / floor rate     %.2f\n", q.HandBuiltRate)
+		fmt.Fprintf(w, "throughput / transport rate      %.2f\n", q.RateOverTransport)
+		_, err = fmt.Fprintf(w, "throughput / hand-built rate     %.2f\n", q.RateOverHandBuilt)
+	}
 	return err
 }
 

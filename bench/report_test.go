@@ -35,6 +35,47 @@ func TestRatios(t *testing.T) {
 	}
 }
 
+// withBounds is sampleReport with both bounds measured.
+func withBounds() *Report {
+	r := sampleReport()
+	r.Bounds = &Bounds{
+		Transport: BoundRun{Acks: Latency{N: 9000, P50: 200 * time.Microsecond}, Elapsed: time.Second, Rate: 8000, Signals: 9000},
+		HandBuilt: BoundRun{Acks: Latency{N: 900, P50: time.Millisecond}, Elapsed: time.Second, Rate: 1000, Signals: 900},
+	}
+	r.Ratios = r.ratios()
+	return r
+}
+
+func TestRatiosWithBounds(t *testing.T) {
+	want := Ratios{AckP50: 4, Rate: 0.25, TransportRate: 4, HandBuiltAckP50: 2, HandBuiltRate: 0.5,
+		RateOverTransport: 0.0625, RateOverHandBuilt: 0.5}
+	if got := withBounds().Ratios; got != want {
+		t.Errorf("ratios() = %+v, want %+v", got, want)
+	}
+}
+
+func TestWriteTextBounds(t *testing.T) {
+	var buf bytes.Buffer
+	if err := withBounds().WriteText(&buf); err != nil {
+		t.Fatalf("WriteText: %v", err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		"transport    8000 requests/s",
+		"hand-built   1000 requests/s",
+		"hand-built ack p50 / floor p50   2.00",
+		"throughput / transport rate      0.06",
+		"throughput / hand-built rate     0.50",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("WriteText output lacks %q:\n%s", want, out)
+		}
+	}
+	if plain := new(bytes.Buffer); sampleReport().WriteText(plain) == nil && strings.Contains(plain.String(), "transport") {
+		t.Errorf("WriteText without bounds mentions them:\n%s", plain)
+	}
+}
+
 func TestWriteJSON(t *testing.T) {
 	var buf bytes.Buffer
 	if err := sampleReport().WriteJSON(&buf); err != nil {

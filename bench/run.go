@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 )
 
-// Run measures the floor, then the daemon under load, and returns the
-// report. The floor runs first, before the daemon starts, so that neither
-// disturbs the other; both use temporary directories under cfg.Dir, which
+// Run measures the floor, the bounds if asked, then the daemon under load,
+// and returns the report. The floor and bounds run first, before the daemon
+// starts, so that none disturbs another; both use temporary directories under cfg.Dir, which
 // Run removes.
 func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	cfg, err = cfg.withDefaults()
@@ -29,6 +29,14 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 		return nil, err
 	}
 	rep := &Report{Daemon: cfg.URL, Dir: base, Clients: cfg.Clients, Size: cfg.Size, Floor: floor}
+	if cfg.Bounds {
+		cfg.Logger.Info("bounds", "duration", cfg.BoundsDuration, "n", cfg.N)
+		b, err := measureBounds(ctx, filepath.Join(base, "bounds"), cfg.Clients, cfg.Size, cfg.BoundsDuration, cfg.N)
+		if err != nil {
+			return nil, err
+		}
+		rep.Bounds = &b
+	}
 	reset := resetPeakRSS()
 
 	url, token := cfg.URL, cfg.Token

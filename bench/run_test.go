@@ -21,15 +21,17 @@ func TestRun(t *testing.T) {
 	tests := []struct {
 		name       string
 		clients, n int
+		bounds     bool
 	}{
-		{"one client", 1, 20},
-		{"three clients share n", 3, 20},
+		{"one client", 1, 20, false},
+		{"three clients share n", 3, 20, false},
+		{"bounds", 2, 20, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			cfg := Config{Dir: t.TempDir(), Clients: tt.clients, N: tt.n, FloorN: 10, Size: 256}
+			cfg := Config{Dir: t.TempDir(), Clients: tt.clients, N: tt.n, FloorN: 10, Size: 256, Bounds: tt.bounds}
 			rep, err := Run(ctx, cfg)
 			if err != nil {
 				t.Fatalf("Run(%+v) = %v", cfg, err)
@@ -51,6 +53,25 @@ func TestRun(t *testing.T) {
 			}
 			if rep.Floor.Writes.N != 10 {
 				t.Errorf("floor writes = %d, want 10", rep.Floor.Writes.N)
+			}
+			if !tt.bounds && rep.Bounds != nil {
+				t.Errorf("bounds = %+v without Config.Bounds", rep.Bounds)
+			}
+			if tt.bounds {
+				if rep.Bounds == nil {
+					t.Fatal("no bounds with Config.Bounds")
+				}
+				for name, b := range map[string]BoundRun{"transport": rep.Bounds.Transport, "hand-built": rep.Bounds.HandBuilt} {
+					if b.Acks.N != tt.n || b.Signals != tt.n {
+						t.Errorf("%s bound: %d requests, %d signals; want %d of each", name, b.Acks.N, b.Signals, tt.n)
+					}
+				}
+				if got := rep.Bounds.Transport.Stored; got != 0 {
+					t.Errorf("transport bound stored %d, want 0", got)
+				}
+				if got := rep.Bounds.HandBuilt.Stored; got != tt.n {
+					t.Errorf("hand-built bound stored %d, want %d", got, tt.n)
+				}
 			}
 			if rep.PeakRSS < 0 {
 				t.Errorf("peak RSS = %d, want >= 0", rep.PeakRSS)

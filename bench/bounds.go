@@ -1,0 +1,296 @@
+package bench
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/wacpd/wacpd/checkpointchain"
+	"github.com/wacpd/wacpd/client"
+	"github.com/wacpd/wacpd/taxonomy"
+)
+
+// Bounds are what this machine allows any server of the wire contract's
+// checkpoint path, measured with the daemon's concurrency and message sizes
+// on the same disk: each request is a NATS request and reply over TCP, and
+// each answered request publishes one signal to a JetStream stream with
+// file storage, which a consumer follows. Neither server checks, hashes or
+// indexes anything.
+type Bounds struct {
+	// Transport stores nothing but the signal: no server that stores its
+	// checkpoints can be faster.
+	Transport BoundRun `json:"transport"`
+	// HandBuilt also writes each request to Badger in a synchronous
+	// transaction of its own before answering (concurrent transactions,
+	// batched only by Badger): what a service built in an afternoon from
+	// the same parts does.
+	HandBuilt BoundRun `json:"hand_built"`
+}
+
+// BoundRun is one bound's load figures.
+type BoundRun struct {
+	Acks    Latency       `json:"ack"`
+	Elapsed time.Duration `json:"elapsed_ns"`
+	Rate    float64       `json:"requests_per_s"`
+	Signals int           `json:"signals_consumed"`
+	Stored  int           `json:"stored"` // durable Badger writes (hand-built only)
+}
+
+// Message sizes of the bounds beside the request, which is the agents' own
+// checkpoint request: the daemon answers with the checkpoint record (the
+// request's content plus ids, digest and timestamps) and signals with a
+// signal record of a few hundred bytes.
+const (
+	boundReplyExtra = 384
+	boundSignalSize = 512
+)
+
+// boundTimeout bounds each request of a bound.
+const boundTimeout = 30 * time.Second
+
+// measureBounds runs the transport bound, then the hand-built one, each in
+// its own directory under dir, with clients requesters for d or, if n is
+// positive, n requests in all.
+func measureBounds(ctx context.Context, dir string, clients, size int, d time.Duration, n int) (Bounds, error) {
+	req, err := json.Marshal(client.CheckpointRequest{
+		Type: taxonomy.CheckpointArtifact, Intent: "benchmark",
+		Status: checkpointchain.StatusProvisional, Confidence: checkpointchain.ConfidenceHigh,
+		Payload: checkpointchain.Payload{Content: string(payload(size)), FilesChanged: []string{"bench.txt"}},
+	})
+	if err != nil {
+		return Bounds{}, err
+	}
+	var b Bounds
+	if b.Transport, err = runBound(ctx, filepath.Join(dir, "transport"), clients, req, d, n, false); err != nil {
+		return Bounds{}, fmt.Errorf("transport bound: %w", err)
+	}
+	if b.HandBuilt, err = runBound(ctx, filepath.Join(dir, "hand-built"), clients, req, d, n, true); err != nil {
+		return Bounds{}, fmt.Errorf("hand-built bound: %w", err)
+	}
+	return b, nil
+}
+
+// runBound starts a NATS server with JetStream under dir, serves requests
+// (storing each in Badger under dir when durable), runs the requesters and
+// waits for the consumer to have every signal.
+func runBound(ctx context.Context, dir string, clients int, req []byte, d time.Duration, n int, durable bool) (_ BoundRun, err error) {
+	ns, err := server.NewServer(&server.Options{
+		Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true, StoreDir: filepath.Join(dir, "jetstream"),
+		NoLog: true, NoSigs: true,
+	})
+	if err != nil {
+		return BoundRun{}, fmt.Errorf("nats server: %w", err)
+	}
+	go ns.Start()
+	defer func() {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+	}()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		return BoundRun{}, errors.New("nats server not ready after 10s")
+	}
+	var db *badger.DB
+	if durable {
+		if db, err = badger.Open(badger.DefaultOptions(filepath.Join(dir, "db")).WithSyncWrites(true).WithLogger(nil)); err != nil {
+			return BoundRun{}, fmt.Errorf("open badger: %w", err)
+		}
+		defer func() {
+			if cerr := db.Close(); err == nil && cerr != nil {
+				err = fmt.Errorf("close badger: %w", cerr)
+			}
+		}()
+	}
+	srv, err := startBoundServer(ctx, ns.ClientURL(), db, len(req))
+	if err != nil {
+		return BoundRun{}, err
+	}
+	defer srv.close()
+
+	p := plan{end: time.Now().Add(d)}
+	if n > 0 {
+		p.tickets = new(atomic.Int64)
+		p.tickets.Store(int64(n))
+	}
+	start := time.Now()
+	acks, err := boundRequesters(ctx, ns.ClientURL(), clients, req, p)
+	elapsed := time.Since(start)
+	if err != nil {
+		return BoundRun{}, err
+	}
+	if err := srv.wait(ctx, len(acks)); err != nil {
+		return BoundRun{}, err
+	}
+	return BoundRun{Acks: Summarize(acks), Elapsed: elapsed, Rate: rate(len(acks), elapsed), Signals: int(srv.consumed.Load()), Stored: int(srv.stored.Load())}, nil
+}
+
+// boundServer answers requests on bound.req.<client> and publishes one
+// signal per request to the stream BOUND; a consumer on another connection
+// counts them.
+type boundServer struct {
+	nc, coord *nats.Conn
+	js        jetstream.JetStream
+	consumed  atomic.Int64
+	stored    atomic.Int64
+	cc        jetstream.ConsumeContext
+	handlers  sync.WaitGroup
+	failed    atomic.Pointer[error]
+}
+
+func startBoundServer(ctx context.Context, url string, db *badger.DB, reqSize int) (_ *boundServer, err error) {
+	s := &boundServer{}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	if s.nc, err = nats.Connect(url); err != nil {
+		return nil, fmt.Errorf("server connection: %w", err)
+	}
+	if s.coord, err = nats.Connect(url); err != nil {
+		return nil, fmt.Errorf("consumer connection: %w", err)
+	}
+	if s.js, err = jetstream.New(s.nc); err != nil {
+		return nil, err
+	}
+	if _, err = s.js.CreateStream(ctx, jetstream.StreamConfig{
+		Name: "BOUND", Subjects: []string{"bound.sig.>"}, Storage: jetstream.FileStorage,
+	}); err != nil {
+		return nil, fmt.Errorf("create stream: %w", err)
+	}
+	cjs, err := jetstream.New(s.coord)
+	if err != nil {
+		return nil, err
+	}
+	cons, err := cjs.CreateOrUpdateConsumer(ctx, "BOUND", jetstream.ConsumerConfig{
+		Durable: "coordinator", DeliverPolicy: jetstream.DeliverAllPolicy, AckPolicy: jetstream.AckNonePolicy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create consumer: %w", err)
+	}
+	if s.cc, err = cons.Consume(func(jetstream.Msg) { s.consumed.Add(1) }); err != nil {
+		return nil, fmt.Errorf("consume: %w", err)
+	}
+	reply, signal := payload(reqSize+boundReplyExtra), payload(boundSignalSize)
+	var seq atomic.Uint64
+	_, err = s.nc.QueueSubscribe("bound.req.*", "bound", func(m *nats.Msg) {
+		s.handlers.Add(1)
+		go func() {
+			defer s.handlers.Done()
+			if db != nil {
+				key := binary.BigEndian.AppendUint64([]byte("cp/"), seq.Add(1))
+				if err := db.Update(func(txn *badger.Txn) error { return txn.Set(key, m.Data) }); err != nil {
+					s.fail(err)
+					return
+				}
+				s.stored.Add(1)
+			}
+			if _, err := s.js.PublishAsync("bound.sig."+m.Subject[len("bound.req."):], signal); err != nil {
+				s.fail(err)
+				return
+			}
+			if err := m.Respond(reply); err != nil {
+				s.fail(err)
+			}
+		}()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("subscribe: %w", err)
+	}
+	return s, nil
+}
+
+func (s *boundServer) fail(err error) { s.failed.CompareAndSwap(nil, &err) }
+
+// wait returns once the consumer has n signals, or the server's first
+// error.
+func (s *boundServer) wait(ctx context.Context, n int) error {
+	s.handlers.Wait()
+	if p := s.failed.Load(); p != nil {
+		return *p
+	}
+	select {
+	case <-s.js.PublishAsyncComplete():
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for s.consumed.Load() < int64(n) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("consumer has %d of %d signals after 30s", s.consumed.Load(), n)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return nil
+}
+
+func (s *boundServer) close() {
+	if s.cc != nil {
+		s.cc.Stop()
+	}
+	if s.nc != nil {
+		s.nc.Close()
+	}
+	if s.coord != nil {
+		s.coord.Close()
+	}
+}
+
+// boundRequesters runs clients connections, each sending requests one at a
+// time until p says stop, and returns every request's latency.
+func boundRequesters(ctx context.Context, url string, clients int, req []byte, p plan) ([]time.Duration, error) {
+	conns := make([]*nats.Conn, clients)
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}()
+	for i := range conns {
+		c, err := nats.Connect(url)
+		if err != nil {
+			return nil, fmt.Errorf("requester %d: %w", i, err)
+		}
+		conns[i] = c
+	}
+	lats := make([][]time.Duration, clients)
+	errs := make([]error, clients)
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		wg.Go(func() {
+			subject := fmt.Sprintf("bound.req.%d", i)
+			for p.next() {
+				t0 := time.Now()
+				if err := ctx.Err(); err != nil {
+					errs[i] = err
+					return
+				}
+				if _, err := c.Request(subject, req, boundTimeout); err != nil {
+					errs[i] = fmt.Errorf("requester %d: %w", i, err)
+					return
+				}
+				lats[i] = append(lats[i], time.Since(t0))
+			}
+		})
+	}
+	wg.Wait()
+	var all []time.Duration
+	for _, l := range lats {
+		all = append(all, l...)
+	}
+	return all, errors.Join(errs...)
+}
