@@ -223,7 +223,9 @@ func (p *publisher) publishFeed() {
 	p.feed = nil
 	p.mu.Unlock()
 	for _, e := range entries {
-		b, err := json.Marshal(e)
+		// The entry's own encoder: json.Marshal would validate and compact
+		// its output again and escape <, > and & in it.
+		b, err := e.MarshalJSON()
 		if err != nil {
 			continue
 		}
