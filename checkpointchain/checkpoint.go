@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"unicode/utf8"
 
 	"github.com/wacpd/wacpd/casstore"
 )
@@ -86,7 +87,7 @@ func (p *Payload) UnmarshalJSON(b []byte) error {
 		case "files_changed":
 			err = strictUnmarshal(v, &p.FilesChanged)
 		case "content":
-			err = strictUnmarshal(v, &p.Content)
+			err = unmarshalString(v, &p.Content)
 		case "artifacts":
 			err = strictUnmarshal(v, &p.Artifacts)
 		default:
@@ -129,6 +130,21 @@ func orEmpty(s []string) []string {
 
 // strictUnmarshal decodes b into v, refusing a JSON null (which encoding/json
 // would silently accept as "no change").
+// unmarshalString is strictUnmarshal into a string. v is a value of an
+// object already parsed, so when it is a string without escapes in valid
+// UTF-8 its content is the bytes between the quotes, and a second parse (of
+// what is usually the largest field of a checkpoint) is skipped; anything
+// else goes through strictUnmarshal.
+func unmarshalString(v json.RawMessage, s *string) error {
+	if n := len(v); n >= 2 && v[0] == '"' && v[n-1] == '"' {
+		if in := v[1 : n-1]; bytes.IndexByte(in, '\\') < 0 && utf8.Valid(in) {
+			*s = string(in)
+			return nil
+		}
+	}
+	return strictUnmarshal(v, s)
+}
+
 func strictUnmarshal(b json.RawMessage, v any) error {
 	if string(bytes.TrimSpace(b)) == "null" {
 		return fmt.Errorf("must not be null")
