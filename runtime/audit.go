@@ -3,7 +3,9 @@ package runtime
 import (
 	"context"
 	"errors"
+	"time"
 
+	"github.com/wacpd/wacpd/clock"
 	"github.com/wacpd/wacpd/trail"
 )
 
@@ -159,6 +161,15 @@ func (r *Runtime) auditRead(ctx context.Context, c caller, body []byte) (any, er
 	if err := checkEventType(req.EventType); err != nil {
 		return nil, err
 	}
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"since", &req.Since}, {"until", &req.Until}} {
+		var err error
+		if *f.v, err = filterTime(f.name, *f.v); err != nil {
+			return nil, err
+		}
+	}
 	entries, next, err := r.eng.Trail().Read(ctx, trail.Query{
 		After: req.After, Limit: req.Limit, Workspace: req.Workspace, EventType: req.EventType,
 		Actor: req.Actor, Since: req.Since, Until: req.Until, Body: req.Body,
@@ -180,6 +191,23 @@ func (r *Runtime) auditVerify(ctx context.Context, c caller, body []byte) (any, 
 		return nil, err
 	}
 	return r.eng.VerifyTrail(ctx, req.Workspace)
+}
+
+// filterTime returns a since or until filter in the form of the trail's
+// timestamps (clock.Layout), which the trail compares as strings: any RFC
+// 3339 timestamp is accepted ("2026-11-22T10:00:00Z", an offset, fewer
+// fraction digits) and brought to UTC with nine fraction digits, so that
+// "…:00Z" does not sort after "…:00.5Z". Anything else is
+// invalid_structure. "" (no filter) stays "".
+func filterTime(name, s string) (string, error) {
+	if s == "" {
+		return "", nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil || t.UTC().Year() < 0 || t.UTC().Year() > 9999 {
+		return "", refuse(CodeInvalidStructure, "%s %q is not an RFC 3339 timestamp such as %s", name, s, clock.Layout)
+	}
+	return clock.Format(t), nil
 }
 
 // checkEventType refuses an event_type filter outside the closed registry,
