@@ -2,7 +2,9 @@ package trail
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
@@ -37,13 +39,56 @@ func awkwardTrail(t *testing.T, tl *testLog) {
 
 // TestVerifyFastPathTakesWellFormedTrails: the accelerated check accepts
 // what the daemon writes, awkward bodies included, so the reference only
-// runs when something is wrong.
+// runs when something is wrong, and counts what verifyGlobal reports.
 func TestVerifyFastPathTakesWellFormedTrails(t *testing.T) {
 	tl := newMemLog(t)
 	awkwardTrail(t, tl)
 	fastOK, ref := fastAndRef(t, tl.db)
 	if !fastOK || ref.Violation != "" {
 		t.Fatalf("fast = %v, reference = %+v; want both ok", fastOK, ref)
+	}
+	var n uint64
+	var locals map[string][]uint64
+	if err := tl.db.View(func(txn *badger.Txn) error {
+		n, locals, _ = verifyGlobalFast(context.Background(), txn)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n != tl.log.global.Seq || len(locals) != 3 {
+		t.Errorf("fast path counted %d entries in %d workspaces, want %d in 3", n, len(locals), tl.log.global.Seq)
+	}
+	for ws, seqs := range locals {
+		if !slices.IsSorted(seqs) || uint64(len(seqs)) != tl.log.local[ws].Seq {
+			t.Errorf("workspace %s: sequence numbers %v, want %d in order", ws, seqs, tl.log.local[ws].Seq)
+		}
+	}
+}
+
+// TestVerifyFastPathCatchesMissingEntries deletes one entry at a time, the
+// first and the last included: the fast path must refuse each trail, as
+// the reference does.
+func TestVerifyFastPathCatchesMissingEntries(t *testing.T) {
+	tl := newMemLog(t)
+	awkwardTrail(t, tl)
+	for seq := uint64(1); seq <= tl.log.global.Seq; seq++ {
+		var orig []byte
+		if err := tl.db.Update(func(txn *badger.Txn) error {
+			item, err := txn.Get(globalKey(seq))
+			if err != nil {
+				return err
+			}
+			if orig, err = item.ValueCopy(nil); err != nil {
+				return err
+			}
+			return txn.Delete(globalKey(seq))
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if fastOK, ref := fastAndRef(t, tl.db); fastOK || ref.Violation == "" {
+			t.Errorf("entry #%d deleted: fast = %v, reference = %+v; want both to fail", seq, fastOK, ref)
+		}
+		setRaw(t, tl.db, globalKey(seq), orig)
 	}
 }
 
@@ -98,5 +143,169 @@ func setRaw(t *testing.T, db *badger.DB, key, val []byte) {
 	t.Helper()
 	if err := db.Update(func(txn *badger.Txn) error { return txn.Set(key, val) }); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// forge returns stored entry v with its actor changed and both its hashes
+// recomputed: an entry that checks on its own, so only the links to it
+// (the next entry's prev_hash, the next local prev_hash, the head) can
+// give it away.
+func forge(t *testing.T, v []byte) (forged []byte, id string) {
+	t.Helper()
+	s, err := decodeStored(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := s.Entry
+	e.Actor += "x"
+	e.Integrity.EntryHash, e.Integrity.LocalHash = "", ""
+	if e.Workspace != "" {
+		global := e.PrevHash
+		e.PrevHash = s.LocalPrev
+		e.Integrity.LocalHash = fastHash(e)
+		e.PrevHash = global
+	}
+	e.Integrity.EntryHash = fastHash(e)
+	return appendStored(nil, stored{Entry: e, LocalPrev: s.LocalPrev}), e.ID
+}
+
+// TestVerifyFastPathCatchesForgedEntries replaces one entry at a time with
+// a forgery that hashes correctly: the fast path must refuse each trail, and the reference must find the broken link
+// after the forgery, not the forgery's own hash.
+func TestVerifyFastPathCatchesForgedEntries(t *testing.T) {
+	tl := newMemLog(t)
+	awkwardTrail(t, tl)
+	last := tl.log.global.Seq
+	for seq := uint64(1); seq <= last; seq++ {
+		var orig []byte
+		if err := tl.db.View(func(txn *badger.Txn) error {
+			item, err := txn.Get(globalKey(seq))
+			if err != nil {
+				return err
+			}
+			orig, err = item.ValueCopy(nil)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		forged, id := forge(t, orig)
+		setRaw(t, tl.db, globalKey(seq), forged)
+		fastOK, ref := fastAndRef(t, tl.db)
+		if fastOK || ref.Violation == "" {
+			t.Errorf("entry #%d forged: fast = %v, reference = %+v; want both to fail", seq, fastOK, ref)
+		}
+		if seq < last && ref.FirstBad == id {
+			t.Errorf("entry #%d forged: the reference found the forgery itself (%+v), so it does not hash correctly", seq, ref)
+		}
+		setRaw(t, tl.db, globalKey(seq), orig)
+	}
+}
+
+// rechain rewrites the trail from entry from on: change alters entry from,
+// then every entry from there is sealed again (local hashes, the links of
+// its workspace's later entries, entry hashes, global links) and the head
+// follows, so that the trail is consistent except for what change broke.
+// It returns the old values, for restore.
+func rechain(t *testing.T, db *badger.DB, from uint64, change func(*stored)) map[string][]byte {
+	t.Helper()
+	old := map[string][]byte{}
+	err := db.Update(func(txn *badger.Txn) error {
+		item, err := txn.Get(keyHead)
+		if err != nil {
+			return err
+		}
+		if old[string(keyHead)], err = item.ValueCopy(nil); err != nil {
+			return err
+		}
+		var prevHash string
+		if from > 1 {
+			item, err := txn.Get(globalKey(from - 1))
+			if err != nil {
+				return err
+			}
+			v, _ := item.ValueCopy(nil)
+			s, err := decodeStored(v)
+			if err != nil {
+				return err
+			}
+			prevHash = s.Entry.Integrity.EntryHash
+		}
+		newLocal := map[string]string{}
+		var h head
+		for seq := from; ; seq++ {
+			item, err := txn.Get(globalKey(seq))
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			v, _ := item.ValueCopy(nil)
+			old[string(globalKey(seq))] = v
+			s, err := decodeStored(v)
+			if err != nil {
+				return err
+			}
+			if seq == from {
+				change(&s)
+			} else if nl, ok := newLocal[s.Entry.Workspace]; ok {
+				s.LocalPrev = nl
+			}
+			e := s.Entry
+			e.Integrity.EntryHash, e.Integrity.LocalHash = "", ""
+			if e.Workspace != "" {
+				e.PrevHash = s.LocalPrev
+				e.Integrity.LocalHash = fastHash(e)
+				newLocal[e.Workspace] = e.Integrity.LocalHash
+			}
+			e.PrevHash = prevHash
+			e.Integrity.EntryHash = fastHash(e)
+			prevHash = e.Integrity.EntryHash
+			s.Entry = e
+			if err := txn.Set(globalKey(seq), appendStored(nil, s)); err != nil {
+				return err
+			}
+			h = head{Seq: seq, Hash: e.Integrity.EntryHash, ID: e.ID, Timestamp: e.Timestamp}
+		}
+		return txn.Set(keyHead, appendHead(nil, h))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return old
+}
+
+// TestVerifyFastPathCatchesBrokenLocalLinks points one workspace entry at
+// a time at a wrong local predecessor and seals the whole trail after it
+// again, so that the broken local link is the only finding: the fast path
+// must refuse each trail.
+func TestVerifyFastPathCatchesBrokenLocalLinks(t *testing.T) {
+	tl := newMemLog(t)
+	awkwardTrail(t, tl)
+	broken := 0
+	for seq := uint64(2); seq <= tl.log.global.Seq; seq++ {
+		var ws bool
+		old := rechain(t, tl.db, seq, func(s *stored) {
+			if ws = s.Entry.Workspace != ""; ws {
+				// The global predecessor's hash: well formed, and wrong.
+				s.LocalPrev = s.Entry.PrevHash
+			}
+		})
+		if ws {
+			broken++
+			fastOK, ref := fastAndRef(t, tl.db)
+			if fastOK || ref.Violation == "" {
+				t.Errorf("entry #%d's local link broken: fast = %v, reference = %+v; want both to fail", seq, fastOK, ref)
+			}
+		}
+		for k, v := range old {
+			setRaw(t, tl.db, []byte(k), v)
+		}
+	}
+	if broken == 0 {
+		t.Fatal("no workspace entry to break")
+	}
+	if fastOK, ref := fastAndRef(t, tl.db); !fastOK || ref.Violation != "" {
+		t.Fatalf("after restoring: fast = %v, reference = %+v", fastOK, ref)
 	}
 }
