@@ -3,8 +3,10 @@ package trail
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
@@ -307,5 +309,68 @@ func TestVerifyFastPathCatchesBrokenLocalLinks(t *testing.T) {
 	}
 	if fastOK, ref := fastAndRef(t, tl.db); !fastOK || ref.Violation != "" {
 		t.Fatalf("after restoring: fast = %v, reference = %+v", fastOK, ref)
+	}
+}
+
+// TestVerifyCatchesBrokenLocalIndex changes a workspace's local index
+// (t/w/<ws>/<n>, which the local trail is read through): one position
+// pointing at another entry, the last position missing, one position too
+// many. Verify must report each as a broken chain of that workspace. The
+// changed position is 47, whose key ends in the byte '/'.
+func TestVerifyCatchesBrokenLocalIndex(t *testing.T) {
+	tl := newMemLog(t)
+	tl.interleaved(150, "ws1", "ws2")
+	n := tl.log.local["ws1"].Seq
+	if n < 47 {
+		t.Fatalf("ws1 has %d entries, want 47 or more", n)
+	}
+	read := func(pos uint64) []byte {
+		var v []byte
+		if err := tl.db.View(func(txn *badger.Txn) error {
+			item, err := txn.Get(localKey("ws1", pos))
+			if err != nil {
+				return err
+			}
+			v, err = item.ValueCopy(nil)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	tests := []struct {
+		name   string
+		change func() (restore func())
+		want   string
+	}{
+		{"position 47 points elsewhere", func() func() {
+			old := read(47)
+			setRaw(t, tl.db, localKey("ws1", 47), read(46))
+			return func() { setRaw(t, tl.db, localKey("ws1", 47), old) }
+		}, "differs from the global trail at position 47"},
+		{"last position missing", func() func() {
+			old := read(n)
+			if err := tl.db.Update(func(txn *badger.Txn) error { return txn.Delete(localKey("ws1", n)) }); err != nil {
+				t.Fatal(err)
+			}
+			return func() { setRaw(t, tl.db, localKey("ws1", n), old) }
+		}, fmt.Sprintf("has %d entries, global trail %d", n-1, n)},
+		{"one position too many", func() func() {
+			setRaw(t, tl.db, localKey("ws1", n+1), read(n))
+			return func() {
+				if err := tl.db.Update(func(txn *badger.Txn) error { return txn.Delete(localKey("ws1", n+1)) }); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}, fmt.Sprintf("differs from the global trail at position %d", n+1)},
+	}
+	for _, tt := range tests {
+		restore := tt.change()
+		res, err := tl.log.Verify(context.Background(), "")
+		if err != nil || res.OK || res.Violation != ViolationChainBroken || res.FirstBad != "ws1" || !strings.Contains(res.Detail, tt.want) {
+			t.Errorf("%s: Verify = %+v, %v; want chain_broken at ws1: %q", tt.name, res, err, tt.want)
+		}
+		restore()
+		tl.verifyOK("")
 	}
 }
