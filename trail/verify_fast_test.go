@@ -74,19 +74,8 @@ func TestVerifyFastPathCatchesMissingEntries(t *testing.T) {
 	tl := newMemLog(t)
 	awkwardTrail(t, tl)
 	for seq := uint64(1); seq <= tl.log.global.Seq; seq++ {
-		var orig []byte
-		if err := tl.db.Update(func(txn *badger.Txn) error {
-			item, err := txn.Get(globalKey(seq))
-			if err != nil {
-				return err
-			}
-			if orig, err = item.ValueCopy(nil); err != nil {
-				return err
-			}
-			return txn.Delete(globalKey(seq))
-		}); err != nil {
-			t.Fatal(err)
-		}
+		orig := getRaw(t, tl.db, globalKey(seq))
+		delRaw(t, tl.db, globalKey(seq))
 		if fastOK, ref := fastAndRef(t, tl.db); fastOK || ref.Violation == "" {
 			t.Errorf("entry #%d deleted: fast = %v, reference = %+v; want both to fail", seq, fastOK, ref)
 		}
@@ -109,17 +98,7 @@ func TestVerifyFastPathNeverPassesWhatTheReferenceFails(t *testing.T) {
 	caught := 0
 	for range rounds {
 		seq := 1 + rng.Uint64N(n)
-		var orig []byte
-		if err := tl.db.View(func(txn *badger.Txn) error {
-			item, err := txn.Get(globalKey(seq))
-			if err != nil {
-				return err
-			}
-			orig, err = item.ValueCopy(nil)
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
+		orig := getRaw(t, tl.db, globalKey(seq))
 		mut := append([]byte(nil), orig...)
 		i := rng.IntN(len(mut))
 		mut[i] ^= byte(1 + rng.IntN(255))
@@ -138,6 +117,29 @@ func TestVerifyFastPathNeverPassesWhatTheReferenceFails(t *testing.T) {
 	}
 	if fastOK, ref := fastAndRef(t, tl.db); !fastOK || ref.Violation != "" {
 		t.Fatalf("after restoring: fast = %v, reference = %+v", fastOK, ref)
+	}
+}
+
+func getRaw(t *testing.T, db *badger.DB, key []byte) []byte {
+	t.Helper()
+	var v []byte
+	if err := db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(key)
+		if err != nil {
+			return err
+		}
+		v, err = item.ValueCopy(nil)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func delRaw(t *testing.T, db *badger.DB, key []byte) {
+	t.Helper()
+	if err := db.Update(func(txn *badger.Txn) error { return txn.Delete(key) }); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -179,17 +181,7 @@ func TestVerifyFastPathCatchesForgedEntries(t *testing.T) {
 	awkwardTrail(t, tl)
 	last := tl.log.global.Seq
 	for seq := uint64(1); seq <= last; seq++ {
-		var orig []byte
-		if err := tl.db.View(func(txn *badger.Txn) error {
-			item, err := txn.Get(globalKey(seq))
-			if err != nil {
-				return err
-			}
-			orig, err = item.ValueCopy(nil)
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
+		orig := getRaw(t, tl.db, globalKey(seq))
 		forged, id := forge(t, orig)
 		setRaw(t, tl.db, globalKey(seq), forged)
 		fastOK, ref := fastAndRef(t, tl.db)
@@ -324,20 +316,7 @@ func TestVerifyCatchesBrokenLocalIndex(t *testing.T) {
 	if n < 47 {
 		t.Fatalf("ws1 has %d entries, want 47 or more", n)
 	}
-	read := func(pos uint64) []byte {
-		var v []byte
-		if err := tl.db.View(func(txn *badger.Txn) error {
-			item, err := txn.Get(localKey("ws1", pos))
-			if err != nil {
-				return err
-			}
-			v, err = item.ValueCopy(nil)
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
+	read := func(pos uint64) []byte { return getRaw(t, tl.db, localKey("ws1", pos)) }
 	tests := []struct {
 		name   string
 		change func() (restore func())
@@ -350,18 +329,12 @@ func TestVerifyCatchesBrokenLocalIndex(t *testing.T) {
 		}, "differs from the global trail at position 47"},
 		{"last position missing", func() func() {
 			old := read(n)
-			if err := tl.db.Update(func(txn *badger.Txn) error { return txn.Delete(localKey("ws1", n)) }); err != nil {
-				t.Fatal(err)
-			}
+			delRaw(t, tl.db, localKey("ws1", n))
 			return func() { setRaw(t, tl.db, localKey("ws1", n), old) }
 		}, fmt.Sprintf("has %d entries, global trail %d", n-1, n)},
 		{"one position too many", func() func() {
 			setRaw(t, tl.db, localKey("ws1", n+1), read(n))
-			return func() {
-				if err := tl.db.Update(func(txn *badger.Txn) error { return txn.Delete(localKey("ws1", n+1)) }); err != nil {
-					t.Fatal(err)
-				}
-			}
+			return func() { delRaw(t, tl.db, localKey("ws1", n+1)) }
 		}, fmt.Sprintf("differs from the global trail at position %d", n+1)},
 	}
 	for _, tt := range tests {
