@@ -124,12 +124,16 @@ func (p *publisher) runSignals(ctx context.Context) {
 
 // drain publishes every outbox item, oldest first, and removes each batch
 // once the stream acknowledged it. A batch's items are published without
-// waiting for each acknowledgement (one connection, so the stream stores them
-// in this order), then the acknowledgements are awaited in order: the
-// confirmed prefix is removed even when a later item fails. After a failure
-// the items behind it may have been stored already; they are published again
-// with the failed one (the stream drops the duplicates by Nats-Msg-Id), so in
-// that case alone the failed signal lands after later ones.
+// waiting for each acknowledgement (one connection, so the stream receives
+// them in this order), then the acknowledgements are awaited in order: the
+// confirmed prefix is removed even when a later item fails, and the rest is
+// published again on the next try (the stream drops what it already holds,
+// by Nats-Msg-Id). Each item after the first of a batch expects the one
+// before it to be the stream's last message (Nats-Expected-Last-Msg-Id), so
+// when the stream refuses an item it also refuses every item behind it:
+// signals are stored in commit order, even after a stream error. The price
+// is that a signal the stream keeps refusing holds back those behind it
+// (they stay in the outbox, and the refusal is logged at every try).
 func (p *publisher) drain(ctx context.Context) error {
 	for {
 		items, err := p.eng.OutboxAfter(p.cursor, 256)
@@ -138,7 +142,7 @@ func (p *publisher) drain(ctx context.Context) error {
 		}
 		futures := make([]jetstream.PubAckFuture, 0, len(items))
 		var perr error
-		for _, it := range items {
+		for i, it := range items {
 			b, err := json.Marshal(it.Signal)
 			if err != nil {
 				perr = err
@@ -147,6 +151,11 @@ func (p *publisher) drain(ctx context.Context) error {
 			msg := nats.NewMsg(it.Subject)
 			msg.Data = b
 			msg.Header.Set(jetstream.MsgIDHeader, it.ID)
+			if i > 0 {
+				// Everything before items[0] is confirmed, so the first
+				// needs no expectation.
+				msg.Header.Set(jetstream.ExpectedLastMsgIDHeader, items[i-1].ID)
+			}
 			f, err := p.js.PublishMsgAsync(msg)
 			if err != nil {
 				perr = err

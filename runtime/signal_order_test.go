@@ -1,0 +1,146 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/wacpd/wacpd/checkpointchain"
+	"github.com/wacpd/wacpd/client"
+	"github.com/wacpd/wacpd/envelope"
+	"github.com/wacpd/wacpd/internal/daemontest"
+	"github.com/wacpd/wacpd/runtime"
+	"github.com/wacpd/wacpd/taxonomy"
+)
+
+// TestSignalsKeepOrderAfterAStreamError makes the WACP_SIGNALS stream
+// refuse one signal (a second message on a subject, with a per-subject
+// limit of one that discards new messages) while the signals behind it
+// would be accepted. The publisher must not let a later signal pass the
+// refused one: once the limit is lifted, the stream holds every signal, in
+// commit order.
+func TestSignalsKeepOrderAfterAStreamError(t *testing.T) {
+	const srvToken = "signal-order-server-token"
+	url := startNATSServer(t, srvToken)
+	d := daemontest.Start(t, runtime.Config{NATSURL: url, NATSToken: srvToken})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	nc, err := nats.Connect(url, nats.Token(srvToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := js.Stream(ctx, "WACP_SIGNALS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := func() uint64 {
+		t.Helper()
+		info, err := stream.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.Msgs
+	}
+	waitMsgs := func(n uint64) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); msgs() != n; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("stream holds %d signals after 10s, want %d", msgs(), n)
+			}
+		}
+	}
+	limit := func(on bool) {
+		t.Helper()
+		info, err := stream.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := info.Config
+		cfg.MaxMsgsPerSubject, cfg.Discard, cfg.DiscardNewPerSubject = -1, jetstream.DiscardOld, false
+		if on {
+			cfg.MaxMsgsPerSubject, cfg.Discard, cfg.DiscardNewPerSubject = 1, jetstream.DiscardNew, true
+		}
+		if _, err := js.UpdateStream(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	coord, err := client.Dial(ctx, client.Options{URL: d.URL, Token: d.AdminToken, NATSToken: srvToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer coord.Close()
+	worker := func() *client.Client {
+		t.Helper()
+		created, err := coord.CreateWorkspace(ctx, client.CreateRequest{Role: taxonomy.RoleWorker})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := coord.SendEnvelope(ctx, client.EnvelopeRequest{
+			To: created.Workspace.ID, Type: taxonomy.EnvelopeDirective, Payload: envelope.Payload{Content: "go"},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		c, err := client.Dial(ctx, client.Options{URL: d.URL, Token: created.Token, Workspace: created.Workspace.ID, NATSToken: srvToken})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	checkpoint := func(c *client.Client, parent *string) string {
+		t.Helper()
+		cp, err := c.CreateCheckpoint(ctx, client.CheckpointRequest{
+			Type: taxonomy.CheckpointArtifact, Intent: "order", Parent: parent,
+			Status: checkpointchain.StatusProvisional, Confidence: checkpointchain.ConfidenceHigh,
+			Payload: checkpointchain.Payload{Content: "x"},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cp.ID
+	}
+
+	w1, w2 := worker(), worker()
+	before := msgs() // what setting up the workers signalled
+	limit(true)
+	first := checkpoint(w1, nil) // the first checkpoint signal on w1's subject: stored
+	waitMsgs(before + 1)
+	second := checkpoint(w1, &first) // a second on that subject: refused while the limit holds
+	third := checkpoint(w2, nil)     // another subject: the stream would take it
+	time.Sleep(700 * time.Millisecond) // the publisher retries every 250ms
+	if got := msgs(); got != before+1 {
+		t.Errorf("stream holds %d signals while the second is refused, want %d: a later signal passed it", got, before+1)
+	}
+	limit(false)
+	waitMsgs(before + 3)
+
+	var refs []string
+	for seq := before + 1; seq <= before+3; seq++ {
+		m, err := stream.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s struct {
+			Ref string `json:"ref"`
+		}
+		if err := json.Unmarshal(m.Data, &s); err != nil {
+			t.Fatal(err)
+		}
+		refs = append(refs, s.Ref)
+	}
+	if want := []string{first, second, third}; !slices.Equal(refs, want) {
+		t.Errorf("checkpoint signals in the stream refer to %v, want commit order %v", refs, want)
+	}
+}
