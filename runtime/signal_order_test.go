@@ -117,8 +117,8 @@ func TestSignalsKeepOrderAfterAStreamError(t *testing.T) {
 	limit(true)
 	first := checkpoint(w1, nil) // the first checkpoint signal on w1's subject: stored
 	waitMsgs(before + 1)
-	second := checkpoint(w1, &first) // a second on that subject: refused while the limit holds
-	third := checkpoint(w2, nil)     // another subject: the stream would take it
+	second := checkpoint(w1, &first)   // a second on that subject: refused while the limit holds
+	third := checkpoint(w2, nil)       // another subject: the stream would take it
 	time.Sleep(700 * time.Millisecond) // the publisher retries every 250ms
 	if got := msgs(); got != before+1 {
 		t.Errorf("stream holds %d signals while the second is refused, want %d: a later signal passed it", got, before+1)
