@@ -128,8 +128,6 @@ func orEmpty(s []string) []string {
 	return s
 }
 
-// strictUnmarshal decodes b into v, refusing a JSON null (which encoding/json
-// would silently accept as "no change").
 // unmarshalString is strictUnmarshal into a string. v is a value of an
 // object already parsed, so when it is a string without escapes in valid
 // UTF-8 its content is the bytes between the quotes, and a second parse (of
@@ -145,6 +143,8 @@ func unmarshalString(v json.RawMessage, s *string) error {
 	return strictUnmarshal(v, s)
 }
 
+// strictUnmarshal decodes b into v, refusing a JSON null (which encoding/json
+// would silently accept as "no change").
 func strictUnmarshal(b json.RawMessage, v any) error {
 	if string(bytes.TrimSpace(b)) == "null" {
 		return fmt.Errorf("must not be null")
