@@ -237,6 +237,9 @@ func (s *boundServer) wait(ctx context.Context, n int) error {
 	return nil
 }
 
+// close stops the consumer and the connections, and waits for the
+// handlers still running (after a failed run), so none outlives the
+// database they write to.
 func (s *boundServer) close() {
 	if s.cc != nil {
 		s.cc.Stop()
@@ -244,6 +247,7 @@ func (s *boundServer) close() {
 	if s.nc != nil {
 		s.nc.Close()
 	}
+	s.handlers.Wait()
 	if s.coord != nil {
 		s.coord.Close()
 	}
