@@ -18,6 +18,7 @@ import (
 
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/client"
+	"github.com/wacpd/wacpd/clock"
 	"github.com/wacpd/wacpd/taxonomy"
 )
 
@@ -47,14 +48,18 @@ type BoundRun struct {
 	Stored  int           `json:"stored"` // durable Badger writes (hand-built only)
 }
 
-// Message sizes of the bounds beside the request, which is the agents' own
-// checkpoint request: the daemon answers with the checkpoint record (the
-// request's content plus ids, digest and timestamps) and signals with a
-// signal record of a few hundred bytes.
-const (
-	boundReplyExtra = 384
-	boundSignalSize = 512
-)
+// boundSignalSize is the size of a bound's signal: the daemon's signal
+// record is a few hundred bytes.
+const boundSignalSize = 512
+
+// boundMessages are what a bound's requesters send and its server answers:
+// the agents' own checkpoint request, which each requester encodes for
+// every request as the client library does, and a checkpoint record as the
+// daemon would answer it, which each requester decodes.
+type boundMessages struct {
+	req   client.CheckpointRequest
+	reply []byte
+}
 
 // boundTimeout bounds each request of a bound.
 const boundTimeout = 30 * time.Second
@@ -63,19 +68,29 @@ const boundTimeout = 30 * time.Second
 // its own directory under dir, with clients requesters for d or, if n is
 // positive, n requests in all.
 func measureBounds(ctx context.Context, dir string, clients, size int, d time.Duration, n int) (Bounds, error) {
-	req, err := json.Marshal(client.CheckpointRequest{
+	req := client.CheckpointRequest{
 		Type: taxonomy.CheckpointArtifact, Intent: "benchmark",
 		Status: checkpointchain.StatusProvisional, Confidence: checkpointchain.ConfidenceHigh,
 		Payload: checkpointchain.Payload{Content: string(payload(size)), FilesChanged: []string{"bench.txt"}},
-	})
+	}
+	cp := checkpointchain.Checkpoint{
+		ID: "01M80000000000000000000000", Workspace: "01M80000000000000000000001", Type: req.Type,
+		Payload: req.Payload, Intent: req.Intent, Status: req.Status, Confidence: req.Confidence,
+		Timestamp: clock.Format(time.Now()),
+	}
+	if _, err := checkpointchain.Seal(&cp); err != nil {
+		return Bounds{}, err
+	}
+	reply, err := json.Marshal(cp)
 	if err != nil {
 		return Bounds{}, err
 	}
+	msgs := boundMessages{req: req, reply: reply}
 	var b Bounds
-	if b.Transport, err = runBound(ctx, filepath.Join(dir, "transport"), clients, req, d, n, false); err != nil {
+	if b.Transport, err = runBound(ctx, filepath.Join(dir, "transport"), clients, msgs, d, n, false); err != nil {
 		return Bounds{}, fmt.Errorf("transport bound: %w", err)
 	}
-	if b.HandBuilt, err = runBound(ctx, filepath.Join(dir, "hand-built"), clients, req, d, n, true); err != nil {
+	if b.HandBuilt, err = runBound(ctx, filepath.Join(dir, "hand-built"), clients, msgs, d, n, true); err != nil {
 		return Bounds{}, fmt.Errorf("hand-built bound: %w", err)
 	}
 	return b, nil
@@ -84,7 +99,7 @@ func measureBounds(ctx context.Context, dir string, clients, size int, d time.Du
 // runBound starts a NATS server with JetStream under dir, serves requests
 // (storing each in Badger under dir when durable), runs the requesters and
 // waits for the consumer to have every signal.
-func runBound(ctx context.Context, dir string, clients int, req []byte, d time.Duration, n int, durable bool) (_ BoundRun, err error) {
+func runBound(ctx context.Context, dir string, clients int, msgs boundMessages, d time.Duration, n int, durable bool) (_ BoundRun, err error) {
 	ns, err := server.NewServer(&server.Options{
 		Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true, StoreDir: filepath.Join(dir, "jetstream"),
 		NoLog: true, NoSigs: true,
@@ -111,7 +126,7 @@ func runBound(ctx context.Context, dir string, clients int, req []byte, d time.D
 			}
 		}()
 	}
-	srv, err := startBoundServer(ctx, ns.ClientURL(), db, len(req))
+	srv, err := startBoundServer(ctx, ns.ClientURL(), db, msgs.reply)
 	if err != nil {
 		return BoundRun{}, err
 	}
@@ -123,7 +138,7 @@ func runBound(ctx context.Context, dir string, clients int, req []byte, d time.D
 		p.tickets.Store(int64(n))
 	}
 	start := time.Now()
-	acks, err := boundRequesters(ctx, ns.ClientURL(), clients, req, p)
+	acks, err := boundRequesters(ctx, ns.ClientURL(), clients, msgs.req, p)
 	elapsed := time.Since(start)
 	if err != nil {
 		return BoundRun{}, err
@@ -147,7 +162,7 @@ type boundServer struct {
 	failed    atomic.Pointer[error]
 }
 
-func startBoundServer(ctx context.Context, url string, db *badger.DB, reqSize int) (_ *boundServer, err error) {
+func startBoundServer(ctx context.Context, url string, db *badger.DB, reply []byte) (_ *boundServer, err error) {
 	s := &boundServer{}
 	defer func() {
 		if err != nil {
@@ -181,7 +196,7 @@ func startBoundServer(ctx context.Context, url string, db *badger.DB, reqSize in
 	if s.cc, err = cons.Consume(func(jetstream.Msg) { s.consumed.Add(1) }); err != nil {
 		return nil, fmt.Errorf("consume: %w", err)
 	}
-	reply, signal := payload(reqSize+boundReplyExtra), payload(boundSignalSize)
+	signal := payload(boundSignalSize)
 	var seq atomic.Uint64
 	_, err = s.nc.QueueSubscribe("bound.req.*", "bound", func(m *nats.Msg) {
 		s.handlers.Add(1)
@@ -254,8 +269,10 @@ func (s *boundServer) close() {
 }
 
 // boundRequesters runs clients connections, each sending requests one at a
-// time until p says stop, and returns every request's latency.
-func boundRequesters(ctx context.Context, url string, clients int, req []byte, p plan) ([]time.Duration, error) {
+// time until p says stop, and returns every request's latency. Like the
+// client library, each request is encoded and each reply decoded as it
+// goes.
+func boundRequesters(ctx context.Context, url string, clients int, req client.CheckpointRequest, p plan) ([]time.Duration, error) {
 	conns := make([]*nats.Conn, clients)
 	defer func() {
 		for _, c := range conns {
@@ -283,8 +300,19 @@ func boundRequesters(ctx context.Context, url string, clients int, req []byte, p
 					errs[i] = err
 					return
 				}
-				if _, err := c.Request(subject, req, boundTimeout); err != nil {
+				body, err := json.Marshal(req)
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				m, err := c.Request(subject, body, boundTimeout)
+				if err != nil {
 					errs[i] = fmt.Errorf("requester %d: %w", i, err)
+					return
+				}
+				var cp checkpointchain.Checkpoint
+				if err := json.Unmarshal(m.Data, &cp); err != nil {
+					errs[i] = fmt.Errorf("requester %d: decode reply: %w", i, err)
 					return
 				}
 				lats[i] = append(lats[i], time.Since(t0))
