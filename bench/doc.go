@@ -15,8 +15,10 @@
 //     the coordinator's receipt of its checkpoint signal in a durable Watch.
 //   - Verify rate: trail entries per second of one audit.trail.verify over
 //     the whole trail after the load, timed at the coordinator.
-//   - Peak RSS: VmHWM of this process, reset after the floor where Linux
-//     allows it. With the daemon in-process it is daemon and clients together.
+//   - Peak RSS: VmHWM of this process, reset when the load starts (after the
+//     floor and the bounds, whose memory is returned to the system first)
+//     where Linux allows it. With the daemon in-process it is daemon and
+//     clients together.
 //   - Floor: p50, p99 and rate of the bare Badger writes, of the same size.
 //
 // # Caveats

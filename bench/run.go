@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 )
 
 // Run measures the floor, the bounds if asked, then the daemon under load,
@@ -37,6 +38,9 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 		}
 		rep.Bounds = &b
 	}
+	// The floor's and the bounds' memory is garbage now: return it to the
+	// system before the peak is reset, so that the peak is the load's.
+	debug.FreeOSMemory()
 	reset := resetPeakRSS()
 
 	url, token := cfg.URL, cfg.Token
@@ -70,7 +74,7 @@ func rssScope(inProcess, reset bool) string {
 		s = "this process: clients and in-process daemon"
 	}
 	if reset {
-		return s + ", after the floor"
+		return s + ", from the start of the load"
 	}
-	return s + ", floor included"
+	return s + ", floor and bounds included"
 }
