@@ -68,15 +68,26 @@ func (c *Client) Migrate(ctx context.Context, id, newAgent, reason string) (*wor
 	return c.workspaceOp(ctx, "workspace.migrate", req)
 }
 
+// Migrated is the result of CompleteMigration.
+type Migrated struct {
+	Workspace *workspace.Workspace `json:"workspace"`
+	// Token is the workspace's new agent token, for the new agent; the old
+	// one no longer authenticates. Empty after a failed migration.
+	Token string `json:"token"`
+}
+
 // CompleteMigration ends the migration of workspace id: successfully to
-// newAgent, or failed with errMsg when it is not "".
-func (c *Client) CompleteMigration(ctx context.Context, id, newAgent, errMsg string) (*workspace.Workspace, error) {
+// newAgent, which binds it (the workspace gets a new token and the old one
+// stops working), or failed with errMsg when it is not "".
+func (c *Client) CompleteMigration(ctx context.Context, id, newAgent, errMsg string) (Migrated, error) {
 	req := struct {
 		ID       string `json:"id"`
 		NewAgent string `json:"new_agent,omitempty"`
 		Error    string `json:"error,omitempty"`
 	}{id, newAgent, errMsg}
-	return c.workspaceOp(ctx, "workspace.migrate.complete", req)
+	var m Migrated
+	err := c.call(ctx, c.agent("workspace.migrate.complete"), req, &m, 0)
+	return m, err
 }
 
 // ResolveConflict ends the conflicts of a conflicted workspace.

@@ -180,6 +180,11 @@ func (r *Runtime) migrate(ctx context.Context, c caller, body []byte) (any, erro
 	return r.eng.Migrate(ctx, c.ws, req.ID, req.NewAgent, req.Reason)
 }
 
+// migrateComplete ends a migration. On success it binds the new agent: the
+// workspace gets a new token, in the same commit its old tokens are
+// deleted, and connections made with them are closed, so the old agent is
+// unbound (WACP Workspace §13). The reply carries the new token for the new
+// agent; after a failed migration it is null.
 func (r *Runtime) migrateComplete(ctx context.Context, c caller, body []byte) (any, error) {
 	var req struct {
 		ID       string `json:"id"`
@@ -189,7 +194,35 @@ func (r *Runtime) migrateComplete(ctx context.Context, c caller, body []byte) (a
 	if err := decode(body, &req); err != nil {
 		return nil, err
 	}
-	return r.eng.CompleteMigration(ctx, c.ws, req.ID, req.NewAgent, req.Error)
+	if req.Error != "" {
+		w, err := r.eng.CompleteMigration(ctx, c.ws, req.ID, req.NewAgent, req.Error)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"workspace": w, "token": nil}, nil
+	}
+	tok, err := newToken()
+	if err != nil {
+		return nil, err
+	}
+	var p Principal
+	var old [][32]byte
+	w, err := r.eng.completeMigration(ctx, c.ws, req.ID, req.NewAgent, "", func(txn *badger.Txn, w *workspace.Workspace) error {
+		p = Principal{Kind: KindAgent, Workspace: w.ID}
+		old = r.tok.hashesOf(p)
+		for _, h := range old {
+			if err := txn.Delete(tokenKey(h)); err != nil {
+				return err
+			}
+		}
+		return putToken(txn, tok, p)
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.tok.replace(old, tok, p)
+	r.disconnect(p)
+	return map[string]any{"workspace": w, "token": tok}, nil
 }
 
 func (r *Runtime) conflictResolve(ctx context.Context, c caller, body []byte) (any, error) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/dgraph-io/badger/v4"
+
 	"github.com/wacpd/wacpd/clock"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
@@ -132,6 +134,13 @@ func (e *Engine) Migrate(ctx context.Context, actor, id, newAgent, reason string
 // queued envelopes are delivered. On failure (errMsg set) migration_failed
 // is written and the workspace fails with reason migration_error.
 func (e *Engine) CompleteMigration(ctx context.Context, actor, id, newAgent, errMsg string) (*workspace.Workspace, error) {
+	return e.completeMigration(ctx, actor, id, newAgent, errMsg, nil)
+}
+
+// completeMigration is CompleteMigration with bind, if not nil, run in the
+// same commit on success: the runtime rotates the workspace's token there,
+// which unbinds the old agent.
+func (e *Engine) completeMigration(ctx context.Context, actor, id, newAgent, errMsg string, bind func(*badger.Txn, *workspace.Workspace) error) (*workspace.Workspace, error) {
 	return e.coordinate(actor, id, func(w *workspace.Workspace) error {
 		if w.State != workspace.Migrating {
 			return refuse(CodeInvalidTransition, "workspace %s is %s, not migrating", id, w.State)
@@ -165,6 +174,14 @@ func (e *Engine) CompleteMigration(ctx context.Context, actor, id, newAgent, err
 		c.Agent = newAgent
 		if err := t.transition(c, workspace.MigrationCompleted, e.actorOf(a), "", false); err != nil {
 			return err
+		}
+		if bind != nil {
+			if err := t.step("bind"); err != nil {
+				return err
+			}
+			if err := bind(t.txn, c); err != nil {
+				return err
+			}
 		}
 		return t.deliverQueued(c)
 	})

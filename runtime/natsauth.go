@@ -81,3 +81,24 @@ func permissions(p Principal, inbox string) *server.Permissions {
 	}
 	return allow(nil, nil)
 }
+
+// disconnect closes every connection of the embedded server authenticated
+// as p: after p's token was replaced, those were made with the old one.
+// With an external server (Config.NATSURL) the daemon cannot see its
+// connections; a replaced token is refused at each request there (the
+// Wacp-Token check), but subscriptions made with it stay.
+func (r *Runtime) disconnect(p Principal) {
+	if r.ns == nil {
+		return
+	}
+	connz, err := r.ns.Connz(&server.ConnzOptions{User: p.String(), Limit: 1 << 16})
+	if err != nil {
+		r.cfg.Logger.Warn("list connections to close", "principal", p.String(), "err", err)
+		return
+	}
+	for _, c := range connz.Conns {
+		if err := r.ns.DisconnectClientByID(c.Cid); err != nil {
+			r.cfg.Logger.Warn("close connection", "principal", p.String(), "cid", c.Cid, "err", err)
+		}
+	}
+}

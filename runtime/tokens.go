@@ -83,6 +83,29 @@ func (ts *tokens) addHash(h [32]byte, p Principal) {
 	ts.byHash[h] = p
 }
 
+// hashesOf returns the hashes of every token of p.
+func (ts *tokens) hashesOf(p Principal) [][32]byte {
+	ts.mu.RLock()
+	defer ts.mu.RUnlock()
+	var out [][32]byte
+	for h, q := range ts.byHash {
+		if q == p {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// replace removes the tokens hashed old and adds tok for p.
+func (ts *tokens) replace(old [][32]byte, tok string, p Principal) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	for _, h := range old {
+		delete(ts.byHash, h)
+	}
+	ts.byHash[hashToken(tok)] = p
+}
+
 // lookup returns the principal of tok.
 func (ts *tokens) lookup(tok string) (Principal, bool) {
 	if tok == "" {
