@@ -116,6 +116,24 @@ func (c *Client) CreateToken(ctx context.Context, kind, name string) (string, er
 	return reply.Token, err
 }
 
+// RevokeToken deletes every token of the user or auditor (kind "user" or
+// "auditor") named name and closes the connections made with them
+// (coordinator). It returns how many tokens it revoked: 0 when the
+// principal had none. reason, if not empty, goes into the trail's
+// user_deactivated entry.
+func (c *Client) RevokeToken(ctx context.Context, kind, name, reason string) (int, error) {
+	req := struct {
+		Kind   string `json:"kind"`
+		Name   string `json:"name"`
+		Reason string `json:"reason,omitempty"`
+	}{kind, name, reason}
+	var reply struct {
+		Revoked int `json:"revoked"`
+	}
+	err := c.call(ctx, c.agent("token.revoke"), req, &reply, 0)
+	return reply.Revoked, err
+}
+
 func (c *Client) workspaceOp(ctx context.Context, op string, req any) (*workspace.Workspace, error) {
 	var w workspace.Workspace
 	if err := c.call(ctx, c.agent(op), req, &w, 0); err != nil {

@@ -118,6 +118,8 @@ var authzRows = []authzRow{
 		[]string{ok, ok, ok, ok, empty, pub, pub, pub, refused, refused}},
 	{"token.create", subjAgent, "token.create", `{"kind":"auditor","name":"authz"}`, stActive,
 		[]string{ok, denied, denied, denied, denied, pub, pub, pub, refused, refused}},
+	{"token.revoke", subjAgent, "token.revoke", `{"kind":"auditor","name":"authz-revoked"}`, stActive,
+		[]string{ok, denied, denied, denied, denied, pub, pub, pub, refused, refused}},
 	{"audit.trail.read", subjAudit, "trail.read", `{"workspace":"<W>"}`, stActive,
 		[]string{ok, pub, pub, pub, pub, pub, ok, ok, refused, refused}},
 	{"audit.trail.verify", subjAudit, "trail.verify", `{}`, stActive,

@@ -268,6 +268,47 @@ func (r *Runtime) agentTrail(ctx context.Context, c caller, body []byte) (any, e
 	return page(entries, next), nil
 }
 
+// tokenRevoke deletes every token of a user or auditor principal, records
+// user_deactivated in the same commit, and closes the connections made
+// with those tokens. A principal without tokens is answered revoked 0.
+func (r *Runtime) tokenRevoke(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		Kind   Kind   `json:"kind"`
+		Name   string `json:"name"`
+		Reason string `json:"reason"`
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	if req.Kind != KindUser && req.Kind != KindAuditor {
+		return nil, refuse(CodeInvalidStructure, "kind must be user or auditor")
+	}
+	if req.Name == "" {
+		return nil, refuse(CodeInvalidStructure, "name is required")
+	}
+	if req.Reason == "" {
+		req.Reason = "coordinator_request"
+	}
+	p := Principal{Kind: req.Kind, Name: req.Name}
+	old := r.tok.hashesOf(p)
+	err := r.eng.revokeUser(ctx, c.ws, req.Name, req.Reason, len(old), func(txn *badger.Txn) error {
+		for _, h := range old {
+			if err := txn.Delete(tokenKey(h)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(old) > 0 {
+		r.tok.remove(old)
+		r.disconnect(p)
+	}
+	return map[string]any{"principal": p, "revoked": len(old)}, nil
+}
+
 func (r *Runtime) tokenCreate(ctx context.Context, c caller, body []byte) (any, error) {
 	var req struct {
 		Kind Kind   `json:"kind"`

@@ -170,6 +170,7 @@ func TestHostileInputWrongTypesIsInvalidStructure(t *testing.T) {
 		"integrate":                  `{"workspace":"` + w + `","decision":"accept","conflicts":{}}`,
 		"trail":                      `{"limit":1.5}`,
 		"token.create":               `{"kind":"auditor","name":42}`,
+		"token.revoke":               `{"kind":"auditor","name":["alice"]}`,
 		"audit.trail.read":           `{"body":{"workspace":1}}`,
 		"audit.trail.verify":         `{"workspace":[]}`,
 		"audit.sth":                  `[]`,

@@ -26,7 +26,7 @@ var docAgentOps = []string{
 	"workspace.create", "workspace.get", "workspace.list",
 	"workspace.abort", "workspace.suspend", "workspace.resume",
 	"workspace.migrate", "workspace.migrate.complete",
-	"conflict.resolve", "integrate", "trail", "token.create",
+	"conflict.resolve", "integrate", "trail", "token.create", "token.revoke",
 }
 
 // docSubjects returns every endpoint subject the daemon registers, written

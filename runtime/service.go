@@ -106,6 +106,7 @@ func (r *Runtime) endpoints() []endpoint {
 		"integrate":                  r.integrate,
 		"trail":                      r.agentTrail,
 		"token.create":               r.tokenCreate,
+		"token.revoke":               r.tokenRevoke,
 	}
 	for _, op := range slices.Sorted(maps.Keys(agentOps)) {
 		eps = append(eps, endpoint{

@@ -43,6 +43,7 @@ var serviceSeeds = map[string][]string{
 	"integrate":        {`{"workspace":"W","decision":"accept","strategy":"layered","conflicts":[{"conflict_type":"content_overlap","resources":["a"]}]}`, `{"workspace":"W","decision":"reject","result":{"x":1}}`},
 	"trail":            {`{"limit":2,"event_type":"workspace_created"}`, `{"workspace":"W"}`},
 	"token.create":     {`{"kind":"auditor","name":"alice"}`},
+	"token.revoke":     {`{"kind":"auditor","name":"alice"}`, `{"kind":"user","name":"bob","reason":"left"}`},
 
 	"audit.trail.read":        {`{"limit":1,"body":{"role":"worker"},"since":"2026-01-01T00:00:00.000000000Z"}`},
 	"audit.trail.verify":      {`{}`, `{"workspace":"W"}`},

@@ -106,6 +106,15 @@ func (ts *tokens) replace(old [][32]byte, tok string, p Principal) {
 	ts.byHash[hashToken(tok)] = p
 }
 
+// remove removes the tokens hashed hs.
+func (ts *tokens) remove(hs [][32]byte) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	for _, h := range hs {
+		delete(ts.byHash, h)
+	}
+}
+
 // lookup returns the principal of tok.
 func (ts *tokens) lookup(tok string) (Principal, bool) {
 	if tok == "" {

@@ -287,6 +287,33 @@ func (e *Engine) coordinateLocked(actor, id string, check func(w *workspace.Work
 	return out.Clone(), nil
 }
 
+// revokeUser records user_deactivated for the user or auditor named name,
+// deactivated by the agent of actor (the coordinator), with del deleting
+// its n tokens in the same transaction. With n zero nothing is written:
+// the principal has no token left.
+func (e *Engine) revokeUser(ctx context.Context, actor, name, reason string, n int, del func(*badger.Txn) error) error {
+	return e.run(0, func() error {
+		a := e.get(actor)
+		if a == nil || !a.IsRoot() {
+			return refuse(CodePermissionDenied, "only the coordinator revokes user and auditor tokens")
+		}
+		if n == 0 {
+			return nil
+		}
+		return e.commit(func(t *tx) error {
+			if _, err := t.append("", e.actorOf(a), trail.EventUserDeactivated, map[string]any{
+				"user_id": name, "reason": reason, "deactivated_by": actor, "prior_state": "active", "timestamp": nil,
+			}); err != nil {
+				return err
+			}
+			if err := t.step("revoke"); err != nil {
+				return err
+			}
+			return del(t.txn)
+		})
+	})
+}
+
 // createUser records user_created for a human or auditor principal named
 // name, minted by the agent of actor (the coordinator), with write storing
 // its token in the same transaction.

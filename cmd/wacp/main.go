@@ -50,6 +50,7 @@ commands:
   trail prove CHECKPOINT_ID [--public-key K]   prove a checkpoint is in the signed trail
   trail replay                           rebuild states from the trail; compare with the live state
   token create --kind user|auditor --name N
+  token revoke --kind user|auditor --name N [--reason R]
 
 "wacp <command> [subcommand] -h" shows a command's flags.
 
@@ -104,7 +105,7 @@ var commands = map[string]func(*cli, []string) error{
 	"integrate":  integrateCmd,
 	"watch":      watchCmd,
 	"trail":      sub("trail", map[string]func(*cli, []string) error{"read": trailRead, "tail": trailTail, "verify": trailVerify, "export": trailExport, "prove": trailProve, "replay": trailReplay, "quarantine": trailQuarantine}),
-	"token":      sub("token", map[string]func(*cli, []string) error{"create": tokenCreate}),
+	"token":      sub("token", map[string]func(*cli, []string) error{"create": tokenCreate, "revoke": tokenRevoke}),
 }
 
 // sub returns a command that dispatches to its subcommands.

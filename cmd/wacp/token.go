@@ -30,3 +30,30 @@ func tokenCreate(c *cli, args []string) error {
 	out := map[string]string{"token": tok, "kind": *kind, "name": *name}
 	return c.print(out, func(w io.Writer) { fmt.Fprintln(w, tok) })
 }
+
+func tokenRevoke(c *cli, args []string) error {
+	const cmd = "token revoke"
+	fs := c.flags(cmd, cmd+" --kind user|auditor --name N [--reason R]\n\nRevokes every token of that user or auditor and closes their connections.")
+	kind := fs.String("kind", "", "user or auditor (required)")
+	name := fs.String("name", "", "whose tokens (required)")
+	reason := fs.String("reason", "", "recorded in the trail's user_deactivated entry")
+	if _, err := parse(fs, args, 0, 0); err != nil {
+		return err
+	}
+	if err := required(cmd,
+		[2]string{*kind, "--kind is required (user or auditor)"},
+		[2]string{*name, "--name is required (whose tokens to revoke)"},
+	); err != nil {
+		return err
+	}
+	cl, err := c.dial()
+	if err != nil {
+		return err
+	}
+	n, err := cl.RevokeToken(c.ctx, *kind, *name, *reason)
+	if err != nil {
+		return err
+	}
+	out := map[string]any{"revoked": n, "kind": *kind, "name": *name}
+	return c.print(out, func(w io.Writer) { fmt.Fprintf(w, "revoked %d token(s) of %s %s\n", n, *kind, *name) })
+}
