@@ -1,16 +1,12 @@
 package runtime_test
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/client"
-	"github.com/wacpd/wacpd/envelope"
 	"github.com/wacpd/wacpd/internal/daemontest"
 	"github.com/wacpd/wacpd/runtime"
-	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/workspace"
 )
 
@@ -21,43 +17,19 @@ import (
 // connection is closed), the new one works, and both stay so after a
 // restart. A failed migration mints no token.
 func TestMigrationUnbindsTheOldAgent(t *testing.T) {
-	for _, v := range []string{client.EnvURL, client.EnvToken, client.EnvWorkspace, client.EnvNATSToken} {
-		t.Setenv(v, "")
-	}
+	ctx := clientCtx(t)
 	dir := t.TempDir()
 	d := daemontest.Start(t, runtime.Config{DataDir: dir})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	dial := func(url, token, ws string) (*client.Client, error) {
-		c, err := client.Dial(ctx, client.Options{URL: url, Token: token, Workspace: ws, Timeout: 5 * time.Second})
-		if err == nil {
-			t.Cleanup(func() { c.Close() })
-		}
-		return c, err
+		return dialClient(t, ctx, client.Options{URL: url, Token: token, Workspace: ws})
 	}
 	coord, err := dial(d.URL, d.AdminToken, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	worker := func() client.Created {
-		t.Helper()
-		created, err := coord.CreateWorkspace(ctx, client.CreateRequest{Role: taxonomy.RoleWorker})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := coord.SendEnvelope(ctx, client.EnvelopeRequest{
-			To: created.Workspace.ID, Type: taxonomy.EnvelopeDirective, Payload: envelope.Payload{Content: "go"},
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return created
-	}
+	worker := func() client.Created { return directedWorker(t, ctx, coord) }
 	checkpoint := func(c *client.Client, parent *string) (checkpointchain.Checkpoint, error) {
-		return c.CreateCheckpoint(ctx, client.CheckpointRequest{
-			Type: taxonomy.CheckpointArtifact, Intent: "migrate", Parent: parent,
-			Status: checkpointchain.StatusProvisional, Confidence: checkpointchain.ConfidenceHigh,
-			Payload: checkpointchain.Payload{Content: "x"},
-		})
+		return artifact(ctx, c, parent)
 	}
 
 	w := worker()

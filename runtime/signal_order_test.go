@@ -1,7 +1,6 @@
 package runtime_test
 
 import (
-	"context"
 	"encoding/json"
 	"slices"
 	"testing"
@@ -10,12 +9,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/client"
-	"github.com/wacpd/wacpd/envelope"
 	"github.com/wacpd/wacpd/internal/daemontest"
 	"github.com/wacpd/wacpd/runtime"
-	"github.com/wacpd/wacpd/taxonomy"
 )
 
 // TestSignalsKeepOrderAfterAStreamError makes the WACP_SIGNALS stream
@@ -27,9 +23,8 @@ import (
 func TestSignalsKeepOrderAfterAStreamError(t *testing.T) {
 	const srvToken = "signal-order-server-token"
 	url := startNATSServer(t, srvToken)
+	ctx := clientCtx(t)
 	d := daemontest.Start(t, runtime.Config{NATSURL: url, NATSToken: srvToken})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 
 	nc, err := nats.Connect(url, nats.Token(srvToken))
 	if err != nil {
@@ -76,36 +71,22 @@ func TestSignalsKeepOrderAfterAStreamError(t *testing.T) {
 		}
 	}
 
-	coord, err := client.Dial(ctx, client.Options{URL: d.URL, Token: d.AdminToken, NATSToken: srvToken})
+	coord, err := dialClient(t, ctx, client.Options{URL: d.URL, Token: d.AdminToken, NATSToken: srvToken})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer coord.Close()
 	worker := func() *client.Client {
 		t.Helper()
-		created, err := coord.CreateWorkspace(ctx, client.CreateRequest{Role: taxonomy.RoleWorker})
+		created := directedWorker(t, ctx, coord)
+		c, err := dialClient(t, ctx, client.Options{URL: d.URL, Token: created.Token, Workspace: created.Workspace.ID, NATSToken: srvToken})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := coord.SendEnvelope(ctx, client.EnvelopeRequest{
-			To: created.Workspace.ID, Type: taxonomy.EnvelopeDirective, Payload: envelope.Payload{Content: "go"},
-		}); err != nil {
-			t.Fatal(err)
-		}
-		c, err := client.Dial(ctx, client.Options{URL: d.URL, Token: created.Token, Workspace: created.Workspace.ID, NATSToken: srvToken})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
 		return c
 	}
 	checkpoint := func(c *client.Client, parent *string) string {
 		t.Helper()
-		cp, err := c.CreateCheckpoint(ctx, client.CheckpointRequest{
-			Type: taxonomy.CheckpointArtifact, Intent: "order", Parent: parent,
-			Status: checkpointchain.StatusProvisional, Confidence: checkpointchain.ConfidenceHigh,
-			Payload: checkpointchain.Payload{Content: "x"},
-		})
+		cp, err := artifact(ctx, c, parent)
 		if err != nil {
 			t.Fatal(err)
 		}

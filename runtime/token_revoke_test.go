@@ -1,10 +1,8 @@
 package runtime_test
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
-	"time"
 
 	"github.com/wacpd/wacpd/client"
 	"github.com/wacpd/wacpd/internal/daemontest"
@@ -18,19 +16,11 @@ import (
 // token keeps working, revoking again revokes nothing and writes nothing,
 // and the name can be minted again.
 func TestTokenRevoke(t *testing.T) {
-	for _, v := range []string{client.EnvURL, client.EnvToken, client.EnvWorkspace, client.EnvNATSToken} {
-		t.Setenv(v, "")
-	}
+	ctx := clientCtx(t)
 	dir := t.TempDir()
 	d := daemontest.Start(t, runtime.Config{DataDir: dir})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	dial := func(url, token string) (*client.Client, error) {
-		c, err := client.Dial(ctx, client.Options{URL: url, Token: token, Timeout: 5 * time.Second})
-		if err == nil {
-			t.Cleanup(func() { c.Close() })
-		}
-		return c, err
+		return dialClient(t, ctx, client.Options{URL: url, Token: token})
 	}
 	works := func(url, token string) bool {
 		c, err := dial(url, token)
