@@ -389,13 +389,13 @@ func (c *checker) derived(txn *badger.Txn) error {
 	it = txn.NewIterator(badger.IteratorOptions{Prefix: prefixLocal})
 	defer it.Close()
 	for it.Rewind(); it.Valid(); {
-		k := it.Item().Key()[len(prefixLocal):]
-		if len(k) < 9 || k[len(k)-9] != '/' {
-			c.derivedFail("malformed local index key %q", k)
+		wsb, ok := splitLocalKey(it.Item().Key())
+		if !ok {
+			c.derivedFail("malformed local index key %q", it.Item().Key()[len(prefixLocal):])
 			it.Next()
 			continue
 		}
-		ws := string(k[:len(k)-9])
+		ws := string(wsb)
 		h, ok := c.res.local[ws]
 		if !ok {
 			c.derivedFail("local index of %s, which has no entries", ws)

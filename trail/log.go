@@ -314,6 +314,17 @@ func localKey(ws string, n uint64) []byte {
 	return binary.BigEndian.AppendUint64(k, n)
 }
 
+// splitLocalKey returns the workspace of a local index key (what localKey
+// writes; its 8-byte position may hold a '/'), or ok false for a key of
+// another form.
+func splitLocalKey(key []byte) (ws []byte, ok bool) {
+	k, found := bytes.CutPrefix(key, prefixLocal)
+	if !found || len(k) < 9 || k[len(k)-9] != '/' {
+		return nil, false
+	}
+	return k[:len(k)-9], true
+}
+
 func setJSON(txn *badger.Txn, key []byte, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -148,17 +148,15 @@ func readProjection(ctx context.Context, txn *badger.Txn) map[string][]uint64 {
 		if len(seqs)%4096 == 0 && ctx.Err() != nil {
 			return nil
 		}
-		// <ws>/<n>, n 8 bytes big-endian (which may hold a '/').
-		k := it.Item().Key()[len(prefixLocal):]
-		slash := len(k) - 9
-		if slash < 0 || k[slash] != '/' {
+		kws, ok := splitLocalKey(it.Item().Key())
+		if !ok {
 			continue // not an index key
 		}
-		if !bytes.Equal(k[:slash], ws) {
+		if !bytes.Equal(kws, ws) {
 			if ws != nil {
 				out[string(ws)] = seqs
 			}
-			ws, seqs = bytes.Clone(k[:slash]), nil
+			ws, seqs = bytes.Clone(kws), nil
 		}
 		var seq uint64
 		_ = it.Item().Value(func(v []byte) error { seq = binary.BigEndian.Uint64(v); return nil })
