@@ -161,14 +161,12 @@ func (r *Runtime) auditRead(ctx context.Context, c caller, body []byte) (any, er
 	if err := checkEventType(req.EventType); err != nil {
 		return nil, err
 	}
-	for _, f := range []struct {
-		name string
-		v    *string
-	}{{"since", &req.Since}, {"until", &req.Until}} {
-		var err error
-		if *f.v, err = filterTime(f.name, *f.v); err != nil {
-			return nil, err
-		}
+	var err error
+	if req.Since, err = filterTime("since", req.Since); err != nil {
+		return nil, err
+	}
+	if req.Until, err = filterTime("until", req.Until); err != nil {
+		return nil, err
 	}
 	entries, next, err := r.eng.Trail().Read(ctx, trail.Query{
 		After: req.After, Limit: req.Limit, Workspace: req.Workspace, EventType: req.EventType,

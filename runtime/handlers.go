@@ -210,10 +210,8 @@ func (r *Runtime) migrateComplete(ctx context.Context, c caller, body []byte) (a
 	w, err := r.eng.completeMigration(ctx, c.ws, req.ID, req.NewAgent, "", func(txn *badger.Txn, w *workspace.Workspace) error {
 		p = Principal{Kind: KindAgent, Workspace: w.ID}
 		old = r.tok.hashesOf(p)
-		for _, h := range old {
-			if err := txn.Delete(tokenKey(h)); err != nil {
-				return err
-			}
+		if err := deleteTokens(txn, old); err != nil {
+			return err
 		}
 		return putToken(txn, tok, p)
 	})
@@ -292,12 +290,7 @@ func (r *Runtime) tokenRevoke(ctx context.Context, c caller, body []byte) (any, 
 	p := Principal{Kind: req.Kind, Name: req.Name}
 	old := r.tok.hashesOf(p)
 	err := r.eng.revokeUser(ctx, c.ws, req.Name, req.Reason, len(old), func(txn *badger.Txn) error {
-		for _, h := range old {
-			if err := txn.Delete(tokenKey(h)); err != nil {
-				return err
-			}
-		}
-		return nil
+		return deleteTokens(txn, old)
 	})
 	if err != nil {
 		return nil, err

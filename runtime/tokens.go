@@ -140,6 +140,16 @@ func putToken(txn *badger.Txn, tok string, p Principal) error {
 	return txn.Set(tokenKey(hashToken(tok)), b)
 }
 
+// deleteTokens deletes the token records hashed hs from txn.
+func deleteTokens(txn *badger.Txn, hs [][32]byte) error {
+	for _, h := range hs {
+		if err := txn.Delete(tokenKey(h)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // loadTokens reads every stored token record.
 func loadTokens(db *badger.DB, ts *tokens) error {
 	return db.View(func(txn *badger.Txn) error {
