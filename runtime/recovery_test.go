@@ -18,6 +18,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/wacpd/wacpd/clock"
+	"github.com/wacpd/wacpd/internal/trailtest"
 	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/workspace"
 )
@@ -93,31 +94,8 @@ func rawDB(t testing.TB, dir string, fn func(txn *badger.Txn) error) {
 	}
 }
 
-func entryKey(seq uint64) []byte { return binary.BigEndian.AppendUint64([]byte("t/g/"), seq) }
-
-// flipEntry flips one byte of the stored entry #seq, inside its body (the
-// value stays JSON; it no longer hashes to its entry_hash).
-func flipEntry(seq uint64) func(*badger.Txn) error {
-	return func(txn *badger.Txn) error {
-		item, err := txn.Get(entryKey(seq))
-		if err != nil {
-			return err
-		}
-		v, err := item.ValueCopy(nil)
-		if err != nil {
-			return err
-		}
-		i := bytes.Index(v, []byte(`"body":{"`))
-		if i < 0 {
-			return errors.New("no body in the stored entry")
-		}
-		v[i+len(`"body":{"`)] ^= 0x01
-		return txn.Set(entryKey(seq), v)
-	}
-}
-
 func deleteEntry(seq uint64) func(*badger.Txn) error {
-	return func(txn *badger.Txn) error { return txn.Delete(entryKey(seq)) }
+	return func(txn *badger.Txn) error { return txn.Delete(trailtest.EntryKey(seq)) }
 }
 
 // recoveries returns the recovery_completed bodies in the trail.
@@ -155,9 +133,9 @@ func TestRecovery_IntegrityCheck_QuarantinesBadTailAfterSignedHead(t *testing.T)
 		missing  bool
 		readable bool // the quarantined entry still decodes: its time and id are known
 	}{
-		{"flipped byte in the last entry", func(last uint64) func(*badger.Txn) error { return flipEntry(last) }, false, true},
+		{"flipped byte in the last entry", func(last uint64) func(*badger.Txn) error { return trailtest.FlipBody(last) }, false, true},
 		{"undecodable last entry", func(last uint64) func(*badger.Txn) error {
-			return func(txn *badger.Txn) error { return txn.Set(entryKey(last), []byte("\x00garbage")) }
+			return func(txn *badger.Txn) error { return txn.Set(trailtest.EntryKey(last), []byte("\x00garbage")) }
 		}, false, false},
 		{"last entry deleted", func(last uint64) func(*badger.Txn) error { return deleteEntry(last) }, true, false},
 	}
@@ -247,7 +225,7 @@ func TestRecovery_IntegrityCheck_RefusesBreakInsideSignedHead(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	rawDB(t, dir, flipEntry(size-2))
+	rawDB(t, dir, trailtest.FlipBody(size-2))
 
 	for range 2 { // and again: a refused start changes nothing
 		_, err = Open(Config{DataDir: dir})
@@ -262,7 +240,7 @@ func TestRecovery_IntegrityCheck_RefusesBreakInsideSignedHead(t *testing.T) {
 	}
 	rawDB(t, dir, func(txn *badger.Txn) error {
 		for seq := uint64(1); seq <= size; seq++ {
-			if _, err := txn.Get(entryKey(seq)); err != nil {
+			if _, err := txn.Get(trailtest.EntryKey(seq)); err != nil {
 				t.Errorf("entry #%d after the refusal: %v", seq, err)
 			}
 		}
@@ -285,7 +263,7 @@ func TestRecovery_IntegrityCheck_RefusesWithNoValidPrefix(t *testing.T) {
 	}
 	newWorker(t, e)
 	crash(t, e) // no signed head at all
-	rawDB(t, dir, flipEntry(1))
+	rawDB(t, dir, trailtest.FlipBody(1))
 	_, err = Open(Config{DataDir: dir})
 	if !errors.Is(err, ErrTrailCorrupt) || !strings.Contains(err.Error(), "no valid prefix") {
 		t.Fatalf("Open with entry #1 damaged = %v, want ErrTrailCorrupt: no valid prefix", err)
@@ -330,7 +308,7 @@ func TestRecovery_IntegrityCheck_FullCheckFindsOldDamage(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	rawDB(t, dir, flipEntry(3))
+	rawDB(t, dir, trailtest.FlipBody(3))
 	e, err = Open(Config{DataDir: dir})
 	if err != nil {
 		t.Fatalf("Open after the mark with old damage = %v; the default check starts after the mark", err)
