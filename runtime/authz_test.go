@@ -19,13 +19,18 @@ import (
 // requests do not affect each other. A request that is refused must leave W
 // unchanged.
 func TestAuthz(t *testing.T) {
-	w := newAuthzWorld(t)
+	runAuthzTable(t, newAuthzWorld(t), func(answer string) string { return answer })
+}
+
+// runAuthzTable runs every cell of the authorization table in w and checks
+// it against want(the table's answer).
+func runAuthzTable(t *testing.T, w *authzWorld, want func(string) string) {
 	for _, row := range authzRows {
 		t.Run(row.name, func(t *testing.T) {
 			for i, col := range authzColumns {
 				t.Run(col, func(t *testing.T) {
 					got, detail := w.cell(t, row, col)
-					if want := row.want[i]; got != want {
+					if want := want(row.want[i]); got != want {
 						t.Errorf("%s by %s = %s, want %s\n%s", row.name, col, got, want, detail)
 					}
 				})
@@ -44,18 +49,7 @@ func TestAuthz(t *testing.T) {
 func TestAuthzExternal(t *testing.T) {
 	const srvToken = "authz-server-token"
 	w := newAuthzWorldCfg(t, runtime.Config{NATSURL: startNATSServer(t, srvToken), NATSToken: srvToken})
-	for _, row := range authzRows {
-		t.Run(row.name, func(t *testing.T) {
-			for i, col := range authzColumns {
-				t.Run(col, func(t *testing.T) {
-					got, detail := w.cell(t, row, col)
-					if want := externalAnswer(row.want[i]); got != want {
-						t.Errorf("%s by %s = %s, want %s\n%s", row.name, col, got, want, detail)
-					}
-				})
-			}
-		})
-	}
+	runAuthzTable(t, w, externalAnswer)
 }
 
 // externalAnswer is the answer on an external server for answer on the
