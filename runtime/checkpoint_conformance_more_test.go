@@ -19,67 +19,23 @@ import (
 
 // Row: Active workspace only (Standard).
 func TestCheckpointConformance_ActiveWorkspaceOnly(t *testing.T) {
-	tests := []struct {
-		state workspace.State
-		setup func(t *testing.T, e *Engine) string
-	}{
-		{workspace.Idle, func(t *testing.T, e *Engine) string {
-			w, err := e.CreateWorkspace(ctx, e.Root(), []byte(`{"role":"worker"}`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return w.ID
-		}},
-		{workspace.Blocked, func(t *testing.T, e *Engine) string {
-			w := newWorker(t, e)
-			emitOK(t, e, w.ID, `{"type":"blocked","reason":"waiting"}`)
-			return w.ID
-		}},
-		{workspace.Suspended, func(t *testing.T, e *Engine) string {
-			w := newWorker(t, e)
-			if _, err := e.Suspend(ctx, e.Root(), w.ID, ""); err != nil {
-				t.Fatal(err)
-			}
-			return w.ID
-		}},
-		{workspace.Integrating, func(t *testing.T, e *Engine) string {
-			w := newWorker(t, e)
-			emitOK(t, e, w.ID, `{"type":"complete"}`)
-			return w.ID
-		}},
-		{workspace.Failed, func(t *testing.T, e *Engine) string {
-			w := newWorker(t, e)
-			emitOK(t, e, w.ID, `{"type":"failed","reason":"gave up"}`)
-			return w.ID
-		}},
-		{workspace.Closed, func(t *testing.T, e *Engine) string {
-			w := newWorker(t, e)
-			checkpoint(t, e, w.ID, nil, "final")
-			emitOK(t, e, w.ID, `{"type":"complete"}`)
-			if _, err := e.Integrate(ctx, e.Root(), mustJSON(map[string]any{"workspace": w.ID, "decision": "accept"})); err != nil {
-				t.Fatal(err)
-			}
-			return w.ID
-		}},
-	}
-	for _, tt := range tests {
-		t.Run(string(tt.state), func(t *testing.T) {
+	for _, state := range []workspace.State{
+		workspace.Idle, workspace.Blocked, workspace.Suspended, workspace.Integrating, workspace.Failed, workspace.Closed,
+	} {
+		t.Run(string(state), func(t *testing.T) {
 			e := openVerified(t)
-			ws := tt.setup(t, e)
-			if got := wsState(t, e, ws); got != tt.state {
-				t.Fatalf("setup: state = %s, want %s", got, tt.state)
-			}
+			ws := workerIn(t, e, state)
 			n := len(listCheckpoints(t, e, ws))
 			_, err := e.CreateCheckpoint(ctx, ws, cpReq(nil, "final"))
-			wantCode(t, fmt.Sprintf("CreateCheckpoint in %s", tt.state), err, CodeWorkspaceNotActive)
+			wantCode(t, fmt.Sprintf("CreateCheckpoint in %s", state), err, CodeWorkspaceNotActive)
 			if got := len(listCheckpoints(t, e, ws)); got != n {
 				t.Errorf("checkpoints = %d, want %d", got, n)
 			}
 			if got := trailWhere(t, e, trail.EventCheckpointRejected, map[string]string{"workspace": ws, "reason": CodeWorkspaceNotActive}); len(got) != 1 {
 				t.Errorf("checkpoint_rejected(workspace_not_active) = %d entries, want 1", len(got))
 			}
-			if got := wsState(t, e, ws); got != tt.state {
-				t.Errorf("state after the rejection = %s, want %s", got, tt.state)
+			if got := wsState(t, e, ws); got != state {
+				t.Errorf("state after the rejection = %s, want %s", got, state)
 			}
 		})
 	}

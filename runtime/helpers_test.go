@@ -328,3 +328,43 @@ func waitAdmitting(t testing.TB, e *Engine) {
 	t.Helper()
 	waitFor(t, "the engine to leave degraded mode", func() bool { d, _ := e.Degraded(); return !d })
 }
+
+// workerIn returns a worker of the root brought into state: idle (never
+// directed), active, blocked, suspended, integrating (a final checkpoint,
+// then complete), failed, or closed (integrated). It fails the test if the
+// worker does not end up in state.
+func workerIn(t testing.TB, e *Engine, state workspace.State) string {
+	t.Helper()
+	var id string
+	switch state {
+	case workspace.Idle:
+		id = idleWorker(t, e, e.Root()).ID
+	case workspace.Integrating, workspace.Closed:
+		w, _ := integratingWorker(t, e, e.Root())
+		id = w.ID
+		if state == workspace.Closed {
+			if _, err := e.Integrate(ctx, e.Root(), integrateBody(id, DecisionAccept)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	default:
+		id = newWorker(t, e).ID
+		switch state {
+		case workspace.Active:
+		case workspace.Blocked:
+			emitOK(t, e, id, `{"type":"blocked","reason":"waiting"}`)
+		case workspace.Suspended:
+			if _, err := e.Suspend(ctx, e.Root(), id, ""); err != nil {
+				t.Fatal(err)
+			}
+		case workspace.Failed:
+			emitOK(t, e, id, `{"type":"failed","reason":"gave up"}`)
+		default:
+			t.Fatalf("workerIn: no way to bring a worker to %s", state)
+		}
+	}
+	if got := wsState(t, e, id); got != state {
+		t.Fatalf("workerIn: state = %s, want %s", got, state)
+	}
+	return id
+}

@@ -312,42 +312,18 @@ func TestIntegrateEngine_Authorization(t *testing.T) {
 }
 
 func TestIntegrateEngine_AbortFromEveryLiveState(t *testing.T) {
-	tests := []struct {
-		state workspace.State
-		setup func(t *testing.T, e *Engine) string
-	}{
-		{workspace.Idle, func(t *testing.T, e *Engine) string { return idleWorker(t, e, e.Root()).ID }},
-		{workspace.Active, func(t *testing.T, e *Engine) string { return newWorker(t, e).ID }},
-		{workspace.Blocked, func(t *testing.T, e *Engine) string {
-			w := newWorker(t, e)
-			emitOK(t, e, w.ID, `{"type":"blocked","reason":"r"}`)
-			return w.ID
-		}},
-		{workspace.Suspended, func(t *testing.T, e *Engine) string {
-			w := newWorker(t, e)
-			if _, err := e.Suspend(ctx, e.Root(), w.ID, ""); err != nil {
-				t.Fatal(err)
-			}
-			return w.ID
-		}},
-		{workspace.Integrating, func(t *testing.T, e *Engine) string {
-			w, _ := integratingWorker(t, e, e.Root())
-			return w.ID
-		}},
-	}
-	for _, tt := range tests {
-		t.Run(string(tt.state), func(t *testing.T) {
+	for _, state := range []workspace.State{
+		workspace.Idle, workspace.Active, workspace.Blocked, workspace.Suspended, workspace.Integrating,
+	} {
+		t.Run(string(state), func(t *testing.T) {
 			e := openVerified(t)
-			ws := tt.setup(t, e)
-			if got := wsState(t, e, ws); got != tt.state {
-				t.Fatalf("setup: state = %s, want %s", got, tt.state)
-			}
+			ws := workerIn(t, e, state)
 			w, err := e.Abort(ctx, e.Root(), ws, "")
 			if err != nil {
-				t.Fatalf("Abort(%s) = %v", tt.state, err)
+				t.Fatalf("Abort(%s) = %v", state, err)
 			}
 			if w.State != workspace.Failed || w.Reason != "aborted_by_coordinator" || wsState(t, e, ws) != workspace.Failed {
-				t.Errorf("Abort(%s) = %s (%q), want failed (aborted_by_coordinator)", tt.state, w.State, w.Reason)
+				t.Errorf("Abort(%s) = %s (%q), want failed (aborted_by_coordinator)", state, w.State, w.Reason)
 			}
 			sig := outboxWhere(t, e, func(o OutboxItem) bool { return o.Signal.From == ws && o.Signal.Type == taxonomy.SignalFailed })
 			if len(sig) != 1 || sig[0].Signal.Reason == nil || *sig[0].Signal.Reason != "aborted_by_coordinator" ||
@@ -359,7 +335,7 @@ func TestIntegrateEngine_AbortFromEveryLiveState(t *testing.T) {
 				t.Errorf("signal_emitted of the failed signal = %v, want one in %s's trail", emitted, ws)
 			}
 			wantBody(t, "workspace_state_changed", lastStateChange(t, e, ws), map[string]any{
-				"from_state": string(tt.state), "to_state": "failed", "trigger": string(workspace.Abort),
+				"from_state": string(state), "to_state": "failed", "trigger": string(workspace.Abort),
 			})
 			_, err = e.Abort(ctx, e.Root(), ws, "")
 			wantCode(t, "Abort(failed)", err, CodeInvalidTransition)
