@@ -218,7 +218,8 @@ func (r *Runtime) migrateComplete(ctx context.Context, c caller, body []byte) (a
 	if err != nil {
 		return nil, err
 	}
-	r.tok.replace(old, tok, p)
+	r.tok.remove(old)
+	r.tok.add(tok, p)
 	r.disconnect(p)
 	return map[string]any{"workspace": w, "token": tok}, nil
 }

@@ -96,16 +96,6 @@ func (ts *tokens) hashesOf(p Principal) [][32]byte {
 	return out
 }
 
-// replace removes the tokens hashed old and adds tok for p.
-func (ts *tokens) replace(old [][32]byte, tok string, p Principal) {
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	for _, h := range old {
-		delete(ts.byHash, h)
-	}
-	ts.byHash[hashToken(tok)] = p
-}
-
 // remove removes the tokens hashed hs.
 func (ts *tokens) remove(hs [][32]byte) {
 	ts.mu.Lock()
