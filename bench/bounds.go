@@ -19,7 +19,6 @@ import (
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/client"
 	"github.com/wacpd/wacpd/clock"
-	"github.com/wacpd/wacpd/taxonomy"
 )
 
 // Bounds are what this machine allows any server of the wire contract's
@@ -68,11 +67,7 @@ const boundTimeout = 30 * time.Second
 // its own directory under dir, with clients requesters for d or, if n is
 // positive, n requests in all.
 func measureBounds(ctx context.Context, dir string, clients, size int, d time.Duration, n int) (Bounds, error) {
-	req := client.CheckpointRequest{
-		Type: taxonomy.CheckpointArtifact, Intent: "benchmark",
-		Status: checkpointchain.StatusProvisional, Confidence: checkpointchain.ConfidenceHigh,
-		Payload: checkpointchain.Payload{Content: string(payload(size)), FilesChanged: []string{"bench.txt"}},
-	}
+	req := checkpointRequest(string(payload(size)), nil)
 	cp := checkpointchain.Checkpoint{
 		ID: "01M80000000000000000000000", Workspace: "01M80000000000000000000001", Type: req.Type,
 		Payload: req.Payload, Intent: req.Intent, Status: req.Status, Confidence: req.Confidence,
@@ -132,11 +127,7 @@ func runBound(ctx context.Context, dir string, clients int, msgs boundMessages, 
 	}
 	defer srv.close()
 
-	p := plan{end: time.Now().Add(d)}
-	if n > 0 {
-		p.tickets = new(atomic.Int64)
-		p.tickets.Store(int64(n))
-	}
+	p := newPlan(d, n)
 	start := time.Now()
 	acks, err := boundRequesters(ctx, ns.ClientURL(), clients, msgs.req, p)
 	elapsed := time.Since(start)

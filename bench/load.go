@@ -32,6 +32,27 @@ type plan struct {
 	tickets *atomic.Int64
 }
 
+// newPlan is a plan that ends after d or, if n is positive, after n
+// checkpoints in all.
+func newPlan(d time.Duration, n int) plan {
+	p := plan{end: time.Now().Add(d)}
+	if n > 0 {
+		p.tickets = new(atomic.Int64)
+		p.tickets.Store(int64(n))
+	}
+	return p
+}
+
+// checkpointRequest is the agents' checkpoint request: an artifact with
+// content, child of parent.
+func checkpointRequest(content string, parent *string) client.CheckpointRequest {
+	return client.CheckpointRequest{
+		Type: taxonomy.CheckpointArtifact, Intent: "benchmark", Parent: parent,
+		Status: checkpointchain.StatusProvisional, Confidence: checkpointchain.ConfidenceHigh,
+		Payload: checkpointchain.Payload{Content: content, FilesChanged: []string{"bench.txt"}},
+	}
+}
+
 // next reports whether a worker should create another checkpoint.
 func (p plan) next() bool {
 	if p.tickets != nil {
@@ -45,11 +66,7 @@ func (p plan) next() bool {
 func (w *worker) run(ctx context.Context, c *client.Client, content string, p plan) error {
 	var parent *string
 	for p.next() {
-		req := client.CheckpointRequest{
-			Type: taxonomy.CheckpointArtifact, Intent: "benchmark", Parent: parent,
-			Status: checkpointchain.StatusProvisional, Confidence: checkpointchain.ConfidenceHigh,
-			Payload: checkpointchain.Payload{Content: content, FilesChanged: []string{"bench.txt"}},
-		}
+		req := checkpointRequest(content, parent)
 		t0 := time.Now()
 		cp, err := c.CreateCheckpoint(ctx, req)
 		d := time.Since(t0)
@@ -132,11 +149,7 @@ func runLoad(ctx context.Context, cfg Config, url, token string) (loadResult, er
 // drive runs one goroutine per worker and returns their acks and
 // checkpoints. The first error cancels the others.
 func drive(ctx context.Context, cfg Config, clients []*client.Client, cancel context.CancelCauseFunc) (loadResult, []committed, error) {
-	p := plan{end: time.Now().Add(cfg.Duration)}
-	if cfg.N > 0 {
-		p.tickets = new(atomic.Int64)
-		p.tickets.Store(int64(cfg.N))
-	}
+	p := newPlan(cfg.Duration, cfg.N)
 	content := string(payload(cfg.Size))
 	ws := make([]worker, len(clients))
 	var wg sync.WaitGroup
