@@ -73,23 +73,13 @@ func refuse(code, format string, args ...any) *Error {
 // for rejections, not_found, unavailable for storage failures, internal for
 // anything unexpected.
 func Code(err error) string {
-	var (
-		re *Error
-		cr *checkpointchain.Rejection
-		er *envelope.Rejection
-		sr *agentsignal.Rejection
-	)
-	switch {
-	case err == nil:
+	if err == nil {
 		return ""
-	case errors.As(err, &re):
-		return re.Code
-	case errors.As(err, &cr):
-		return string(cr.Reason)
-	case errors.As(err, &er):
-		return string(er.Reason)
-	case errors.As(err, &sr):
-		return string(sr.Reason)
+	}
+	if code, _, ok := typed(err); ok {
+		return code
+	}
+	switch {
 	case errors.Is(err, workspace.ErrInvalidTransition):
 		return CodeInvalidTransition
 	case errors.Is(err, workspace.ErrInvalidRequest), errors.Is(err, workspace.ErrContainment):
@@ -112,6 +102,15 @@ func Code(err error) string {
 // or refusal's own message, without the package prefixes and the code that
 // the reply carries separately.
 func Message(err error) string {
+	if _, msg, ok := typed(err); ok {
+		return msg
+	}
+	return err.Error()
+}
+
+// typed returns the code and message of the refusal err carries: a
+// runtime Error or a checkpoint, envelope or signal Rejection.
+func typed(err error) (code, msg string, ok bool) {
 	var (
 		re *Error
 		cr *checkpointchain.Rejection
@@ -120,13 +119,13 @@ func Message(err error) string {
 	)
 	switch {
 	case errors.As(err, &re):
-		return re.Message
+		return re.Code, re.Message, true
 	case errors.As(err, &cr):
-		return cr.Message
+		return string(cr.Reason), cr.Message, true
 	case errors.As(err, &er):
-		return er.Message
+		return string(er.Reason), er.Message, true
 	case errors.As(err, &sr):
-		return sr.Message
+		return string(sr.Reason), sr.Message, true
 	}
-	return err.Error()
+	return "", "", false
 }
