@@ -15,9 +15,7 @@ import (
 // disk or a tamperer would.
 func (tl *testLog) set(key, val []byte) {
 	tl.t.Helper()
-	if err := tl.db.Update(func(txn *badger.Txn) error { return txn.Set(key, val) }); err != nil {
-		tl.t.Fatal(err)
-	}
+	rawSet(tl.t, tl.db, key, val)
 }
 
 func (tl *testLog) del(key []byte) {
@@ -29,19 +27,7 @@ func (tl *testLog) del(key []byte) {
 
 func (tl *testLog) get(key []byte) []byte {
 	tl.t.Helper()
-	var v []byte
-	err := tl.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get(key)
-		if err != nil {
-			return err
-		}
-		v, err = item.ValueCopy(nil)
-		return err
-	})
-	if err != nil {
-		tl.t.Fatalf("get %q: %v", key, err)
-	}
-	return v
+	return rawGet(tl.t, tl.db, key)
 }
 
 // flip flips one byte of entry #seq's stored value, inside its body.

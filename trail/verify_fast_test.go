@@ -74,12 +74,12 @@ func TestVerifyFastPathCatchesMissingEntries(t *testing.T) {
 	tl := newMemLog(t)
 	awkwardTrail(t, tl)
 	for seq := uint64(1); seq <= tl.log.global.Seq; seq++ {
-		orig := getRaw(t, tl.db, globalKey(seq))
-		delRaw(t, tl.db, globalKey(seq))
+		orig := rawGet(t, tl.db, globalKey(seq))
+		rawDelete(t, tl.db, globalKey(seq))
 		if fastOK, ref := fastAndRef(t, tl.db); fastOK || ref.Violation == "" {
 			t.Errorf("entry #%d deleted: fast = %v, reference = %+v; want both to fail", seq, fastOK, ref)
 		}
-		setRaw(t, tl.db, globalKey(seq), orig)
+		rawSet(t, tl.db, globalKey(seq), orig)
 	}
 }
 
@@ -98,11 +98,11 @@ func TestVerifyFastPathNeverPassesWhatTheReferenceFails(t *testing.T) {
 	caught := 0
 	for range rounds {
 		seq := 1 + rng.Uint64N(n)
-		orig := getRaw(t, tl.db, globalKey(seq))
+		orig := rawGet(t, tl.db, globalKey(seq))
 		mut := append([]byte(nil), orig...)
 		i := rng.IntN(len(mut))
 		mut[i] ^= byte(1 + rng.IntN(255))
-		setRaw(t, tl.db, globalKey(seq), mut)
+		rawSet(t, tl.db, globalKey(seq), mut)
 		fastOK, ref := fastAndRef(t, tl.db)
 		if fastOK && ref.Violation != "" {
 			t.Fatalf("entry #%d byte %d changed (%q -> %q): fast path ok, reference %+v", seq, i, orig[i], mut[i], ref)
@@ -110,43 +110,13 @@ func TestVerifyFastPathNeverPassesWhatTheReferenceFails(t *testing.T) {
 		if !fastOK {
 			caught++
 		}
-		setRaw(t, tl.db, globalKey(seq), orig)
+		rawSet(t, tl.db, globalKey(seq), orig)
 	}
 	if caught == 0 {
 		t.Fatalf("no change of %d was caught", rounds)
 	}
 	if fastOK, ref := fastAndRef(t, tl.db); !fastOK || ref.Violation != "" {
 		t.Fatalf("after restoring: fast = %v, reference = %+v", fastOK, ref)
-	}
-}
-
-func getRaw(t *testing.T, db *badger.DB, key []byte) []byte {
-	t.Helper()
-	var v []byte
-	if err := db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get(key)
-		if err != nil {
-			return err
-		}
-		v, err = item.ValueCopy(nil)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
-func delRaw(t *testing.T, db *badger.DB, key []byte) {
-	t.Helper()
-	if err := db.Update(func(txn *badger.Txn) error { return txn.Delete(key) }); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func setRaw(t *testing.T, db *badger.DB, key, val []byte) {
-	t.Helper()
-	if err := db.Update(func(txn *badger.Txn) error { return txn.Set(key, val) }); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -181,9 +151,9 @@ func TestVerifyFastPathCatchesForgedEntries(t *testing.T) {
 	awkwardTrail(t, tl)
 	last := tl.log.global.Seq
 	for seq := uint64(1); seq <= last; seq++ {
-		orig := getRaw(t, tl.db, globalKey(seq))
+		orig := rawGet(t, tl.db, globalKey(seq))
 		forged, id := forge(t, orig)
-		setRaw(t, tl.db, globalKey(seq), forged)
+		rawSet(t, tl.db, globalKey(seq), forged)
 		fastOK, ref := fastAndRef(t, tl.db)
 		if fastOK || ref.Violation == "" {
 			t.Errorf("entry #%d forged: fast = %v, reference = %+v; want both to fail", seq, fastOK, ref)
@@ -191,7 +161,7 @@ func TestVerifyFastPathCatchesForgedEntries(t *testing.T) {
 		if seq < last && ref.FirstBad == id {
 			t.Errorf("entry #%d forged: the reference found the forgery itself (%+v), so it does not hash correctly", seq, ref)
 		}
-		setRaw(t, tl.db, globalKey(seq), orig)
+		rawSet(t, tl.db, globalKey(seq), orig)
 	}
 }
 
@@ -293,7 +263,7 @@ func TestVerifyFastPathCatchesBrokenLocalLinks(t *testing.T) {
 			}
 		}
 		for k, v := range old {
-			setRaw(t, tl.db, []byte(k), v)
+			rawSet(t, tl.db, []byte(k), v)
 		}
 	}
 	if broken == 0 {
@@ -316,7 +286,7 @@ func TestVerifyCatchesBrokenLocalIndex(t *testing.T) {
 	if n < 47 {
 		t.Fatalf("ws1 has %d entries, want 47 or more", n)
 	}
-	read := func(pos uint64) []byte { return getRaw(t, tl.db, localKey("ws1", pos)) }
+	read := func(pos uint64) []byte { return rawGet(t, tl.db, localKey("ws1", pos)) }
 	tests := []struct {
 		name   string
 		change func() (restore func())
@@ -324,17 +294,17 @@ func TestVerifyCatchesBrokenLocalIndex(t *testing.T) {
 	}{
 		{"position 47 points elsewhere", func() func() {
 			old := read(47)
-			setRaw(t, tl.db, localKey("ws1", 47), read(46))
-			return func() { setRaw(t, tl.db, localKey("ws1", 47), old) }
+			rawSet(t, tl.db, localKey("ws1", 47), read(46))
+			return func() { rawSet(t, tl.db, localKey("ws1", 47), old) }
 		}, "differs from the global trail at position 47"},
 		{"last position missing", func() func() {
 			old := read(n)
-			delRaw(t, tl.db, localKey("ws1", n))
-			return func() { setRaw(t, tl.db, localKey("ws1", n), old) }
+			rawDelete(t, tl.db, localKey("ws1", n))
+			return func() { rawSet(t, tl.db, localKey("ws1", n), old) }
 		}, fmt.Sprintf("has %d entries, global trail %d", n-1, n)},
 		{"one position too many", func() func() {
-			setRaw(t, tl.db, localKey("ws1", n+1), read(n))
-			return func() { delRaw(t, tl.db, localKey("ws1", n+1)) }
+			rawSet(t, tl.db, localKey("ws1", n+1), read(n))
+			return func() { rawDelete(t, tl.db, localKey("ws1", n+1)) }
 		}, fmt.Sprintf("differs from the global trail at position %d", n+1)},
 	}
 	for _, tt := range tests {

@@ -28,7 +28,7 @@ func rawLocalKey(ws string, n uint64) []byte {
 	return binary.BigEndian.AppendUint64([]byte("t/w/"+ws+"/"), n)
 }
 
-func rawGet(t *testing.T, db *badger.DB, key []byte) []byte {
+func rawGet(t testing.TB, db *badger.DB, key []byte) []byte {
 	t.Helper()
 	var v []byte
 	err := db.View(func(txn *badger.Txn) error {
@@ -45,14 +45,14 @@ func rawGet(t *testing.T, db *badger.DB, key []byte) []byte {
 	return v
 }
 
-func rawSet(t *testing.T, db *badger.DB, key, val []byte) {
+func rawSet(t testing.TB, db *badger.DB, key, val []byte) {
 	t.Helper()
 	if err := db.Update(func(txn *badger.Txn) error { return txn.Set(key, val) }); err != nil {
 		t.Fatalf("set %q: %v", key, err)
 	}
 }
 
-func rawDelete(t *testing.T, db *badger.DB, key []byte) {
+func rawDelete(t testing.TB, db *badger.DB, key []byte) {
 	t.Helper()
 	rawGet(t, db, key) // it must exist
 	if err := db.Update(func(txn *badger.Txn) error { return txn.Delete(key) }); err != nil {
