@@ -12,6 +12,7 @@ import (
 	"github.com/wacpd/wacpd/client"
 	"github.com/wacpd/wacpd/internal/daemontest"
 	"github.com/wacpd/wacpd/runtime"
+	"github.com/wacpd/wacpd/trail"
 )
 
 // TestSignalsKeepOrderAfterAStreamError makes the WACP_SIGNALS stream
@@ -94,7 +95,15 @@ func TestSignalsKeepOrderAfterAStreamError(t *testing.T) {
 	}
 
 	w1, w2 := worker(), worker()
-	before := msgs() // what setting up the workers signalled
+	// Setting up the workers signalled (their acknowledged receipts), and
+	// the publisher stores those asynchronously: wait until the stream
+	// holds every signal emitted so far.
+	emitted, err := coord.ReadTrail(ctx, client.TrailQuery{EventType: trail.EventSignalEmitted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := uint64(len(emitted.Entries))
+	waitMsgs(before)
 	limit(true)
 	first := checkpoint(w1, nil) // the first checkpoint signal on w1's subject: stored
 	waitMsgs(before + 1)
