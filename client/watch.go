@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -33,6 +32,28 @@ type WatchOptions struct {
 	// from now. For a durable consumer it applies when Watch creates it;
 	// an existing one resumes where it stopped.
 	DeliverAll bool
+	// OnUndecodable, if set, is told of each message on a signal subject
+	// that is not a signal record (it does not decode, or has no id or
+	// type). Watch skips such a message and goes on: with Durable it is
+	// terminated (never delivered again), which no real signal ever is,
+	// since every signal decodes.
+	OnUndecodable func(subject string, data []byte, err error)
+}
+
+// ErrNotASignal is wrapped by the error given to OnUndecodable.
+var ErrNotASignal = errors.New("client: message is not a signal")
+
+// decodeSignal reads a signal record strictly enough to tell it from
+// anything else on a signal subject.
+func decodeSignal(data []byte) (signal.Signal, error) {
+	var s signal.Signal
+	if err := json.Unmarshal(data, &s); err != nil {
+		return s, fmt.Errorf("%w: %v", ErrNotASignal, err)
+	}
+	if s.ID == "" || s.Type == "" || s.From == "" {
+		return s, fmt.Errorf("%w: no id, type or from", ErrNotASignal)
+	}
+	return s, nil
 }
 
 // Watch calls fn for each signal delivered to the workspace (the signals of
@@ -53,21 +74,20 @@ func (c *Client) Watch(ctx context.Context, opts WatchOptions, fn func(signal.Si
 		return fmt.Errorf("client: watch: workspace %q is not a workspace id", ws)
 	}
 	filter := "wacp.v1.sig." + ws + ".>"
-	decode := func(data []byte, subject string) (signal.Signal, error) {
-		var s signal.Signal
-		if err := json.Unmarshal(data, &s); err != nil {
-			return s, fmt.Errorf("decode signal on %s: %w", subject, err)
+	skip := func(subject string, data []byte, err error) {
+		if opts.OnUndecodable != nil {
+			opts.OnUndecodable(subject, data, err)
 		}
-		return s, nil
 	}
 	if opts.Durable == "" && !c.isCoordinator() {
 		if opts.DeliverAll {
 			return fmt.Errorf("client: watch: an agent replays signals only through its durable consumer: set Durable to %q", c.ws)
 		}
 		return c.follow(ctx, filter, func(m *nats.Msg) error {
-			s, err := decode(m.Data, m.Subject)
+			s, err := decodeSignal(m.Data)
 			if err != nil {
-				return err
+				skip(m.Subject, m.Data, err)
+				return nil
 			}
 			return fn(s)
 		})
@@ -77,9 +97,12 @@ func (c *Client) Watch(ctx context.Context, opts WatchOptions, fn func(signal.Si
 	// watch with the permission error instead of waiting for a timeout.
 	ctx, release := c.guard(ctx, func(_, s string) bool { return strings.HasPrefix(s, "$JS.") })
 	defer release()
-	cons, err := c.consumer(ctx, opts, filter)
+	cons, ephemeral, err := c.consumer(ctx, opts, ws)
 	if err != nil {
 		return err
+	}
+	if ephemeral {
+		defer c.dropConsumer(ctx, cons)
 	}
 	it, err := cons.Messages()
 	if err != nil {
@@ -100,17 +123,15 @@ func (c *Client) Watch(ctx context.Context, opts WatchOptions, fn func(signal.Si
 		case err != nil:
 			return transportError(ctx, "consume "+SignalStream, err)
 		}
-		s, err := decode(msg.Data(), msg.Subject())
-		if err == nil {
-			err = fn(s)
-		}
-		if opts.Durable == "" {
-			if err != nil {
-				return err
-			}
+		s, err := decodeSignal(msg.Data())
+		if err != nil {
+			// Not a signal: report it and never see it again. Every signal
+			// decodes, so no signal is lost here.
+			skip(msg.Subject(), msg.Data(), err)
+			msg.Term()
 			continue
 		}
-		if err != nil {
+		if err := fn(s); err != nil {
 			msg.Nak() // redeliver promptly to the next Watch
 			return err
 		}
@@ -124,44 +145,59 @@ func (c *Client) Watch(ctx context.Context, opts WatchOptions, fn func(signal.Si
 	}
 }
 
-// consumer returns the consumer Watch reads: the durable one (created on
-// first use) or a new ordered one.
-func (c *Client) consumer(ctx context.Context, opts WatchOptions, filter string) (jetstream.Consumer, error) {
+// consumer returns the consumer Watch reads, which the daemon makes
+// (signals.consumer): the durable one, or with no Durable a new ephemeral
+// one, which Watch deletes when it ends.
+func (c *Client) consumer(ctx context.Context, opts WatchOptions, ws string) (cons jetstream.Consumer, ephemeral bool, err error) {
+	if opts.Durable != "" && !validToken(opts.Durable) {
+		return nil, false, fmt.Errorf("client: watch: durable name %q is not a valid consumer name", opts.Durable)
+	}
+	info, err := c.SignalsConsumer(ctx, ws, opts.Durable, opts.DeliverAll)
+	if err != nil {
+		return nil, false, err
+	}
 	js, err := jetstream.New(c.nc)
 	if err != nil {
-		return nil, fmt.Errorf("jetstream: %w", err)
-	}
-	policy := jetstream.DeliverNewPolicy
-	if opts.DeliverAll {
-		policy = jetstream.DeliverAllPolicy
+		return nil, false, fmt.Errorf("jetstream: %w", err)
 	}
 	cctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	if opts.Durable == "" {
-		cons, err := js.OrderedConsumer(cctx, SignalStream, jetstream.OrderedConsumerConfig{
-			FilterSubjects: []string{filter}, DeliverPolicy: policy,
-		})
-		if err != nil {
-			return nil, transportError(cctx, "create ordered consumer", err)
-		}
-		return cons, nil
-	}
-	if !validToken(opts.Durable) {
-		return nil, fmt.Errorf("client: watch: durable name %q is not a valid consumer name", opts.Durable)
-	}
-	cons, err := js.Consumer(cctx, SignalStream, opts.Durable)
-	if errors.Is(err, jetstream.ErrConsumerNotFound) {
-		cons, err = js.CreateConsumer(cctx, SignalStream, jetstream.ConsumerConfig{
-			Durable: opts.Durable, FilterSubject: filter, DeliverPolicy: policy,
-			AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second,
-			Description: "wacp watch of " + filter,
-		})
-	}
+	cons, err = js.Consumer(cctx, info.Stream, info.Consumer)
 	if err != nil {
-		return nil, transportError(cctx, "consumer "+opts.Durable, err)
+		return nil, false, transportError(cctx, "consumer "+info.Consumer, err)
 	}
-	if got := cons.CachedInfo().Config.FilterSubject; got != filter {
-		return nil, fmt.Errorf("client: watch: durable consumer %s follows %q, not %q; use another name", opts.Durable, got, filter)
+	return cons, !info.Durable, nil
+}
+
+// dropConsumer deletes an ephemeral consumer when its watch ends; the
+// server would remove it after a while anyway.
+func (c *Client) dropConsumer(ctx context.Context, cons jetstream.Consumer) {
+	js, err := jetstream.New(c.nc)
+	if err != nil {
+		return
 	}
-	return cons, nil
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
+	defer cancel()
+	js.DeleteConsumer(dctx, SignalStream, cons.CachedInfo().Name)
+}
+
+// ConsumerInfo is the daemon's reply to signals.consumer: the consumer of
+// stream WACP_SIGNALS through which a workspace's signals are read with
+// the JetStream pull API.
+type ConsumerInfo struct {
+	Stream   string `json:"stream"`
+	Consumer string `json:"consumer"`
+	Filter   string `json:"filter"`
+	Durable  bool   `json:"durable"`
+}
+
+// SignalsConsumer asks the daemon for the consumer of the signals delivered
+// to workspace ws (default the client's), durable when durable is set; see
+// Watch, which uses it. Other NATS clients read the consumer it names with
+// the JetStream pull API (nats consumer next WACP_SIGNALS <consumer>).
+func (c *Client) SignalsConsumer(ctx context.Context, ws, durable string, deliverAll bool) (ConsumerInfo, error) {
+	var info ConsumerInfo
+	req := map[string]any{"workspace": first(ws, c.ws), "durable": durable, "deliver_all": deliverAll}
+	err := c.call(ctx, c.agent("signals.consumer"), req, &info, 0)
+	return info, err
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/client"
-	"github.com/wacpd/wacpd/taxonomy"
 )
 
 // TestRestartKeepsChainsMonotonic stops the daemon (SIGTERM) and kills it
@@ -79,17 +78,21 @@ func TestRestartKeepsChainsMonotonic(t *testing.T) {
 // TestKillBetweenCommitAndPublish makes the publish of a committed signal
 // fail (the signal stream is gone), kills the daemon with the signal still
 // unpublished, and restarts it: the signal arrives, and there is exactly one
-// checkpoint.
+// checkpoint. No principal of the embedded server can touch the stream, so
+// the daemon runs on an external server, whose own token may.
 func TestKillBetweenCommitAndPublish(t *testing.T) {
 	ctx := ctxT(t)
 	dir := t.TempDir()
-	d := startDaemon(t, dir)
-	coord := dial(t, ctx, client.Options{URL: d.url, Token: d.admin})
-	worker := newWorker(t, ctx, coord, d.url, true, "")
+	const srvToken = "kill-between-commit-and-publish"
+	url := startNATSServer(t, srvToken)
+	args := []string{"-nats-url", url, "-nats-token", srvToken}
+	d := startDaemon(t, dir, args...)
+	coord := dial(t, ctx, client.Options{URL: d.url, Token: d.admin, NATSToken: srvToken})
+	worker := newWorker(t, ctx, coord, d.url, true, srvToken)
 
-	// The coordinator's token may manage JetStream: delete the stream so the
-	// daemon's publish after the next commit cannot succeed.
-	nc, err := nats.Connect(d.url, nats.Token(d.admin), nats.CustomInboxPrefix(taxonomy.InboxPrefix(d.admin)))
+	// Delete the stream so the daemon's publish after the next commit
+	// cannot succeed.
+	nc, err := nats.Connect(d.url, nats.Token(srvToken))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,8 +116,8 @@ func TestKillBetweenCommitAndPublish(t *testing.T) {
 	coord.Close()
 	d.kill()
 
-	d = startDaemon(t, dir)
-	coord = dial(t, ctx, client.Options{URL: d.url, Token: d.admin})
+	d = startDaemon(t, dir, args...)
+	coord = dial(t, ctx, client.Options{URL: d.url, Token: d.admin, NATSToken: srvToken})
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	signals := watch(t, wctx, coord, "after-restart")

@@ -75,6 +75,13 @@ type Config struct {
 	Stdout io.Writer
 	// MaxInFlight bounds the requests handled at once; default 256.
 	MaxInFlight int
+	// SignalsMaxBytes bounds the WACP_SIGNALS stream's size on disk: past
+	// it the oldest signals are discarded (docs/operations.md); zero means
+	// 1 GiB.
+	SignalsMaxBytes int64
+	// SignalsMaxAge discards signals older than this from WACP_SIGNALS;
+	// zero means 30 days, negative keeps them until SignalsMaxBytes bites.
+	SignalsMaxAge time.Duration
 	// MetricsAddr, if set, is the HOST:PORT of an HTTP listener serving
 	// Prometheus metrics at /metrics; port 0 picks a free port. Empty
 	// means no listener and no metrics.
@@ -152,4 +159,35 @@ func (c Config) withDefaults() (Config, error) {
 		t.CostRatio = 0.05
 	}
 	return c, nil
+}
+
+// Signal stream retention defaults (Config.SignalsMaxBytes, SignalsMaxAge).
+const (
+	defaultSignalsMaxBytes = 1 << 30
+	defaultSignalsMaxAge   = 30 * 24 * time.Hour
+)
+
+// signalsRetention returns the stream's byte and age limits, defaults
+// filled in (an age of 0 means none, as JetStream reads it).
+func (c Config) signalsRetention() (maxBytes int64, maxAge time.Duration) {
+	maxBytes, maxAge = c.SignalsMaxBytes, c.SignalsMaxAge
+	if maxBytes <= 0 {
+		maxBytes = defaultSignalsMaxBytes
+	}
+	switch {
+	case maxAge == 0:
+		maxAge = defaultSignalsMaxAge
+	case maxAge < 0:
+		maxAge = 0
+	}
+	return maxBytes, maxAge
+}
+
+// jetStreamMaxStore is the embedded server's JetStream storage limit: the
+// stream's own limit plus room for consumer state. Set explicitly, so the
+// server does not size it from the disk's free space at start (which an
+// earlier fill of the disk would shrink for the whole run).
+func (c Config) jetStreamMaxStore() int64 {
+	b, _ := c.signalsRetention()
+	return b + 64<<20
 }

@@ -34,7 +34,8 @@ type Runtime struct {
 	url      string
 	tok      *tokens
 	external bool
-	inflight chan struct{}
+	adm      *admission // request slots (admission.go)
+	accts    *accounts  // the principals' accounts; nil on an external server
 
 	metrics      *metrics      // nil unless MetricsAddr is set
 	metricsURL   string        // where the metrics are served
@@ -50,6 +51,10 @@ type Runtime struct {
 
 // defaultListen is the embedded server's address (wire-v1 §1).
 const defaultListen = "127.0.0.1:4222"
+
+// MaxPayload is the embedded server's largest message: no request or reply
+// is larger.
+const MaxPayload = 4 << 20
 
 // New returns a daemon for cfg. DataDir is required.
 func New(cfg Config) (*Runtime, error) {
@@ -143,7 +148,7 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	if _, err := r.eng.SignTreeHead(r.signer); err != nil {
 		return err
 	}
-	r.inflight = make(chan struct{}, r.cfg.MaxInFlight)
+	r.adm = newAdmission(r.cfg.MaxInFlight)
 	r.authFailures = newAuthFailures()
 	if err := r.setupTokens(dir); err != nil {
 		return err
@@ -162,18 +167,13 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	if r.js, err = jetstream.New(r.nc); err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
-	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	_, err = r.js.CreateOrUpdateStream(sctx, jetstream.StreamConfig{
-		Name: signalStream, Subjects: []string{"wacp.v1.sig.>"}, Storage: jetstream.FileStorage,
-		Duplicates: 10 * time.Minute, Description: "WACP signals delivered to each workspace's parent",
-	})
-	cancel()
-	if err != nil {
-		return fmt.Errorf("create stream %s: %w", signalStream, err)
+	if err := r.ensureStream(ctx); err != nil {
+		return err
 	}
 
 	// Background workers: owned here, stopped by the shutdown stack.
 	pub, err := newPublisher(r.eng, r.js, r.nc, r.cfg.Logger, r.metrics)
+	pub.recover = r.recoverJetStream
 	if err != nil {
 		return err
 	}
@@ -228,6 +228,54 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	return nil
 }
 
+// ensureStream creates the signal stream, or brings an existing one to the
+// configured retention. Past its limits the stream discards its oldest
+// signals: the publisher is never refused for space, and a consumer whose
+// next signal was discarded goes on with the oldest one kept.
+func (r *Runtime) ensureStream(ctx context.Context) error {
+	maxBytes, maxAge := r.cfg.signalsRetention()
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err := r.js.CreateOrUpdateStream(sctx, jetstream.StreamConfig{
+		Name: signalStream, Subjects: []string{"wacp.v1.sig.>"}, Storage: jetstream.FileStorage,
+		Duplicates: 10 * time.Minute, Description: "WACP signals delivered to each workspace's parent",
+		MaxBytes: maxBytes, MaxAge: maxAge, Discard: jetstream.DiscardOld,
+	})
+	if err != nil {
+		return fmt.Errorf("create stream %s: %w", signalStream, err)
+	}
+	return nil
+}
+
+// recoverJetStream is the publisher's remedy after a failed publish. The
+// embedded server turns JetStream off for good when its disk fills
+// ("JetStream out of resources, will be DISABLED"); once the data dir's disk
+// has room again above the engine's reserve, this turns it back on and
+// restores the stream, so signals flow again without a restart. It does
+// nothing while JetStream runs or on an external server.
+func (r *Runtime) recoverJetStream(ctx context.Context) error {
+	if r.ns == nil || r.ns.JetStreamEnabled() {
+		return nil
+	}
+	if err := newSpaceGuard(r.eng.cfg).check(true); err != nil {
+		return fmt.Errorf("jetstream is off and the disk is still short: %w", err)
+	}
+	r.cfg.Logger.Warn("jetstream was turned off by the server; turning it on again")
+	err := r.ns.EnableJetStream(&server.JetStreamConfig{
+		StoreDir: filepath.Join(r.cfg.DataDir, "jetstream"), MaxStore: r.cfg.jetStreamMaxStore(), MaxMemory: 64 << 20,
+	})
+	if err != nil {
+		return fmt.Errorf("turn jetstream on again: %w", err)
+	}
+	return r.ensureStream(ctx)
+}
+
+// live reports whether principal p may connect now: an agent's token ends
+// with its workspace (closed or failed).
+func (r *Runtime) live(p Principal) bool {
+	return p.Kind != KindAgent || !r.eng.Ended(p.Workspace)
+}
+
 // setupTokens loads the stored tokens and the admin token.
 func (r *Runtime) setupTokens(dir string) error {
 	r.tok = newTokens()
@@ -258,18 +306,23 @@ func (r *Runtime) startNATS(dir, internal string) error {
 	if port == 0 {
 		port = server.RANDOM_PORT // the contract's 0 is the server's -1
 	}
+	auth := &authenticator{tokens: r.tok, live: r.live, failed: func(remote, why string) {
+		r.cfg.Logger.Warn("refused a connection", "remote", remote, "why", why)
+		r.authFailures.add(remote)
+	}}
 	ns, err := server.NewServer(&server.Options{
 		ServerName: "wacpd", Host: host, Port: port, NoSigs: true, NoLog: true,
 		JetStream: true, StoreDir: filepath.Join(dir, "jetstream"), DisableJetStreamBanner: true,
-		MaxPayload: 4 << 20,
-		CustomClientAuthentication: &authenticator{tokens: r.tok, failed: func(remote string) {
-			r.cfg.Logger.Warn("refused a connection with an unknown token", "remote", remote)
-			r.authFailures.add(remote)
-		}},
+		JetStreamMaxStore: r.cfg.jetStreamMaxStore(), MaxPayload: MaxPayload,
+		CustomClientAuthentication: auth,
 	})
 	if err != nil {
 		return fmt.Errorf("nats server: %w", err)
 	}
+	if auth.accts, err = newAccounts(ns); err != nil {
+		return fmt.Errorf("nats server: %w", err)
+	}
+	r.accts = auth.accts
 	ns.Start()
 	if !ns.ReadyForConnections(10 * time.Second) {
 		ns.Shutdown()

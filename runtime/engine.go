@@ -277,6 +277,15 @@ func (e *Engine) Root() string {
 	return e.root
 }
 
+// Ended reports whether workspace id exists and has reached a terminal
+// state (closed or failed): its agent's token then no longer connects.
+func (e *Engine) Ended(id string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	w := e.ws[id]
+	return w != nil && w.State.Terminal()
+}
+
 // Taxonomy returns the run's taxonomy.
 func (e *Engine) Taxonomy() *taxonomy.Taxonomy { return e.tax }
 

@@ -51,7 +51,17 @@ func (r *Runtime) inboxNext(ctx context.Context, c caller, body []byte) (any, er
 		}
 		wait = d
 	}
-	env, err := r.eng.NextEnvelope(ctx, c.ws, wait)
+	env, err := r.eng.NextEnvelope(ctx, c.ws, 0)
+	if err == nil && env == nil && wait > 0 {
+		// A wait does no work: it gives its request slot back while it
+		// waits (admission.go), so long polls cannot starve other callers.
+		if c.t != nil {
+			if err := c.t.park(); err != nil {
+				return nil, err
+			}
+		}
+		env, err = r.eng.NextEnvelope(ctx, c.ws, wait)
+	}
 	if err != nil || env == nil {
 		return struct{}{}, err
 	}

@@ -171,6 +171,7 @@ func TestHostileInputWrongTypesIsInvalidStructure(t *testing.T) {
 		"trail":                      `{"limit":1.5}`,
 		"token.create":               `{"kind":"auditor","name":42}`,
 		"token.revoke":               `{"kind":"auditor","name":["alice"]}`,
+		"signals.consumer":           `{"deliver_all":"yes"}`,
 		"audit.trail.read":           `{"body":{"workspace":1}}`,
 		"audit.trail.verify":         `{"workspace":[]}`,
 		"audit.sth":                  `[]`,

@@ -26,6 +26,9 @@ type publisher struct {
 	nc  *nats.Conn
 	lg  *slog.Logger
 	m   *metrics // nil when metrics are off
+	// recover, if set, is called after a failed publish, before the retry:
+	// it restores JetStream when the server turned it off (daemon.go).
+	recover func(context.Context) error
 
 	wake   chan struct{} // signals: the outbox may have items
 	cursor string        // the last signal id confirmed; owned by runSignals
@@ -114,6 +117,11 @@ func (p *publisher) runSignals(ctx context.Context) {
 		}
 		if err := p.drain(ctx); err != nil {
 			p.lg.Warn("publish signals; will retry", "err", err)
+			if p.recover != nil {
+				if rerr := p.recover(ctx); rerr != nil {
+					p.lg.Warn("restore jetstream; will retry", "err", rerr)
+				}
+			}
 			retry.Reset(250 * time.Millisecond)
 		}
 		if done != nil {

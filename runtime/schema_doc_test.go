@@ -27,6 +27,7 @@ var docAgentOps = []string{
 	"workspace.abort", "workspace.suspend", "workspace.resume",
 	"workspace.migrate", "workspace.migrate.complete",
 	"conflict.resolve", "integrate", "trail", "token.create", "token.revoke",
+	"signals.consumer",
 }
 
 // docSubjects returns every endpoint subject the daemon registers, written

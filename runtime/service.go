@@ -23,27 +23,14 @@ import (
 // token a connection used.
 const TokenHeader = "Wacp-Token"
 
-// clientInbox begins every reply subject a client may receive on (see
-// taxonomy.InboxPrefix). On the embedded server the subject of a request is
-// the caller's identity, which holds only for messages a client published
-// under its own permissions. The daemon's replies, micro's $SRV replies and
-// JetStream's deliveries and pull statuses are published to whatever reply
-// subject a client named, so a client could route them onto another
-// workspace's subjects; none of them has a client inbox as its own reply
-// subject. Requests whose reply subject is not under clientInbox are
-// dropped: no client could receive their answer anyway.
-const clientInbox = "_INBOX_"
-
-// logDroppedRequest is the log message for such a request.
-const logDroppedRequest = "dropped a request whose reply subject is not a client inbox"
-
 // MaxWait bounds inbox.next's wait.
 const MaxWait = 5 * time.Minute
 
 // caller is who made a request.
 type caller struct {
 	ws string    // the workspace whose agent calls (agent endpoints)
-	p  Principal // known when the token header was checked
+	p  Principal // who called (the account's principal, or the token header's)
+	t  *ticket   // the request's admission; nil outside serve
 }
 
 type handlerFunc func(ctx context.Context, c caller, body []byte) (any, error)
@@ -107,6 +94,7 @@ func (r *Runtime) endpoints() []endpoint {
 		"trail":                      r.agentTrail,
 		"token.create":               r.tokenCreate,
 		"token.revoke":               r.tokenRevoke,
+		"signals.consumer":           r.signalsConsumer,
 	}
 	for _, op := range slices.Sorted(maps.Keys(agentOps)) {
 		eps = append(eps, endpoint{
@@ -136,32 +124,25 @@ const (
 	auditors
 )
 
-// serve wraps an endpoint's handler: it runs it in its own goroutine
-// (bounded by MaxInFlight, tracked for shutdown), establishes the caller,
-// writes the reply or the error in the wire contract's form, and counts it.
+// serve wraps an endpoint's handler: it establishes the caller, admits the
+// request (admission.go), runs the handler in its own goroutine (tracked
+// for shutdown), writes the reply or the error in the wire contract's form,
+// and counts it.
 func (r *Runtime) serve(ep endpoint) micro.HandlerFunc {
 	return func(req micro.Request) {
-		if !r.external && !strings.HasPrefix(req.Reply(), clientInbox) {
-			// Not a client's request (see clientInbox). Answering it would
-			// publish to a subject the sender chose, so nothing is sent.
-			r.cfg.Logger.Warn(logDroppedRequest, "subject", req.Subject(), "reply", req.Reply())
+		c, err := r.identify(req, ep.aud)
+		if err != nil {
+			r.replyErr(ep.name, req, err)
 			return
 		}
-		select {
-		case r.inflight <- struct{}{}:
-		default:
-			r.replyErr(ep.name, req, refuse(CodeUnavailable, "the daemon is at its limit of %d requests in flight; retry", cap(r.inflight)))
+		if c.t, err = r.adm.admit(c.p); err != nil {
+			r.replyErr(ep.name, req, err)
 			return
 		}
 		r.handlers.Add(1)
 		go func() {
 			defer r.handlers.Done()
-			defer func() { <-r.inflight }()
-			c, err := r.identify(req, ep.aud)
-			if err != nil {
-				r.replyErr(ep.name, req, err)
-				return
-			}
+			defer c.t.release()
 			v, err := r.handle(r.reqCtx, ep, c, req.Data())
 			if err != nil {
 				r.replyErr(ep.name, req, err)
@@ -198,10 +179,13 @@ func (r *Runtime) handle(ctx context.Context, ep endpoint, c caller, body []byte
 	return ep.h(ctx, c, body)
 }
 
-// identify returns the caller of req. On the embedded server the subject is
-// the identity: the server's permissions let a token publish only to its own
-// workspace's subjects. On an external server the Wacp-Token header must be
-// present and match.
+// identify returns the caller of req. On the embedded server a request
+// reaches the daemon only through an import of the caller's account, and
+// the server names that account in the request's info header, which no
+// client can forge: the account is the principal. An account imports only
+// its own workspace's agent subjects, so the subject's workspace is the
+// caller's own; it is checked again here. On an external server the
+// Wacp-Token header must be present and name a live principal.
 func (r *Runtime) identify(req micro.Request, aud audience) (caller, error) {
 	var c caller
 	if aud == agents {
@@ -211,21 +195,27 @@ func (r *Runtime) identify(req micro.Request, aud audience) (caller, error) {
 		}
 		c.ws = parts[3]
 	}
-	if !r.external {
-		return c, nil
+	if r.external {
+		p, ok := r.tok.lookup(req.Headers().Get(TokenHeader))
+		if !ok || !r.live(p) {
+			return c, refuse(CodeUnauthorized, "missing, unknown or ended %s header", TokenHeader)
+		}
+		c.p = p
+	} else {
+		acc := requestAccount(req.Headers().Get(requestInfoHeader))
+		p, ok := r.accts.principal(acc)
+		if !ok {
+			return c, refuse(CodeUnauthorized, "the request did not come from a principal's account")
+		}
+		c.p = p
 	}
-	p, ok := r.tok.lookup(req.Headers().Get(TokenHeader))
-	if !ok {
-		return c, refuse(CodeUnauthorized, "missing or unknown %s header", TokenHeader)
-	}
-	c.p = p
 	switch aud {
 	case agents:
-		if (p.Kind != KindAgent && p.Kind != KindCoordinator) || p.Workspace != c.ws {
+		if (c.p.Kind != KindAgent && c.p.Kind != KindCoordinator) || c.p.Workspace != c.ws {
 			return c, refuse(CodePermissionDenied, "this token may not act for workspace %s", c.ws)
 		}
 	case auditors:
-		if p.Kind == KindAgent {
+		if c.p.Kind == KindAgent {
 			return c, refuse(CodePermissionDenied, "audit endpoints need a coordinator, user or auditor token")
 		}
 	}

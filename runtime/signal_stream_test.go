@@ -9,7 +9,9 @@ import (
 // worker sees its own workspace, not the tree) on the JetStream API an
 // agent token may use: stream info with a subjects filter would list every
 // signal subject, and so every workspace id, parent/child pair and signal
-// type. An agent still creates and inspects its own durable consumer.
+// type. An agent gets its own durable consumer from the daemon
+// (signals.consumer) and inspects it, but creates none itself: a consumer's
+// configuration could name a delivery subject in the daemon's account.
 func TestAgentSeesNoOtherWorkspaceThroughJetStream(t *testing.T) {
 	w := newAuthzWorld(t)
 	f := w.fixture(t, stActive)
@@ -21,7 +23,9 @@ func TestAgentSeesNoOtherWorkspaceThroughJetStream(t *testing.T) {
 		{"$JS.API.STREAM.NAMES", `{}`, pub},
 		{"$JS.API.CONSUMER.LIST.WACP_SIGNALS", `{}`, pub},
 		{"$JS.API.CONSUMER.CREATE.WACP_SIGNALS." + x + ".wacp.v1.sig." + x + ".>",
-			fmt.Sprintf(`{"stream_name":"WACP_SIGNALS","config":{"durable_name":%q,"filter_subject":"wacp.v1.sig.%s.>","ack_policy":"explicit"}}`, x, x), ok},
+			fmt.Sprintf(`{"stream_name":"WACP_SIGNALS","config":{"durable_name":%q,"filter_subject":"wacp.v1.sig.%s.>","ack_policy":"explicit"}}`, x, x), pub},
+		{"$JS.API.INFO", `{}`, pub},
+		{"wacp.v1.agent." + x + ".signals.consumer", `{}`, ok},
 		{"$JS.API.CONSUMER.INFO.WACP_SIGNALS." + x, `{}`, ok},
 		{"$JS.API.CONSUMER.INFO.WACP_SIGNALS." + f.W.id, `{}`, pub},
 	}

@@ -14,7 +14,8 @@ signals) until Ctrl-C; JSON lines with -o json. With --durable, a later
 watch with the same name resumes after the last signal printed. An agent's
 token may use one durable consumer only, named after its workspace:
 --durable <its workspace id>; the coordinator may use any name. Signals are
-delivered at least once: drop repeats by id.`
+delivered at least once: drop repeats by id. A message on a signal subject
+that is not a signal is reported on stderr and skipped.`
 
 func watchCmd(c *cli, args []string) error {
 	fs := c.flags("watch", watchUsage)
@@ -28,6 +29,9 @@ func watchCmd(c *cli, args []string) error {
 	cl, err := c.dial()
 	if err != nil {
 		return err
+	}
+	opts.OnUndecodable = func(subject string, data []byte, err error) {
+		fmt.Fprintf(c.stderr, "wacp: watch: skipped a message on %s that is not a signal (%d bytes): %v\n", subject, len(data), err)
 	}
 	return cl.Watch(c.ctx, opts, func(s signal.Signal) error {
 		if c.format == "json" {
