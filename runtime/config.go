@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+
 	"github.com/wacpd/wacpd/taxonomy"
 )
 
@@ -97,6 +99,8 @@ type Config struct {
 	// flight) and its error replaces a success (an ambiguous failure: the
 	// batch is on disk but reported failed).
 	written func() error
+	// onServer is a test seam: given the embedded NATS server once it runs.
+	onServer func(*server.Server)
 	// observer, if set, is told of each durable commit and each rejection
 	// it records (the daemon's metrics). Set by Runtime; nil costs nothing.
 	observer commitObserver

@@ -75,13 +75,16 @@ func (r *Runtime) signalsConsumer(ctx context.Context, c caller, body []byte) (a
 	case len(name) > maxConsumerName || strings.ContainsAny(name, ".*> \t\r\n/\\"):
 		return nil, refuse(CodeInvalidStructure, "durable name must be 1-%d characters without spaces, '.', '*', '>', '/' or '\\\\'", maxConsumerName)
 	}
-	if r.js == nil { // the service without NATS (the package's fuzz tests)
+	switch {
+	case r.js == nil: // the service without NATS (the package's fuzz tests)
 		return nil, refuse(CodeUnavailable, "the daemon has no JetStream connection")
+	case r.ns != nil && !r.ns.JetStreamEnabled():
+		return nil, refuse(CodeUnavailable, "JetStream is off (the server turned it off); the daemon turns it on again once the disk has room")
 	}
 	filter := "wacp.v1.sig." + ws + ".>"
 	out := ConsumerInfo{Stream: signalStream, Consumer: name, Filter: filter, Durable: durable}
 
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if durable {
 		cons, err := r.js.Consumer(cctx, signalStream, name)

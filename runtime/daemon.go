@@ -182,7 +182,10 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	wg.Add(2)
 	go func() { defer wg.Done(); pub.runSignals(bg) }()
 	go func() { defer wg.Done(); pub.runFeed(bg) }()
-	wg.Add(3)
+	ended := newEndedAgents()
+	r.eng.OnCommit(ended.onCommit)
+	wg.Add(4)
+	go func() { defer wg.Done(); ended.run(bg, r.disconnect) }()
 	go func() { defer wg.Done(); r.runTreeHeads(bg, r.signer, 250*time.Millisecond) }()
 	go func() { defer wg.Done(); r.eng.RunTimers(bg, time.Second) }()
 	go func() { defer wg.Done(); r.recordAuthFailures(bg) }()
@@ -329,6 +332,9 @@ func (r *Runtime) startNATS(dir, internal string) error {
 		return fmt.Errorf("nats server on %s did not start", r.cfg.Listen)
 	}
 	r.ns = ns
+	if r.cfg.onServer != nil {
+		r.cfg.onServer(ns)
+	}
 	addr := ns.Addr().(*net.TCPAddr)
 	r.url = fmt.Sprintf("nats://%s", net.JoinHostPort(host, strconv.Itoa(addr.Port)))
 	nc, err := nats.Connect(r.url, nats.Name("wacpd"), nats.Token(internal), nats.InProcessServer(ns),

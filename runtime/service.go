@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -242,7 +243,11 @@ func (r *Runtime) replyErr(endpoint string, req micro.Request, err error) {
 		r.cfg.Logger.Error("request failed", "subject", req.Subject(), "err", err)
 		b.Error.Message = "internal error; the daemon log has the details"
 	case CodeUnavailable:
-		b.Error.Message = "the daemon could not store the request durably; nothing was changed; retry: " + err.Error()
+		if errors.Is(err, ErrStorage) {
+			b.Error.Message = "the daemon could not store the request durably; nothing was changed; retry: " + err.Error()
+		} else {
+			b.Error.Message = Message(err)
+		}
 	default:
 		b.Error.Message = Message(err)
 	}

@@ -49,6 +49,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.GCInterval, "gc-interval", 10*time.Minute, "period of Badger value-log garbage collection; negative turns it off")
 	fs.BoolVar(&cfg.FullCheck, "full-check", false, "check every trail entry at start, not only those written since the last start")
 	minFree := fs.Int64("min-free-mb", 128, "MiB the data dir's disk must keep free; below it no work is admitted (degraded mode); negative turns the guard off")
+	sigBytes := fs.Int64("signals-max-bytes", 1<<30, "size limit of the WACP_SIGNALS stream in bytes; past it the oldest signals are discarded")
+	fs.DurationVar(&cfg.SignalsMaxAge, "signals-max-age", 720*time.Hour, "age limit of signals in WACP_SIGNALS; negative keeps them until -signals-max-bytes bites")
+	fs.IntVar(&cfg.MaxInFlight, "max-in-flight", 256, "requests worked on at once; each principal gets at most an eighth (docs/security.md, fair admission)")
 	level := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -59,6 +62,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	} else if *minFree == 0 {
 		cfg.MinFreeBytes = 1 // zero would mean the default; 1 byte is as good as none
 	}
+	cfg.SignalsMaxBytes = *sigBytes
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
