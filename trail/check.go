@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/y"
 	"github.com/transparency-dev/merkle/compact"
 )
 
@@ -122,44 +123,73 @@ func (r CheckResult) Verdict() VerifyResult {
 // checksum error) is a result too: ViolationUnreadable at the entry the
 // check had reached.
 func Check(ctx context.Context, db *badger.DB, opts CheckOptions) (CheckResult, error) {
-	var c *checker
-	err := view(db, "check trail", func(txn *badger.Txn) error {
-		c = newChecker(ctx, opts)
-		if !opts.Full {
-			c.resume(txn)
-		}
-		if c.r.prev.Seq == 0 && !opts.reference {
-			ok, err := c.fast(txn)
-			if err != nil {
-				return err
-			}
-			if ok {
-				c.end(txn)
-				return c.derived(txn)
-			}
-			c = newChecker(ctx, opts)
-		}
-		if err := c.entries(txn); err != nil {
-			return err
-		}
-		c.end(txn)
-		return c.derived(txn)
+	var res CheckResult
+	err := db.View(func(txn *badger.Txn) error {
+		var err error
+		res, err = CheckTxn(ctx, txn, opts)
+		return err
 	})
+	return res, err
+}
+
+// CheckTxn is Check on the snapshot of txn, a read-only transaction, for
+// a caller that checks other records against the same snapshot.
+func CheckTxn(ctx context.Context, txn *badger.Txn, opts CheckOptions) (res CheckResult, err error) {
+	c := newChecker(ctx, opts)
+	defer func() {
+		if p := recover(); p != nil {
+			res, err = c.damaged(&DamageError{Op: "check trail", Panic: p}), nil
+		}
+	}()
+	err = c.run(txn)
 	var de *DamageError
-	if errors.As(err, &de) && c != nil {
-		c.res.Violation, c.res.Derived = "", ""
-		c.fail(&Finding{Seq: c.r.prev.Seq + 1, Violation: ViolationUnreadable, Detail: de.Error()})
-		c.res.Valid = c.r.prev.Seq
-		c.res.Last = max(c.res.Last, c.res.Valid+1)
-		c.res.SignedCovered = c.r.signedCovered
-		return c.res, nil
-	}
-	if err != nil {
+	switch {
+	case errors.As(err, &de):
+		return c.damaged(de), nil
+	case err != nil && errors.Is(err, y.ErrChecksumMismatch):
+		return c.damaged(&DamageError{Op: "check trail", Err: err}), nil
+	case err != nil:
 		return CheckResult{}, fmt.Errorf("check trail: %w", err)
 	}
 	c.res.global, c.res.local, c.res.terminal, c.res.rng = c.r.prev, c.r.local, c.r.terminal, c.r.rng
 	c.res.Workspaces = len(c.r.local)
 	return c.res, nil
+}
+
+// run runs the check: the fast path from entry #1, or the reference walk
+// from the mark or when the fast path does not pass the trail.
+func (c *checker) run(txn *badger.Txn) error {
+	if !c.opts.Full {
+		c.resume(txn)
+	}
+	if c.r.prev.Seq == 0 && !c.opts.reference {
+		ok, err := c.fast(txn)
+		if err != nil {
+			return err
+		}
+		if ok {
+			c.end(txn)
+			return c.derived(txn)
+		}
+		*c = *newChecker(c.ctx, c.opts)
+	}
+	if err := c.entries(txn); err != nil {
+		return err
+	}
+	c.end(txn)
+	return c.derived(txn)
+}
+
+// damaged returns the result for storage that Badger failed to read: the
+// valid prefix so far, then ViolationUnreadable.
+func (c *checker) damaged(de *DamageError) CheckResult {
+	c.res.Violation, c.res.Derived, c.res.DerivedAt, c.res.derivedLocal = "", "", "", false
+	c.fail(&Finding{Seq: c.r.prev.Seq + 1, Violation: ViolationUnreadable, Detail: de.Error()})
+	c.res.Valid = c.r.prev.Seq
+	c.res.Last = max(c.res.Last, c.res.Valid+1)
+	c.res.SignedCovered = c.r.signedCovered && c.res.Valid >= c.opts.SignedSize
+	c.res.Workspaces = len(c.r.local)
+	return c.res
 }
 
 func newChecker(ctx context.Context, opts CheckOptions) *checker {

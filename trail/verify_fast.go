@@ -34,9 +34,26 @@ func (c *checker) fast(txn *badger.Txn) (bool, error) {
 	// of the time.
 	ctx := c.ctx
 	proj := make(chan map[string][]uint64, 1)
-	go func() { proj <- readProjection(ctx, txn) }()
+	go func() {
+		defer func() {
+			if recover() != nil { // damaged storage: the reference walk finds it
+				proj <- nil
+			}
+		}()
+		proj <- readProjection(ctx, txn)
+	}()
+	received := false
+	defer func() {
+		if !received { // fastEntries panicked: let the reader end before the transaction does
+			<-proj
+		}
+	}()
 	ok := c.fastEntries(txn)
 	indexes := <-proj
+	received = true
+	if indexes == nil {
+		ok = false
+	}
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
@@ -184,6 +201,14 @@ func newTreeCheck(txn *badger.Txn, rl *rules) *treeCheck {
 
 func (t *treeCheck) run() {
 	defer close(t.done)
+	defer func() {
+		if recover() != nil { // damaged storage: the reference walk finds it
+			t.failed.Store(true)
+			for c := range t.work {
+				t.free <- c[:0]
+			}
+		}
+	}()
 	for c := range t.work {
 		for i := range c {
 			if t.failed.Load() {
