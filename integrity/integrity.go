@@ -164,6 +164,9 @@ func Check(ctx context.Context, db *badger.DB, opts Options) (Report, error) {
 	case res.Valid != res.Last:
 		rep.fail(StepTrail, fmt.Sprintf("#%d", res.Valid+1), "", trail.ViolationChainBroken, "the trail holds %d entries, %d of them valid", res.Last, res.Valid)
 		return rep, nil
+	case !res.SignedCovered:
+		rep.fail(StepTrail, fmt.Sprintf("#%d", res.Valid+1), "", trail.ViolationChainBroken, "the trail ends after %d entries; the signed tree head signs %d", res.Valid, opts.SignedSize)
+		return rep, nil
 	case !opts.Full:
 		return rep, nil
 	case bad != nil:

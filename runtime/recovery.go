@@ -93,9 +93,10 @@ func checkTrail(cfg Config, db *badger.DB) (recovery, error) {
 	rec.examined = res.Examined
 	cfg.Logger.Info("integrity check", "entries", res.Valid, "examined", res.Examined,
 		"from", res.From, "full", cfg.FullCheck, "took", time.Since(start).String(), "ok", rep.OK)
-	if rep.Step != "" && rep.Step != integrity.StepTrail {
+	if !rep.OK && (rep.Step != integrity.StepTrail || res.OK()) {
 		// Damage outside the trail's entries and derived records (Badger's
-		// files, the checkpoint store) is not repaired: refuse.
+		// files, the checkpoint store, a trail shorter than its signed
+		// head) is not repaired: refuse.
 		if err := trail.Unmark(db); err != nil {
 			cfg.Logger.Error("unmark the trail", "err", err)
 		}

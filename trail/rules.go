@@ -39,18 +39,18 @@ func finding(seq uint64, id string, v Violation, format string, args ...any) *Fi
 // For entry #seq, in its global view, with localPrev the previous hash of
 // its local chain as stored:
 //
-//  1. integrity.algorithm is blake3-256 (hash_mismatch);
+//  1. integrity.algorithm is blake3-256, and the entry recomputes to its
+//     entry_hash (hash_mismatch): a changed entry is named as changed;
 //  2. prev_hash is the previous entry's entry_hash, null for #1; ids
 //     strictly increase and timestamps never decrease (chain_broken);
-//  3. the entry recomputes to its entry_hash (hash_mismatch);
-//  4. a system-level entry carries neither local_hash (hash_mismatch) nor
+//  3. a system-level entry carries neither local_hash (hash_mismatch) nor
 //     local_prev_hash (chain_broken);
-//  5. a workspace entry's local_prev_hash is its workspace's previous
+//  4. a workspace entry's local_prev_hash is its workspace's previous
 //     local_hash, null for the first (chain_broken); its local view
 //     recomputes to local_hash (hash_mismatch); its timestamp is after
 //     the workspace's previous entry's (not_monotonic); the workspace has
 //     not reached a terminal state before it (after_terminal);
-//  6. the entry is leaf #seq-1 of the Merkle tree; at the signed size the
+//  5. the entry is leaf #seq-1 of the Merkle tree; at the signed size the
 //     root is the signed root (root_mismatch).
 type rules struct {
 	prev     head            // the global head
@@ -77,16 +77,17 @@ var terminalStates = map[string]bool{"closed": true, "failed": true}
 // means the entry passed.
 func (r *rules) next(seq uint64, e Entry, localPrev string, visit compact.VisitFn) *Finding {
 	prev := r.prev
-	switch {
-	case e.Integrity.Algorithm != Algorithm:
+	if e.Integrity.Algorithm != Algorithm {
 		return finding(seq, e.ID, ViolationHashMismatch, "integrity.algorithm %q, want %q", e.Integrity.Algorithm, Algorithm)
+	}
+	if got := fastHash(e); got != e.Integrity.EntryHash {
+		return finding(seq, e.ID, ViolationHashMismatch, "entry hashes to %s, recorded %s", got, e.Integrity.EntryHash)
+	}
+	switch {
 	case e.PrevHash != prev.Hash:
 		return finding(seq, e.ID, ViolationChainBroken, "prev_hash %q, previous entry hash %q", e.PrevHash, prev.Hash)
 	case prev.ID != "" && (e.ID <= prev.ID || e.Timestamp < prev.Timestamp):
 		return finding(seq, e.ID, ViolationChainBroken, "entry %s at %s not after %s at %s", e.ID, e.Timestamp, prev.ID, prev.Timestamp)
-	}
-	if got := fastHash(e); got != e.Integrity.EntryHash {
-		return finding(seq, e.ID, ViolationHashMismatch, "entry hashes to %s, recorded %s", got, e.Integrity.EntryHash)
 	}
 	if e.Workspace == "" {
 		switch {
@@ -112,7 +113,7 @@ func (r *rules) next(seq uint64, e Entry, localPrev string, visit compact.VisitF
 	return nil
 }
 
-// localNext applies rule 5 to workspace entry e (global view) and moves its
+// localNext applies rule 4 to workspace entry e (global view) and moves its
 // workspace's head.
 func (r *rules) localNext(seq uint64, e Entry, localPrev string) *Finding {
 	ws := e.Workspace

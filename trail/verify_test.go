@@ -233,7 +233,7 @@ func TestVerify_Tamper(t *testing.T) {
 				mutateStored(t, tl.db, 12, func(_, e map[string]any) { e["prev_hash"] = es[9].Integrity.EntryHash })
 				return es[11].ID, ""
 			},
-			wantViolation: ViolationChainBroken,
+			wantViolation: ViolationHashMismatch, // the entry itself changed: its hash is checked first
 		},
 		{
 			name: "prev_hash nulled",
@@ -241,7 +241,7 @@ func TestVerify_Tamper(t *testing.T) {
 				mutateStored(t, tl.db, 20, func(_, e map[string]any) { e["prev_hash"] = nil })
 				return es[19].ID, ""
 			},
-			wantViolation: ViolationChainBroken,
+			wantViolation: ViolationHashMismatch, // the entry itself changed: its hash is checked first
 		},
 		{
 			name: "entry deleted",
