@@ -112,10 +112,10 @@ func VerifyDataDirWithKey(dir, publicKey string) (Report, error) {
 		switch {
 		case rep.Violation == trail.ViolationRootMismatch:
 			r.FirstBad = "sth"
-		case rep.BadEntry != "":
-			r.FirstBad = rep.BadEntry
+		case rep.BadEntry != "" && rep.Violation != trail.ViolationIndexMismatch:
+			r.FirstBad = rep.BadEntry // an entry, or the entry of a checkpoint's object
 		default:
-			r.FirstBad = rep.FirstBad
+			r.FirstBad = rep.FirstBad // a record, a workspace's index, a table file
 		}
 	}
 	return r, nil

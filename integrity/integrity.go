@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -230,12 +229,11 @@ func claimOf(e trail.Entry) (checkpointchain.Claim, error) {
 // every value back. It returns where the first damage is and what it is
 // ("" when there is none).
 func storage(ctx context.Context, db *badger.DB) (where, detail string) {
-	err := safe(db.VerifyChecksum)
-	if err != nil {
-		return tableOf(err), fmt.Sprintf("badger: %v", err)
+	if where, detail := verifyTables(db); detail != "" {
+		return where, detail
 	}
 	var at []byte
-	err = safe(func() error {
+	err := safe(func() error {
 		return db.View(func(txn *badger.Txn) error {
 			it := txn.NewIterator(badger.IteratorOptions{AllVersions: false})
 			defer it.Close()
@@ -255,16 +253,6 @@ func storage(ctx context.Context, db *badger.DB) (where, detail string) {
 		return fmt.Sprintf("key %q", at), fmt.Sprintf("badger: read the value of %q: %v", at, err)
 	}
 	return "", ""
-}
-
-var tableRE = regexp.MustCompile(`[0-9]+\.sst`)
-
-// tableOf names the table file an error of Badger's mentions, or "db".
-func tableOf(err error) string {
-	if m := tableRE.FindString(err.Error()); m != "" {
-		return m
-	}
-	return "db"
 }
 
 // damage is a panic inside Badger, recovered.
