@@ -97,7 +97,7 @@ func copyDir(t testing.TB, src string) string {
 type verdicts struct {
 	offline   auditor.Report
 	offlineEr error
-	fullCheck error             // runtime.Open with FullCheck
+	fullCheck error              // runtime.Open with FullCheck
 	online    trail.VerifyResult // Engine.VerifyTrail after a default start
 	onlineEr  error              // the default start or the verification
 }
