@@ -60,7 +60,7 @@ func VerifyDataDirWithKey(dir, publicKey string) (Report, error) {
 	var dmg *openDamage
 	switch {
 	case errors.As(err, &dmg):
-		v.fail(DatabaseDir, ViolationUnreadable, "%v", dmg)
+		v.fail(dmg.where, ViolationUnreadable, "%v", dmg)
 		return v.report(), nil
 	case err != nil:
 		return Report{}, fmt.Errorf("open database %s read-only (is the daemon stopped?): %w", path, err)
@@ -121,23 +121,33 @@ func VerifyDataDirWithKey(dir, publicKey string) (Report, error) {
 	return r, nil
 }
 
-// openDamage is a panic inside badger.Open, recovered.
-type openDamage struct{ v any }
+// openDamage is damage found while opening the database: a table that
+// fails its checks, or a panic inside Badger, recovered.
+type openDamage struct {
+	where string // the file
+	v     any
+}
 
-func (d *openDamage) Error() string { return fmt.Sprintf("badger panicked reading its files: %v", d.v) }
+func (d *openDamage) Error() string { return fmt.Sprint(d.v) }
 
 // openReadOnly opens the database at path read-only, with Badger checking
 // each table block's checksum when it reads it and each value-log value's:
 // damage is then an error, not wrong data. A panic inside Badger is
 // returned as an *openDamage.
 func openReadOnly(path string) (db *badger.DB, err error) {
+	opts := badger.DefaultOptions(path).WithReadOnly(true).WithLogger(nil).
+		WithChecksumVerificationMode(options.OnBlockRead).WithVerifyValueChecksum(true)
+	// Badger opens the tables on goroutines of its own, where a damaged
+	// table's panic ends the process: check them here first.
+	if where, detail := integrity.CheckTableFiles(path, opts, true); detail != "" {
+		return nil, &openDamage{where: where, v: detail}
+	}
 	defer func() {
 		if p := recover(); p != nil {
-			db, err = nil, &openDamage{p}
+			db, err = nil, &openDamage{where: DatabaseDir, v: fmt.Sprintf("badger panicked: %v", p)}
 		}
 	}()
-	return badger.Open(badger.DefaultOptions(path).WithReadOnly(true).WithLogger(nil).
-		WithChecksumVerificationMode(options.OnBlockRead).WithVerifyValueChecksum(true))
+	return badger.Open(opts)
 }
 
 // safeView is db.View with a panic inside Badger returned as an
@@ -145,7 +155,7 @@ func openReadOnly(path string) (db *badger.DB, err error) {
 func safeView(db *badger.DB, fn func(*badger.Txn) error) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = &openDamage{p}
+			err = &openDamage{where: "sth", v: fmt.Sprintf("badger panicked: %v", p)}
 		}
 	}()
 	return db.View(fn)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
@@ -19,8 +20,7 @@ import (
 // error), and does not say which table it was.
 func verifyTables(db *badger.DB) (where, detail string) {
 	opts := db.Opts()
-	topts := table.Options{ReadOnly: true, ChkMode: options.OnTableRead, BlockSize: opts.BlockSize,
-		BloomFalsePositive: opts.BloomFalsePositive, Compression: opts.Compression, ZSTDCompressionLevel: opts.ZSTDCompressionLevel}
+	topts := tableOptions(opts, true)
 	for _, ti := range db.Tables() {
 		if err := verifyTable(table.NewFilename(ti.ID, opts.Dir), topts); err != nil {
 			return table.IDToFilename(ti.ID), fmt.Sprintf("table %s (level %d): %v", table.IDToFilename(ti.ID), ti.Level, err)
@@ -29,9 +29,44 @@ func verifyTables(db *badger.DB) (where, detail string) {
 	return "", ""
 }
 
-// verifyTable opens the table file at path with every block's checksum
-// checked (options.OnTableRead) and closes it again; a panic inside Badger
-// is returned as an error.
+// CheckTableFiles opens every table file (*.sst) of the Badger database
+// in dir, read-only and one at a time, as Badger itself would open it with
+// opts (its index, checked against its checksum, and its last block), and
+// with full also checks every block's checksum. It returns the first
+// damaged table's file name and what is wrong ("" when none is).
+//
+// Call it before badger.Open: Badger opens tables on goroutines of its
+// own, where a damaged table's panic cannot be recovered and ends the
+// process; here it is recovered and reported.
+func CheckTableFiles(dir string, opts badger.Options, full bool) (where, detail string) {
+	names, err := filepath.Glob(filepath.Join(dir, "*.sst"))
+	if err != nil {
+		return dir, err.Error()
+	}
+	slices.Sort(names)
+	topts := tableOptions(opts, full)
+	for _, name := range names {
+		if err := verifyTable(name, topts); err != nil {
+			return filepath.Base(name), fmt.Sprintf("table %s: %v", filepath.Base(name), err)
+		}
+	}
+	return "", ""
+}
+
+// tableOptions returns the options to open a table of a database opened
+// with opts; with full, every block's checksum is checked.
+func tableOptions(opts badger.Options, full bool) table.Options {
+	mode := options.NoVerification
+	if full {
+		mode = options.OnTableRead
+	}
+	return table.Options{ReadOnly: true, ChkMode: mode, BlockSize: opts.BlockSize,
+		BloomFalsePositive: opts.BloomFalsePositive, Compression: opts.Compression, ZSTDCompressionLevel: opts.ZSTDCompressionLevel}
+}
+
+// verifyTable opens the table file at path with topts (with
+// options.OnTableRead every block's checksum is checked) and closes it
+// again; a panic inside Badger is returned as an error.
 func verifyTable(path string, topts table.Options) (err error) {
 	mf, err := z.OpenMmapFile(path, os.O_RDONLY, 0)
 	if err != nil {

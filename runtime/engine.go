@@ -16,6 +16,7 @@ import (
 	"github.com/wacpd/wacpd/casstore"
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/clock"
+	"github.com/wacpd/wacpd/integrity"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/workspace"
@@ -89,6 +90,12 @@ func Open(cfg Config) (*Engine, error) {
 		WithChecksumVerificationMode(options.OnBlockRead).WithVerifyValueChecksum(true)
 	if cfg.InMemory {
 		opts = badger.DefaultOptions("").WithInMemory(true).WithLogger(nil)
+	} else if where, detail := integrity.CheckTableFiles(cfg.DataDir, opts, cfg.FullCheck); detail != "" {
+		// Badger opens tables on goroutines of its own, where a damaged
+		// table's panic cannot be recovered: they are opened here first
+		// (every block with FullCheck).
+		return nil, fmt.Errorf("%w: the database's table %s is damaged: %s; the data dir is left as it is: restore it from a backup (docs/operations.md)",
+			ErrTrailCorrupt, where, detail)
 	}
 	db, err := openBadger(opts)
 	if err != nil {
