@@ -17,6 +17,7 @@ import (
 	"github.com/dgraph-io/badger/v4/options"
 
 	"github.com/wacpd/wacpd/auditor"
+	"github.com/wacpd/wacpd/runtime"
 )
 
 var flips = flag.Int("flips", 0, "TestByteFlips: flip this many bytes (default: a quick set; every byte of the small files is flipped when this exceeds 1000)")
@@ -53,16 +54,19 @@ func TestByteFlips(t *testing.T) {
 	files := dataFiles(t, d.dir)
 	n := *flips
 	if n == 0 {
-		n = 120
+		n = 200
 		if raceEnabled {
-			n = 60
+			n = 120
 		}
 	}
 	positions := flipPositions(files, n)
 	counts := map[string]int{}
-	for _, p := range positions {
+	for i, p := range positions {
 		outcome := flipOnce(t, d, orig, p)
 		counts[outcome]++
+		if i%5 == 0 && !strings.HasSuffix(p.file, ".pub") {
+			counts[fullCheckOnce(t, d, p, strings.HasPrefix(outcome, "harmless"))]++
+		}
 	}
 	var summary []string
 	for k, v := range counts {
@@ -212,6 +216,45 @@ func kind(file string) string {
 		return ext
 	}
 	return filepath.Base(file)
+}
+
+// fullCheckOnce applies p to a copy of the data dir and starts an engine on
+// it with FullCheck (wacpd -full-check): it must refuse to start when the
+// flip is not harmless, and start when it is; never panic. (trail.pub is
+// the Runtime's, not the engine's: flips there are left out.)
+func fullCheckOnce(t *testing.T, d dataDir, p flip, harmless bool) (outcome string) {
+	t.Helper()
+	dir := copyDir(t, d.dir)
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, p.file)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[p.off] ^= p.mask
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			t.Errorf("%s byte %d ^ %#02x: Open with FullCheck panicked: %v", p.file, p.off, p.mask, r)
+			outcome = "full check: panic"
+		}
+	}()
+	e, err := runtime.Open(runtime.Config{DataDir: filepath.Join(dir, auditor.DatabaseDir), FullCheck: true})
+	switch {
+	case err != nil && harmless:
+		t.Errorf("%s byte %d ^ %#02x: harmless, but Open with FullCheck = %v", p.file, p.off, p.mask, err)
+		return "full check: refused a harmless flip"
+	case err != nil:
+		return "full check: refused"
+	}
+	e.Close()
+	if !harmless {
+		t.Errorf("%s byte %d ^ %#02x: damaged, but Open with FullCheck started", p.file, p.off, p.mask)
+		return "full check: started on damage"
+	}
+	return "full check: started"
 }
 
 // dump reads every key of the database at dir, read-only, with the value
