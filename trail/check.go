@@ -124,11 +124,28 @@ func (r CheckResult) Verdict() VerifyResult {
 // check had reached.
 func Check(ctx context.Context, db *badger.DB, opts CheckOptions) (CheckResult, error) {
 	var res CheckResult
-	err := db.View(func(txn *badger.Txn) error {
+	done := false
+	err := view(db, "check trail", func(txn *badger.Txn) error {
 		var err error
 		res, err = CheckTxn(ctx, txn, opts)
+		done = err == nil
 		return err
 	})
+	var de *DamageError
+	if errors.As(err, &de) && done {
+		// Badger failed closing the transaction after the check (an
+		// iterator over a damaged block it could not close): the
+		// result stands, but the storage is damaged.
+		if res.Violation != ViolationUnreadable {
+			c := newChecker(ctx, opts)
+			c.res, c.r.prev.Seq = res, res.Valid
+			res = c.damaged(de)
+		}
+		return res, nil
+	}
+	if errors.As(err, &de) {
+		return newChecker(ctx, opts).damaged(de), nil
+	}
 	return res, err
 }
 
@@ -345,8 +362,8 @@ func (n *nodeCheck) visit(id compact.NodeID, hash []byte) {
 	it, ok := n.levels[id.Level]
 	if !ok {
 		it = n.txn.NewIterator(badger.IteratorOptions{Prefix: append(bytes.Clone(prefixNode), byte(id.Level))})
+		n.levels[id.Level] = it // closed by close, even if Seek panics
 		it.Seek(want)
-		n.levels[id.Level] = it
 	}
 	if !it.Valid() || !bytes.Equal(it.Item().Key(), want) {
 		n.fail(id, "is missing")
@@ -457,6 +474,8 @@ func (c *checker) derived(txn *badger.Txn) error {
 	}
 	heads := 0
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixHeadWS, PrefetchValues: true})
+	closeIt := it.Close
+	defer func() { closeIt() }() // an iterator left open makes Discard panic
 	for it.Rewind(); it.Valid(); it.Next() {
 		heads++
 		ws := string(it.Item().Key()[len(prefixHeadWS):])
@@ -466,6 +485,7 @@ func (c *checker) derived(txn *badger.Txn) error {
 		}
 	}
 	it.Close()
+	closeIt = func() {}
 	if heads != len(c.r.local) {
 		c.derivedFail(string(prefixHeadWS), "%d local heads stored, the entries give %d", heads, len(c.r.local))
 	}
@@ -500,10 +520,12 @@ func (c *checker) derived(txn *badger.Txn) error {
 	n := c.res.Valid
 	for l := range 64 {
 		k := nodeKey(compact.NewNodeID(uint(l), n>>l))
-		node := txn.NewIterator(badger.IteratorOptions{Prefix: k[:len(prefixNode)+1]})
-		node.Seek(k)
-		stray := node.Valid()
-		node.Close()
+		stray := func() bool {
+			node := txn.NewIterator(badger.IteratorOptions{Prefix: k[:len(prefixNode)+1]})
+			defer node.Close()
+			node.Seek(k)
+			return node.Valid()
+		}()
 		if stray {
 			c.derivedFail(fmt.Sprintf("t/m/(%d,%d)", l, n>>l), "Merkle node beyond the %d entries at level %d", n, l)
 			break
