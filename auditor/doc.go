@@ -44,7 +44,10 @@
 //     increase strictly and timestamps never decrease (chain_broken); the
 //     local view recomputes to local_hash with the workspace's previous
 //     local_hash as prev_hash, and system-level entries carry no local_hash
-//     (hash_mismatch);
+//     (hash_mismatch); each workspace's timestamps strictly increase
+//     (not_monotonic) and nothing follows its terminal state
+//     (after_terminal). These are the trail's rule set (trail.Walker), the
+//     one the daemon applies to its stored trail;
 //  3. there are exactly sth.size entries (chain_broken), and the Merkle root
 //     over them is sth.root (root_mismatch, "sth");
 //  4. every digest a checkpoint_created entry references has an object

@@ -1,7 +1,9 @@
 package integrity
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,7 +24,11 @@ func verifyTables(db *badger.DB) (where, detail string) {
 	opts := db.Opts()
 	topts := tableOptions(opts, true)
 	for _, ti := range db.Tables() {
-		if err := verifyTable(table.NewFilename(ti.ID, opts.Dir), topts); err != nil {
+		err := verifyTable(table.NewFilename(ti.ID, opts.Dir), topts)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // a running daemon's compaction replaced it since Tables
+		}
+		if err != nil {
 			return table.IDToFilename(ti.ID), fmt.Sprintf("table %s (level %d): %v", table.IDToFilename(ti.ID), ti.Level, err)
 		}
 	}
