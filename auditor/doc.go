@@ -63,4 +63,7 @@
 // to VerifyWithKey. VerifyDataDir reads the key from the data dir it checks,
 // with the same caveat. A signed head proves nothing about entries after
 // it: VerifyDataDir checks such a tail by its hashes and chains only.
+// VerifyDataDir runs integrity.Check, the daemon's own verifier, which also
+// checks Badger's files, the stored indexes, heads and Merkle nodes and the
+// checkpoint store (docs/audit.md §5).
 package auditor
