@@ -140,7 +140,11 @@ func (r *rules) localNext(seq uint64, e Entry, localPrev string) *Finding {
 // terminal state.
 func terminalBody(body []byte) bool {
 	// Most state changes are not terminal: look before decoding.
-	if !bytes.Contains(body, []byte(`"to_state":"closed"`)) && !bytes.Contains(body, []byte(`"to_state":"failed"`)) {
+	i := bytes.Index(body, []byte(`"to_state":"`))
+	if i < 0 {
+		return false
+	}
+	if rest := body[i+len(`"to_state":"`):]; !bytes.HasPrefix(rest, []byte(`closed"`)) && !bytes.HasPrefix(rest, []byte(`failed"`)) {
 		return false
 	}
 	var b struct {

@@ -61,7 +61,7 @@ func (r *VerifyResult) fail(id string, v Violation, format string, args ...any) 
 // returns nil if ctx ends first.
 func readProjection(ctx context.Context, txn *badger.Txn) map[string][]uint64 {
 	out := map[string][]uint64{}
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixLocal, PrefetchValues: true})
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixLocal}) // values of 8 bytes: no prefetching
 	defer it.Close()
 	var ws []byte
 	var seqs []uint64

@@ -83,7 +83,10 @@ func (c *checker) fastEntries(txn *badger.Txn) bool {
 	rl := c.r
 	tree := newTreeCheck(txn, rl)
 	defer tree.close()
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixGlobal, PrefetchValues: true, PrefetchSize: 256})
+	// No prefetching: Badger starts a goroutine per item to prefetch its
+	// value, and entries are small values kept in the tables themselves,
+	// which Value reads without I/O.
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixGlobal})
 	defer it.Close()
 	for it.Rewind(); it.Valid(); it.Next() {
 		if prevSeq%4096 == 0 && (c.ctx.Err() != nil || h.failed.Load() || tree.failed.Load()) {
