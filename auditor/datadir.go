@@ -109,13 +109,9 @@ func VerifyDataDirWithKey(dir, publicKey string) (Report, error) {
 	r.Workspaces = rep.Workspaces
 	if !rep.OK {
 		r.OK, r.Violation, r.Detail = false, Violation(rep.Violation), rep.Detail
-		switch {
-		case rep.Violation == trail.ViolationRootMismatch:
+		r.FirstBad = rep.Where() // an entry; a record, a workspace's index or a table file
+		if rep.Violation == trail.ViolationRootMismatch {
 			r.FirstBad = "sth"
-		case rep.BadEntry != "" && rep.Violation != trail.ViolationIndexMismatch:
-			r.FirstBad = rep.BadEntry // an entry, or the entry of a checkpoint's object
-		default:
-			r.FirstBad = rep.FirstBad // a record, a workspace's index, a table file
 		}
 	}
 	return r, nil

@@ -69,11 +69,17 @@ func (r Report) Verdict() trail.VerifyResult {
 	if r.OK {
 		return trail.VerifyResult{OK: true, Entries: r.Entries}
 	}
-	where := r.BadEntry
-	if where == "" {
-		where = r.FirstBad
+	return trail.VerifyResult{Entries: r.Entries, FirstBad: r.Where(), Violation: r.Violation, Detail: r.Detail}
+}
+
+// Where names the problem's place as a verdict does: the entry it concerns
+// (its id, or "#N"), or for a derived record or damaged storage the record
+// (a key, a workspace's index) or the table file.
+func (r Report) Where() string {
+	if r.BadEntry != "" && r.Violation != trail.ViolationIndexMismatch && r.Violation != trail.ViolationUnreadable {
+		return r.BadEntry
 	}
-	return trail.VerifyResult{Entries: r.Entries, FirstBad: where, Violation: r.Violation, Detail: r.Detail}
+	return r.FirstBad
 }
 
 func (r *Report) fail(step Step, where, entry string, v trail.Violation, format string, args ...any) {
