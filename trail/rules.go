@@ -31,7 +31,7 @@ func finding(seq uint64, id string, v Violation, format string, args ...any) *Fi
 
 // rules is the trail's one rule set over entries in global order, with the
 // chains' state after the entries that passed. Check applies it to the
-// stored trail (its fast path, checkFast, applies the same rules to the
+// stored trail (its fast path, checker.fast, applies the same rules to the
 // stored bytes and falls back to this code for anything it does not
 // accept), Walker to entries read from elsewhere (a bundle), and
 // verifyLocal, restricted to the local rules, to one workspace's chain.

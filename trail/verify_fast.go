@@ -24,7 +24,7 @@ import (
 // the chains' state in c.r as the reference walk would. Anything else (an
 // entry in another form, any finding) makes it report false, and Check
 // runs the reference walk, which also words the finding.
-// TestFastPathNeverPassesWhatTheReferenceFails holds it to that.
+// TestVerifyFastPathNeverPassesWhatTheReferenceFails holds it to that.
 //
 // Verification used to cost about 10 µs per entry, most of it decoding the
 // stored JSON into strings; issue #5 asks for 300,000 entries/s.
