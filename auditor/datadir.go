@@ -10,8 +10,9 @@ import (
 	"strings"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 
-	"github.com/wacpd/wacpd/casstore"
+	"github.com/wacpd/wacpd/integrity"
 	"github.com/wacpd/wacpd/trail"
 )
 
@@ -24,11 +25,22 @@ const (
 
 // VerifyDataDir verifies the data dir of a stopped daemon, read-only: the
 // latest signed tree head (Badger key m/sth) with the key in dir/trail.pub,
-// then every entry of the trail and every checkpoint object they
-// reference, with the checks of Verify. The first sth.size entries must
-// recompute the signed root; entries committed after that head was signed
-// are checked by their hashes and chains only. Report.Size is the signed
-// size, Report.Entries counts every entry.
+// then the database with integrity.Check, the verifier the daemon runs at
+// start and for audit.trail.verify: Badger's checksums of every table
+// block, every trail entry (the rule set of Verify plus the stored
+// local_prev_hash), the heads, indexes and Merkle nodes against the
+// entries, the first sth.size entries against the signed root, and the
+// checkpoint store (index, chain order, registers, and every object
+// against its digest). Entries committed after that head was signed are
+// checked by their hashes and chains only. Report.Size is the signed size,
+// Report.Entries counts every entry.
+//
+// Damage is a Report with OK false that says where (FirstBad: an entry, a
+// key, an object's digest or a Badger table file), never a panic: Badger's
+// panics on damaged files are recovered (violation unreadable). An error
+// means the check could not run, for example because Badger refused to
+// open the database (its own checksums of its manifest and table indexes
+// are checked when it opens them; the error names the file).
 //
 // The key comes from the directory being checked: compare Report.PublicKey
 // with the key you trust, or use VerifyDataDirWithKey. A daemon still
@@ -42,15 +54,21 @@ func VerifyDataDirWithKey(dir, publicKey string) (Report, error) {
 	if err != nil {
 		return Report{}, fmt.Errorf("read public key: %w", err)
 	}
-	db, err := badger.Open(badger.DefaultOptions(filepath.Join(dir, DatabaseDir)).WithReadOnly(true).WithLogger(nil))
-	if err != nil {
-		return Report{}, fmt.Errorf("open database %s read-only (is the daemon stopped?): %w", filepath.Join(dir, DatabaseDir), err)
+	v := newVerifier(publicKey, true)
+	path := filepath.Join(dir, DatabaseDir)
+	db, err := openReadOnly(path)
+	var dmg *openDamage
+	switch {
+	case errors.As(err, &dmg):
+		v.fail(dmg.where, ViolationUnreadable, "%v", dmg)
+		return v.report(), nil
+	case err != nil:
+		return Report{}, fmt.Errorf("open database %s read-only (is the daemon stopped?): %w", path, err)
 	}
 	defer db.Close()
 
-	v := newVerifier(publicKey, true)
 	var sth trail.TreeHead
-	err = db.View(func(txn *badger.Txn) error {
+	err = safeView(db, func(txn *badger.Txn) error {
 		item, err := txn.Get([]byte(keySTH))
 		if err != nil {
 			return err
@@ -58,6 +76,9 @@ func VerifyDataDirWithKey(dir, publicKey string) (Report, error) {
 		return item.Value(func(b []byte) error { return json.Unmarshal(b, &sth) })
 	})
 	switch {
+	case errors.As(err, &dmg):
+		v.fail("sth", ViolationUnreadable, "%v", dmg)
+		return v.report(), nil
 	case errors.Is(err, badger.ErrKeyNotFound):
 		v.fail("sth", ViolationSignatureInvalid, "the data dir holds no signed tree head (%s)", keySTH)
 		return v.report(), nil
@@ -74,57 +95,64 @@ func VerifyDataDirWithKey(dir, publicKey string) (Report, error) {
 	if !v.header(h) {
 		return v.report(), nil
 	}
-
-	log, err := trail.Open(db)
+	root, err := trail.HashBytes(sth.Root)
+	if err != nil {
+		v.fail("sth", ViolationSignatureInvalid, "root: %v", err)
+		return v.report(), nil
+	}
+	rep, err := integrity.Check(context.Background(), db, integrity.Options{Full: true, SignedSize: sth.Size, SignedRoot: root})
 	if err != nil {
 		return Report{}, err
 	}
-	ctx := context.Background()
-	after := ""
-	for {
-		page, next, err := log.Read(ctx, trail.Query{After: after, Limit: trail.MaxLimit})
-		if err != nil {
-			var syntaxErr *json.SyntaxError
-			var typeErr *json.UnmarshalTypeError
-			if errors.As(err, &syntaxErr) || errors.As(err, &typeErr) {
-				v.fail(fmt.Sprintf("#%d", v.n+1), ViolationHashMismatch, "undecodable entry after %q: %v", after, err)
-				return v.report(), nil
-			}
-			return Report{}, err
+	v.rep.Entries, v.rep.Objects = int(rep.Entries), rep.Objects
+	r := v.report()
+	r.Workspaces = rep.Workspaces
+	if !rep.OK {
+		r.OK, r.Violation, r.Detail = false, Violation(rep.Violation), rep.Detail
+		r.FirstBad = rep.Where() // an entry; a record, a workspace's index or a table file
+		if rep.Violation == trail.ViolationRootMismatch {
+			r.FirstBad = "sth"
 		}
-		for _, e := range page {
-			if !v.entry(e) {
-				return v.report(), nil
-			}
-		}
-		if next == "" {
-			break
-		}
-		after = next
 	}
-	if !v.endEntries() {
-		return v.report(), nil
-	}
+	return r, nil
+}
 
-	st := casstore.NewBadger(db)
-	seen := map[casstore.Ref]bool{}
-	for _, ref := range v.refs {
-		if seen[ref.Digest] {
-			continue
-		}
-		seen[ref.Digest] = true
-		data, err := st.Get(ctx, ref.Digest)
-		switch {
-		case errors.Is(err, casstore.ErrNotFound):
-			continue // endObjects reports it
-		case errors.Is(err, casstore.ErrCorrupt):
-			v.objs[ref.Digest] = objInfo{problem: err.Error()}
-		case err != nil:
-			return Report{}, fmt.Errorf("read object %s: %w", ref.Digest, err)
-		default:
-			v.objs[ref.Digest] = checkObject(ref.Digest, data)
-		}
+// openDamage is damage found while opening the database: a table that
+// fails its checks, or a panic inside Badger, recovered.
+type openDamage struct {
+	where string // the file
+	v     any
+}
+
+func (d *openDamage) Error() string { return fmt.Sprint(d.v) }
+
+// openReadOnly opens the database at path read-only, with Badger checking
+// each table block's checksum when it reads it and each value-log value's:
+// damage is then an error, not wrong data. A panic inside Badger is
+// returned as an *openDamage.
+func openReadOnly(path string) (db *badger.DB, err error) {
+	opts := badger.DefaultOptions(path).WithReadOnly(true).WithLogger(nil).
+		WithChecksumVerificationMode(options.OnBlockRead).WithVerifyValueChecksum(true)
+	// Badger opens the tables on goroutines of its own, where a damaged
+	// table's panic ends the process: check them here first.
+	if where, detail := integrity.CheckTableFiles(path, opts, true); detail != "" {
+		return nil, &openDamage{where: where, v: detail}
 	}
-	v.endObjects()
-	return v.report(), nil
+	defer func() {
+		if p := recover(); p != nil {
+			db, err = nil, &openDamage{where: DatabaseDir, v: fmt.Sprintf("badger panicked: %v", p)}
+		}
+	}()
+	return badger.Open(opts)
+}
+
+// safeView is db.View with a panic inside Badger returned as an
+// *openDamage.
+func safeView(db *badger.DB, fn func(*badger.Txn) error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &openDamage{where: "sth", v: fmt.Sprintf("badger panicked: %v", p)}
+		}
+	}()
+	return db.View(fn)
 }

@@ -44,7 +44,10 @@
 //     increase strictly and timestamps never decrease (chain_broken); the
 //     local view recomputes to local_hash with the workspace's previous
 //     local_hash as prev_hash, and system-level entries carry no local_hash
-//     (hash_mismatch);
+//     (hash_mismatch); each workspace's timestamps strictly increase
+//     (not_monotonic) and nothing follows its terminal state
+//     (after_terminal). These are the trail's rule set (trail.Walker), the
+//     one the daemon applies to its stored trail;
 //  3. there are exactly sth.size entries (chain_broken), and the Merkle root
 //     over them is sth.root (root_mismatch, "sth");
 //  4. every digest a checkpoint_created entry references has an object
@@ -60,4 +63,7 @@
 // to VerifyWithKey. VerifyDataDir reads the key from the data dir it checks,
 // with the same caveat. A signed head proves nothing about entries after
 // it: VerifyDataDir checks such a tail by its hashes and chains only.
+// VerifyDataDir runs integrity.Check, the daemon's own verifier, which also
+// checks Badger's files, the stored indexes, heads and Merkle nodes and the
+// checkpoint store (docs/audit.md §5).
 package auditor

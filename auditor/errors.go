@@ -3,6 +3,7 @@ package auditor
 import (
 	"errors"
 
+	"github.com/wacpd/wacpd/integrity"
 	"github.com/wacpd/wacpd/trail"
 )
 
@@ -39,8 +40,21 @@ const (
 	ViolationSignatureInvalid Violation = "signature_invalid"
 	// ViolationRootMismatch: the Merkle root of the entries is not the
 	// signed root.
-	ViolationRootMismatch Violation = "root_mismatch"
+	ViolationRootMismatch = Violation(trail.ViolationRootMismatch)
 	// ViolationMissingObject: a checkpoint_created entry references an
-	// object the bundle does not hold.
-	ViolationMissingObject Violation = "missing_object"
+	// object the bundle (or data dir) does not hold.
+	ViolationMissingObject = Violation(integrity.ViolationMissingObject)
+	// ViolationNotMonotonic: an entry's timestamp is not after the previous
+	// entry of its workspace.
+	ViolationNotMonotonic = Violation(trail.ViolationNotMonotonic)
+	// ViolationAfterTerminal: a workspace's trail has an entry after its
+	// transition to a terminal state.
+	ViolationAfterTerminal = Violation(trail.ViolationAfterTerminal)
+	// ViolationIndexMismatch (data dirs): a record derived from the
+	// entries (a head, an index, a Merkle node, a checkpoint record)
+	// disagrees with them.
+	ViolationIndexMismatch = Violation(trail.ViolationIndexMismatch)
+	// ViolationUnreadable (data dirs): Badger's files are damaged: a
+	// checksum fails or Badger failed reading them.
+	ViolationUnreadable = Violation(trail.ViolationUnreadable)
 )

@@ -3,6 +3,7 @@ package auditor
 import (
 	"fmt"
 
+	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
 
 	"github.com/wacpd/wacpd/trail"
@@ -17,6 +18,8 @@ func LeafHash(entryHash string) ([]byte, error) {
 	}
 	return trail.Hasher{}.HashLeaf(b), nil
 }
+
+var rangeFactory = &compact.RangeFactory{Hash: trail.Hasher{}.HashChildren}
 
 // Root returns the Merkle root of the trail whose global entry hashes are
 // entryHashes, in order ("blake3:<hex>").

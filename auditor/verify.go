@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/transparency-dev/merkle/compact"
-
 	"github.com/wacpd/wacpd/casstore"
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/trail"
@@ -124,13 +122,9 @@ type verifier struct {
 
 	rep      Report
 	sth      trail.TreeHead
-	n        uint64         // entries seen
-	rng      *compact.Range // Merkle tree of the first min(n, size) entries
-	prevHash string
-	prevID   string
-	prevTS   string
-	prevName string            // prevID, or "#N" when the entry has no id
-	locals   map[string]string // workspace -> its last local_hash
+	n        uint64        // entries seen
+	walk     *trail.Walker // the trail's rule set over the entries
+	prevName string        // the last entry's id, or "#N" when it has none
 
 	refs    []claim // in entry order
 	claimed map[casstore.Ref]bool
@@ -154,12 +148,10 @@ type objInfo struct {
 
 type problem struct{ where, detail string }
 
-var rangeFactory = &compact.RangeFactory{Hash: trail.Hasher{}.HashChildren}
-
 func newVerifier(trusted string, allowTail bool) *verifier {
 	return &verifier{
-		trusted: trusted, allowTail: allowTail, rng: rangeFactory.NewEmptyRange(0),
-		locals: map[string]string{}, claimed: map[casstore.Ref]bool{}, objs: map[casstore.Ref]objInfo{},
+		trusted: trusted, allowTail: allowTail,
+		claimed: map[casstore.Ref]bool{}, objs: map[casstore.Ref]objInfo{},
 	}
 }
 
@@ -172,7 +164,9 @@ func (v *verifier) fail(where string, kind Violation, format string, args ...any
 
 func (v *verifier) report() Report {
 	r := v.rep
-	r.Workspaces = len(v.locals)
+	if v.walk != nil {
+		r.Workspaces = v.walk.Workspaces()
+	}
 	r.OK = r.Violation == ""
 	return r
 }
@@ -198,7 +192,9 @@ func (v *verifier) header(h Header) bool {
 	return true
 }
 
-// entry checks the next entry in global order.
+// entry checks the next entry in global order with the trail's rule set
+// (trail.Walker: hashes, both chains, per-workspace timestamps, nothing
+// after a terminal state, the Merkle root at the signed size).
 func (v *verifier) entry(e trail.Entry) bool {
 	pos := v.n + 1
 	id := e.ID
@@ -208,41 +204,19 @@ func (v *verifier) entry(e trail.Entry) bool {
 	if !v.allowTail && pos > v.sth.Size {
 		return v.fail(id, ViolationChainBroken, "entry #%d is beyond the signed size %d", pos, v.sth.Size)
 	}
-	if e.Integrity.Algorithm != trail.Algorithm {
-		return v.fail(id, ViolationHashMismatch, "integrity.algorithm %q, want %q", e.Integrity.Algorithm, trail.Algorithm)
-	}
-	if got, err := trail.Hash(e); err != nil || got != e.Integrity.EntryHash {
-		return v.fail(id, ViolationHashMismatch, "entry #%d hashes to %s, recorded %s", pos, got, e.Integrity.EntryHash)
-	}
-	if e.PrevHash != v.prevHash {
-		return v.fail(id, ViolationChainBroken, "entry #%d: prev_hash %q, previous entry's hash %q", pos, e.PrevHash, v.prevHash)
-	}
-	if v.prevID != "" && (e.ID <= v.prevID || e.Timestamp < v.prevTS) {
-		return v.fail(id, ViolationChainBroken, "entry #%d (%s at %s) does not come after %s at %s", pos, e.ID, e.Timestamp, v.prevID, v.prevTS)
-	}
-	if e.Workspace != "" {
-		if e.Integrity.LocalHash == "" {
-			return v.fail(id, ViolationHashMismatch, "entry #%d of workspace %s has no local_hash", pos, e.Workspace)
-		}
-		local := e
-		local.PrevHash = v.locals[e.Workspace]
-		local.Integrity = trail.Integrity{Algorithm: e.Integrity.Algorithm}
-		if got, err := trail.Hash(local); err != nil || got != e.Integrity.LocalHash {
-			return v.fail(id, ViolationHashMismatch, "entry #%d: local view hashes to %s (prev_hash %q), local_hash %s",
-				pos, got, local.PrevHash, e.Integrity.LocalHash)
-		}
-		v.locals[e.Workspace] = e.Integrity.LocalHash
-	} else if e.Integrity.LocalHash != "" {
-		return v.fail(id, ViolationHashMismatch, "system-level entry #%d carries a local_hash", pos)
-	}
-	if pos <= v.sth.Size {
-		leaf, err := trail.LeafData(e)
+	if v.walk == nil {
+		root, err := trail.HashBytes(v.sth.Root)
 		if err != nil {
-			return v.fail(id, ViolationHashMismatch, "entry #%d: %v", pos, err)
+			return v.fail("sth", ViolationRootMismatch, "root: %v", err)
 		}
-		if err := v.rng.Append(trail.Hasher{}.HashLeaf(leaf), nil); err != nil {
-			return v.fail(id, ViolationHashMismatch, "entry #%d: merkle tree: %v", pos, err)
+		v.walk = trail.NewWalker(v.sth.Size, root)
+	}
+	if f := v.walk.Next(e); f != nil {
+		if f.Violation == trail.ViolationRootMismatch {
+			v.rep.Entries++ // the entry passed; the tree of the signed size did not
+			return v.fail("sth", ViolationRootMismatch, "%s", f.Detail)
 		}
+		return v.fail(id, Violation(f.Violation), "entry #%d: %s", pos, f.Detail)
 	}
 	body, ref, ok, err := reference(e)
 	if err != nil {
@@ -253,7 +227,7 @@ func (v *verifier) entry(e trail.Entry) bool {
 		v.refs = append(v.refs, claim{ref, body})
 		v.claimed[ref.Digest] = true
 	}
-	v.n, v.prevHash, v.prevID, v.prevTS, v.prevName = pos, e.Integrity.EntryHash, e.ID, e.Timestamp, id
+	v.n, v.prevName = pos, id
 	v.rep.Entries++
 	return true
 }
@@ -267,15 +241,14 @@ func (v *verifier) endEntries() bool {
 		}
 		return v.fail(where, ViolationChainBroken, "the trail ends after %d entries; the tree head signs %d", v.n, v.sth.Size)
 	}
-	root := trail.Hasher{}.EmptyRoot()
-	if v.sth.Size > 0 {
-		var err error
-		if root, err = v.rng.GetRootHash(nil); err != nil {
-			return v.fail("sth", ViolationRootMismatch, "merkle tree: %v", err)
+	if v.sth.Size == 0 {
+		if got := trail.FormatHash(trail.Hasher{}.EmptyRoot()); got != v.sth.Root {
+			return v.fail("sth", ViolationRootMismatch, "the empty trail has root %s, the tree head signs %s", got, v.sth.Root)
 		}
+		return true
 	}
-	if got := trail.FormatHash(root); got != v.sth.Root {
-		return v.fail("sth", ViolationRootMismatch, "the first %d entries have root %s, the tree head signs %s", v.sth.Size, got, v.sth.Root)
+	if v.walk == nil || !v.walk.RootChecked() {
+		return v.fail("sth", ViolationRootMismatch, "the root of the first %d entries was not checked", v.sth.Size)
 	}
 	return true
 }

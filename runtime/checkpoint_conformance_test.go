@@ -247,7 +247,7 @@ func TestCheckpointConformance_Immutability(t *testing.T) {
 // proof (§3 Integrity); a stored object changed behind the engine's back is
 // detected on read and not integrated.
 func TestCheckpoint_TamperedObjectIsNotIntegrated(t *testing.T) {
-	e := openVerified(t)
+	e := openTest(t) // the planted object is damage the verifier must see (below)
 	w := newWorker(t, e)
 	cp := checkpoint(t, e, w.ID, nil, "final")
 	if _, err := e.EmitSignal(ctx, w.ID, []byte(`{"type":"complete"}`)); err != nil {
@@ -282,6 +282,13 @@ func TestCheckpoint_TamperedObjectIsNotIntegrated(t *testing.T) {
 	}
 	if got := trailWhere(t, e, trail.EventIntegrationStarted, map[string]string{"source": w.ID}); len(got) != 0 {
 		t.Errorf("integration_started entries = %d, want 0", len(got))
+	}
+	// The daemon's verification checks every checkpoint object against its
+	// digest: it reports the planted object at its checkpoint_created entry.
+	created := trailWhere(t, e, trail.EventCheckpointCreated, map[string]string{"checkpoint_id": cp.ID})
+	if res, err := e.VerifyTrail(ctx, ""); err != nil || res.OK || res.Violation != trail.ViolationHashMismatch ||
+		len(created) != 1 || res.FirstBad != created[0].ID {
+		t.Errorf("VerifyTrail = %+v, %v; want hash_mismatch at the checkpoint_created entry", res, err)
 	}
 }
 

@@ -11,10 +11,12 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 
 	"github.com/wacpd/wacpd/casstore"
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/clock"
+	"github.com/wacpd/wacpd/integrity"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/workspace"
@@ -80,12 +82,22 @@ func Open(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Badger checks each table block's checksum when it reads the block
+	// (and a value-log value's): damage at rest is then an error, which
+	// the integrity check reports, instead of wrong data or a panic.
 	opts := badger.DefaultOptions(cfg.DataDir).WithSyncWrites(true).WithLogger(nil).
-		WithMemTableSize(memTableSizeFor(cfg.DataDir))
+		WithMemTableSize(memTableSizeFor(cfg.DataDir)).
+		WithChecksumVerificationMode(options.OnBlockRead).WithVerifyValueChecksum(true)
 	if cfg.InMemory {
 		opts = badger.DefaultOptions("").WithInMemory(true).WithLogger(nil)
+	} else if where, detail := integrity.CheckTableFiles(cfg.DataDir, opts, cfg.FullCheck); detail != "" {
+		// Badger opens tables on goroutines of its own, where a damaged
+		// table's panic cannot be recovered: they are opened here first
+		// (every block with FullCheck).
+		return nil, fmt.Errorf("%w: the database's table %s is damaged: %s; the data dir is left as it is: restore it from a backup (docs/operations.md)",
+			ErrTrailCorrupt, where, detail)
 	}
-	db, err := badger.Open(opts)
+	db, err := openBadger(opts)
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", cfg.DataDir, err)
 	}
@@ -95,6 +107,17 @@ func Open(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// openBadger is badger.Open, with a panic inside it (Badger panics on some
+// damaged tables while it opens them) returned as ErrTrailCorrupt.
+func openBadger(opts badger.Options) (db *badger.DB, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			db, err = nil, fmt.Errorf("%w: badger failed reading its files: %v", ErrTrailCorrupt, p)
+		}
+	}()
+	return badger.Open(opts)
 }
 
 func open(cfg Config, db *badger.DB) (_ *Engine, err error) {

@@ -10,15 +10,19 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/wacpd/wacpd/clock"
+	"github.com/wacpd/wacpd/integrity"
 	"github.com/wacpd/wacpd/trail"
 )
 
 // The recovery procedure at start (WACP Recovery §3, digest §3.13).
 //
 // Every open of an existing data dir runs the integrity check (step 1)
-// before anything reads the trail: trail.Check finds the longest valid
-// prefix, from the mark the previous start left (or from entry #1 with
-// Config.FullCheck). A trail with no valid prefix, or one broken inside the
+// before anything reads the trail: integrity.Check, the verifier that the
+// daemon's audit.trail.verify and the offline auditor run too, finds the
+// trail's longest valid prefix from the mark the previous start left; with
+// Config.FullCheck it reads every entry, Badger's checksums and the
+// checkpoint store as well. Damage outside the trail (a table block, a
+// checkpoint record or object) is refused with ErrTrailCorrupt. A trail with no valid prefix, or one broken inside the
 // latest signed tree head, is refused with ErrTrailCorrupt and left as it
 // is; a bad tail after the signed head is quarantined (trail.Repair) and
 // every quarantined entry is logged. The engine's state is durable in the
@@ -69,7 +73,7 @@ func checkTrail(cfg Config, db *badger.DB) (recovery, error) {
 		}
 		return rec, fmt.Errorf("recover: read the signed tree head: %w", err)
 	}
-	opts := trail.CheckOptions{Full: cfg.FullCheck}
+	opts := integrity.Options{Full: cfg.FullCheck}
 	if sth != nil {
 		root, err := trail.HashBytes(sth.Root)
 		if err != nil {
@@ -81,13 +85,24 @@ func checkTrail(cfg Config, db *badger.DB) (recovery, error) {
 		}
 	}
 	start := time.Now()
-	res, err := trail.Check(context.Background(), db, opts)
+	rep, err := integrity.Check(context.Background(), db, opts)
 	if err != nil {
 		return rec, fmt.Errorf("recover: %w", err)
 	}
+	res := rep.Trail
 	rec.examined = res.Examined
-	cfg.Logger.Info("trail integrity check", "entries", res.Valid, "examined", res.Examined,
-		"from", res.From, "took", time.Since(start).String(), "ok", res.OK())
+	cfg.Logger.Info("integrity check", "entries", res.Valid, "examined", res.Examined,
+		"from", res.From, "full", cfg.FullCheck, "took", time.Since(start).String(), "ok", rep.OK)
+	if !rep.OK && (rep.Step != integrity.StepTrail || res.OK()) {
+		// Damage outside the trail's entries and derived records (Badger's
+		// files, the checkpoint store, a trail shorter than its signed
+		// head) is not repaired: refuse.
+		if err := trail.Unmark(db); err != nil {
+			cfg.Logger.Error("unmark the trail", "err", err)
+		}
+		return rec, fmt.Errorf("%w: the %s check found %s at %s: %s; the data dir is left as it is: restore it from a backup (docs/operations.md)",
+			ErrTrailCorrupt, rep.Step, rep.Violation, rep.FirstBad, rep.Detail)
+	}
 	if !res.OK() {
 		if err := repairTrail(cfg, db, res, sth, &rec); err != nil {
 			return rec, err
@@ -119,6 +134,8 @@ func repairTrail(cfg Config, db *badger.DB, res trail.CheckResult, sth *trail.Tr
 			ErrTrailCorrupt, fmt.Sprintf(format, args...), res.FirstBad, res.Violation, res.Detail)
 	}
 	switch {
+	case res.Violation == trail.ViolationUnreadable:
+		return refuse("the storage cannot be read back")
 	case res.Violation != "" && res.Valid == 0:
 		return refuse("no valid prefix: the first entry fails")
 	case !res.SignedCovered:

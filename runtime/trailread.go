@@ -2,7 +2,9 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 
+	"github.com/wacpd/wacpd/integrity"
 	"github.com/wacpd/wacpd/trail"
 )
 
@@ -39,8 +41,29 @@ func (e *Engine) ReadTrail(ctx context.Context, actor string, q trail.Query) ([]
 	return e.log.Read(ctx, q)
 }
 
-// VerifyTrail checks the trail's hash chains: the global chain and every
-// workspace chain, or only workspace ws's when set.
+// VerifyTrail verifies the stored database with integrity.Check, every
+// structure read (the recovery check's full form, against the latest signed
+// tree head), or only workspace ws's chain when set (trail.Log.Verify).
 func (e *Engine) VerifyTrail(ctx context.Context, ws string) (trail.VerifyResult, error) {
-	return e.log.Verify(ctx, ws)
+	if ws != "" {
+		return e.log.Verify(ctx, ws)
+	}
+	opts := integrity.Options{Full: true}
+	th, err := e.TreeHead()
+	switch {
+	case err == nil:
+		root, err := trail.HashBytes(th.Root)
+		if err != nil {
+			return trail.VerifyResult{FirstBad: string(keySTH), Violation: trail.ViolationRootMismatch,
+				Detail: fmt.Sprintf("the signed tree head has no valid root: %v", err)}, nil
+		}
+		opts.SignedSize, opts.SignedRoot = th.Size, root
+	case Code(err) != CodeNotFound:
+		return trail.VerifyResult{}, err
+	}
+	rep, err := integrity.Check(ctx, e.db, opts)
+	if err != nil {
+		return trail.VerifyResult{}, fmt.Errorf("verify: %w", err)
+	}
+	return rep.Verdict(), nil
 }

@@ -58,9 +58,15 @@ func (e *Engine) SignTreeHead(signer note.Signer) (trail.TreeHead, error) {
 }
 
 // TreeHead returns the latest signed tree head; not_found before the first.
-func (e *Engine) TreeHead() (trail.TreeHead, error) {
-	var th trail.TreeHead
-	err := e.db.View(func(txn *badger.Txn) error {
+func (e *Engine) TreeHead() (th trail.TreeHead, err error) {
+	defer func() {
+		// Badger panics on some damaged blocks: an error reply, not a
+		// crash (audit.proof.inclusion and audit.sth read this first).
+		if p := recover(); p != nil {
+			th, err = trail.TreeHead{}, &trail.DamageError{Op: "read the signed tree head", Panic: p}
+		}
+	}()
+	err = e.db.View(func(txn *badger.Txn) error {
 		item, err := txn.Get(keySTH)
 		if err != nil {
 			return err

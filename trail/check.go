@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/y"
 	"github.com/transparency-dev/merkle/compact"
 )
 
@@ -22,6 +23,13 @@ type CheckOptions struct {
 	// previous check passed (the mark MarkChecked left) and starts after
 	// them; without a usable mark it checks everything.
 	Full bool
+	// Visit, when set, is called with each entry of the valid prefix that
+	// the check read, in order. When the accelerated check gives way to
+	// the reference walk, the calls start again from the first entry read:
+	// a visitor that sees seq again drops what it kept from seq on.
+	Visit func(seq uint64, e Entry)
+
+	reference bool // tests: skip the accelerated check
 }
 
 // CheckResult is the outcome of Check: the longest prefix of the stored
@@ -39,18 +47,28 @@ type CheckResult struct {
 	// (Last > Valid when something is wrong with the entries).
 	Last uint64
 	// FirstBad names entry #Valid+1 ("#N", with its id when it could be
-	// read); empty when every entry passed.
+	// read); empty when every entry passed. BadSeq and BadID are its
+	// parts.
 	FirstBad  string
+	BadSeq    uint64
+	BadID     string
 	Violation Violation
 	Detail    string
 	// Derived names the first record derived from the entries (a chain
 	// head, an index, a Merkle node) that disagrees with the valid prefix;
-	// empty when none does. Derived records are rebuilt by Repair.
-	Derived string
+	// empty when none does. DerivedAt says where: the key, or the
+	// workspace whose local index it is. Derived records are rebuilt by
+	// Repair.
+	Derived   string
+	DerivedAt string
 	// SignedCovered reports whether the valid prefix covers the signed tree
 	// head passed to Check and hashes to its root. It is true when no head
 	// was passed.
 	SignedCovered bool
+	// Workspaces counts the workspace chains in the valid prefix.
+	Workspaces int
+
+	derivedLocal bool // Derived is about a workspace's local index
 
 	// The chains' state at the end of the valid prefix, for MarkChecked.
 	global   head
@@ -63,67 +81,163 @@ type CheckResult struct {
 // every derived record in place.
 func (r CheckResult) OK() bool { return r.Violation == "" && r.Derived == "" && r.Valid == r.Last }
 
-// The two terminal states of WACP Workspace §4: no local trail has entries
-// after its workspace_state_changed to one of them (Recovery §3.1).
-var terminalStates = map[string]bool{"closed": true, "failed": true}
+// Verdict returns the result as the reply of a verification
+// (audit.trail.verify): the first violation, or else the first derived
+// record that disagrees: chain_broken at the workspace for a local index
+// (the workspace's trail as read through it is not the global trail
+// filtered to it), index_mismatch for the others.
+func (r CheckResult) Verdict() VerifyResult {
+	switch {
+	case r.Violation != "":
+		where := r.BadID
+		if where == "" {
+			where = fmt.Sprintf("#%d", r.BadSeq)
+		}
+		return VerifyResult{Entries: r.Valid, FirstBad: where, Violation: r.Violation, Detail: r.Detail}
+	case r.Derived != "" && r.derivedLocal:
+		// The workspace's trail, as it is read through its index, is not
+		// the global trail filtered to it.
+		return VerifyResult{Entries: r.Valid, FirstBad: r.DerivedAt, Violation: ViolationChainBroken, Detail: r.Derived}
+	case r.Derived != "":
+		return VerifyResult{Entries: r.Valid, FirstBad: r.DerivedAt, Violation: ViolationIndexMismatch, Detail: r.Derived}
+	}
+	return VerifyResult{OK: true, Entries: r.Valid}
+}
 
-// Check verifies the trail stored in db before it is opened, trusting no
-// head or index: it walks the global entries from #1 (or from the mark a
-// previous check left, see CheckOptions.Full) and checks each one's hash,
-// the global chain (prev_hash, increasing ids, non-decreasing timestamps),
-// its workspace's chain (local prev_hash and local_hash), strictly
-// increasing timestamps in each workspace and no local entry after the
-// workspace's terminal transition (Recovery §3.1), and at the signed size
-// the Merkle root. It stops at the first entry that fails: the entries
-// before it are the valid prefix. It also compares what is derived from
-// the valid entries it read (the global and local heads, the id and local
-// indexes, the Merkle nodes) with the stored records.
+// Check verifies the trail stored in db, trusting no head or index: it
+// walks the global entries from #1 (or from the mark a previous check
+// left, see CheckOptions.Full) and applies the trail's rule set to each
+// (rules: hashes, both chain kinds, per-workspace timestamps, nothing after
+// a terminal state, the stored local_prev_hash, the Merkle root at the
+// signed size). It stops at the first entry that fails: the entries before
+// it are the valid prefix. It also compares what is derived from the valid
+// entries with the stored records: the global and local heads, the id and
+// local indexes, every Merkle node.
+//
+// A full check first runs an accelerated implementation of the same rules
+// over the stored bytes (checkFast); when that does not pass the trail,
+// the reference walk runs and words the finding.
 //
 // A problem in the data is a result, not an error; an error means the check
-// could not run.
+// could not run. Damaged storage that makes Badger fail (a panic or a
+// checksum error) is a result too: ViolationUnreadable at the entry the
+// check had reached.
 func Check(ctx context.Context, db *badger.DB, opts CheckOptions) (CheckResult, error) {
-	var c *checker
-	err := db.View(func(txn *badger.Txn) error {
-		c = newChecker(ctx, opts)
-		if !opts.Full {
-			c.resume(txn)
-		}
-		if err := c.entries(txn); err != nil {
-			return err
-		}
-		return c.derived(txn)
+	var res CheckResult
+	done := false
+	err := view(db, "check trail", func(txn *badger.Txn) error {
+		var err error
+		res, err = CheckTxn(ctx, txn, opts)
+		done = err == nil
+		return err
 	})
-	if err != nil {
+	var de *DamageError
+	if errors.As(err, &de) && done {
+		// Badger failed closing the transaction after the check (an
+		// iterator over a damaged block it could not close): the
+		// result stands, but the storage is damaged.
+		if res.Violation != ViolationUnreadable {
+			c := newChecker(ctx, opts)
+			c.res, c.r.prev.Seq = res, res.Valid
+			res = c.damaged(de)
+		}
+		return res, nil
+	}
+	if errors.As(err, &de) {
+		return newChecker(ctx, opts).damaged(de), nil
+	}
+	return res, err
+}
+
+// CheckTxn is Check on the snapshot of txn, a read-only transaction, for
+// a caller that checks other records against the same snapshot.
+func CheckTxn(ctx context.Context, txn *badger.Txn, opts CheckOptions) (res CheckResult, err error) {
+	c := newChecker(ctx, opts)
+	defer func() {
+		if p := recover(); p != nil {
+			res, err = c.damaged(&DamageError{Op: "check trail", Panic: p}), nil
+		}
+	}()
+	err = c.run(txn)
+	var de *DamageError
+	switch {
+	case errors.As(err, &de):
+		return c.damaged(de), nil
+	case err != nil && errors.Is(err, y.ErrChecksumMismatch):
+		return c.damaged(&DamageError{Op: "check trail", Err: err}), nil
+	case err != nil:
 		return CheckResult{}, fmt.Errorf("check trail: %w", err)
 	}
-	c.res.global, c.res.rng = c.prev, c.rng
+	c.res.global, c.res.local, c.res.terminal, c.res.rng = c.r.prev, c.r.local, c.r.terminal, c.r.rng
+	c.res.Workspaces = len(c.r.local)
 	return c.res, nil
 }
 
+// run runs the check: the fast path from entry #1, or the reference walk
+// from the mark or when the fast path does not pass the trail.
+func (c *checker) run(txn *badger.Txn) error {
+	if !c.opts.Full {
+		c.resume(txn)
+	}
+	if c.r.prev.Seq == 0 && !c.opts.reference {
+		ok, err := c.fast(txn)
+		if err != nil {
+			return err
+		}
+		if ok {
+			c.end(txn)
+			return c.derived(txn)
+		}
+		*c = *newChecker(c.ctx, c.opts)
+	}
+	if err := c.entries(txn); err != nil {
+		return err
+	}
+	c.end(txn)
+	return c.derived(txn)
+}
+
+// damaged returns the result for storage that Badger failed to read: the
+// valid prefix so far, then ViolationUnreadable.
+func (c *checker) damaged(de *DamageError) CheckResult {
+	c.res.Violation, c.res.Derived, c.res.DerivedAt, c.res.derivedLocal = "", "", "", false
+	c.fail(&Finding{Seq: c.r.prev.Seq + 1, Violation: ViolationUnreadable, Detail: de.Error()})
+	c.res.Valid = c.r.prev.Seq
+	c.res.Last = max(c.res.Last, c.res.Valid+1)
+	c.res.SignedCovered = c.r.signedCovered && c.res.Valid >= c.opts.SignedSize
+	c.res.Workspaces = len(c.r.local)
+	return c.res
+}
+
 func newChecker(ctx context.Context, opts CheckOptions) *checker {
-	return &checker{ctx: ctx, opts: opts, rng: rangeFactory.NewEmptyRange(0),
-		res: CheckResult{local: map[string]head{}, terminal: map[string]bool{}, SignedCovered: opts.SignedSize == 0}}
+	return &checker{ctx: ctx, opts: opts, r: newRules(opts.SignedSize, opts.SignedRoot)}
 }
 
 type checker struct {
 	ctx  context.Context
 	opts CheckOptions
-	res  CheckResult    // res.local and res.terminal are the chains' state
-	prev head           // the global head of the valid prefix
-	rng  *compact.Range // the Merkle tree of the valid prefix
+	res  CheckResult
+	r    *rules // the chains' state at the end of the valid prefix
+
+	fastLocals map[string]*localChain // what the fast path read of each workspace's chain
 }
 
-func (c *checker) fail(seq uint64, id string, v Violation, format string, args ...any) {
-	c.res.FirstBad = fmt.Sprintf("#%d", seq)
-	if id != "" {
-		c.res.FirstBad += " (" + id + ")"
-	}
-	c.res.Violation, c.res.Detail = v, fmt.Sprintf(format, args...)
+func (c *checker) fail(f *Finding) {
+	c.res.FirstBad, c.res.BadSeq, c.res.BadID = f.Where(), f.Seq, f.ID
+	c.res.Violation, c.res.Detail = f.Violation, f.Detail
 }
 
-func (c *checker) derivedFail(format string, args ...any) {
+func (c *checker) derivedFail(where, format string, args ...any) {
 	if c.res.Derived == "" {
-		c.res.Derived = fmt.Sprintf(format, args...)
+		c.res.Derived, c.res.DerivedAt = fmt.Sprintf(format, args...), where
+	}
+}
+
+// localFail is derivedFail for workspace ws's local index.
+func (c *checker) localFail(ws, format string, args ...any) {
+	if c.res.Derived == "" {
+		c.derivedFail(ws, format, args...)
+		c.res.derivedLocal = true
 	}
 }
 
@@ -133,49 +247,44 @@ func (c *checker) derivedFail(format string, args ...any) {
 func (c *checker) entries(txn *badger.Txn) error {
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixGlobal, PrefetchValues: true, PrefetchSize: 256})
 	defer it.Close()
-	ids := txn.NewIterator(badger.IteratorOptions{Prefix: prefixID})
-	defer ids.Close()
-	levels := map[uint]*badger.Iterator{}
-	defer func() {
-		for _, l := range levels {
-			l.Close()
-		}
-	}()
-	positioned := false // ids, at the first entry read
-	for it.Seek(globalKey(c.prev.Seq + 1)); it.Valid(); it.Next() {
+	ids := newIndexWalk(txn)
+	defer ids.close()
+	nodes := newNodeCheck(txn)
+	defer nodes.close()
+	for it.Seek(globalKey(c.r.prev.Seq + 1)); it.Valid(); it.Next() {
 		if err := c.ctx.Err(); err != nil {
 			return err
 		}
 		seq := binary.BigEndian.Uint64(it.Item().Key()[len(prefixGlobal):])
 		c.res.Examined++
-		if seq != c.prev.Seq+1 {
-			c.fail(c.prev.Seq+1, "", ViolationChainBroken, "entry #%d is missing (the next stored entry is #%d)", c.prev.Seq+1, seq)
+		want := c.r.prev.Seq + 1
+		if seq != want {
+			c.fail(finding(want, "", ViolationChainBroken, "entry #%d is missing (the next stored entry is #%d)", want, seq))
 			break
 		}
 		var s stored
 		if err := it.Item().Value(func(v []byte) (err error) { s, err = readStored(v); return err }); err != nil {
-			c.fail(seq, "", ViolationHashMismatch, "undecodable entry: %v", err)
-			break
-		}
-		ok, extend := c.entry(seq, s, c.prev)
-		if !ok {
+			c.fail(finding(seq, "", ViolationHashMismatch, "undecodable entry: %v", err))
 			break
 		}
 		e := s.Entry
-		if !c.tree(txn, levels, seq, e) {
+		if f := c.r.next(seq, e, s.LocalPrev, nodes.visit); f != nil {
+			c.fail(f)
 			break
 		}
-		extend()
-		if !positioned {
-			ids.Seek(append(bytes.Clone(prefixID), e.ID...))
-			positioned = true
+		if c.opts.Visit != nil {
+			c.opts.Visit(seq, e)
 		}
-		c.index(ids, seq, e.ID)
+		if where, problem := ids.check(seq, e.ID); problem != "" {
+			c.derivedFail(where, "%s", problem)
+		}
 		if e.Workspace != "" {
 			c.localIndex(txn, seq, e.Workspace)
 		}
-		c.prev = head{Seq: seq, Hash: e.Integrity.EntryHash, ID: e.ID, Timestamp: e.Timestamp}
 		c.res.Valid = seq
+	}
+	if nodes.problem != "" {
+		c.derivedFail(nodes.where, "%s", nodes.problem)
 	}
 	c.res.Last = c.res.Valid
 	if c.res.Violation != "" {
@@ -186,181 +295,174 @@ func (c *checker) entries(txn *badger.Txn) error {
 		if last.Valid() {
 			c.res.Last = max(c.res.Last, binary.BigEndian.Uint64(last.Item().Key()[len(prefixGlobal):]))
 		}
-	} else {
-		if !positioned {
-			ids.Seek(append(append(bytes.Clone(prefixID), c.prev.ID...), 0))
-		}
-		if ids.Valid() {
-			c.derivedFail("id index holds %s, which is not an entry of the valid trail", ids.Item().Key()[len(prefixID):])
-		}
-	}
-	var h head
-	switch err := getJSON(txn, keyHead, &h); {
-	case errors.Is(err, badger.ErrKeyNotFound):
-		if c.prev.Seq > 0 {
-			c.derivedFail("the trail head is missing")
-		}
-	case err != nil:
-		c.derivedFail("undecodable trail head: %v", err)
-	default:
-		if h.Seq > c.res.Last {
-			c.res.Last = h.Seq
-			if c.res.Violation == "" {
-				c.fail(c.res.Valid+1, "", ViolationChainBroken, "the trail head says %d entries, the trail holds %d", h.Seq, c.res.Valid)
-			}
-		}
-		if h != c.prev {
-			c.derivedFail("trail head %d %s, valid prefix ends at %d %s", h.Seq, h.Hash, c.prev.Seq, c.prev.Hash)
-		}
-	}
-	if c.opts.SignedSize > 0 && c.res.Valid < c.opts.SignedSize {
-		c.res.SignedCovered = false
+	} else if where, problem := ids.rest(c.r.prev.ID); problem != "" {
+		c.derivedFail(where, "%s", problem)
 	}
 	return nil
 }
 
-// entry checks one decoded entry against the valid prefix before it. When
-// it passes, extend adds it to the local chains.
-func (c *checker) entry(seq uint64, s stored, prev head) (ok bool, extend func()) {
-	e := s.Entry
-	switch {
-	case e.PrevHash != prev.Hash:
-		c.fail(seq, e.ID, ViolationChainBroken, "prev_hash %q, previous entry hash %q", e.PrevHash, prev.Hash)
-		return false, nil
-	case prev.ID != "" && (e.ID <= prev.ID || e.Timestamp < prev.Timestamp):
-		c.fail(seq, e.ID, ViolationChainBroken, "entry not after %s", prev.ID)
-		return false, nil
-	}
-	if got := fastHash(e); got != e.Integrity.EntryHash {
-		c.fail(seq, e.ID, ViolationHashMismatch, "entry hashes to %s, recorded %s", got, e.Integrity.EntryHash)
-		return false, nil
-	}
-	if e.Workspace == "" {
-		if e.Integrity.LocalHash != "" {
-			c.fail(seq, e.ID, ViolationHashMismatch, "system-level entry carries a local_hash")
-			return false, nil
+// end compares the trail head with the valid prefix and settles whether the
+// signed tree head is covered.
+func (c *checker) end(txn *badger.Txn) {
+	var h head
+	switch err := getJSON(txn, keyHead, &h); {
+	case errors.Is(err, badger.ErrKeyNotFound):
+		if c.r.prev.Seq > 0 {
+			c.derivedFail(string(keyHead), "the trail head is missing")
 		}
-		return true, func() {}
-	}
-	ws := e.Workspace
-	lh := c.res.local[ws]
-	local := s.local()
-	switch {
-	case local.PrevHash != lh.Hash:
-		c.fail(seq, e.ID, ViolationChainBroken, "local prev_hash %q, previous local hash %q", local.PrevHash, lh.Hash)
-		return false, nil
-	case fastHash(local) != local.Integrity.EntryHash:
-		c.fail(seq, e.ID, ViolationHashMismatch, "local view hashes to %s, recorded %s", fastHash(local), local.Integrity.EntryHash)
-		return false, nil
-	case lh.Timestamp != "" && e.Timestamp <= lh.Timestamp:
-		c.fail(seq, e.ID, ViolationNotMonotonic, "timestamp %s not after %s, the previous entry of workspace %s", e.Timestamp, lh.Timestamp, ws)
-		return false, nil
-	case c.res.terminal[ws]:
-		c.fail(seq, e.ID, ViolationAfterTerminal, "local entry of workspace %s after its terminal state", ws)
-		return false, nil
-	}
-	return true, func() {
-		if e.EventType == EventWorkspaceStateChanged {
-			var body struct {
-				ToState string `json:"to_state"`
-			}
-			if json.Unmarshal(e.Body, &body) == nil && terminalStates[body.ToState] {
-				c.res.terminal[ws] = true
+	case err != nil:
+		c.derivedFail(string(keyHead), "undecodable trail head: %v", err)
+	default:
+		if h.Seq > c.res.Last {
+			c.res.Last = h.Seq
+			if c.res.Violation == "" {
+				c.fail(finding(c.res.Valid+1, "", ViolationChainBroken, "the trail head says %d entries, the trail holds %d", h.Seq, c.res.Valid))
 			}
 		}
-		c.res.local[ws] = head{Seq: lh.Seq + 1, Hash: local.Integrity.EntryHash, ID: e.ID, Timestamp: e.Timestamp}
+		if h != c.r.prev {
+			c.derivedFail(string(keyHead), "trail head %d %s, valid prefix ends at %d %s", h.Seq, h.Hash, c.r.prev.Seq, c.r.prev.Hash)
+		}
+	}
+	c.res.SignedCovered = c.r.signedCovered
+	if c.opts.SignedSize > 0 && c.res.Valid < c.opts.SignedSize {
+		c.res.SignedCovered = false
 	}
 }
 
-// tree adds entry #seq to the Merkle tree, compares every node it completes
-// with the stored one, and at the signed size compares the root.
-func (c *checker) tree(txn *badger.Txn, levels map[uint]*badger.Iterator, seq uint64, e Entry) bool {
-	leaf, err := LeafData(e)
-	if err != nil {
-		c.fail(seq, e.ID, ViolationHashMismatch, "entry_hash: %v", err)
-		return false
-	}
-	err = c.rng.Append(Hasher{}.HashLeaf(leaf), func(id compact.NodeID, hash []byte) {
-		want := nodeKey(id)
-		it, ok := levels[id.Level]
-		if !ok {
-			it = txn.NewIterator(badger.IteratorOptions{Prefix: append(bytes.Clone(prefixNode), byte(id.Level))})
-			it.Seek(want)
-			levels[id.Level] = it
-		}
-		if !it.Valid() || !bytes.Equal(it.Item().Key(), want) {
-			c.derivedFail("Merkle node (%d,%d) is missing", id.Level, id.Index)
-			return // the level's nodes are contiguous: the iterator waits for a later one
-		}
-		if err := it.Item().Value(func(v []byte) error {
-			if !bytes.Equal(v, hash) {
-				c.derivedFail("Merkle node (%d,%d) is %x, the entries give %x", id.Level, id.Index, v, hash)
-			}
-			return nil
-		}); err != nil {
-			c.derivedFail("Merkle node (%d,%d): %v", id.Level, id.Index, err)
-		}
-		it.Next()
-	})
-	if err != nil {
-		c.fail(seq, e.ID, ViolationHashMismatch, "merkle tree: %v", err)
-		return false
-	}
-	if seq == c.opts.SignedSize {
-		root, err := c.rng.GetRootHash(nil)
-		if err != nil {
-			c.fail(seq, e.ID, ViolationRootMismatch, "merkle root: %v", err)
-			return false
-		}
-		if !bytes.Equal(root, c.opts.SignedRoot) {
-			c.fail(seq, e.ID, ViolationRootMismatch, "the first %d entries hash to root %s, the signed tree head says %s",
-				seq, FormatHash(root), FormatHash(c.opts.SignedRoot))
-			return false
-		}
-		c.res.SignedCovered = true
-	}
-	return true
+// nodeCheck compares the Merkle nodes the entries complete with the stored
+// ones, reading each level's nodes in order with one iterator.
+type nodeCheck struct {
+	txn            *badger.Txn
+	levels         map[uint]*badger.Iterator
+	key            []byte // reused
+	where, problem string // the first node that disagrees
 }
 
-// index checks the id index entry of entry #seq: ids increase with seq, so
-// the index is walked in step with the entries.
-func (c *checker) index(ids *badger.Iterator, seq uint64, id string) {
-	want := append(bytes.Clone(prefixID), id...)
-	for ids.Valid() && bytes.Compare(ids.Item().Key(), want) < 0 {
-		c.derivedFail("id index holds %s, which is not an entry of the valid trail", ids.Item().Key()[len(prefixID):])
-		ids.Next()
+func newNodeCheck(txn *badger.Txn) *nodeCheck {
+	return &nodeCheck{txn: txn, levels: map[uint]*badger.Iterator{}}
+}
+
+func (n *nodeCheck) close() {
+	for _, it := range n.levels {
+		it.Close()
 	}
-	if !ids.Valid() || !bytes.Equal(ids.Item().Key(), want) {
-		c.derivedFail("id index lacks entry #%d (%s)", seq, id)
-		return
+}
+
+func (n *nodeCheck) fail(id compact.NodeID, format string, args ...any) {
+	if n.problem == "" {
+		n.where = fmt.Sprintf("t/m/(%d,%d)", id.Level, id.Index)
+		n.problem = fmt.Sprintf("Merkle node (%d,%d) ", id.Level, id.Index) + fmt.Sprintf(format, args...)
 	}
-	if err := ids.Item().Value(func(v []byte) error {
-		if len(v) != 8 || binary.BigEndian.Uint64(v) != seq {
-			c.derivedFail("id index maps %s to %x, want #%d", id, v, seq)
+}
+
+// visit is a compact.VisitFn: node id of the entries' tree has hash.
+func (n *nodeCheck) visit(id compact.NodeID, hash []byte) {
+	n.key = binary.BigEndian.AppendUint64(append(append(n.key[:0], prefixNode...), byte(id.Level)), id.Index)
+	want := n.key
+	it, ok := n.levels[id.Level]
+	if !ok {
+		it = n.txn.NewIterator(badger.IteratorOptions{Prefix: append(bytes.Clone(prefixNode), byte(id.Level))})
+		n.levels[id.Level] = it // closed by close, even if Seek panics
+		it.Seek(want)
+	}
+	if !it.Valid() || !bytes.Equal(it.Item().Key(), want) {
+		n.fail(id, "is missing")
+		return // the level's nodes are contiguous: the iterator waits for a later one
+	}
+	if err := it.Item().Value(func(v []byte) error {
+		if !bytes.Equal(v, hash) {
+			n.fail(id, "is %x, the entries give %x", v, hash)
 		}
 		return nil
 	}); err != nil {
-		c.derivedFail("id index %s: %v", id, err)
+		n.fail(id, "%v", err)
 	}
-	ids.Next()
+	it.Next()
+}
+
+// indexWalk checks the id index in step with the entries: ids increase
+// with seq, so the index is walked in order.
+type indexWalk struct {
+	it         *badger.Iterator
+	positioned bool
+	key, val   []byte // the key being checked and its value (reused)
+}
+
+func newIndexWalk(txn *badger.Txn) *indexWalk {
+	return &indexWalk{it: txn.NewIterator(badger.IteratorOptions{Prefix: prefixID})}
+}
+
+func (w *indexWalk) close() { w.it.Close() }
+
+// check checks the index entry of entry #seq, id, and returns the first
+// problem with it and the key it concerns ("" when there is none).
+func (w *indexWalk) check(seq uint64, id string) (where, problem string) {
+	return w.checkBytes(seq, []byte(id))
+}
+
+// checkBytes is check for an id given as bytes; it keeps no reference to id.
+func (w *indexWalk) checkBytes(seq uint64, id []byte) (where, problem string) {
+	w.key = append(append(w.key[:0], prefixID...), id...)
+	want := w.key
+	if !w.positioned {
+		w.it.Seek(want)
+		w.positioned = true
+	}
+	for w.it.Valid() && bytes.Compare(w.it.Item().Key(), want) < 0 {
+		k := w.it.Item().KeyCopy(nil)
+		w.it.Next()
+		if problem == "" {
+			where, problem = string(k), fmt.Sprintf("id index holds %s, which is not an entry of the valid trail", k[len(prefixID):])
+		}
+	}
+	if problem != "" {
+		return where, problem
+	}
+	if !w.it.Valid() || !bytes.Equal(w.it.Item().Key(), want) {
+		return string(want), fmt.Sprintf("id index lacks entry #%d (%s)", seq, id)
+	}
+	v, err := w.it.Item().ValueCopy(w.val[:0])
+	w.val = v
+	if err != nil || len(v) != 8 || binary.BigEndian.Uint64(v) != seq {
+		w.it.Next()
+		if err != nil {
+			return string(want), fmt.Sprintf("id index %s: %v", id, err)
+		}
+		return string(want), fmt.Sprintf("id index maps %s to %x, want #%d", id, v, seq)
+	}
+	w.it.Next()
+	return "", ""
+}
+
+// rest reports an id index entry after the last entry checked; lastID is
+// the id of the last entry of the valid prefix.
+func (w *indexWalk) rest(lastID string) (where, problem string) {
+	if !w.positioned {
+		w.it.Seek(append(append(bytes.Clone(prefixID), lastID...), 0))
+	}
+	if w.it.Valid() {
+		k := w.it.Item().KeyCopy(nil)
+		return string(k), fmt.Sprintf("id index holds %s, which is not an entry of the valid trail", k[len(prefixID):])
+	}
+	return "", ""
 }
 
 // localIndex checks that entry #seq, the latest of workspace ws, has its
 // position in the workspace's local index.
 func (c *checker) localIndex(txn *badger.Txn, seq uint64, ws string) {
-	n := c.res.local[ws].Seq
+	n := c.r.local[ws].Seq
 	item, err := txn.Get(localKey(ws, n))
 	if err != nil {
-		c.derivedFail("local index of %s lacks position %d: %v", ws, n, err)
+		c.localFail(ws, "local index of %s lacks position %d: %v", ws, n, err)
 		return
 	}
 	if err := item.Value(func(v []byte) error {
 		if len(v) != 8 || binary.BigEndian.Uint64(v) != seq {
-			c.derivedFail("local index of %s position %d is %x, want #%d", ws, n, v, seq)
+			c.localFail(ws, "local index of %s position %d is %x, want #%d", ws, n, v, seq)
 		}
 		return nil
 	}); err != nil {
-		c.derivedFail("local index of %s position %d: %v", ws, n, err)
+		c.localFail(ws, "local index of %s position %d: %v", ws, n, err)
 	}
 }
 
@@ -372,17 +474,20 @@ func (c *checker) derived(txn *badger.Txn) error {
 	}
 	heads := 0
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixHeadWS, PrefetchValues: true})
+	closeIt := it.Close
+	defer func() { closeIt() }() // an iterator left open makes Discard panic
 	for it.Rewind(); it.Valid(); it.Next() {
 		heads++
 		ws := string(it.Item().Key()[len(prefixHeadWS):])
 		var h head
-		if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &h) }); err != nil || h != c.res.local[ws] {
-			c.derivedFail("local head of %s is %+v, the entries give %+v", ws, h, c.res.local[ws])
+		if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &h) }); err != nil || h != c.r.local[ws] {
+			c.derivedFail(string(it.Item().KeyCopy(nil)), "local head of %s is %+v, the entries give %+v", ws, h, c.r.local[ws])
 		}
 	}
 	it.Close()
-	if heads != len(c.res.local) {
-		c.derivedFail("%d local heads stored, the entries give %d", heads, len(c.res.local))
+	closeIt = func() {}
+	if heads != len(c.r.local) {
+		c.derivedFail(string(prefixHeadWS), "%d local heads stored, the entries give %d", heads, len(c.r.local))
 	}
 	// Nothing beyond each workspace's last local position, nor a local
 	// index of a workspace with no entries.
@@ -391,21 +496,21 @@ func (c *checker) derived(txn *badger.Txn) error {
 	for it.Rewind(); it.Valid(); {
 		wsb, ok := splitLocalKey(it.Item().Key())
 		if !ok {
-			c.derivedFail("malformed local index key %q", it.Item().Key()[len(prefixLocal):])
+			c.derivedFail(string(it.Item().KeyCopy(nil)), "malformed local index key %q", it.Item().Key()[len(prefixLocal):])
 			it.Next()
 			continue
 		}
 		ws := string(wsb)
-		h, ok := c.res.local[ws]
+		h, ok := c.r.local[ws]
 		if !ok {
-			c.derivedFail("local index of %s, which has no entries", ws)
+			c.localFail(ws, "local index of %s, which has no entries", ws)
 			it.Seek(localKey(ws, 1<<64-1))
 			it.Next()
 			continue
 		}
 		it.Seek(localKey(ws, h.Seq+1))
 		if it.Valid() && bytes.HasPrefix(it.Item().Key(), localKey(ws, 0)[:len(prefixLocal)+len(ws)+1]) {
-			c.derivedFail("local index of %s goes beyond its %d entries", ws, h.Seq)
+			c.localFail(ws, "local index of %s goes beyond its %d entries", ws, h.Seq)
 			it.Seek(localKey(ws, 1<<64-1))
 			it.Next()
 		}
@@ -415,12 +520,14 @@ func (c *checker) derived(txn *badger.Txn) error {
 	n := c.res.Valid
 	for l := range 64 {
 		k := nodeKey(compact.NewNodeID(uint(l), n>>l))
-		node := txn.NewIterator(badger.IteratorOptions{Prefix: k[:len(prefixNode)+1]})
-		node.Seek(k)
-		stray := node.Valid()
-		node.Close()
+		stray := func() bool {
+			node := txn.NewIterator(badger.IteratorOptions{Prefix: k[:len(prefixNode)+1]})
+			defer node.Close()
+			node.Seek(k)
+			return node.Valid()
+		}()
 		if stray {
-			c.derivedFail("Merkle node beyond the %d entries at level %d", n, l)
+			c.derivedFail(fmt.Sprintf("t/m/(%d,%d)", l, n>>l), "Merkle node beyond the %d entries at level %d", n, l)
 			break
 		}
 	}

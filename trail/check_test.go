@@ -123,6 +123,12 @@ func TestCheck_PerWorkspaceTimestampsStrictlyIncrease(t *testing.T) {
 	if res.Valid != 9 || res.Violation != ViolationNotMonotonic {
 		t.Fatalf("Check = valid %d, %s (%s), want valid 9, %s", res.Valid, res.Violation, res.Detail, ViolationNotMonotonic)
 	}
+	// The daemon's verification applies the same rules (issue 11 §4).
+	for _, ws := range []string{"", "w1"} {
+		if v, err := tl.log.Verify(context.Background(), ws); err != nil || v.OK || v.Violation != ViolationNotMonotonic {
+			t.Errorf("Verify(%q) = %+v, %v; want %s", ws, v, err, ViolationNotMonotonic)
+		}
+	}
 }
 
 // TestCheck_NothingAfterTerminalState (Recovery §3.1, check 3): a local
@@ -143,6 +149,12 @@ func TestCheck_NothingAfterTerminalState(t *testing.T) {
 			res := tl.check(0)
 			if res.Valid != 9 || res.Violation != ViolationAfterTerminal {
 				t.Fatalf("Check = valid %d, %s (%s), want valid 9, %s", res.Valid, res.Violation, res.Detail, ViolationAfterTerminal)
+			}
+			// The daemon's verification applies the same rules (issue 11 §4).
+			for _, ws := range []string{"", "w1"} {
+				if v, err := tl.log.Verify(context.Background(), ws); err != nil || v.OK || v.Violation != ViolationAfterTerminal {
+					t.Errorf("Verify(%q) = %+v, %v; want %s", ws, v, err, ViolationAfterTerminal)
+				}
 			}
 		})
 	}

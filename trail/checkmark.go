@@ -81,15 +81,15 @@ func (c *checker) resume(txn *badger.Txn) {
 	if m.Local == nil {
 		m.Local = map[string]head{}
 	}
-	c.prev, c.rng = m.Global, rng
-	c.res.From, c.res.Valid, c.res.local = m.Global.Seq, m.Global.Seq, m.Local
+	c.r.prev, c.r.rng, c.r.local = m.Global, rng, m.Local
+	c.res.From, c.res.Valid = m.Global.Seq, m.Global.Seq
 	for _, ws := range m.Terminal {
-		c.res.terminal[ws] = true
+		c.r.terminal[ws] = true
 	}
 	if c.opts.SignedSize == m.Global.Seq {
 		root, err := rng.GetRootHash(nil)
 		if err == nil && string(root) == string(c.opts.SignedRoot) {
-			c.res.SignedCovered = true
+			c.r.signedCovered = true
 		} else {
 			*c = *newChecker(c.ctx, c.opts) // the head disagrees with the mark: read everything
 		}

@@ -28,13 +28,26 @@
 //
 // # Integrity check and quarantine
 //
-// Check verifies the stored trail before Open trusts it (WACP Recovery
-// §3.1): entry hashes, both chain kinds, per-workspace timestamps, nothing
-// after a terminal state, the Merkle tree and the signed tree head's root;
-// it finds the longest valid prefix. Repair moves the entries after that
+// The trail has one rule set (rules.go): the entry's algorithm and hash,
+// both chain kinds (with the stored local_prev_hash), per-workspace
+// timestamps, nothing after a terminal state, and the Merkle root at the
+// signed size. Check applies it to the stored trail and also compares the
+// records derived from the entries (heads, id and local indexes, every
+// Merkle node); a full check runs an accelerated implementation of the same
+// rules first (verify_fast.go) and the reference walk only to word a
+// finding. Walker applies the rules to entries from elsewhere (a bundle);
+// Verify is Check's verdict. Package integrity joins Check with the other
+// packages' records for every caller (recovery, -full-check, the daemon's
+// verification, the offline auditor). Check finds the longest valid
+// prefix. Repair moves the entries after that
 // prefix to the quarantine and rebuilds heads, indexes and Merkle nodes
 // from the valid entries. A hash chain can only be cut, so the bad part is
 // always a tail: the first bad entry and everything after it.
+//
+// Badger panics on some damaged blocks instead of returning an error; the
+// readers here (Check, the Merkle proofs and roots, entry reads) recover
+// such a panic and return it as a *DamageError (ErrDamaged), and Check as
+// ViolationUnreadable.
 //
 // # Caveats
 //

@@ -1,6 +1,9 @@
 package trail
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // These errors can be returned by Log and Batch methods, beside ErrUnknownEvent
 // and ErrBodyInvalid (registry.go). Test with errors.Is.
@@ -36,4 +39,35 @@ const (
 	// ViolationRootMismatch: the entries do not hash to the root of the
 	// latest signed tree head.
 	ViolationRootMismatch Violation = "root_mismatch"
+	// ViolationIndexMismatch: a record derived from the entries (a chain
+	// head, the id or a local index, a Merkle node) disagrees with them.
+	// Check reports these in CheckResult.Derived; Verify as a violation.
+	ViolationIndexMismatch Violation = "index_mismatch"
+	// ViolationUnreadable: the storage could not be read back: Badger
+	// reported a checksum error or failed (panicked) reading it.
+	ViolationUnreadable Violation = "unreadable"
 )
+
+// DamageError is returned when Badger fails on damaged storage: a checksum
+// mismatch it reports, or a panic inside it, recovered at the trail's
+// boundary (readers of the Merkle nodes and entries, Check).
+type DamageError struct {
+	Op    string // what was being read
+	Panic any    // the recovered panic value, nil for an error
+	Err   error  // Badger's error, nil for a panic
+}
+
+func (e *DamageError) Error() string {
+	if e.Panic != nil {
+		return fmt.Sprintf("trail: %s: storage damaged: badger panicked: %v", e.Op, e.Panic)
+	}
+	return fmt.Sprintf("trail: %s: storage damaged: %v", e.Op, e.Err)
+}
+
+func (e *DamageError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrDamaged.
+func (e *DamageError) Is(target error) bool { return target == ErrDamaged }
+
+// ErrDamaged matches every *DamageError under errors.Is.
+var ErrDamaged = errors.New("trail: storage damaged")

@@ -94,7 +94,7 @@ func Open(db *badger.DB) (*Log, error) {
 func (l *Log) Reload() error {
 	var global head
 	local := make(map[string]head)
-	err := l.db.View(func(txn *badger.Txn) error {
+	err := view(l.db, "read trail", func(txn *badger.Txn) error {
 		if err := getJSON(txn, keyHead, &global); err != nil && !errors.Is(err, badger.ErrKeyNotFound) {
 			return err
 		}

@@ -25,6 +25,13 @@ func (Hasher) EmptyRoot() []byte {
 
 // HashLeaf returns the hash of a leaf.
 func (Hasher) HashLeaf(leaf []byte) []byte {
+	if len(leaf) <= 64 { // an entry hash: no hasher to allocate
+		var b [65]byte
+		b[0] = 0x00
+		n := copy(b[1:], leaf)
+		s := blake3.Sum256(b[:1+n])
+		return s[:]
+	}
 	h := blake3.New()
 	h.Write([]byte{0x00})
 	h.Write(leaf)
@@ -33,6 +40,14 @@ func (Hasher) HashLeaf(leaf []byte) []byte {
 
 // HashChildren returns the hash of an interior node.
 func (Hasher) HashChildren(l, r []byte) []byte {
+	if len(l)+len(r) <= 64 { // two node hashes
+		var b [65]byte
+		b[0] = 0x01
+		n := copy(b[1:], l)
+		n += copy(b[1+n:], r)
+		s := blake3.Sum256(b[:1+n])
+		return s[:]
+	}
 	h := blake3.New()
 	h.Write([]byte{0x01})
 	h.Write(l)

@@ -82,7 +82,7 @@ func (q Query) limit() int {
 func (l *Log) Read(ctx context.Context, q Query) ([]Entry, string, error) {
 	var out []Entry
 	more := false
-	err := l.db.View(func(txn *badger.Txn) error {
+	err := view(l.db, "read trail", func(txn *badger.Txn) error {
 		after := uint64(0)
 		if q.After != "" {
 			s, err := seqOf(txn, q.After)
@@ -118,7 +118,7 @@ func (l *Log) Read(ctx context.Context, q Query) ([]Entry, string, error) {
 func (l *Log) ReadLocal(ctx context.Context, ws, after string, limit int) ([]Entry, error) {
 	q := Query{Workspace: ws, After: after, Limit: limit}
 	var out []Entry
-	err := l.db.View(func(txn *badger.Txn) error {
+	err := view(l.db, "read trail", func(txn *badger.Txn) error {
 		var from uint64
 		if after != "" {
 			s, err := seqOf(txn, after)
@@ -144,7 +144,7 @@ func (l *Log) ReadLocal(ctx context.Context, ws, after string, limit int) ([]Ent
 // Get returns the entry with the given id in its global view.
 func (l *Log) Get(id string) (Entry, error) {
 	var e Entry
-	err := l.db.View(func(txn *badger.Txn) error {
+	err := view(l.db, "read trail", func(txn *badger.Txn) error {
 		seq, err := seqOf(txn, id)
 		if err != nil {
 			return err

@@ -60,7 +60,7 @@ func quarantine(db *badger.DB, res CheckResult, at string) ([]Quarantined, error
 	}
 	var out []Quarantined
 	ids := map[uint64]string{} // the id index's names for entries past the valid prefix
-	err := db.View(func(txn *badger.Txn) error {
+	err := view(db, "repair trail", func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixID})
 		for it.Rewind(); it.Valid(); it.Next() {
 			_ = it.Item().Value(func(v []byte) error {
@@ -149,7 +149,7 @@ func quarantineKey(q Quarantined) []byte {
 func rebuild(ctx context.Context, db *badger.DB, valid uint64) error {
 	del := db.NewWriteBatch()
 	defer del.Cancel()
-	err := db.View(func(txn *badger.Txn) error {
+	err := view(db, "repair trail", func(txn *badger.Txn) error {
 		for _, p := range [][]byte{prefixID, prefixLocal, []byte("t/h/"), prefixNode} {
 			it := txn.NewIterator(badger.IteratorOptions{Prefix: p})
 			for it.Rewind(); it.Valid(); it.Next() {
@@ -175,7 +175,7 @@ func rebuild(ctx context.Context, db *badger.DB, valid uint64) error {
 	local := map[string]head{}
 	rng := rangeFactory.NewEmptyRange(0)
 	var werr error
-	err = db.View(func(txn *badger.Txn) error {
+	err = view(db, "repair trail", func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixGlobal, PrefetchValues: true, PrefetchSize: 256})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
@@ -247,7 +247,7 @@ func setJSONBatch(wb *badger.WriteBatch, key []byte, v any) error {
 // ReadQuarantine returns the quarantined entries of db, by trail position.
 func ReadQuarantine(db *badger.DB) ([]Quarantined, error) {
 	var out []Quarantined
-	err := db.View(func(txn *badger.Txn) error {
+	err := view(db, "repair trail", func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixQuarantine, PrefetchValues: true})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {

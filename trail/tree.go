@@ -43,6 +43,10 @@ func nodes(txn *badger.Txn, ids []compact.NodeID) ([][]byte, error) {
 		if out[i], err = item.ValueCopy(nil); err != nil {
 			return nil, err
 		}
+		if len(out[i]) != 32 {
+			return nil, &DamageError{Op: fmt.Sprintf("merkle node (%d,%d)", id.Level, id.Index),
+				Err: fmt.Errorf("%d bytes, want 32", len(out[i]))}
+		}
 	}
 	return out, nil
 }
@@ -56,7 +60,7 @@ func (l *Log) loadRange() (*compact.Range, error) {
 		return rangeFactory.NewEmptyRange(0), nil
 	}
 	var hashes [][]byte
-	err := l.db.View(func(txn *badger.Txn) error {
+	err := view(l.db, "read merkle tree", func(txn *badger.Txn) error {
 		var err error
 		hashes, err = nodes(txn, compact.RangeNodes(0, n, nil))
 		return err
@@ -82,7 +86,7 @@ func (l *Log) backfill() (*compact.Range, error) {
 		defer wb.Cancel()
 	}
 	var werr error
-	err := l.db.View(func(txn *badger.Txn) error {
+	err := view(l.db, "read trail", func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixGlobal, PrefetchValues: true, PrefetchSize: 256})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
@@ -129,7 +133,7 @@ func (l *Log) Root(size uint64) ([]byte, error) {
 		return cur.GetRootHash(nil)
 	}
 	var hashes [][]byte
-	err := l.db.View(func(txn *badger.Txn) error {
+	err := view(l.db, "read merkle root", func(txn *badger.Txn) error {
 		var err error
 		hashes, err = nodes(txn, compact.RangeNodes(0, size, nil))
 		return err
@@ -172,7 +176,7 @@ func (l *Log) ConsistencyProof(size1, size2 uint64) ([][]byte, error) {
 
 func (l *Log) rehash(n proof.Nodes) ([][]byte, error) {
 	var hashes [][]byte
-	err := l.db.View(func(txn *badger.Txn) error {
+	err := view(l.db, "read merkle proof", func(txn *badger.Txn) error {
 		var err error
 		hashes, err = nodes(txn, n.IDs)
 		return err
@@ -186,7 +190,7 @@ func (l *Log) rehash(n proof.Nodes) ([][]byte, error) {
 // Seq returns the 1-based position of entry id in the global trail.
 func (l *Log) Seq(id string) (uint64, error) {
 	var seq uint64
-	err := l.db.View(func(txn *badger.Txn) error {
+	err := view(l.db, "read id index", func(txn *badger.Txn) error {
 		var err error
 		seq, err = seqOf(txn, id)
 		return err
@@ -197,7 +201,7 @@ func (l *Log) Seq(id string) (uint64, error) {
 // At returns global entry #seq (1-based).
 func (l *Log) At(seq uint64) (Entry, error) {
 	var s stored
-	err := l.db.View(func(txn *badger.Txn) error { return getStored(txn, seq, &s) })
+	err := view(l.db, "read entry", func(txn *badger.Txn) error { return getStored(txn, seq, &s) })
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return Entry{}, fmt.Errorf("%w: #%d", ErrNotFound, seq)
 	}

@@ -13,17 +13,40 @@ import (
 )
 
 // fastAndRef runs the accelerated and the reference check of the global
-// trail on the same snapshot.
+// trail: fastOK reports whether the fast path passed the trail and the
+// checks after it found nothing, ref is the reference walk's verdict.
 func fastAndRef(t *testing.T, db *badger.DB) (fastOK bool, ref VerifyResult) {
 	t.Helper()
+	fastOK, _ = fastCheck(t, db)
+	res, err := Check(context.Background(), db, CheckOptions{Full: true, reference: true})
+	if err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	return fastOK, res.Verdict()
+}
+
+// fastCheck runs Check's fast path alone, then the checks that follow it.
+func fastCheck(t *testing.T, db *badger.DB) (bool, *checker) {
+	t.Helper()
+	var c *checker
+	ok := false
 	err := db.View(func(txn *badger.Txn) error {
-		_, _, fastOK = verifyGlobalFast(context.Background(), txn)
-		return verifyGlobalRef(context.Background(), txn, &ref)
+		c = newChecker(context.Background(), CheckOptions{Full: true})
+		var err error
+		if ok, err = c.fast(txn); err != nil || !ok {
+			return err
+		}
+		c.end(txn)
+		if err := c.derived(txn); err != nil {
+			return err
+		}
+		ok = c.res.OK()
+		return nil
 	})
 	if err != nil {
-		t.Fatalf("verify: %v", err)
+		t.Fatalf("fast check: %v", err)
 	}
-	return fastOK, ref
+	return ok, c
 }
 
 // awkwardTrail appends interleaved workspace and system entries and a few
@@ -49,21 +72,20 @@ func TestVerifyFastPathTakesWellFormedTrails(t *testing.T) {
 	if !fastOK || ref.Violation != "" {
 		t.Fatalf("fast = %v, reference = %+v; want both ok", fastOK, ref)
 	}
-	var n uint64
-	var locals map[string][]uint64
-	if err := tl.db.View(func(txn *badger.Txn) error {
-		n, locals, _ = verifyGlobalFast(context.Background(), txn)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
+	_, c := fastCheck(t, tl.db)
+	if n := c.res.Valid; n != tl.log.global.Seq || len(c.fastLocals) != 3 {
+		t.Errorf("fast path counted %d entries in %d workspaces, want %d in 3", n, len(c.fastLocals), tl.log.global.Seq)
 	}
-	if n != tl.log.global.Seq || len(locals) != 3 {
-		t.Errorf("fast path counted %d entries in %d workspaces, want %d in 3", n, len(locals), tl.log.global.Seq)
-	}
-	for ws, seqs := range locals {
-		if !slices.IsSorted(seqs) || uint64(len(seqs)) != tl.log.local[ws].Seq {
+	for ws, ch := range c.fastLocals {
+		if seqs := ch.seqs; !slices.IsSorted(seqs) || uint64(len(seqs)) != tl.log.local[ws].Seq {
 			t.Errorf("workspace %s: sequence numbers %v, want %d in order", ws, seqs, tl.log.local[ws].Seq)
 		}
+		if c.r.local[ws] != tl.log.local[ws] {
+			t.Errorf("workspace %s: fast path head %+v, the log's %+v", ws, c.r.local[ws], tl.log.local[ws])
+		}
+	}
+	if c.r.prev != tl.log.global {
+		t.Errorf("fast path global head %+v, the log's %+v", c.r.prev, tl.log.global)
 	}
 }
 
@@ -296,16 +318,16 @@ func TestVerifyCatchesBrokenLocalIndex(t *testing.T) {
 			old := read(47)
 			rawSet(t, tl.db, localKey("ws1", 47), read(46))
 			return func() { rawSet(t, tl.db, localKey("ws1", 47), old) }
-		}, "differs from the global trail at position 47"},
+		}, "position 47 is"},
 		{"last position missing", func() func() {
 			old := read(n)
 			rawDelete(t, tl.db, localKey("ws1", n))
 			return func() { rawSet(t, tl.db, localKey("ws1", n), old) }
-		}, fmt.Sprintf("has %d entries, global trail %d", n-1, n)},
+		}, fmt.Sprintf("lacks position %d", n)},
 		{"one position too many", func() func() {
 			rawSet(t, tl.db, localKey("ws1", n+1), read(n))
 			return func() { rawDelete(t, tl.db, localKey("ws1", n+1)) }
-		}, fmt.Sprintf("differs from the global trail at position %d", n+1)},
+		}, fmt.Sprintf("goes beyond its %d entries", n)},
 	}
 	for _, tt := range tests {
 		restore := tt.change()

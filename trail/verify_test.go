@@ -233,7 +233,7 @@ func TestVerify_Tamper(t *testing.T) {
 				mutateStored(t, tl.db, 12, func(_, e map[string]any) { e["prev_hash"] = es[9].Integrity.EntryHash })
 				return es[11].ID, ""
 			},
-			wantViolation: ViolationChainBroken,
+			wantViolation: ViolationHashMismatch, // the entry itself changed: its hash is checked first
 		},
 		{
 			name: "prev_hash nulled",
@@ -241,13 +241,13 @@ func TestVerify_Tamper(t *testing.T) {
 				mutateStored(t, tl.db, 20, func(_, e map[string]any) { e["prev_hash"] = nil })
 				return es[19].ID, ""
 			},
-			wantViolation: ViolationChainBroken,
+			wantViolation: ViolationHashMismatch, // the entry itself changed: its hash is checked first
 		},
 		{
 			name: "entry deleted",
 			tamper: func(t *testing.T, tl *testLog, es []Entry) (string, string) {
 				rawDelete(t, tl.db, rawGlobalKey(17))
-				return es[17].ID, ""
+				return "#17", "" // the missing entry
 			},
 			wantViolation: ViolationChainBroken,
 		},
@@ -255,7 +255,7 @@ func TestVerify_Tamper(t *testing.T) {
 			name: "first entry deleted",
 			tamper: func(t *testing.T, tl *testLog, es []Entry) (string, string) {
 				rawDelete(t, tl.db, rawGlobalKey(1))
-				return es[1].ID, ""
+				return "#1", ""
 			},
 			wantViolation: ViolationChainBroken,
 		},
@@ -263,7 +263,7 @@ func TestVerify_Tamper(t *testing.T) {
 			name: "last entry deleted",
 			tamper: func(t *testing.T, tl *testLog, es []Entry) (string, string) {
 				rawDelete(t, tl.db, rawGlobalKey(30))
-				return es[28].ID, ""
+				return "#30", "" // the head counts it
 			},
 			wantViolation: ViolationChainBroken,
 		},

@@ -109,6 +109,12 @@ func where(firstBad string) string {
 		return "object " + firstBad
 	case strings.HasPrefix(firstBad, "line "), strings.HasPrefix(firstBad, "#"):
 		return firstBad
+	case strings.HasSuffix(firstBad, ".sst"):
+		return "table file " + firstBad
+	case firstBad == "db":
+		return "database"
+	case strings.HasPrefix(firstBad, "t/"), strings.HasPrefix(firstBad, "k/"):
+		return "record " + firstBad
 	}
 	return "entry " + firstBad
 }

@@ -123,7 +123,7 @@ func trailVerify(c *cli, args []string) error {
 			fmt.Fprintf(w, "ok: %d entries\n", res.Entries)
 			return
 		}
-		fmt.Fprintf(w, "broken: entry %s: %s", res.FirstBad, res.Violation)
+		fmt.Fprintf(w, "broken: %s: %s", where(res.FirstBad), res.Violation)
 		if res.Detail != "" {
 			fmt.Fprintf(w, " (%s)", res.Detail)
 		}

@@ -1,0 +1,277 @@
+package integrity
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/wacpd/wacpd/casstore"
+	"github.com/wacpd/wacpd/checkpointchain"
+	"github.com/wacpd/wacpd/trail"
+)
+
+// Violations reported beside the trail's (trail.Violation).
+const (
+	// ViolationMissingObject: a checkpoint_created entry names an object
+	// that is not stored.
+	ViolationMissingObject trail.Violation = "missing_object"
+)
+
+// Options says what Check compares the database with and how much it reads.
+type Options struct {
+	// SignedSize and SignedRoot are the latest signed tree head (0: none).
+	SignedSize uint64
+	SignedRoot []byte
+	// Full reads everything: every trail entry, Badger's checksums and the
+	// checkpoint store. Otherwise only the trail's entries after the mark
+	// of the previous check are read (trail.CheckOptions.Full).
+	Full bool
+}
+
+// Step names the part of Check that found a problem.
+type Step string
+
+// The steps of Check, in order.
+const (
+	StepStorage     Step = "storage"
+	StepTrail       Step = "trail"
+	StepCheckpoints Step = "checkpoints"
+)
+
+// Report is the outcome of Check.
+type Report struct {
+	OK          bool
+	Entries     uint64 // trail entries that passed (the valid prefix)
+	Workspaces  int    // workspace chains among them
+	Checkpoints int    // checkpoints whose records and objects were checked
+	Objects     int    // distinct objects among them
+
+	// Step, FirstBad, Violation and Detail describe the first problem.
+	// FirstBad is where it is: an entry ("#N (id)"), a key, a workspace
+	// (its local index), an object's digest or a Badger table file.
+	// BadEntry is the trail entry it concerns, when there is one (the entry
+	// id, or "#N" for an entry that could not be read).
+	Step      Step
+	FirstBad  string
+	BadEntry  string
+	Violation trail.Violation
+	Detail    string
+
+	// Trail is the trail's part of the check, for Repair (runtime
+	// recovery) and MarkChecked.
+	Trail trail.CheckResult
+}
+
+// Verdict returns the report as the reply of audit.trail.verify.
+func (r Report) Verdict() trail.VerifyResult {
+	if r.OK {
+		return trail.VerifyResult{OK: true, Entries: r.Entries}
+	}
+	return trail.VerifyResult{Entries: r.Entries, FirstBad: r.Where(), Violation: r.Violation, Detail: r.Detail}
+}
+
+// Where names the problem's place as a verdict does: the entry it concerns
+// (its id, or "#N"), or for a derived record or damaged storage the record
+// (a key, a workspace's index) or the table file.
+func (r Report) Where() string {
+	if r.BadEntry != "" && r.Violation != trail.ViolationIndexMismatch && r.Violation != trail.ViolationUnreadable {
+		return r.BadEntry
+	}
+	return r.FirstBad
+}
+
+func (r *Report) fail(step Step, where, entry string, v trail.Violation, format string, args ...any) {
+	r.OK, r.Step, r.FirstBad, r.BadEntry, r.Violation, r.Detail = false, step, where, entry, v, fmt.Sprintf(format, args...)
+}
+
+// Check verifies db (see the package documentation for what, in which
+// order). A problem in the data is a Report with OK false; an error means
+// the check could not run (ctx ended, for example).
+func Check(ctx context.Context, db *badger.DB, opts Options) (Report, error) {
+	rep := Report{OK: true}
+	if opts.Full {
+		if where, detail := storage(ctx, db); detail != "" {
+			if err := ctx.Err(); err != nil {
+				return Report{}, err
+			}
+			rep.fail(StepStorage, where, "", trail.ViolationUnreadable, "%s", detail)
+			return rep, nil
+		}
+	}
+	var claims []seqClaim
+	var bad *claimError
+	visit := func(seq uint64, e trail.Entry) {
+		for len(claims) > 0 && claims[len(claims)-1].seq >= seq {
+			claims = claims[:len(claims)-1] // the check started again
+		}
+		if bad != nil && bad.seq >= seq {
+			bad = nil
+		}
+		if e.EventType != trail.EventCheckpointCreated || bad != nil {
+			return
+		}
+		cl, err := claimOf(e)
+		if err != nil {
+			bad = &claimError{seq: seq, id: e.ID, err: err}
+			return
+		}
+		claims = append(claims, seqClaim{cl, seq})
+	}
+	topts := trail.CheckOptions{SignedSize: opts.SignedSize, SignedRoot: opts.SignedRoot, Full: opts.Full}
+	if opts.Full {
+		topts.Visit = visit
+	}
+	var (
+		res trail.CheckResult
+		p   *checkpointchain.StoreProblem
+		cls []checkpointchain.Claim
+	)
+	objects := map[casstore.Ref]bool{}
+	// One snapshot for the trail and the checkpoint store: on a running
+	// daemon both grow in the same transactions.
+	err := safe(func() error {
+		return db.View(func(txn *badger.Txn) error {
+			var err error
+			if res, err = trail.CheckTxn(ctx, txn, topts); err != nil || !opts.Full || !res.OK() || bad != nil {
+				return err
+			}
+			cls = make([]checkpointchain.Claim, len(claims))
+			for i, c := range claims {
+				cls[i] = c.Claim
+				objects[c.Digest] = true
+			}
+			p, err = checkpointchain.CheckStore(txn, cls)
+			return err
+		})
+	})
+	if d, ok := err.(*damage); ok {
+		rep.fail(StepCheckpoints, "k/", "", trail.ViolationUnreadable, "checkpoint store: %v", d)
+		return rep, nil
+	}
+	if err != nil {
+		return Report{}, fmt.Errorf("integrity check: %w", err)
+	}
+	rep.Trail, rep.Entries, rep.Workspaces = res, res.Valid, res.Workspaces
+	switch {
+	case res.Violation != "":
+		entry := res.BadID
+		if entry == "" {
+			entry = fmt.Sprintf("#%d", res.BadSeq)
+		}
+		rep.fail(StepTrail, res.FirstBad, entry, res.Violation, "%s", res.Detail)
+		return rep, nil
+	case res.Derived != "":
+		v := res.Verdict()
+		rep.fail(StepTrail, res.DerivedAt, "", v.Violation, "%s", res.Derived)
+		return rep, nil
+	case res.Valid != res.Last:
+		rep.fail(StepTrail, fmt.Sprintf("#%d", res.Valid+1), "", trail.ViolationChainBroken, "the trail holds %d entries, %d of them valid", res.Last, res.Valid)
+		return rep, nil
+	case !res.SignedCovered:
+		rep.fail(StepTrail, fmt.Sprintf("#%d", res.Valid+1), "", trail.ViolationChainBroken, "the trail ends after %d entries; the signed tree head signs %d", res.Valid, opts.SignedSize)
+		return rep, nil
+	case !opts.Full:
+		return rep, nil
+	case bad != nil:
+		rep.fail(StepCheckpoints, fmt.Sprintf("#%d (%s)", bad.seq, bad.id), bad.id, trail.ViolationHashMismatch, "checkpoint_created: %v", bad.err)
+		return rep, nil
+	case p != nil:
+		v := trail.ViolationIndexMismatch
+		switch {
+		case p.Missing:
+			v = ViolationMissingObject
+		case p.Object:
+			v = trail.ViolationHashMismatch
+		}
+		rep.fail(StepCheckpoints, p.Key, p.Entry, v, "%s", p.Detail)
+		return rep, nil
+	}
+	rep.Checkpoints, rep.Objects = len(cls), len(objects)
+	return rep, nil
+}
+
+type seqClaim struct {
+	checkpointchain.Claim
+	seq uint64
+}
+
+// claimError is a checkpoint_created entry whose body names no checkpoint.
+type claimError struct {
+	seq uint64
+	id  string
+	err error
+}
+
+// claimOf reads what a checkpoint_created entry says of its checkpoint.
+func claimOf(e trail.Entry) (checkpointchain.Claim, error) {
+	var b struct {
+		CheckpointID string  `json:"checkpoint_id"`
+		Workspace    string  `json:"workspace"`
+		Type         string  `json:"type"`
+		Status       string  `json:"status"`
+		Parent       *string `json:"parent"`
+		Digest       string  `json:"digest"`
+	}
+	if err := json.Unmarshal(e.Body, &b); err != nil {
+		return checkpointchain.Claim{}, err
+	}
+	d, err := casstore.Parse(b.Digest)
+	if err != nil {
+		return checkpointchain.Claim{}, fmt.Errorf("digest: %w", err)
+	}
+	if b.CheckpointID == "" {
+		return checkpointchain.Claim{}, fmt.Errorf("no checkpoint_id")
+	}
+	cl := checkpointchain.Claim{Entry: e.ID, ID: b.CheckpointID, Workspace: b.Workspace, Type: b.Type, Status: b.Status, Digest: d}
+	if b.Parent != nil {
+		cl.Parent = *b.Parent
+	}
+	return cl, nil
+}
+
+// storage checks Badger's own checksums of every table block and reads
+// every value back. It returns where the first damage is and what it is
+// ("" when there is none).
+func storage(ctx context.Context, db *badger.DB) (where, detail string) {
+	if where, detail := verifyTables(db); detail != "" {
+		return where, detail
+	}
+	var at []byte
+	err := safe(func() error {
+		return db.View(func(txn *badger.Txn) error {
+			it := txn.NewIterator(badger.IteratorOptions{AllVersions: false})
+			defer it.Close()
+			for it.Rewind(); it.Valid(); it.Next() {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				at = it.Item().KeyCopy(at[:0])
+				if err := it.Item().Value(func([]byte) error { return nil }); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return fmt.Sprintf("key %q", at), fmt.Sprintf("badger: read the value of %q: %v", at, err)
+	}
+	return "", ""
+}
+
+// damage is a panic inside Badger, recovered.
+type damage struct{ v any }
+
+func (d *damage) Error() string { return fmt.Sprintf("badger panicked: %v", d.v) }
+
+// safe runs f and turns a panic in it into a *damage.
+func safe(f func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &damage{p}
+		}
+	}()
+	return f()
+}
