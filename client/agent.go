@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/wacpd/wacpd/checkpointchain"
@@ -79,11 +80,39 @@ func (c *Client) SendEnvelope(ctx context.Context, req EnvelopeRequest) (envelop
 	return env, err
 }
 
-// NextEnvelope takes the next envelope of the client's inbox, waiting up to
-// wait for one to arrive. It returns nil, nil when none arrived.
+// NextEnvelope takes the next envelope of the client's inbox under a
+// delivery lease, waiting up to wait for one to arrive. It returns nil, nil
+// when none arrived. The envelope stays in the inbox until the caller
+// acknowledges it with Ack after handling it; if its lease (env.Delivery)
+// ends first, the daemon delivers it again, with the same id. NextEnvelope
+// does not acknowledge anything itself (it sends ack_previous false), so a
+// retried call after a lost reply loses nothing. Envelopes this Client has
+// acknowledged, or tried to, are repeats when they come back: NextEnvelope
+// acknowledges them again and skips them (dedup by envelope id).
 func (c *Client) NextEnvelope(ctx context.Context, wait time.Duration) (*envelope.Envelope, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		env, err := c.takeEnvelope(ctx, wait)
+		if err != nil || env == nil {
+			return env, err
+		}
+		if !c.handled.has(env.ID) {
+			return env, nil
+		}
+		if _, err := c.Ack(ctx, env.ID); err != nil {
+			return nil, err
+		}
+		if wait = time.Until(deadline); wait < 0 {
+			wait = 0
+		}
+	}
+}
+
+// takeEnvelope is one inbox.next call.
+func (c *Client) takeEnvelope(ctx context.Context, wait time.Duration) (*envelope.Envelope, error) {
 	req := struct {
-		Wait string `json:"wait,omitempty"`
+		Wait        string `json:"wait,omitempty"`
+		AckPrevious bool   `json:"ack_previous"`
 	}{}
 	if wait > 0 {
 		req.Wait = wait.String()
@@ -100,4 +129,55 @@ func (c *Client) NextEnvelope(ctx context.Context, wait time.Duration) (*envelop
 		return nil, fmt.Errorf("decode envelope: %w", err)
 	}
 	return &env, nil
+}
+
+// Ack acknowledges envelope id, which the client's workspace received: it
+// leaves the inbox for good. It reports whether this call removed it (false
+// when it had already left). The id counts as handled from the start of
+// the call, so if the acknowledgement is lost and the envelope comes back,
+// NextEnvelope drops it.
+func (c *Client) Ack(ctx context.Context, id string) (removed bool, err error) {
+	c.handled.add(id)
+	var reply struct {
+		Removed bool `json:"removed"`
+	}
+	err = c.call(ctx, c.agent("inbox.ack"), map[string]string{"id": id}, &reply, 0)
+	return reply.Removed, err
+}
+
+// maxHandled bounds the ids a Client remembers for dedup. An envelope
+// comes back at most 3 times, within 10 leases of its first hand-over, so
+// only recent ids matter.
+const maxHandled = 4096
+
+// handledSet is the envelope ids a Client has acknowledged, oldest first
+// out.
+type handledSet struct {
+	mu    sync.Mutex // guards ids and order
+	ids   map[string]struct{}
+	order []string
+}
+
+func (h *handledSet) add(id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ids == nil {
+		h.ids = map[string]struct{}{}
+	}
+	if _, ok := h.ids[id]; ok {
+		return
+	}
+	if len(h.order) >= maxHandled {
+		delete(h.ids, h.order[0])
+		h.order = h.order[1:]
+	}
+	h.ids[id] = struct{}{}
+	h.order = append(h.order, id)
+}
+
+func (h *handledSet) has(id string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.ids[id]
+	return ok
 }

@@ -55,6 +55,8 @@ type Client struct {
 
 	mu      sync.Mutex // guards waiters
 	waiters map[*permWaiter]struct{}
+
+	handled handledSet // envelope ids acknowledged, for dedup (agent.go)
 }
 
 // permWaiter is a call that ends when the NATS server refuses a subject

@@ -37,6 +37,31 @@ type Envelope struct {
 	Origin      string  `json:"origin"`
 	Status      string  `json:"status"`
 	DeliveredAt string  `json:"delivered_at,omitempty"`
+	// Delivery is set only in an inbox.next reply: the lease under which
+	// the envelope was handed to its receiver's agent. Stored records and
+	// the envelope reply never carry it.
+	Delivery *Delivery `json:"delivery,omitempty"`
+}
+
+// MaxDeliveries bounds how often an envelope is handed to its receiver's
+// agent: the first delivery and 3 redeliveries (WACP Envelope §7,
+// "Redelivery: 3 (4 total incl. first send)"). When the lease of the last
+// one ends unacknowledged the envelope is undeliverable
+// (delivery_exhausted).
+const MaxDeliveries = 4
+
+// Delivery describes one hand-over of an envelope to its receiver's agent
+// by inbox.next (an extension of the wire contract). The envelope stays in
+// the inbox until the agent acknowledges it (inbox.ack, or inbox.next with
+// ack_previous); if LeaseExpiresAt passes first it is delivered again.
+type Delivery struct {
+	// Attempt counts the hand-overs, 1 for the first; at most MaxDeliveries.
+	Attempt int `json:"attempt"`
+	// MaxAttempts is MaxDeliveries.
+	MaxAttempts int `json:"max_attempts"`
+	// LeaseExpiresAt is when the envelope comes back to the inbox unless
+	// acknowledged: Attempt × the daemon's base lease after the hand-over.
+	LeaseExpiresAt string `json:"lease_expires_at"`
 }
 
 // Payload is an envelope's content.

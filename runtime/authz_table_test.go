@@ -27,6 +27,7 @@ const (
 	subDenied = "subscribe denied"   // the NATS server refuses the subscription
 	refused   = "connection refused" // the NATS server refuses the connection
 	denied    = "permission_denied"  // the error code, the most common one here
+	nf        = "not_found"          // the error code
 )
 
 // Kinds of subject a request is sent on.
@@ -88,6 +89,8 @@ var authzRows = []authzRow{
 		[]string{denied, denied, ok, denied, denied, pub, pub, pub, refused, refused}},
 	{"inbox.next", subjAgent, "inbox.next", `{"wait":"0s"}`, stActive,
 		[]string{ok, ok, ok, ok, ok, pub, pub, pub, refused, refused}},
+	{"inbox.ack", subjAgent, "inbox.ack", `{"id":"<CP>"}`, stActive,
+		[]string{nf, nf, nf, nf, nf, pub, pub, pub, refused, refused}},
 	{"checkpoint.get", subjAgent, "checkpoint.get", `{"id":"<CP>"}`, stActive,
 		[]string{ok, ok, ok, ok, denied, pub, pub, pub, refused, refused}},
 	{"checkpoint.list", subjAgent, "checkpoint.list", `{"workspace":"<W>"}`, stActive,

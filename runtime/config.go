@@ -51,6 +51,10 @@ type Config struct {
 	// (gc.go); zero means 10 minutes, negative turns it off. In-memory
 	// databases have no value log.
 	GCInterval time.Duration
+	// DeliveryLease is the base lease of an envelope handed out by
+	// inbox.next (lease.go): the agent has Attempt × DeliveryLease to
+	// acknowledge it before it is delivered again; zero means 30s.
+	DeliveryLease time.Duration
 	// FullCheck makes the integrity check at start read every trail entry.
 	// By default it reads only the entries written since the previous
 	// start's check (see trail.MarkChecked for why that is sound).
@@ -148,6 +152,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxObjectBytes <= 0 || c.MaxObjectBytes > maxObjectBytes {
 		c.MaxObjectBytes = maxObjectBytes
+	}
+	if c.DeliveryLease <= 0 {
+		c.DeliveryLease = defaultDeliveryLease
 	}
 	t := &c.Tolerance
 	if t.WallTime == 0 {

@@ -39,6 +39,8 @@ type Engine struct {
 
 	reqs    chan *request // operations for the committer goroutine (committer.go)
 	ackKick chan struct{} // AckOutbox has queued deletes (outbox.go)
+	// leaseKick tells the timer loop a delivery lease was taken (lease.go).
+	leaseKick chan struct{}
 	// pipelinedOps counts operations run in a batch built while another
 	// was being written.
 	pipelinedOps atomic.Uint64
@@ -124,7 +126,7 @@ func open(cfg Config, db *badger.DB) (_ *Engine, err error) {
 	e := &Engine{
 		cfg: cfg, db: db, clock: clock.New(cfg.Now), ids: clock.NewIDs(cfg.Entropy),
 		tax: cfg.Taxonomy, lg: cfg.Logger, inboxSig: map[string]chan struct{}{},
-		reqs: make(chan *request, maxBatchOps), ackKick: make(chan struct{}, 1), stop: make(chan struct{}), loopDone: make(chan struct{}),
+		reqs: make(chan *request, maxBatchOps), ackKick: make(chan struct{}, 1), leaseKick: make(chan struct{}, 1), stop: make(chan struct{}), loopDone: make(chan struct{}),
 	}
 	// Recovery step 1, the integrity check, before anything reads the trail
 	// (recovery.go).

@@ -203,9 +203,11 @@ func (e *Engine) party(id string) envelope.Party {
 	}
 }
 
-// NextEnvelope removes and returns the first envelope of ws's inbox
-// (blocking > urgent > normal, FIFO within a level), waiting up to wait for
-// one to arrive. It returns nil when none arrived.
+// NextEnvelope hands the agent of ws the first envelope of its inbox that
+// is not leased (blocking > urgent > normal, FIFO within a level) under a
+// delivery lease (lease.go), waiting up to wait for one to arrive. The
+// envelope stays in the inbox until acknowledged. It returns nil when none
+// arrived.
 func (e *Engine) NextEnvelope(ctx context.Context, ws string, wait time.Duration) (*envelope.Envelope, error) {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
@@ -224,46 +226,35 @@ func (e *Engine) NextEnvelope(ctx context.Context, ws string, wait time.Duration
 	}
 }
 
-// popInbox takes the first envelope of ws's inbox, or returns a channel that
-// is closed when the inbox next receives one.
+// popInbox leases the first envelope of ws's inbox that is not leased, or
+// returns a channel that is closed when the inbox next receives one (a
+// delivery, or a lease that ended).
 func (e *Engine) popInbox(ws string) (*envelope.Envelope, <-chan struct{}, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return nil, nil, ErrClosed
-	}
-	if e.get(ws) == nil {
-		return nil, nil, refuse(CodeNotFound, "workspace %s does not exist", ws)
-	}
 	var env *envelope.Envelope
-	err := e.db.Update(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: inboxPrefix(ws)})
-		it.Rewind()
-		if !it.Valid() {
-			it.Close()
+	var ch chan struct{}
+	err := e.run(0, func() error {
+		if e.get(ws) == nil {
+			return refuse(CodeNotFound, "workspace %s does not exist", ws)
+		}
+		return e.commit(func(t *tx) error {
+			got, err := t.lease(ws)
+			if err != nil || got != nil {
+				env = got
+				return err
+			}
+			// Registered inside the batch: a delivery later in it closes ch.
+			var ok bool
+			if ch, ok = e.inboxSig[ws]; !ok {
+				ch = make(chan struct{})
+				e.inboxSig[ws] = ch
+			}
 			return nil
-		}
-		key := it.Item().KeyCopy(nil)
-		it.Close()
-		got, err := getEnvelope(txn, string(key[len(inboxPrefix(ws))+1:]))
-		if err != nil {
-			return err
-		}
-		env = &got
-		return txn.Delete(key)
+		})
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: take from inbox: %v", ErrStorage, err)
+		return nil, nil, err
 	}
-	if env != nil {
-		return env, nil, nil
-	}
-	ch, ok := e.inboxSig[ws]
-	if !ok {
-		ch = make(chan struct{})
-		e.inboxSig[ws] = ch
-	}
-	return nil, ch, nil
+	return env, ch, nil
 }
 
 func putEnvelope(txn *badger.Txn, env envelope.Envelope) error {

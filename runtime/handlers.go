@@ -39,6 +39,9 @@ func (r *Runtime) envelope(ctx context.Context, c caller, body []byte) (any, err
 func (r *Runtime) inboxNext(ctx context.Context, c caller, body []byte) (any, error) {
 	var req struct {
 		Wait string `json:"wait"`
+		// AckPrevious (default true): asking for the next envelope
+		// acknowledges those leased to the caller (lease.go).
+		AckPrevious *bool `json:"ack_previous"`
 	}
 	if err := decode(body, &req); err != nil {
 		return nil, err
@@ -50,6 +53,11 @@ func (r *Runtime) inboxNext(ctx context.Context, c caller, body []byte) (any, er
 			return nil, refuse(CodeInvalidStructure, "wait %q is not a duration between 0 and %s", req.Wait, MaxWait)
 		}
 		wait = d
+	}
+	if req.AckPrevious == nil || *req.AckPrevious {
+		if _, err := r.eng.AckLeased(ctx, c.ws); err != nil {
+			return nil, err
+		}
 	}
 	env, err := r.eng.NextEnvelope(ctx, c.ws, 0)
 	if err == nil && env == nil && wait > 0 {
@@ -66,6 +74,18 @@ func (r *Runtime) inboxNext(ctx context.Context, c caller, body []byte) (any, er
 		return struct{}{}, err
 	}
 	return env, nil
+}
+
+// inboxAck acknowledges one envelope of the caller's inbox (extension,
+// lease.go).
+func (r *Runtime) inboxAck(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		ID string `json:"id"`
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	return r.eng.AckEnvelope(ctx, c.ws, req.ID)
 }
 
 func (r *Runtime) checkpointGet(ctx context.Context, c caller, body []byte) (any, error) {

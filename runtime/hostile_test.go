@@ -155,6 +155,7 @@ func TestHostileInputWrongTypesIsInvalidStructure(t *testing.T) {
 		"signal":                     `{"type":["ready"]}`,
 		"envelope":                   `{"to":"` + w + `","type":"directive","payload":{"content":"x","attachments":"a"}}`,
 		"inbox.next":                 `{"wait":5}`,
+		"inbox.ack":                  `{"id":5}`,
 		"checkpoint.get":             `{"id":1}`,
 		"checkpoint.list":            `{"limit":"10"}`,
 		"checkpoint.head":            `{"final":"yes"}`,

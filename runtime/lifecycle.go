@@ -237,11 +237,14 @@ func (e *Engine) expireTimeoutsLocked(ctx context.Context, now time.Time) (int, 
 	return n, nil
 }
 
-// RunTimers calls ExpireTimeouts every interval until ctx is done. The
-// caller owns the goroutine it runs in.
+// RunTimers calls ExpireTimeouts every interval, and ExpireLeases when the
+// earliest delivery lease ends (lease.go), until ctx is done. The caller
+// owns the goroutine it runs in.
 func (e *Engine) RunTimers(ctx context.Context, interval time.Duration) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
+	leases := newLeaseTimer(e, interval)
+	defer leases.timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -250,6 +253,10 @@ func (e *Engine) RunTimers(ctx context.Context, interval time.Duration) {
 			if _, err := e.ExpireTimeouts(ctx, e.clock.Now()); err != nil {
 				e.lg.Error("expire timeouts", "err", err)
 			}
+		case <-e.leaseKick:
+			leases.reset()
+		case <-leases.timer.C:
+			leases.fire(ctx)
 		}
 	}
 }

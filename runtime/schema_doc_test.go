@@ -21,7 +21,7 @@ const docsDir = "../docs"
 // documents them. TestSchemaDocAgentOpsMatchService checks the list against
 // startService's agentOps map.
 var docAgentOps = []string{
-	"checkpoint", "signal", "envelope", "inbox.next",
+	"checkpoint", "signal", "envelope", "inbox.next", "inbox.ack",
 	"checkpoint.get", "checkpoint.list", "checkpoint.head",
 	"workspace.create", "workspace.get", "workspace.list",
 	"workspace.abort", "workspace.suspend", "workspace.resume",

@@ -79,6 +79,7 @@ func (r *Runtime) endpoints() []endpoint {
 		"signal":                     r.signal,
 		"envelope":                   r.envelope,
 		"inbox.next":                 r.inboxNext,
+		"inbox.ack":                  r.inboxAck,
 		"checkpoint.get":             r.checkpointGet,
 		"checkpoint.list":            r.checkpointList,
 		"checkpoint.head":            r.checkpointHead,

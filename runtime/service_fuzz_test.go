@@ -23,7 +23,8 @@ var serviceSeeds = map[string][]string{
 	},
 	"signal":     {`{"type":"ready"}`, `{"type":"blocked","reason":"waiting","ref":"r"}`, `{"type":"checkpoint"}`},
 	"envelope":   {`{"to":"W","type":"directive","payload":{"content":"go"}}`, `{"to":"W","type":"feedback","priority":"urgent","in_reply_to":"e","payload":{"format":"json","content":"{}","attachments":["a"]}}`},
-	"inbox.next": {`{}`, `{"wait":"1ms"}`, `{"wait":"-1s"}`},
+	"inbox.next": {`{}`, `{"wait":"1ms"}`, `{"wait":"-1s"}`, `{"ack_previous":false}`},
+	"inbox.ack":  {`{"id":"x"}`, `{}`},
 
 	"checkpoint.get":  {`{"id":"x"}`},
 	"checkpoint.list": {`{"workspace":"W","limit":2}`, `{"after":"x"}`},

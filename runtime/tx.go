@@ -28,6 +28,7 @@ type tx struct {
 	chains   map[string]checkpointchain.Chain
 	outbox   []OutboxItem
 	inboxed  map[string]bool // workspaces whose inbox got an envelope
+	leased   bool            // a delivery lease was taken (lease.go)
 	later    []func()        // run after a successful commit
 	steps    *int            // writes started in the whole batch (shared)
 	detail   string          // free text for the next workspace_state_changed, then cleared
@@ -97,6 +98,7 @@ func (t *tx) merge(c *tx) {
 	for id := range c.inboxed {
 		t.inboxed[id] = true
 	}
+	t.leased = t.leased || c.leased
 	t.outbox = append(t.outbox, c.outbox...)
 	t.later = append(t.later, c.later...)
 	t.reasons = append(t.reasons, c.reasons...)
@@ -115,6 +117,9 @@ func (e *Engine) apply(t *tx) {
 			close(ch)
 			delete(e.inboxSig, id)
 		}
+	}
+	if t.leased {
+		e.kickLeases()
 	}
 	for _, f := range t.later {
 		f()

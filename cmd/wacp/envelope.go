@@ -59,9 +59,13 @@ func envelopeSend(c *cli, args []string) error {
 	})
 }
 
+// inboxNext takes the next envelope under a delivery lease, prints it and
+// then acknowledges it: printing is the CLI's handling, so a reply lost on
+// the way leaves the envelope in the inbox to come back after its lease.
 func inboxNext(c *cli, args []string) error {
-	fs := c.flags("inbox next", "inbox next [--wait D]")
+	fs := c.flags("inbox next", "inbox next [--wait D] [--no-ack]")
 	wait := fs.Duration("wait", 0, "wait up to this long for an envelope, e.g. 30s (at most 5m)")
+	noAck := fs.Bool("no-ack", false, "leave the envelope leased: it comes back after its lease unless acknowledged with inbox ack")
 	if _, err := parse(fs, args, 0, 0); err != nil {
 		return err
 	}
@@ -81,7 +85,37 @@ func inboxNext(c *cli, args []string) error {
 		}
 		return nil
 	}
-	return c.printBody(env, func(w io.Writer) { printEnvelope(w, env) }, env.Payload.Content)
+	if env.Delivery != nil && env.Delivery.Attempt > 1 {
+		fmt.Fprintf(c.stderr, "redelivered: attempt %d of %d (its lease ended unacknowledged before)\n",
+			env.Delivery.Attempt, env.Delivery.MaxAttempts)
+	}
+	if err := c.printBody(env, func(w io.Writer) { printEnvelope(w, env) }, env.Payload.Content); err != nil || *noAck {
+		return err
+	}
+	_, err = cl.Ack(c.ctx, env.ID)
+	return err
+}
+
+func inboxAck(c *cli, args []string) error {
+	const cmd = "inbox ack"
+	fs := c.flags(cmd, cmd+" ID")
+	pos, err := parse(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	cl, err := c.dial()
+	if err != nil {
+		return err
+	}
+	removed, err := cl.Ack(c.ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	res := struct {
+		ID      string `json:"id"`
+		Removed bool   `json:"removed"`
+	}{pos[0], removed}
+	return c.print(res, func(w io.Writer) { kv(w, "envelope", res.ID, "removed", fmt.Sprint(res.Removed)) })
 }
 
 func printEnvelope(w io.Writer, env *envelope.Envelope) {

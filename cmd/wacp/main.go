@@ -34,7 +34,8 @@ commands:
   workspace list [--parent P] [--state S]
   workspace abort|suspend|resume ID [--reason R]
   envelope send --to WS --type T [--content C | --file F | -] [flags]
-  inbox next [--wait D]                  take the next envelope of your inbox
+  inbox next [--wait D] [--no-ack]       take the next envelope of your inbox, print it, acknowledge it
+  inbox ack ID                           acknowledge an envelope (it leaves your inbox)
   checkpoint create --type T --intent I --status S --confidence C [flags]
   checkpoint get ID
   checkpoint list [--workspace WS] [--after ID] [--limit N]
@@ -99,7 +100,7 @@ var commands = map[string]func(*cli, []string) error{
 	"info":       infoCmd,
 	"workspace":  sub("workspace", map[string]func(*cli, []string) error{"create": workspaceCreate, "get": workspaceGet, "list": workspaceList, "abort": workspaceOp("abort"), "suspend": workspaceOp("suspend"), "resume": workspaceOp("resume")}),
 	"envelope":   sub("envelope", map[string]func(*cli, []string) error{"send": envelopeSend}),
-	"inbox":      sub("inbox", map[string]func(*cli, []string) error{"next": inboxNext}),
+	"inbox":      sub("inbox", map[string]func(*cli, []string) error{"next": inboxNext, "ack": inboxAck}),
 	"checkpoint": sub("checkpoint", map[string]func(*cli, []string) error{"create": checkpointCreate, "get": checkpointGet, "list": checkpointList, "head": checkpointHead}),
 	"signal":     sub("signal", map[string]func(*cli, []string) error{"emit": signalEmit}),
 	"integrate":  integrateCmd,

@@ -59,6 +59,28 @@ func TestCommands(t *testing.T) {
 	if code, out, errs := wacp(t, append(worker, "inbox", "next", "--wait", "2s")...); code != 0 || !strings.Contains(out, "parse it") {
 		t.Errorf("wacp inbox next = %d, %q, %q; want the directive", code, out, errs)
 	}
+	// inbox next acknowledged what it printed; with --no-ack the envelope
+	// stays leased until inbox ack.
+	if code, out, errs := wacp(t, append(admin, "envelope", "send", "--to", ws, "--type", "feedback", "--content", "again")...); code != 0 {
+		t.Fatalf("wacp envelope send = %d, %q, %q", code, out, errs)
+	}
+	code, out, errs = wacp(t, append(worker, "-o", "json", "inbox", "next", "--no-ack")...)
+	var leased struct {
+		ID       string
+		Delivery struct{ Attempt int }
+	}
+	if err := json.Unmarshal([]byte(out), &leased); code != 0 || err != nil || leased.Delivery.Attempt != 1 {
+		t.Fatalf("wacp inbox next --no-ack = %d, %q, %q; want the feedback at attempt 1", code, out, errs)
+	}
+	if code, out, errs := wacp(t, append(worker, "-o", "json", "inbox", "ack", leased.ID)...); code != 0 || !strings.Contains(out, `"removed": true`) {
+		t.Errorf("wacp inbox ack %s = %d, %q, %q; want removed", leased.ID, code, out, errs)
+	}
+	if code, out, errs := wacp(t, append(worker, "-o", "json", "inbox", "ack", leased.ID)...); code != 0 || !strings.Contains(out, `"removed": false`) {
+		t.Errorf("wacp inbox ack %s again = %d, %q, %q; want ok, not removed", leased.ID, code, out, errs)
+	}
+	if code, out, errs := wacp(t, append(worker, "-o", "json", "inbox", "next")...); code != 0 || strings.TrimSpace(out) != "{}" {
+		t.Errorf("wacp inbox next after both were acknowledged = %d, %q, %q; want {}", code, out, errs)
+	}
 
 	file := filepath.Join(t.TempDir(), "notes.md")
 	if err := os.WriteFile(file, []byte("# parser\ndone\n"), 0o600); err != nil {
