@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -34,15 +35,21 @@ func (c *Client) ReadTrail(ctx context.Context, q TrailQuery) (TrailPage, error)
 	return page, err
 }
 
+// VerifyWait is how much longer than Options.Timeout VerifyTrail waits for
+// its answer: the daemon reads every stored structure, at some 50,000
+// entries a second on two cores (docs/performance.md).
+const VerifyWait = 5 * time.Minute
+
 // VerifyTrail recomputes the trail's hashes (audit.trail.verify): the
 // global chain and every workspace chain, or only workspace ws's chain when
-// ws is set. A broken trail is a result with OK false, not an error.
+// ws is set. A broken trail is a result with OK false, not an error. It
+// waits up to VerifyWait longer than other calls.
 func (c *Client) VerifyTrail(ctx context.Context, ws string) (trail.VerifyResult, error) {
 	req := struct {
 		Workspace string `json:"workspace,omitempty"`
 	}{ws}
 	var res trail.VerifyResult
-	err := c.call(ctx, "wacp.v1.audit.trail.verify", req, &res, 0)
+	err := c.call(ctx, "wacp.v1.audit.trail.verify", req, &res, VerifyWait)
 	return res, err
 }
 
