@@ -41,16 +41,31 @@ func (c *Client) GetCheckpoint(ctx context.Context, id string) (checkpointchain.
 // checkpoint after ("" from the start), at most limit (0: the daemon's
 // default). ws "" is the client's workspace.
 func (c *Client) ListCheckpoints(ctx context.Context, ws, after string, limit int) ([]checkpointchain.Checkpoint, error) {
-	req := struct {
-		Workspace string `json:"workspace,omitempty"`
-		After     string `json:"after,omitempty"`
-		Limit     int    `json:"limit,omitempty"`
-	}{ws, after, limit}
-	var reply struct {
-		Checkpoints []checkpointchain.Checkpoint `json:"checkpoints"`
+	if limit <= 0 || limit > 1000 {
+		limit = 1000
 	}
-	err := c.call(ctx, c.agent("checkpoint.list"), req, &reply, 0)
-	return reply.Checkpoints, err
+	// The daemon pages by bytes too (its reply stays under the server's
+	// max payload): follow next until limit checkpoints or the end.
+	var out []checkpointchain.Checkpoint
+	for {
+		req := struct {
+			Workspace string `json:"workspace,omitempty"`
+			After     string `json:"after,omitempty"`
+			Limit     int    `json:"limit,omitempty"`
+		}{ws, after, limit - len(out)}
+		var reply struct {
+			Checkpoints []checkpointchain.Checkpoint `json:"checkpoints"`
+			Next        *string                      `json:"next"`
+		}
+		if err := c.call(ctx, c.agent("checkpoint.list"), req, &reply, 0); err != nil {
+			return out, err
+		}
+		out = append(out, reply.Checkpoints...)
+		if reply.Next == nil || len(reply.Checkpoints) == 0 || len(out) >= limit {
+			return out, nil
+		}
+		after = *reply.Next
+	}
 }
 
 // Head returns the head of workspace ws's chain, or with final its most

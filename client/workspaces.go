@@ -26,15 +26,28 @@ func (c *Client) GetWorkspace(ctx context.Context, id string) (*workspace.Worksp
 // ListWorkspaces lists workspaces (coordinator), filtered by parent and
 // state when they are set.
 func (c *Client) ListWorkspaces(ctx context.Context, parent string, state workspace.State) ([]*workspace.Workspace, error) {
-	req := struct {
-		Parent string          `json:"parent,omitempty"`
-		State  workspace.State `json:"state,omitempty"`
-	}{parent, state}
-	var reply struct {
-		Workspaces []*workspace.Workspace `json:"workspaces"`
+	// The daemon pages (by count and by bytes): follow next to the end.
+	var out []*workspace.Workspace
+	after := ""
+	for {
+		req := struct {
+			Parent string          `json:"parent,omitempty"`
+			State  workspace.State `json:"state,omitempty"`
+			After  string          `json:"after,omitempty"`
+		}{parent, state, after}
+		var reply struct {
+			Workspaces []*workspace.Workspace `json:"workspaces"`
+			Next       *string                `json:"next"`
+		}
+		if err := c.call(ctx, c.agent("workspace.list"), req, &reply, 0); err != nil {
+			return out, err
+		}
+		out = append(out, reply.Workspaces...)
+		if reply.Next == nil || len(reply.Workspaces) == 0 {
+			return out, nil
+		}
+		after = *reply.Next
 	}
-	err := c.call(ctx, c.agent("workspace.list"), req, &reply, 0)
-	return reply.Workspaces, err
 }
 
 type idRequest struct {

@@ -170,7 +170,7 @@ func (r *Runtime) auditRead(ctx context.Context, c caller, body []byte) (any, er
 	}
 	entries, next, err := r.eng.Trail().Read(ctx, trail.Query{
 		After: req.After, Limit: req.Limit, Workspace: req.Workspace, EventType: req.EventType,
-		Actor: req.Actor, Since: req.Since, Until: req.Until, Body: req.Body,
+		Actor: req.Actor, Since: req.Since, Until: req.Until, Body: req.Body, MaxBytes: r.replyBudget(),
 	})
 	if errors.Is(err, trail.ErrNotFound) {
 		return nil, refuse(CodeNotFound, "no trail entry %s", req.After)

@@ -125,7 +125,7 @@ func (e *Engine) rejectCheckpoint(w *workspace.Workspace, typ string, cause erro
 	}
 	err := e.commit(func(t *tx) error {
 		_, err := t.append(w.ID, w.Role, trail.EventCheckpointRejected, map[string]any{
-			"workspace": w.ID, "type": optional(typ), "reason": rj.Reason, "timestamp": nil,
+			"workspace": w.ID, "type": optional(bounded(typ)), "reason": rj.Reason, "timestamp": nil,
 		})
 		return err
 	})

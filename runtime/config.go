@@ -103,6 +103,9 @@ type Config struct {
 	// flight) and its error replaces a success (an ambiguous failure: the
 	// batch is on disk but reported failed).
 	written func() error
+	// pageBytes is a test seam: the byte budget of a list page (paging.go);
+	// zero means half the server's max payload.
+	pageBytes int
 	// onServer is a test seam: given the embedded NATS server once it runs.
 	onServer func(*server.Server)
 	// observer, if set, is told of each durable commit and each rejection

@@ -12,3 +12,9 @@ func WithServerHook(cfg Config, f func(*server.Server)) Config {
 	cfg.onServer = f
 	return cfg
 }
+
+// WithPageBytes returns cfg with list pages of at most n bytes of items.
+func WithPageBytes(cfg Config, n int) Config {
+	cfg.pageBytes = n
+	return cfg
+}

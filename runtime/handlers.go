@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -110,11 +111,24 @@ func (r *Runtime) checkpointList(ctx context.Context, c caller, body []byte) (an
 	if req.Workspace == "" {
 		req.Workspace = c.ws
 	}
-	list, err := r.eng.ListCheckpoints(ctx, c.ws, req.Workspace, req.After, req.Limit)
+	limit := req.Limit
+	if limit <= 0 || limit > 1000 {
+		limit = 1000
+	}
+	// One more than the page, to tell whether another follows.
+	list, err := r.eng.ListCheckpoints(ctx, c.ws, req.Workspace, req.After, limit+1)
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"checkpoints": nonNil(list)}, nil
+	list, more, err := pageOf(list, limit, r.replyBudget())
+	if err != nil {
+		return nil, err
+	}
+	var next *string
+	if more {
+		next = &list[len(list)-1].ID
+	}
+	return map[string]any{"checkpoints": nonNil(list), "next": next}, nil
 }
 
 func (r *Runtime) checkpointHead(ctx context.Context, c caller, body []byte) (any, error) {
@@ -168,15 +182,35 @@ func (r *Runtime) workspaceList(ctx context.Context, c caller, body []byte) (any
 	var req struct {
 		Parent string          `json:"parent"`
 		State  workspace.State `json:"state"`
+		After  string          `json:"after"`
+		Limit  int             `json:"limit"`
 	}
 	if err := decode(body, &req); err != nil {
 		return nil, err
+	}
+	if req.Limit <= 0 || req.Limit > 1000 {
+		req.Limit = 1000
 	}
 	list, err := r.eng.ListWorkspaces(ctx, c.ws, req.Parent, req.State)
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"workspaces": nonNil(list)}, nil
+	if req.After != "" { // ids sort in creation order, as the list does
+		i, _ := slices.BinarySearchFunc(list, req.After, func(w *workspace.Workspace, id string) int { return strings.Compare(w.ID, id) })
+		if i < len(list) && list[i].ID == req.After {
+			i++
+		}
+		list = list[i:]
+	}
+	list, more, err := pageOf(list, req.Limit, r.replyBudget())
+	if err != nil {
+		return nil, err
+	}
+	var next *string
+	if more {
+		next = &list[len(list)-1].ID
+	}
+	return map[string]any{"workspaces": nonNil(list), "next": next}, nil
 }
 
 func (r *Runtime) workspaceOp(op string) handlerFunc {
@@ -290,6 +324,7 @@ func (r *Runtime) agentTrail(ctx context.Context, c caller, body []byte) (any, e
 	}
 	entries, next, err := r.eng.ReadTrail(ctx, c.ws, trail.Query{
 		After: req.After, Limit: req.Limit, EventType: req.EventType, Workspace: req.Workspace,
+		MaxBytes: r.replyBudget(),
 	})
 	if err != nil {
 		return nil, err

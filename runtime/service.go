@@ -40,6 +40,7 @@ type handlerFunc func(ctx context.Context, c caller, body []byte) (any, error)
 // metrics), subject, handler and who may call it.
 type endpoint struct {
 	name, subject string
+	op            string // the subject's last tokens: "envelope", "audit.trail.read", …
 	h             handlerFunc
 	aud           audience
 	checksOwnBody bool // the handler, not handle, bounds the body's size and nesting
@@ -101,7 +102,7 @@ func (r *Runtime) endpoints() []endpoint {
 	for _, op := range slices.Sorted(maps.Keys(agentOps)) {
 		eps = append(eps, endpoint{
 			name: "agent_" + strings.ReplaceAll(op, ".", "_"), subject: "wacp.v1.agent.*." + op,
-			h: agentOps[op], aud: agents,
+			h: agentOps[op], aud: agents, op: op,
 			// The engine bounds a checkpoint's size and nesting itself, and
 			// records the refusal as checkpoint_rejected.
 			checksOwnBody: op == "checkpoint",
@@ -150,8 +151,18 @@ func (r *Runtime) serve(ep endpoint) micro.HandlerFunc {
 				r.replyErr(ep.name, req, err)
 				return
 			}
+			data, err := json.Marshal(v)
+			if err != nil {
+				r.replyErr(ep.name, req, fmt.Errorf("encode the reply: %w", err))
+				return
+			}
+			// Headers and framing take a little of the max payload.
+			if max := r.maxPayload() - 4096; len(data) > max {
+				r.replyErr(ep.name, req, tooLarge(len(data), max))
+				return
+			}
 			r.metrics.request(ep.name, "ok")
-			if err := req.RespondJSON(v); err != nil {
+			if err := req.Respond(data); err != nil {
 				r.cfg.Logger.Warn("reply", "subject", req.Subject(), "err", err)
 			}
 		}()
@@ -175,8 +186,13 @@ func (r *Runtime) handle(ctx context.Context, ep endpoint, c caller, body []byte
 	if !utf8.Valid(body) {
 		return nil, refuse(CodeInvalidStructure, "request body is not valid UTF-8")
 	}
-	if !ep.checksOwnBody && taxonomy.Nesting(body) > taxonomy.MaxNesting {
-		return nil, refuse(CodeInvalidStructure, "request body nests objects and arrays deeper than %d levels", taxonomy.MaxNesting)
+	if !ep.checksOwnBody {
+		if taxonomy.Nesting(body) > taxonomy.MaxNesting {
+			return nil, refuse(CodeInvalidStructure, "request body nests objects and arrays deeper than %d levels", taxonomy.MaxNesting)
+		}
+		if err := checkStrings(ep.op, body); err != nil {
+			return nil, err
+		}
 	}
 	return ep.h(ctx, c, body)
 }

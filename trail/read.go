@@ -31,7 +31,15 @@ type Query struct {
 	// with this value (a string field equal to it, or any other JSON value
 	// whose text equals it).
 	Body map[string]string
+	// MaxBytes, if positive, ends a page before the entry that would take
+	// the page's JSON past it (estimated: each entry's body plus
+	// entryOverhead); the first entry is always taken.
+	MaxBytes int
 }
+
+// entryOverhead bounds what an entry's JSON holds besides its body: ids,
+// timestamps, actor, event type and the integrity hashes with their keys.
+const entryOverhead = 1024
 
 func (q Query) match(e Entry) bool {
 	return (q.Workspace == "" || e.Workspace == q.Workspace) &&
@@ -91,11 +99,13 @@ func (l *Log) Read(ctx context.Context, q Query) ([]Entry, string, error) {
 			}
 			after = s
 		}
+		size := 0
 		return l.scan(ctx, txn, q.Workspace, after, func(s stored) bool {
 			if !q.match(s.Entry) {
 				return true
 			}
-			if len(out) == q.limit() {
+			size += len(s.Entry.Body) + entryOverhead
+			if len(out) == q.limit() || (q.MaxBytes > 0 && len(out) > 0 && size > q.MaxBytes) {
 				more = true
 				return false
 			}
