@@ -58,6 +58,10 @@ func TestSignalEngine_StateEffects(t *testing.T) {
 		}, `{"type":"started"}`, workspace.Blocked, workspace.Active, workspace.AgentStarted},
 		{"complete: active to integrating", nil, `{"type":"complete"}`, workspace.Active, workspace.Integrating, workspace.AgentComplete},
 		{"failed: active to failed", nil, `{"type":"failed","reason":"cannot do it"}`, workspace.Active, workspace.Failed, workspace.AgentFailed},
+		// Conformance deviation 2: agent failed from idle and blocked too.
+		{"failed: blocked to failed", func(t *testing.T, e *Engine, ws string) {
+			emitOK(t, e, ws, `{"type":"blocked","reason":"need input"}`)
+		}, `{"type":"failed","reason":"cannot do it"}`, workspace.Blocked, workspace.Failed, workspace.AgentFailed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -424,4 +428,28 @@ func TestSignalEngine_RejectionCodes(t *testing.T) {
 	e := openVerified(t)
 	_, err := e.EmitSignal(ctx, "no-such-workspace", []byte(`{"type":"ready"}`))
 	wantCode(t, "EmitSignal(unknown workspace)", err, CodeNotFound)
+}
+
+// TestSignalEngine_FailedFromIdle: an agent that fails before its first
+// envelope fails its workspace (conformance deviation 2), with the trail
+// entry and the signal to its parent.
+func TestSignalEngine_FailedFromIdle(t *testing.T) {
+	e := openVerified(t)
+	w, err := e.CreateWorkspace(ctx, e.Root(), mustJSON(map[string]any{"role": "worker"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := wsState(t, e, w.ID); got != workspace.Idle {
+		t.Fatalf("setup: state = %s, want idle", got)
+	}
+	s := emitSignal(t, e, w.ID, `{"type":"failed","reason":"cannot start"}`)
+	if got := wsState(t, e, w.ID); got != workspace.Failed {
+		t.Errorf("failed from idle left the workspace %s, want failed", got)
+	}
+	wantBody(t, "workspace_state_changed", lastStateChange(t, e, w.ID), map[string]any{
+		"from_state": "idle", "to_state": "failed", "trigger": string(workspace.AgentFailed), "reason": "cannot start",
+	})
+	if s.DeliveredTo == nil || *s.DeliveredTo != e.Root() {
+		t.Errorf("signal delivered to %v, want the root", s.DeliveredTo)
+	}
 }

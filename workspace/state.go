@@ -48,7 +48,7 @@ const (
 	AgentBlocked         Trigger = "agent_blocked"            // active → blocked
 	AgentStarted         Trigger = "agent_started"            // blocked → active
 	AgentComplete        Trigger = "agent_complete"           // active → integrating
-	AgentFailed          Trigger = "agent_failed"             // active → failed
+	AgentFailed          Trigger = "agent_failed"             // idle, active, blocked → failed (conformance deviation 2)
 	Abort                Trigger = "abort"                    // any non-terminal → failed
 	ParentFailed         Trigger = "parent_failed"            // any non-terminal → failed (failure cascade)
 	SystemShutdown       Trigger = "system_shutdown"          // any non-terminal → failed (forced shutdown)
@@ -83,7 +83,7 @@ var table = map[Trigger]edge{
 	AgentBlocked:         {[]State{Active}, Blocked},
 	AgentStarted:         {[]State{Blocked}, Active},
 	AgentComplete:        {[]State{Active}, Integrating},
-	AgentFailed:          {[]State{Active}, Failed},
+	AgentFailed:          {[]State{Idle, Active, Blocked}, Failed},
 	Abort:                {nonTerminal, Failed},
 	ParentFailed:         {nonTerminal, Failed},
 	SystemShutdown:       {nonTerminal, Failed},

@@ -37,6 +37,7 @@ func specTable() []transition {
 		{workspace.Idle, workspace.ObserverStarted, workspace.Active},
 		{workspace.Idle, workspace.CreationError, workspace.Failed},
 		{workspace.Idle, workspace.Timeout, workspace.Failed},
+		{workspace.Idle, workspace.AgentFailed, workspace.Failed},
 		// active
 		{workspace.Active, workspace.Migrate, workspace.Migrating},
 		{workspace.Active, workspace.AgentBlocked, workspace.Blocked},
@@ -51,6 +52,7 @@ func specTable() []transition {
 		{workspace.Blocked, workspace.Suspend, workspace.Suspended},
 		{workspace.Blocked, workspace.Timeout, workspace.Failed},
 		{workspace.Blocked, workspace.BudgetExceeded, workspace.Failed},
+		{workspace.Blocked, workspace.AgentFailed, workspace.Failed},
 		// migrating
 		{workspace.Migrating, workspace.MigrationCompleted, toPre},
 		{workspace.Migrating, workspace.MigrationError, workspace.Failed},
