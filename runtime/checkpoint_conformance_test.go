@@ -355,6 +355,40 @@ func TestCheckpointConformance_FinalCheckpointForIntegration(t *testing.T) {
 			if got := trailWhere(t, e, trail.EventIntegrationStarted, map[string]string{"source": w.ID}); len(got) != 0 {
 				t.Errorf("integration_started entries = %d, want 0", len(got))
 			}
+			// Rule 2: the coordinator fails it instead, with the
+			// decision's reason, and then may salvage a provisional one.
+			for _, decision := range []string{"revise", "reject"} {
+				reason := map[string]string{"revise": "revision_required", "reject": "rejected"}[decision]
+				w := w
+				if decision == "reject" {
+					w = newWorker(t, e) // the first one has failed by now
+					if len(tt.statuses) > 0 {
+						checkpoint(t, e, w.ID, nil, "provisional")
+					}
+					if _, err := e.EmitSignal(ctx, w.ID, []byte(`{"type":"complete"}`)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				res, err := e.Integrate(ctx, e.Root(), mustJSON(map[string]any{"workspace": w.ID, "decision": decision}))
+				if err != nil || res.Outcome != "failed" {
+					t.Fatalf("Integrate(%s) with no final checkpoint = %+v, %v; want failed", decision, res, err)
+				}
+				if got := wsState(t, e, w.ID); got != workspace.Failed {
+					t.Errorf("state after %s = %s, want failed", decision, got)
+				}
+				b := lastStateChange(t, e, w.ID)
+				wantBody(t, "workspace_state_changed", b, map[string]any{"to_state": "failed", "reason": reason})
+				if got := trailWhere(t, e, trail.EventIntegrationAborted, map[string]string{"source": w.ID, "reason": reason}); len(got) != 1 {
+					t.Errorf("integration_aborted(%s) entries = %d, want 1", reason, len(got))
+				}
+				if len(tt.statuses) > 0 {
+					res, err := e.Integrate(ctx, e.Root(), mustJSON(map[string]any{
+						"workspace": w.ID, "decision": "accept", "mode": "salvage", "strategy": "evaluated"}))
+					if err != nil || res.Outcome != "salvaged" {
+						t.Errorf("salvage after %s = %+v, %v; want a provisional checkpoint salvaged", decision, res, err)
+					}
+				}
+			}
 		})
 	}
 }

@@ -130,7 +130,13 @@ func (e *Engine) integrateLocked(ctx context.Context, actor string, body []byte)
 		cpID = chain.Head
 	}
 	if cpID == "" {
-		return IntegrateResult{}, refuse(CodeNoFinalCheckpoint, "workspace %s has no final checkpoint to integrate", w.ID)
+		if req.Decision == DecisionAccept {
+			return IntegrateResult{}, refuse(CodeNoFinalCheckpoint, "workspace %s has no final checkpoint to integrate; fail it (reject or revise) and salvage a provisional one, or abort it", w.ID)
+		}
+		// Checkpoint spec rule 2: with no final checkpoint normal
+		// integration cannot proceed, and the coordinator fails the
+		// workspace (then may salvage a provisional checkpoint).
+		return e.failUnintegrated(a, w, req)
 	}
 	// Verify the checkpoint's integrity proof before integrating (Security §4.3).
 	// Read through the open batch: the checkpoint may have been created by an
@@ -205,6 +211,39 @@ func (e *Engine) integrateLocked(ctx context.Context, actor string, body []byte)
 		}
 		_, err = t.append(w.ID, e.actorOf(a), trail.EventIntegrationAborted, map[string]any{
 			"source": w.ID, "target": target, "mode": req.Mode, "reason": reason, "timestamp": nil,
+		})
+		if err != nil {
+			return err
+		}
+		res.Outcome, res.Workspace = string(workspace.Failed), c
+		return t.transition(c, workspace.IntegrationFailed, e.actorOf(a), reason, false)
+	})
+	if err != nil {
+		return IntegrateResult{}, err
+	}
+	res.Workspace = res.Workspace.Clone()
+	return res, nil
+}
+
+// failUnintegrated fails an integrating workspace that has no final
+// checkpoint, on a reject or revise decision (Checkpoint spec rule 2): the
+// integrate signal (no ref), integration_aborted with the decision's reason
+// and the transition to failed, in one commit. No integration_started is
+// written: there is no checkpoint to start from. Caller holds e.mu (runs
+// in the committer).
+func (e *Engine) failUnintegrated(a, w *workspace.Workspace, req IntegrateRequest) (IntegrateResult, error) {
+	reason := "rejected"
+	if req.Decision == DecisionRevise {
+		reason = "revision_required"
+	}
+	var res IntegrateResult
+	err := e.commit(func(t *tx) error {
+		c := t.ws(w.ID)
+		if _, err := t.emit(t.ws(a.ID), taxonomy.SignalIntegrate, "", "", e.actorOf(a)); err != nil {
+			return err
+		}
+		_, err := t.append(w.ID, e.actorOf(a), trail.EventIntegrationAborted, map[string]any{
+			"source": w.ID, "target": c.ParentID(), "mode": req.Mode, "reason": reason, "timestamp": nil,
 		})
 		if err != nil {
 			return err
