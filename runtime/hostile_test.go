@@ -118,7 +118,12 @@ func TestHostileInputInvalidUTF8IsInvalidStructure(t *testing.T) {
 	for _, body := range []string{"{\"id\":\"\xff\"}", "\xef\xbb", "{\"a\":\"\xed\xa0\x80\"}"} { // bad byte, cut sequence, surrogate
 		for _, op := range s.ops() {
 			t.Run(op, func(t *testing.T) {
-				msg := s.wantRefused(t, op, []byte(body), CodeInvalidStructure, "")
+				// A checkpoint's refusal is recorded (Checkpoint spec §8).
+				var record trail.EventType
+				if op == "checkpoint" {
+					record = trail.EventCheckpointRejected
+				}
+				msg := s.wantRefused(t, op, []byte(body), CodeInvalidStructure, record)
 				if !strings.Contains(msg, "UTF-8") {
 					t.Errorf("%s message %q does not say UTF-8", op, msg)
 				}

@@ -174,8 +174,9 @@ func (r *Runtime) serve(ep endpoint) micro.HandlerFunc {
 // too_large before anything reads it; an empty body reads as {}; a body
 // that is not UTF-8, or nests objects and arrays deeper than
 // taxonomy.MaxNesting, is invalid_structure. A body refused here changes
-// nothing. The checkpoint endpoint bounds size and nesting itself (the
-// engine records those refusals as checkpoint_rejected).
+// nothing. The checkpoint endpoint checks size, UTF-8 and nesting itself:
+// the engine records every refusal of a checkpoint as checkpoint_rejected
+// (Checkpoint spec §8).
 func (r *Runtime) handle(ctx context.Context, ep endpoint, c caller, body []byte) (any, error) {
 	if limit := r.eng.cfg.MaxObjectBytes; len(body) > limit && !ep.checksOwnBody {
 		return nil, refuse(CodeTooLarge, "request of %d bytes exceeds the limit of %d bytes; store large artifacts elsewhere and pass references", len(body), limit)
@@ -183,10 +184,10 @@ func (r *Runtime) handle(ctx context.Context, ep endpoint, c caller, body []byte
 	if len(bytes.TrimSpace(body)) == 0 {
 		body = []byte("{}")
 	}
-	if !utf8.Valid(body) {
-		return nil, refuse(CodeInvalidStructure, "request body is not valid UTF-8")
-	}
 	if !ep.checksOwnBody {
+		if !utf8.Valid(body) {
+			return nil, refuse(CodeInvalidStructure, "request body is not valid UTF-8")
+		}
 		if taxonomy.Nesting(body) > taxonomy.MaxNesting {
 			return nil, refuse(CodeInvalidStructure, "request body nests objects and arrays deeper than %d levels", taxonomy.MaxNesting)
 		}

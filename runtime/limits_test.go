@@ -226,3 +226,39 @@ func TestReplyTooLarge(t *testing.T) {
 		t.Errorf("checkpoint.list of 5.4 MB = %q %s, want too_large, reply too large", code, m.Data)
 	}
 }
+
+// TestCheckpointNotUTF8IsRecorded: every refusal of a checkpoint writes
+// checkpoint_rejected (Checkpoint spec §8), a body that is not UTF-8
+// included; the invalid bytes are not recorded.
+func TestCheckpointNotUTF8IsRecorded(t *testing.T) {
+	ctx := clientCtx(t)
+	d := daemontest.Start(t, runtime.Config{})
+	coord, err := dialClient(t, ctx, client.Options{URL: d.URL, Token: d.AdminToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := directedWorker(t, ctx, coord)
+	nc := natsConn(t, d.URL, created.Token)
+	body := []byte("{\"type\":\"artifact\",\"intent\":\"bad \xff\xfe bytes\",\"status\":\"final\",\"confidence\":\"high\"}")
+	m, err := nc.Request("wacp.v1.agent."+created.Workspace.ID+".checkpoint", body, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := m.Header.Get("Nats-Service-Error"); code != "invalid_structure" {
+		t.Fatalf("a checkpoint that is not UTF-8 = %q, want invalid_structure", code)
+	}
+	page, err := coord.ReadTrail(ctx, client.TrailQuery{Workspace: created.Workspace.ID, EventType: trail.EventCheckpointRejected})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Entries) != 1 {
+		t.Fatalf("%d checkpoint_rejected entries, want 1", len(page.Entries))
+	}
+	var b struct {
+		Reason string `json:"reason"`
+	}
+	json.Unmarshal(page.Entries[0].Body, &b)
+	if b.Reason != "invalid_structure" || bytes.Contains(page.Entries[0].Body, []byte("bad")) {
+		t.Errorf("checkpoint_rejected body %s, want reason invalid_structure and nothing of the body", page.Entries[0].Body)
+	}
+}
