@@ -14,7 +14,7 @@ const module = "github.com/wacpd/wacpd"
 // client), nor runtime or client; and only test files import "testing".
 func TestDeps(t *testing.T) {
 	deptest.Check(t, module+"/auditor", deptest.Rules{
-		OwnAllowed: []string{module + "/integrity", module + "/trail", module + "/checkpointchain", module + "/casstore", module + "/taxonomy", module + "/internal/canon"},
+		OwnAllowed: []string{module + "/integrity", module + "/trail", module + "/checkpointchain", module + "/casstore", module + "/taxonomy", module + "/internal/canon", module + "/internal/strictjson"},
 		Forbidden: []string{
 			"github.com/nats-io/", // no NATS at all: the verifier works offline
 			"testing/...",         // only _test files may import it

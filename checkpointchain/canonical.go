@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/wacpd/wacpd/internal/strictjson"
+
 	"github.com/gowebpki/jcs"
 
 	"github.com/wacpd/wacpd/casstore"
@@ -70,13 +72,8 @@ func Seal(c *Checkpoint) ([]byte, error) {
 // ErrNotCanonical, so a stored object decodes to exactly one record.
 func Decode(b []byte) (Checkpoint, error) {
 	var r record
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
+	if err := strictjson.Decode(b, &r); err != nil {
 		return Checkpoint{}, fmt.Errorf("%w: %v", ErrNotCanonical, err)
-	}
-	if dec.More() {
-		return Checkpoint{}, fmt.Errorf("%w: trailing data", ErrNotCanonical)
 	}
 	c := Checkpoint{
 		ID: r.ID, Workspace: r.Workspace, Type: r.Type, Payload: r.Payload, Intent: r.Intent,

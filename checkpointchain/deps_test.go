@@ -13,7 +13,7 @@ const module = "github.com/wacpd/wacpd"
 // NATS.
 func TestDepsDirection(t *testing.T) {
 	deptest.Check(t, module+"/checkpointchain", deptest.Rules{
-		OwnAllowed: []string{module + "/casstore", module + "/taxonomy", module + "/internal/canon"},
+		OwnAllowed: []string{module + "/casstore", module + "/taxonomy", module + "/internal/canon", module + "/internal/strictjson"},
 		Forbidden:  []string{"github.com/nats-io/"},
 	})
 }

@@ -1,14 +1,13 @@
 package checkpointchain
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/wacpd/wacpd/internal/strictjson"
 	"github.com/wacpd/wacpd/taxonomy"
 )
 
@@ -43,14 +42,8 @@ func DecodeRequest(data []byte) (Request, error) {
 		return bad("request nests objects and arrays deeper than %d levels", taxonomy.MaxNesting)
 	}
 	var r Request
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
+	if err := strictjson.Decode(data, &r); err != nil {
 		return bad("malformed request: %v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		// dec.More would let a stray '}' or ']' through.
-		return bad("trailing data after the request")
 	}
 	if err := r.check(); err != nil {
 		return Request{}, err

@@ -1,10 +1,9 @@
 package envelope
 
 import (
-	"bytes"
-	"encoding/json"
-	"io"
 	"unicode/utf8"
+
+	"github.com/wacpd/wacpd/internal/strictjson"
 )
 
 // Priorities, origins and statuses (WACP Envelope §3).
@@ -89,14 +88,8 @@ func DecodeRequest(data []byte) (Request, error) {
 		return Request{}, reject(ReasonInvalidStructure, "request is not valid UTF-8")
 	}
 	var r Request
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
+	if err := strictjson.Decode(data, &r); err != nil {
 		return Request{}, reject(ReasonInvalidStructure, "malformed request: %v", err)
-	}
-	// dec.More reports false before a stray '}' or ']', so look for EOF.
-	if _, err := dec.Token(); err != io.EOF {
-		return Request{}, reject(ReasonInvalidStructure, "trailing data after the request")
 	}
 	switch {
 	case r.To == "":

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/wacpd/wacpd/auditor"
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/client"
@@ -260,5 +262,66 @@ func TestCheckpointNotUTF8IsRecorded(t *testing.T) {
 	json.Unmarshal(page.Entries[0].Body, &b)
 	if b.Reason != "invalid_structure" || bytes.Contains(page.Entries[0].Body, []byte("bad")) {
 		t.Errorf("checkpoint_rejected body %s, want reason invalid_structure and nothing of the body", page.Entries[0].Body)
+	}
+}
+
+// TestStrictKeys: keys match exactly and appear once. Case variants of known
+// keys and duplicate keys are refused invalid_structure and change nothing
+// (a checkpoint's refusal is recorded as checkpoint_rejected, as every
+// checkpoint refusal is): no auditor token minted, no workspace created,
+// no checkpoint stored as final.
+func TestStrictKeys(t *testing.T) {
+	ctx := clientCtx(t)
+	d := daemontest.Start(t, runtime.Config{})
+	coord, err := dialClient(t, ctx, client.Options{URL: d.URL, Token: d.AdminToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := directedWorker(t, ctx, coord)
+	admin, worker := natsConn(t, d.URL, d.AdminToken), natsConn(t, d.URL, created.Token)
+	rootSubj, wSubj := "wacp.v1.agent."+coord.Workspace()+".", "wacp.v1.agent."+created.Workspace.ID+"."
+	tests := []struct {
+		name    string
+		nc      *nats.Conn
+		subject string
+		body    string
+	}{
+		{"token.create in capitals", admin, rootSubj + "token.create", `{"KIND":"auditor","NAME":"casey"}`},
+		{"token.create with a duplicate name", admin, rootSubj + "token.create", `{"kind":"auditor","name":"a","name":"casey"}`},
+		{"workspace.create in capitals", admin, rootSubj + "workspace.create", `{"ROLE":"worker"}`},
+		{"workspace.create nested capitals", admin, rootSubj + "workspace.create", `{"role":"worker","budget":{"COST_LIMIT":5}}`},
+		{"checkpoint in capitals", worker, wSubj + "checkpoint", `{"TYPE":"artifact","INTENT":"x","status":"final","confidence":"high"}`},
+		{"checkpoint with a duplicate status", worker, wSubj + "checkpoint", `{"type":"artifact","intent":"x","status":"provisional","status":"final","confidence":"high"}`},
+		{"checkpoint with a duplicate payload key", worker, wSubj + "checkpoint", `{"type":"artifact","intent":"x","status":"final","confidence":"high","payload":{"content":"a","content":"b"}}`},
+		{"envelope in capitals", admin, rootSubj + "envelope", `{"TO":"` + created.Workspace.ID + `","type":"feedback"}`},
+		{"signal with a duplicate type", worker, wSubj + "signal", `{"type":"started","type":"complete"}`},
+	}
+	before, err := coord.ListWorkspaces(ctx, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		m, err := tt.nc.Request(tt.subject, []byte(tt.body), 10*time.Second)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if code := m.Header.Get("Nats-Service-Error"); code != "invalid_structure" {
+			t.Errorf("%s = %q %s, want invalid_structure", tt.name, code, m.Data)
+		}
+	}
+	if users, err := coord.ReadTrail(ctx, client.TrailQuery{EventType: "user_created"}); err != nil || len(users.Entries) != 0 {
+		t.Errorf("user_created entries = %d, %v; want none: a token was minted", len(users.Entries), err)
+	}
+	if after, err := coord.ListWorkspaces(ctx, "", ""); err != nil || len(after) != len(before) {
+		t.Errorf("workspaces %d -> %d, %v: one was created", len(before), len(after), err)
+	}
+	if cps, err := coord.ListCheckpoints(ctx, created.Workspace.ID, "", 0); err != nil || len(cps) != 0 {
+		t.Errorf("checkpoints = %d, %v; want none", len(cps), err)
+	}
+	if rj, err := coord.ReadTrail(ctx, client.TrailQuery{EventType: trail.EventCheckpointRejected}); err != nil || len(rj.Entries) != 3 {
+		t.Errorf("checkpoint_rejected entries = %d, %v; want 3", len(rj.Entries), err)
+	}
+	if w, err := coord.GetWorkspace(ctx, created.Workspace.ID); err != nil || w.State != "active" {
+		t.Errorf("the worker after a duplicate signal type = %+v, %v; want active", w, err)
 	}
 }

@@ -6,13 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/wacpd/wacpd/internal/strictjson"
 
 	"github.com/nats-io/nats.go/micro"
 
@@ -291,16 +292,8 @@ func decode(body []byte, v any) error {
 	if taxonomy.Nesting(body) > taxonomy.MaxNesting {
 		return refuse(CodeInvalidStructure, "request body nests objects and arrays deeper than %d levels", taxonomy.MaxNesting)
 	}
-	if t := bytes.TrimSpace(body); len(t) == 0 || t[0] != '{' {
-		return refuse(CodeInvalidStructure, "request body is not a JSON object")
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := strictjson.Decode(body, v); err != nil {
 		return refuse(CodeInvalidStructure, "malformed request: %v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return refuse(CodeInvalidStructure, "trailing data after the request")
 	}
 	return nil
 }

@@ -20,6 +20,8 @@ var serviceSeeds = map[string][]string{
 		`{"type":"artifact","intent":"i","parent":null,"status":"provisional","confidence":"low","payload":{"files_changed":["a.go"],"content":"x","artifacts":[],"extra":{"k":[1]}}}`,
 		`{"type":"artifact","intent":"i","status":"final","confidence":"high","resource_usage":{"tokens_consumed":5,"wall_time":"1s","cost":0.5}}`,
 		`{"type":"artifact","intent":"","status":"final","confidence":"high"}`,
+		`{"TYPE":"artifact","INTENT":"i","status":"final","confidence":"high"}`,
+		`{"type":"artifact","intent":"i","status":"provisional","status":"final","confidence":"high"}`,
 	},
 	"signal":     {`{"type":"ready"}`, `{"type":"blocked","reason":"waiting","ref":"r"}`, `{"type":"checkpoint"}`},
 	"envelope":   {`{"to":"W","type":"directive","payload":{"content":"go"}}`, `{"to":"W","type":"feedback","priority":"urgent","in_reply_to":"e","payload":{"format":"json","content":"{}","attachments":["a"]}}`},
@@ -32,7 +34,7 @@ var serviceSeeds = map[string][]string{
 
 	"workspace.create": {`{"role":"worker","priority":"critical","context":{"a":[1,{"b":null}]},"budget":{"cost_limit":1}}`, `{"role":"observer","delegate":true,"visibility":["W"]}`},
 	"workspace.get":    {`{"id":"W"}`, `{}`},
-	"workspace.list":   {`{"state":"active"}`, `{"parent":"W"}`},
+	"workspace.list":   {`{"state":"active"}`, `{"parent":"W"}`, `{"after":"W","limit":1}`, `{"STATE":"active"}`},
 
 	"workspace.abort":            {`{"id":"W","reason":"r"}`},
 	"workspace.suspend":          {`{"id":"W"}`},
@@ -43,7 +45,7 @@ var serviceSeeds = map[string][]string{
 	"conflict.resolve": {`{"workspace":"W","resolution_strategy":"coordinator_resolve","resolution":"r"}`},
 	"integrate":        {`{"workspace":"W","decision":"accept","strategy":"layered","conflicts":[{"conflict_type":"content_overlap","resources":["a"]}]}`, `{"workspace":"W","decision":"reject","result":{"x":1}}`},
 	"trail":            {`{"limit":2,"event_type":"workspace_created"}`, `{"workspace":"W"}`},
-	"token.create":     {`{"kind":"auditor","name":"alice"}`},
+	"token.create":     {`{"kind":"auditor","name":"alice"}`, `{"KIND":"auditor","NAME":"casey"}`, `{"kind":"user","kind":"auditor","name":"c"}`},
 	"token.revoke":     {`{"kind":"auditor","name":"alice"}`, `{"kind":"user","name":"bob","reason":"left"}`},
 	"signals.consumer": {`{}`, `{"durable":"ops","deliver_all":true}`, `{"workspace":"01M80A5AWKH60G1NB2HPFZ22BP"}`},
 

@@ -1,12 +1,10 @@
 package signal
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"unicode/utf8"
 
+	"github.com/wacpd/wacpd/internal/strictjson"
 	"github.com/wacpd/wacpd/taxonomy"
 )
 
@@ -40,14 +38,8 @@ func DecodeRequest(data []byte) (Request, error) {
 		return Request{}, reject(ReasonInvalidStructure, "request is not valid UTF-8")
 	}
 	var r Request
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
+	if err := strictjson.Decode(data, &r); err != nil {
 		return Request{}, reject(ReasonInvalidStructure, "malformed request: %v", err)
-	}
-	// dec.More reports false before a stray '}' or ']', so look for EOF.
-	if _, err := dec.Token(); err != io.EOF {
-		return Request{}, reject(ReasonInvalidStructure, "trailing data after the request")
 	}
 	if r.Type == "" {
 		return Request{}, reject(ReasonInvalidStructure, "type is required")

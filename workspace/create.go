@@ -1,14 +1,13 @@
 package workspace
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"slices"
 	"time"
 	"unicode/utf8"
 
+	"github.com/wacpd/wacpd/internal/strictjson"
 	"github.com/wacpd/wacpd/taxonomy"
 )
 
@@ -42,15 +41,8 @@ func DecodeCreateRequest(data []byte) (CreateRequest, error) {
 		return CreateRequest{}, fmt.Errorf("%w: request nests objects and arrays deeper than %d levels", ErrInvalidRequest, taxonomy.MaxNesting)
 	}
 	var r CreateRequest
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
+	if err := strictjson.Decode(data, &r); err != nil {
 		return CreateRequest{}, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
-	}
-	// dec.More reports false for a stray '}' or ']', so ask for the next
-	// token instead: only io.EOF means nothing follows the request.
-	if _, err := dec.Token(); err != io.EOF {
-		return CreateRequest{}, fmt.Errorf("%w: trailing data after the request", ErrInvalidRequest)
 	}
 	return r, r.check()
 }

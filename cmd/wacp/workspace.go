@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/wacpd/wacpd/client"
+	"github.com/wacpd/wacpd/internal/strictjson"
 	"github.com/wacpd/wacpd/workspace"
 )
 
@@ -41,9 +42,7 @@ func workspaceCreate(c *cli, args []string) error {
 	req.Visibility = list(visibility)
 	if budget != "" {
 		req.Budget = new(workspace.Budget)
-		dec := json.NewDecoder(strings.NewReader(budget))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(req.Budget); err != nil {
+		if err := strictjson.Decode([]byte(budget), req.Budget); err != nil {
 			return usagef(cmd, "--budget: %v", err)
 		}
 	}
