@@ -55,6 +55,7 @@ type crashLoop struct {
 	recoveries int                 // recovery_completed entries read
 	lost       int                 // acknowledged checkpoints missing or changed after a restart
 	dups       int                 // checkpoints listed twice, or committed twice for one request
+	d          *daemon             // the daemon being checked, for its log when a check fails
 }
 
 type crashWorker struct{ id, token string }
@@ -93,6 +94,7 @@ func TestCrashLoop(t *testing.T) {
 		}
 	}
 	d := startDaemon(t, cl.dir)
+	cl.d = d
 	coord := dial(t, ctx, client.Options{URL: d.url, Token: d.admin})
 	stopWatch := cl.watch(ctx, coord)
 	cl.check(ctx, coord, true) // everything, from the start
@@ -126,6 +128,7 @@ func (cl *crashLoop) round(ctx context.Context, round int) {
 	t := cl.t
 	t0 := time.Now()
 	d := startDaemon(t, cl.dir)
+	cl.d = d
 	coord, err := client.Dial(ctx, client.Options{URL: d.url, Token: d.admin})
 	if err != nil {
 		t.Fatalf("round %d: dial coordinator: %v", round, err)
@@ -345,7 +348,7 @@ func (cl *crashLoop) check(ctx context.Context, coord *client.Client, full bool)
 	}
 	v, err := coord.VerifyTrail(ctx, "")
 	if err != nil || !v.OK {
-		t.Fatalf("VerifyTrail = %+v, %v", v, err)
+		t.Fatalf("VerifyTrail = %+v, %v\nthe daemon's log:\n%s", v, err, cl.d.log.String())
 	}
 
 	deadline := time.Now().Add(60 * time.Second)

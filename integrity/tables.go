@@ -1,9 +1,7 @@
 package integrity
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,13 +9,12 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
 	"github.com/dgraph-io/badger/v4/table"
-	"github.com/dgraph-io/ristretto/v2/z"
 )
 
 // verifyTables checks the checksum of every block of every table db holds
 // and returns the first damaged table's file name and what is wrong ("" when
-// none is). It opens each table file again, on its own and read-only,
-// rather than calling db.VerifyChecksum: Badger v4.9.6's VerifyChecksum
+// none is). It reads each table file again, on its own, rather than calling
+// db.VerifyChecksum: Badger v4.9.6's VerifyChecksum
 // dereferences a nil block when a block fails its checksum (a panic, not an
 // error), and does not say which table it was.
 func verifyTables(db *badger.DB) (where, detail string) {
@@ -25,7 +22,7 @@ func verifyTables(db *badger.DB) (where, detail string) {
 	topts := tableOptions(opts, true)
 	for _, ti := range db.Tables() {
 		err := verifyTable(table.NewFilename(ti.ID, opts.Dir), topts)
-		if errors.Is(err, fs.ErrNotExist) {
+		if err != nil && !holds(db, ti.ID) {
 			continue // a running daemon's compaction replaced it since Tables
 		}
 		if err != nil {
@@ -33,6 +30,16 @@ func verifyTables(db *badger.DB) (where, detail string) {
 		}
 	}
 	return "", ""
+}
+
+// holds reports whether id is still one of db's tables.
+func holds(db *badger.DB, id uint64) bool {
+	for _, ti := range db.Tables() {
+		if ti.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // CheckTableFiles opens every table file (*.sst) of the Badger database
@@ -70,25 +77,40 @@ func tableOptions(opts badger.Options, full bool) table.Options {
 		BloomFalsePositive: opts.BloomFalsePositive, Compression: opts.Compression, ZSTDCompressionLevel: opts.ZSTDCompressionLevel}
 }
 
-// verifyTable opens the table file at path with topts (with
-// options.OnTableRead every block's checksum is checked) and closes it
-// again; a panic inside Badger is returned as an error.
+// verifyTable reads the table file at path into memory and opens the
+// copy as Badger would open the table (its index, checked against its
+// checksum; with options.OnTableRead every block's checksum too). A panic
+// inside Badger is returned as an error.
+//
+// It reads a copy rather than mapping the file: a running daemon's
+// compaction truncates a table file it deletes, and touching a mapping of
+// a truncated file is a SIGBUS that ends the process (the crash loop's
+// online verify hit it). A copy of a table deleted meanwhile is short or
+// empty and fails here; verifyTables then finds the table gone from the
+// database and skips it.
 func verifyTable(path string, topts table.Options) (err error) {
-	mf, err := z.OpenMmapFile(path, os.O_RDONLY, 0)
+	base := filepath.Base(path)
+	id, ok := table.ParseFileID(base)
+	if !ok {
+		return fmt.Errorf("%s is not a table file name", base)
+	}
+	data, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("open %s: %w", filepath.Base(path), err)
+		return fmt.Errorf("read %s: %w", base, err)
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			_ = mf.Close(-1)
-			err = fmt.Errorf("badger panicked reading it: %v", p)
+			// Badger names the file through the table's descriptor, which
+			// a copy does not have: its error paths panic instead.
+			err = fmt.Errorf("damaged: badger cannot read it (%v)", p)
 		}
 	}()
-	t, err := table.OpenTable(mf, topts)
+	t, err := table.OpenInMemoryTable(data, id, &topts)
 	if err != nil {
-		return err // OpenTable has closed mf
+		return err
 	}
-	// Close the file without DecrRef, which deletes a table whose count
-	// reaches zero.
-	return t.MmapFile.Close(-1)
+	if topts.ChkMode == options.OnTableRead {
+		return t.VerifyChecksum()
+	}
+	return nil
 }
