@@ -9,11 +9,11 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/wacpd/wacpd/runtime"
+	"github.com/wacpd/wacpd/daemon"
 )
 
 // daemon is a wacpd running in this process.
-type daemon struct {
+type inProcess struct {
 	url, token string
 	cancel     context.CancelFunc
 	done       chan error // receives Run's result
@@ -21,13 +21,13 @@ type daemon struct {
 
 // startDaemon runs a daemon on dir, listening on a free TCP port, and
 // returns once it accepts requests.
-func startDaemon(ctx context.Context, dir string) (*daemon, error) {
-	rt, err := runtime.New(runtime.Config{DataDir: dir, Listen: "127.0.0.1:0", Stdout: io.Discard})
+func startDaemon(ctx context.Context, dir string) (*inProcess, error) {
+	rt, err := daemon.New(daemon.Config{DataDir: dir, Listen: "127.0.0.1:0", Stdout: io.Discard})
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	d := &daemon{cancel: cancel, done: make(chan error, 1)}
+	d := &inProcess{cancel: cancel, done: make(chan error, 1)}
 	go func() { d.done <- rt.Run(ctx) }()
 	select {
 	case <-rt.Ready():
@@ -38,7 +38,7 @@ func startDaemon(ctx context.Context, dir string) (*daemon, error) {
 		}
 		return nil, fmt.Errorf("start daemon: %w", err)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, runtime.AdminTokenFile))
+	b, err := os.ReadFile(filepath.Join(dir, daemon.AdminTokenFile))
 	if err != nil {
 		d.stop()
 		return nil, fmt.Errorf("read admin token: %w", err)
@@ -48,7 +48,7 @@ func startDaemon(ctx context.Context, dir string) (*daemon, error) {
 }
 
 // stop shuts the daemon down and returns Run's error.
-func (d *daemon) stop() error {
+func (d *inProcess) stop() error {
 	d.cancel()
 	return <-d.done
 }

@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wacpd/wacpd/daemon"
+
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/client"
 	"github.com/wacpd/wacpd/envelope"
 	"github.com/wacpd/wacpd/internal/daemontest"
-	"github.com/wacpd/wacpd/runtime"
 	"github.com/wacpd/wacpd/signal"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
@@ -26,7 +27,7 @@ func startDaemon(t *testing.T) (dir, url string) {
 	for _, v := range []string{client.EnvURL, client.EnvToken, client.EnvWorkspace} {
 		t.Setenv(v, "")
 	}
-	d := daemontest.Start(t, runtime.Config{})
+	d := daemontest.Start(t, daemon.Config{})
 	return d.Dir, d.URL
 }
 

@@ -10,12 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wacpd/wacpd/daemon"
+	"github.com/wacpd/wacpd/runtime"
+
 	"github.com/nats-io/nats.go"
 
 	"github.com/wacpd/wacpd/client"
 	"github.com/wacpd/wacpd/envelope"
 	"github.com/wacpd/wacpd/internal/daemontest"
-	"github.com/wacpd/wacpd/runtime"
 	"github.com/wacpd/wacpd/taxonomy"
 )
 
@@ -32,7 +34,7 @@ func newLeaseWorld(t *testing.T, ctx context.Context, lease time.Duration) *leas
 	for _, v := range []string{client.EnvURL, client.EnvToken, client.EnvWorkspace} {
 		t.Setenv(v, "")
 	}
-	d := daemontest.Start(t, runtime.Config{DeliveryLease: lease})
+	d := daemontest.Start(t, daemon.Config{Config: runtime.Config{DeliveryLease: lease}})
 	w := &leaseWorld{d: d, coord: dial(t, ctx, client.Options{URL: d.URL, Token: d.AdminToken})}
 	w.admin = rawConn(t, d.URL, d.AdminToken)
 	return w

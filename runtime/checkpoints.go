@@ -3,12 +3,15 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/wacpd/wacpd/casstore"
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/clock"
 	"github.com/wacpd/wacpd/taxonomy"
@@ -45,7 +48,7 @@ func (e *Engine) CreateCheckpoint(ctx context.Context, ws string, body []byte) (
 func (e *Engine) createCheckpointLocked(ctx context.Context, ws string, body []byte, req checkpointchain.Request, derr error) (checkpointchain.Checkpoint, error) {
 	w := e.get(ws)
 	if w == nil {
-		return checkpointchain.Checkpoint{}, refuse(CodeNotFound, "workspace %s does not exist", ws)
+		return checkpointchain.Checkpoint{}, Refuse(CodeNotFound, "workspace %s does not exist", ws)
 	}
 	if e.open.stale && hasCheckpointLimit(w) {
 		// Reaching the limit fails the workspace, and a transition may read
@@ -73,7 +76,7 @@ func (e *Engine) createCheckpointLocked(ctx context.Context, ws string, body []b
 			return err
 		}
 		if len(b) > e.cfg.MaxObjectBytes {
-			rejection = refuse(CodeTooLarge, "checkpoint of %d bytes", len(b))
+			rejection = Refuse(CodeTooLarge, "checkpoint of %d bytes", len(b))
 			return rejection
 		}
 		if err := t.step("object"); err != nil {
@@ -145,7 +148,7 @@ func (e *Engine) rejectTooLarge(w *workspace.Workspace, typ string, size int) er
 	if Code(err) == CodeUnavailable {
 		return err
 	}
-	return refuse(CodeTooLarge, "checkpoint of %d bytes or more exceeds the limit of %d bytes; store large artifacts elsewhere and pass references in payload.artifacts", size, e.cfg.MaxObjectBytes)
+	return Refuse(CodeTooLarge, "checkpoint of %d bytes or more exceeds the limit of %d bytes; store large artifacts elsewhere and pass references in payload.artifacts", size, e.cfg.MaxObjectBytes)
 }
 
 // checkUsage compares the agent's resource_usage with the runtime's own
@@ -221,7 +224,7 @@ func (e *Engine) GetCheckpoint(ctx context.Context, actor, id string) (checkpoin
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if !e.canSee(actor, cp.Workspace) {
-		return checkpointchain.Checkpoint{}, refuse(CodePermissionDenied, "workspace %s is not visible to %s", cp.Workspace, actor)
+		return checkpointchain.Checkpoint{}, Refuse(CodePermissionDenied, "workspace %s is not visible to %s", cp.Workspace, actor)
 	}
 	return cp, nil
 }
@@ -244,7 +247,7 @@ func (e *Engine) ListCheckpoints(ctx context.Context, actor, ws, after string, l
 				return err
 			}
 			if w != ws {
-				return refuse(CodeInvalidStructure, "checkpoint %s is not in workspace %s", after, ws)
+				return Refuse(CodeInvalidStructure, "checkpoint %s is not in workspace %s", after, ws)
 			}
 			from = n
 		}
@@ -271,9 +274,9 @@ func (e *Engine) Head(ctx context.Context, actor, ws string, final bool) (checkp
 	}
 	if id == "" {
 		if final {
-			return checkpointchain.Checkpoint{}, refuse(CodeNoFinalCheckpoint, "workspace %s has no final checkpoint", ws)
+			return checkpointchain.Checkpoint{}, Refuse(CodeNoFinalCheckpoint, "workspace %s has no final checkpoint", ws)
 		}
-		return checkpointchain.Checkpoint{}, refuse(CodeNotFound, "workspace %s has no checkpoints", ws)
+		return checkpointchain.Checkpoint{}, Refuse(CodeNotFound, "workspace %s has no checkpoints", ws)
 	}
 	var cp checkpointchain.Checkpoint
 	err := e.db.View(func(txn *badger.Txn) error {
@@ -289,9 +292,9 @@ func (e *Engine) visible(actor, ws string) error {
 	defer e.mu.Unlock()
 	switch {
 	case e.get(ws) == nil:
-		return refuse(CodeNotFound, "workspace %s does not exist", ws)
+		return Refuse(CodeNotFound, "workspace %s does not exist", ws)
 	case !e.canSee(actor, ws):
-		return refuse(CodePermissionDenied, "workspace %s is not visible to %s", ws, actor)
+		return Refuse(CodePermissionDenied, "workspace %s is not visible to %s", ws, actor)
 	}
 	return nil
 }
@@ -341,3 +344,23 @@ func (t *tx) checkCheckpointBudget(w *workspace.Workspace, count uint64) error {
 	}
 	return t.transition(w, workspace.BudgetExceeded, trail.ActorProtocol, "budget_exceeded", false)
 }
+
+// bounded returns s if it is at most MaxString bytes, else its first
+// boundedKeep bytes (whole characters) with its length and BLAKE3 digest:
+// what a record of a refusal keeps of a value too long to keep.
+func bounded(s string) string {
+	if len(s) <= MaxString {
+		return s
+	}
+	keep := s[:boundedKeep]
+	for !utf8.ValidString(keep) && len(keep) > 0 {
+		keep = keep[:len(keep)-1]
+	}
+	return fmt.Sprintf("%s… (%d bytes, %s)", keep, len(s), casstore.RefOf([]byte(s)))
+}
+
+// boundedKeep is how much of an over-long refused value a record keeps.
+const boundedKeep = 64
+
+// MaxString bounds every string of a request outside longFields.
+const MaxString = 1024

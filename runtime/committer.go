@@ -220,7 +220,7 @@ func (c *committer) landLocked(err error) {
 	if err == nil {
 		b.tx.batch.Commit()
 		e.apply(b.tx)
-		if obs := e.cfg.observer; obs != nil {
+		if obs := e.cfg.Observer; obs != nil {
 			obs.Committed(time.Since(b.start), len(b.reqs))
 			for _, r := range b.tx.reasons {
 				obs.Rejected(r)

@@ -27,7 +27,7 @@ func (o *batchObserver) Rejected(string) {}
 // verifies. A rejected operation in the batch fails alone.
 func TestGroupCommit(t *testing.T) {
 	obs := &batchObserver{}
-	e := openTest(t, func(c *Config) { c.observer = obs })
+	e := openTest(t, func(c *Config) { c.Observer = obs })
 	const n = 8
 	ws := make([]string, n)
 	for i := range ws {

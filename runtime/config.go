@@ -6,8 +6,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-
 	"github.com/wacpd/wacpd/taxonomy"
 )
 
@@ -60,39 +58,6 @@ type Config struct {
 	// start's check (see trail.MarkChecked for why that is sound).
 	FullCheck bool
 
-	// Daemon settings (Runtime only; the Engine ignores them).
-
-	// Listen is the embedded NATS server's HOST:PORT; default
-	// 127.0.0.1:4222; port 0 picks a free port.
-	Listen string
-	// NATSURL, if set, connects to an existing NATS server or cluster
-	// instead of embedding one. That server must have JetStream; its own
-	// auth configuration decides who may publish where, so the daemon
-	// then also requires the Wacp-Token header on every request.
-	NATSURL string
-	// NATSToken authenticates the daemon to the server at NATSURL.
-	NATSToken string
-	// TaxonomyFile, if set and Taxonomy is nil, is loaded at start.
-	TaxonomyFile string
-	// Version is reported by system.info and in wacpd.json.
-	Version string
-	// Stdout receives the one line saying where the daemon listens; nil
-	// means os.Stdout.
-	Stdout io.Writer
-	// MaxInFlight bounds the requests handled at once; default 256.
-	MaxInFlight int
-	// SignalsMaxBytes bounds the WACP_SIGNALS stream's size on disk: past
-	// it the oldest signals are discarded (docs/operations.md); zero means
-	// 1 GiB.
-	SignalsMaxBytes int64
-	// SignalsMaxAge discards signals older than this from WACP_SIGNALS;
-	// zero means 30 days, negative keeps them until SignalsMaxBytes bites.
-	SignalsMaxAge time.Duration
-	// MetricsAddr, if set, is the HOST:PORT of an HTTP listener serving
-	// Prometheus metrics at /metrics; port 0 picks a free port. Empty
-	// means no listener and no metrics.
-	MetricsAddr string
-
 	// failAt is a test seam: called at each named step of a commit; an error
 	// aborts the commit there.
 	failAt func(step string) error
@@ -103,14 +68,9 @@ type Config struct {
 	// flight) and its error replaces a success (an ambiguous failure: the
 	// batch is on disk but reported failed).
 	written func() error
-	// pageBytes is a test seam: the byte budget of a list page (paging.go);
-	// zero means half the server's max payload.
-	pageBytes int
-	// onServer is a test seam: given the embedded NATS server once it runs.
-	onServer func(*server.Server)
-	// observer, if set, is told of each durable commit and each rejection
-	// it records (the daemon's metrics). Set by Runtime; nil costs nothing.
-	observer commitObserver
+	// Observer, if set, is told of each durable commit and each rejection
+	// it records (the daemon's metrics); nil costs nothing.
+	Observer CommitObserver
 }
 
 // Meter reports cumulative consumption measured by the runtime's side.
@@ -173,35 +133,4 @@ func (c Config) withDefaults() (Config, error) {
 		t.CostRatio = 0.05
 	}
 	return c, nil
-}
-
-// Signal stream retention defaults (Config.SignalsMaxBytes, SignalsMaxAge).
-const (
-	defaultSignalsMaxBytes = 1 << 30
-	defaultSignalsMaxAge   = 30 * 24 * time.Hour
-)
-
-// signalsRetention returns the stream's byte and age limits, defaults
-// filled in (an age of 0 means none, as JetStream reads it).
-func (c Config) signalsRetention() (maxBytes int64, maxAge time.Duration) {
-	maxBytes, maxAge = c.SignalsMaxBytes, c.SignalsMaxAge
-	if maxBytes <= 0 {
-		maxBytes = defaultSignalsMaxBytes
-	}
-	switch {
-	case maxAge == 0:
-		maxAge = defaultSignalsMaxAge
-	case maxAge < 0:
-		maxAge = 0
-	}
-	return maxBytes, maxAge
-}
-
-// jetStreamMaxStore is the embedded server's JetStream storage limit: the
-// stream's own limit plus room for consumer state. Set explicitly, so the
-// server does not size it from the disk's free space at start (which an
-// earlier fill of the disk would shrink for the whole run).
-func (c Config) jetStreamMaxStore() int64 {
-	b, _ := c.signalsRetention()
-	return b + 64<<20
 }

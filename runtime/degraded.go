@@ -89,7 +89,7 @@ func (c *committer) probeC() <-chan time.Time {
 
 // refusal is the error of an operation refused in degraded mode.
 func (c *committer) refusal() error {
-	return refuse(CodeUnavailable, "degraded mode since %s: storage is unusable (%s); nothing was done; retry later",
+	return Refuse(CodeUnavailable, "degraded mode since %s: storage is unusable (%s); nothing was done; retry later",
 		c.degraded.since.UTC().Format(time.RFC3339), c.degraded.reason)
 }
 

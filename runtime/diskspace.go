@@ -80,3 +80,8 @@ func (g *spaceGuard) check(fresh bool) error {
 	}
 	return g.err
 }
+
+// DiskRoom checks now that the data dir's disk has more free space than
+// the engine's reserve (Config.MinFreeBytes); nil when it has, or when the
+// guard is off.
+func (e *Engine) DiskRoom() error { return newSpaceGuard(e.cfg).check(true) }

@@ -357,3 +357,6 @@ func (e *Engine) chainOf(id string) checkpointchain.Chain {
 	}
 	return e.chains[id]
 }
+
+// Config returns the engine's configuration with its defaults filled in.
+func (e *Engine) Config() Config { return e.cfg }

@@ -44,7 +44,7 @@ func (e *Engine) SendEnvelope(ctx context.Context, ws string, body []byte) (enve
 func (e *Engine) sendEnvelopeLocked(ctx context.Context, ws string, body []byte) (envelope.Envelope, error) {
 	from := e.get(ws)
 	if from == nil {
-		return envelope.Envelope{}, refuse(CodeNotFound, "workspace %s does not exist", ws)
+		return envelope.Envelope{}, Refuse(CodeNotFound, "workspace %s does not exist", ws)
 	}
 	req, err := envelope.DecodeRequest(body)
 	if err == nil {
@@ -234,7 +234,7 @@ func (e *Engine) popInbox(ws string) (*envelope.Envelope, <-chan struct{}, error
 	var ch chan struct{}
 	err := e.run(0, func() error {
 		if e.get(ws) == nil {
-			return refuse(CodeNotFound, "workspace %s does not exist", ws)
+			return Refuse(CodeNotFound, "workspace %s does not exist", ws)
 		}
 		return e.commit(func(t *tx) error {
 			got, err := t.lease(ws)

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/wacpd/wacpd/casstore"
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/envelope"
+	"github.com/wacpd/wacpd/internal/strictjson"
 	agentsignal "github.com/wacpd/wacpd/signal"
+	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/workspace"
 )
@@ -65,7 +68,8 @@ func (e *Error) Error() string { return fmt.Sprintf("runtime: %s: %s", e.Code, e
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
 
-func refuse(code, format string, args ...any) *Error {
+// Refuse returns the typed refusal code with a formatted message.
+func Refuse(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
@@ -128,4 +132,20 @@ func typed(err error) (code, msg string, ok bool) {
 		return string(sr.Reason), sr.Message, true
 	}
 	return "", "", false
+}
+
+// Decode reads a small request body strictly: anything but one JSON object,
+// invalid UTF-8, nesting deeper than taxonomy.MaxNesting, unknown fields,
+// wrong types and trailing data are invalid_structure.
+func Decode(body []byte, v any) error {
+	if !utf8.Valid(body) {
+		return Refuse(CodeInvalidStructure, "request body is not valid UTF-8")
+	}
+	if taxonomy.Nesting(body) > taxonomy.MaxNesting {
+		return Refuse(CodeInvalidStructure, "request body nests objects and arrays deeper than %d levels", taxonomy.MaxNesting)
+	}
+	if err := strictjson.Decode(body, v); err != nil {
+		return Refuse(CodeInvalidStructure, "malformed request: %v", err)
+	}
+	return nil
 }

@@ -166,16 +166,16 @@ type AckResult struct {
 func (e *Engine) AckEnvelope(ctx context.Context, ws, id string) (AckResult, error) {
 	return runAs(e, len(id), func() (AckResult, error) {
 		if e.get(ws) == nil {
-			return AckResult{}, refuse(CodeNotFound, "workspace %s does not exist", ws)
+			return AckResult{}, Refuse(CodeNotFound, "workspace %s does not exist", ws)
 		}
 		if id == "" {
-			return AckResult{}, refuse(CodeInvalidStructure, "id is required")
+			return AckResult{}, Refuse(CodeInvalidStructure, "id is required")
 		}
 		res := AckResult{ID: id}
 		err := e.commit(func(t *tx) error {
 			env, err := getEnvelope(t.txn, id)
 			if errors.Is(err, badger.ErrKeyNotFound) || (err == nil && env.To != ws) {
-				return refuse(CodeNotFound, "no envelope %s was sent to workspace %s", id, ws)
+				return Refuse(CodeNotFound, "no envelope %s was sent to workspace %s", id, ws)
 			}
 			if err != nil {
 				return err
@@ -209,7 +209,7 @@ func (e *Engine) AckEnvelope(ctx context.Context, ws, id string) (AckResult, err
 func (e *Engine) AckLeased(ctx context.Context, ws string) ([]string, error) {
 	return runAs(e, 0, func() ([]string, error) {
 		if e.get(ws) == nil {
-			return nil, refuse(CodeNotFound, "workspace %s does not exist", ws)
+			return nil, Refuse(CodeNotFound, "workspace %s does not exist", ws)
 		}
 		var ids []string
 		err := e.commit(func(t *tx) error {

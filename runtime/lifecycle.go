@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/wacpd/wacpd/clock"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
@@ -35,19 +33,19 @@ type ResolveRequest struct {
 // highway, which this version does not have, and is refused.
 func (e *Engine) ResolveConflict(ctx context.Context, actor string, body []byte) (*workspace.Workspace, error) {
 	var req ResolveRequest
-	if err := decode(body, &req); err != nil {
+	if err := Decode(body, &req); err != nil {
 		return nil, err
 	}
 	switch req.ResolutionStrategy {
 	case ResolveCoordinator, ResolveAgentRework:
 	case ResolveEscalate:
-		return nil, refuse(CodeInvalidStructure, "escalate needs the human highway, which this wacpd does not have yet")
+		return nil, Refuse(CodeInvalidStructure, "escalate needs the human highway, which this wacpd does not have yet")
 	default:
-		return nil, refuse(CodeInvalidStructure, "resolution_strategy %q is not coordinator_resolve, escalate or agent_rework", req.ResolutionStrategy)
+		return nil, Refuse(CodeInvalidStructure, "resolution_strategy %q is not coordinator_resolve, escalate or agent_rework", req.ResolutionStrategy)
 	}
 	return e.coordinate(actor, req.Workspace, func(w *workspace.Workspace) error {
 		if w.State != workspace.Conflicted {
-			return refuse(CodeInvalidTransition, "workspace %s is %s, not conflicted", w.ID, w.State)
+			return Refuse(CodeInvalidTransition, "workspace %s is %s, not conflicted", w.ID, w.State)
 		}
 		return nil
 	}, func(t *tx, a, c *workspace.Workspace) error {
@@ -105,14 +103,14 @@ func (t *tx) endIntegration(c *workspace.Workspace, actor, strategy, resolution 
 // CompleteMigration.
 func (e *Engine) Migrate(ctx context.Context, actor, id, newAgent, reason string) (*workspace.Workspace, error) {
 	if newAgent == "" {
-		return nil, refuse(CodeInvalidStructure, "new_agent is required")
+		return nil, Refuse(CodeInvalidStructure, "new_agent is required")
 	}
 	if reason == "" {
 		reason = "coordinator_request"
 	}
 	return e.coordinate(actor, id, func(w *workspace.Workspace) error {
 		if w.State != workspace.Active && w.State != workspace.Blocked {
-			return refuse(CodeInvalidTransition, "workspace %s is %s; only active or blocked workspaces migrate", id, w.State)
+			return Refuse(CodeInvalidTransition, "workspace %s is %s; only active or blocked workspaces migrate", id, w.State)
 		}
 		return nil
 	}, func(t *tx, a, c *workspace.Workspace) error {
@@ -134,19 +132,19 @@ func (e *Engine) Migrate(ctx context.Context, actor, id, newAgent, reason string
 // queued envelopes are delivered. On failure (errMsg set) migration_failed
 // is written and the workspace fails with reason migration_error.
 func (e *Engine) CompleteMigration(ctx context.Context, actor, id, newAgent, errMsg string) (*workspace.Workspace, error) {
-	return e.completeMigration(ctx, actor, id, newAgent, errMsg, nil)
+	return e.CompleteMigrationGranting(ctx, actor, id, newAgent, errMsg, nil)
 }
 
-// completeMigration is CompleteMigration with bind, if not nil, run in the
-// same commit on success: the runtime rotates the workspace's token there,
-// which unbinds the old agent.
-func (e *Engine) completeMigration(ctx context.Context, actor, id, newAgent, errMsg string, bind func(*badger.Txn, *workspace.Workspace) error) (*workspace.Workspace, error) {
+// CompleteMigrationGranting is CompleteMigration with bind, if not nil,
+// run in the same commit on success: the daemon rotates the workspace's
+// token there, which unbinds the old agent.
+func (e *Engine) CompleteMigrationGranting(ctx context.Context, actor, id, newAgent, errMsg string, bind func(Grants, *workspace.Workspace) error) (*workspace.Workspace, error) {
 	return e.coordinate(actor, id, func(w *workspace.Workspace) error {
 		if w.State != workspace.Migrating {
-			return refuse(CodeInvalidTransition, "workspace %s is %s, not migrating", id, w.State)
+			return Refuse(CodeInvalidTransition, "workspace %s is %s, not migrating", id, w.State)
 		}
 		if newAgent == "" && errMsg == "" {
-			return refuse(CodeInvalidStructure, "new_agent is required to complete a migration")
+			return Refuse(CodeInvalidStructure, "new_agent is required to complete a migration")
 		}
 		return nil
 	}, func(t *tx, a, c *workspace.Workspace) error {
@@ -179,7 +177,7 @@ func (e *Engine) completeMigration(ctx context.Context, actor, id, newAgent, err
 			if err := t.step("bind"); err != nil {
 				return err
 			}
-			if err := bind(t.txn, c); err != nil {
+			if err := bind(Grants{t.txn}, c); err != nil {
 				return err
 			}
 		}

@@ -121,3 +121,20 @@ func (e *Engine) flushAcks() {
 		e.lg.Warn("outbox confirmations not written; their signals are published again at start", "err", err)
 	}
 }
+
+// OutboxLen counts the outbox's items, reading keys only.
+func (e *Engine) OutboxLen() (int, error) {
+	n := 0
+	err := e.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixOutbox})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("count outbox: %w", err)
+	}
+	return n, nil
+}

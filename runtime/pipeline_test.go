@@ -37,7 +37,7 @@ func (h *holdSeam) written() error {
 func TestGroupCommitPipelinesCheckpoints(t *testing.T) {
 	seam := newHoldSeam()
 	obs := &batchObserver{}
-	e := openTest(t, func(c *Config) { c.written = seam.written; c.observer = obs })
+	e := openTest(t, func(c *Config) { c.written = seam.written; c.Observer = obs })
 	const n = 6
 	ws := make([]string, n+1)
 	for i := range ws {

@@ -177,7 +177,7 @@ func (e *Engine) finishRecovery(rec recovery) error {
 		return nil
 	}
 	var err error
-	if rec.outbox, err = outboxLen(e); err != nil {
+	if rec.outbox, err = e.OutboxLen(); err != nil {
 		return err
 	}
 	live := func() (n, timers int) {

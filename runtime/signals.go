@@ -28,7 +28,7 @@ func (e *Engine) emitSignalLocked(ctx context.Context, ws string, body []byte) (
 	}
 	w := e.get(ws)
 	if w == nil {
-		return agentsignal.Signal{}, refuse(CodeNotFound, "workspace %s does not exist", ws)
+		return agentsignal.Signal{}, Refuse(CodeNotFound, "workspace %s does not exist", ws)
 	}
 	if err := agentsignal.Check(e.tax, w.Role, req); err != nil {
 		return agentsignal.Signal{}, err

@@ -21,7 +21,7 @@ func (e *Engine) ReadTrail(ctx context.Context, actor string, q trail.Query) ([]
 	e.mu.Unlock()
 	switch {
 	case a == nil:
-		return nil, "", refuse(CodeNotFound, "workspace %s does not exist", actor)
+		return nil, "", Refuse(CodeNotFound, "workspace %s does not exist", actor)
 	case a.IsRoot():
 		return e.log.Read(ctx, q)
 	case denied:

@@ -36,10 +36,10 @@ type tx struct {
 	reloaded bool            // the batch that ends degraded mode (Commit.Reloaded)
 }
 
-// commitObserver is told of durable commits and of the rejections they
+// CommitObserver is told of durable commits and of the rejections they
 // record (the daemon's metrics). It is called with the engine's lock held
 // and must not block or call the Engine.
-type commitObserver interface {
+type CommitObserver interface {
 	// Committed reports one durable write of ops operations that took d
 	// from the start of the commit.
 	Committed(d time.Duration, ops int)
@@ -228,7 +228,7 @@ func (t *tx) appendAt(ts time.Time, ws, actor string, typ trail.EventType, body 
 	if w := t.peek(ws); w != nil && w.State.Terminal() {
 		ws = ""
 	}
-	if t.e.cfg.observer != nil && (typ == trail.EventCheckpointRejected || typ == trail.EventEnvelopeRejected) {
+	if t.e.cfg.Observer != nil && (typ == trail.EventCheckpointRejected || typ == trail.EventEnvelopeRejected) {
 		t.reasons = append(t.reasons, fmt.Sprint(body["reason"]))
 	}
 	_, err := t.batch.Append(trail.Event{

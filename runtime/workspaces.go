@@ -4,8 +4,6 @@ import (
 	"context"
 	"sort"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/wacpd/wacpd/clock"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
@@ -29,17 +27,18 @@ func createdBody(w *workspace.Workspace) map[string]any {
 // workspace_created and the send rights between the new workspace and its
 // parent (port_right_created, both ways) in one commit.
 func (e *Engine) CreateWorkspace(ctx context.Context, actor string, body []byte) (*workspace.Workspace, error) {
-	return e.createWorkspace(ctx, actor, body, nil)
+	return e.CreateWorkspaceGranting(ctx, actor, body, nil)
 }
 
-// createWorkspace is CreateWorkspace with extra, if set, writing more into
-// the same transaction (the daemon stores the new agent's token there).
-func (e *Engine) createWorkspace(ctx context.Context, actor string, body []byte, extra func(*badger.Txn, *workspace.Workspace) error) (*workspace.Workspace, error) {
-	return runAs(e, len(body), func() (*workspace.Workspace, error) { return e.createWorkspaceLocked(ctx, actor, body, extra) })
+// CreateWorkspaceGranting is CreateWorkspace with grant, if set, writing
+// token records into the same transaction (the daemon stores the new
+// agent's token there).
+func (e *Engine) CreateWorkspaceGranting(ctx context.Context, actor string, body []byte, grant func(Grants, *workspace.Workspace) error) (*workspace.Workspace, error) {
+	return runAs(e, len(body), func() (*workspace.Workspace, error) { return e.createWorkspaceLocked(ctx, actor, body, grant) })
 }
 
-// createWorkspaceLocked is createWorkspace run by the committer.
-func (e *Engine) createWorkspaceLocked(ctx context.Context, actor string, body []byte, extra func(*badger.Txn, *workspace.Workspace) error) (*workspace.Workspace, error) {
+// createWorkspaceLocked is CreateWorkspaceGranting run by the committer.
+func (e *Engine) createWorkspaceLocked(ctx context.Context, actor string, body []byte, grant func(Grants, *workspace.Workspace) error) (*workspace.Workspace, error) {
 	req, err := workspace.DecodeCreateRequest(body)
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidStructure, Message: err.Error(), Err: err}
@@ -47,11 +46,11 @@ func (e *Engine) createWorkspaceLocked(ctx context.Context, actor string, body [
 	a := e.get(actor)
 	switch {
 	case a == nil:
-		return nil, refuse(CodeNotFound, "workspace %s does not exist", actor)
+		return nil, Refuse(CodeNotFound, "workspace %s does not exist", actor)
 	case !a.IsRoot() && !a.Delegate:
-		return nil, refuse(CodePermissionDenied, "only the coordinator or a delegate creates workspaces")
+		return nil, Refuse(CodePermissionDenied, "only the coordinator or a delegate creates workspaces")
 	case a.State.Terminal():
-		return nil, refuse(CodePermissionDenied, "workspace %s is %s", actor, a.State)
+		return nil, Refuse(CodePermissionDenied, "workspace %s is %s", actor, a.State)
 	}
 	parentID := req.Parent
 	if parentID == "" {
@@ -60,15 +59,15 @@ func (e *Engine) createWorkspaceLocked(ctx context.Context, actor string, body [
 	parent := e.get(parentID)
 	switch {
 	case parent == nil:
-		return nil, refuse(CodeNotFound, "parent workspace %s does not exist", parentID)
+		return nil, Refuse(CodeNotFound, "parent workspace %s does not exist", parentID)
 	case !a.IsRoot() && !e.inSubtree(actor, parentID):
-		return nil, refuse(CodePermissionDenied, "a delegate creates workspaces only in its own subtree")
+		return nil, Refuse(CodePermissionDenied, "a delegate creates workspaces only in its own subtree")
 	case !e.tax.HasRole(req.Role):
-		return nil, refuse(CodeInvalidType, "role %q is not registered in taxonomy %s", req.Role, e.tax.ID())
+		return nil, Refuse(CodeInvalidType, "role %q is not registered in taxonomy %s", req.Role, e.tax.ID())
 	case req.Role == taxonomy.RoleCoordinator:
-		return nil, refuse(CodePermissionDenied, "there is exactly one coordinator, assigned by the runtime")
+		return nil, Refuse(CodePermissionDenied, "there is exactly one coordinator, assigned by the runtime")
 	case req.Delegate && !a.IsRoot():
-		return nil, refuse(CodePermissionDenied, "only the coordinator grants delegation")
+		return nil, Refuse(CodePermissionDenied, "only the coordinator grants delegation")
 	}
 	var created *workspace.Workspace
 	err = e.commit(func(t *tx) error {
@@ -94,11 +93,11 @@ func (e *Engine) createWorkspaceLocked(ctx context.Context, actor string, body [
 				return err
 			}
 		}
-		if extra != nil {
+		if grant != nil {
 			if err := t.step("extra"); err != nil {
 				return err
 			}
-			if err := extra(t.txn, w); err != nil {
+			if err := grant(Grants{t.txn}, w); err != nil {
 				return err
 			}
 		}
@@ -138,10 +137,10 @@ func (e *Engine) GetWorkspace(ctx context.Context, actor, id string) (*workspace
 	defer e.mu.Unlock()
 	w := e.get(id)
 	if w == nil {
-		return nil, refuse(CodeNotFound, "workspace %s does not exist", id)
+		return nil, Refuse(CodeNotFound, "workspace %s does not exist", id)
 	}
 	if !e.canSee(actor, id) {
-		return nil, refuse(CodePermissionDenied, "workspace %s is not visible to %s", id, actor)
+		return nil, Refuse(CodePermissionDenied, "workspace %s is not visible to %s", id, actor)
 	}
 	return w.Clone(), nil
 }
@@ -152,10 +151,10 @@ func (e *Engine) ListWorkspaces(ctx context.Context, actor, parent string, state
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.get(actor) == nil {
-		return nil, refuse(CodeNotFound, "workspace %s does not exist", actor)
+		return nil, Refuse(CodeNotFound, "workspace %s does not exist", actor)
 	}
 	if state != "" && !state.Valid() {
-		return nil, refuse(CodeInvalidStructure, "state %q is not a workspace state", state)
+		return nil, Refuse(CodeInvalidStructure, "state %q is not a workspace state", state)
 	}
 	var out []*workspace.Workspace
 	for id, w := range e.ws {
@@ -175,15 +174,15 @@ func (e *Engine) authorize(actor, target string) (*workspace.Workspace, *workspa
 	a, w := e.get(actor), e.get(target)
 	switch {
 	case a == nil:
-		return nil, nil, refuse(CodeNotFound, "workspace %s does not exist", actor)
+		return nil, nil, Refuse(CodeNotFound, "workspace %s does not exist", actor)
 	case w == nil:
-		return nil, nil, refuse(CodeNotFound, "workspace %s does not exist", target)
+		return nil, nil, Refuse(CodeNotFound, "workspace %s does not exist", target)
 	case !a.IsRoot() && !(a.Delegate && target != actor && e.inSubtree(actor, target)):
-		return nil, nil, refuse(CodePermissionDenied, "only the coordinator or a delegate over %s may do this", target)
+		return nil, nil, Refuse(CodePermissionDenied, "only the coordinator or a delegate over %s may do this", target)
 	case a.State.Terminal():
-		return nil, nil, refuse(CodePermissionDenied, "workspace %s is %s and acts on nothing", actor, a.State)
+		return nil, nil, Refuse(CodePermissionDenied, "workspace %s is %s and acts on nothing", actor, a.State)
 	case w.IsRoot():
-		return nil, nil, refuse(CodeInvalidTransition, "the root workspace ends with the run")
+		return nil, nil, Refuse(CodeInvalidTransition, "the root workspace ends with the run")
 	}
 	return a, w, nil
 }
@@ -195,7 +194,7 @@ func (e *Engine) Abort(ctx context.Context, actor, id, reason string) (*workspac
 	const why = "aborted_by_coordinator"
 	return e.coordinate(actor, id, func(w *workspace.Workspace) error {
 		if w.State.Terminal() {
-			return refuse(CodeInvalidTransition, "workspace %s is already %s", id, w.State)
+			return Refuse(CodeInvalidTransition, "workspace %s is already %s", id, w.State)
 		}
 		return nil
 	}, func(t *tx, a, c *workspace.Workspace) error {
@@ -216,7 +215,7 @@ func (e *Engine) Suspend(ctx context.Context, actor, id, reason string) (*worksp
 	}
 	return e.coordinate(actor, id, func(w *workspace.Workspace) error {
 		if w.State != workspace.Active && w.State != workspace.Blocked {
-			return refuse(CodeInvalidTransition, "workspace %s is %s; only active or blocked workspaces are suspended", id, w.State)
+			return Refuse(CodeInvalidTransition, "workspace %s is %s; only active or blocked workspaces are suspended", id, w.State)
 		}
 		return nil
 	}, func(t *tx, a, c *workspace.Workspace) error {
@@ -238,7 +237,7 @@ func (e *Engine) Suspend(ctx context.Context, actor, id, reason string) (*worksp
 func (e *Engine) Resume(ctx context.Context, actor, id string) (*workspace.Workspace, error) {
 	return e.coordinate(actor, id, func(w *workspace.Workspace) error {
 		if w.State != workspace.Suspended {
-			return refuse(CodeInvalidTransition, "workspace %s is %s, not suspended", id, w.State)
+			return Refuse(CodeInvalidTransition, "workspace %s is %s, not suspended", id, w.State)
 		}
 		return nil
 	}, func(t *tx, a, c *workspace.Workspace) error {
@@ -287,15 +286,15 @@ func (e *Engine) coordinateLocked(actor, id string, check func(w *workspace.Work
 	return out.Clone(), nil
 }
 
-// revokeUser records user_deactivated for the user or auditor named name,
+// RevokeUser records user_deactivated for the user or auditor named name,
 // deactivated by the agent of actor (the coordinator), with del deleting
 // its n tokens in the same transaction. With n zero nothing is written:
 // the principal has no token left.
-func (e *Engine) revokeUser(ctx context.Context, actor, name, reason string, n int, del func(*badger.Txn) error) error {
+func (e *Engine) RevokeUser(ctx context.Context, actor, name, reason string, n int, del func(Grants) error) error {
 	return e.run(0, func() error {
 		a := e.get(actor)
 		if a == nil || !a.IsRoot() {
-			return refuse(CodePermissionDenied, "only the coordinator revokes user and auditor tokens")
+			return Refuse(CodePermissionDenied, "only the coordinator revokes user and auditor tokens")
 		}
 		if n == 0 {
 			return nil
@@ -309,23 +308,23 @@ func (e *Engine) revokeUser(ctx context.Context, actor, name, reason string, n i
 			if err := t.step("revoke"); err != nil {
 				return err
 			}
-			return del(t.txn)
+			return del(Grants{t.txn})
 		})
 	})
 }
 
-// createUser records user_created for a human or auditor principal named
+// CreateUser records user_created for a human or auditor principal named
 // name, minted by the agent of actor (the coordinator), with write storing
 // its token in the same transaction.
-func (e *Engine) createUser(ctx context.Context, actor, name string, write func(*badger.Txn) error) error {
+func (e *Engine) CreateUser(ctx context.Context, actor, name string, write func(Grants) error) error {
 	return e.run(0, func() error { return e.createUserLocked(ctx, actor, name, write) })
 }
 
-// createUserLocked is createUser run by the committer.
-func (e *Engine) createUserLocked(ctx context.Context, actor, name string, write func(*badger.Txn) error) error {
+// createUserLocked is CreateUser run by the committer.
+func (e *Engine) createUserLocked(ctx context.Context, actor, name string, write func(Grants) error) error {
 	a := e.get(actor)
 	if a == nil || !a.IsRoot() {
-		return refuse(CodePermissionDenied, "only the coordinator mints user and auditor tokens")
+		return Refuse(CodePermissionDenied, "only the coordinator mints user and auditor tokens")
 	}
 	return e.commit(func(t *tx) error {
 		if _, err := t.append("", e.actorOf(a), trail.EventUserCreated, map[string]any{
@@ -333,6 +332,6 @@ func (e *Engine) createUserLocked(ctx context.Context, actor, name string, write
 		}); err != nil {
 			return err
 		}
-		return write(t.txn)
+		return write(Grants{t.txn})
 	})
 }

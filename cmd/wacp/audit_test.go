@@ -11,11 +11,12 @@ import (
 	"testing"
 	"time"
 
+	wacpd "github.com/wacpd/wacpd/daemon"
+
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/wacpd/wacpd/auditor"
 	"github.com/wacpd/wacpd/internal/daemontest"
-	"github.com/wacpd/wacpd/runtime"
 	"github.com/wacpd/wacpd/trail"
 )
 
@@ -26,7 +27,7 @@ func stoppable(t *testing.T) (dir, url string, stop func()) {
 	for _, v := range []string{"WACP_URL", "WACP_TOKEN", "WACP_WORKSPACE"} {
 		t.Setenv(v, "")
 	}
-	d := daemontest.Start(t, runtime.Config{})
+	d := daemontest.Start(t, wacpd.Config{})
 	return d.Dir, d.URL, d.Stop
 }
 

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/wacpd/wacpd/runtime"
+	"github.com/wacpd/wacpd/daemon"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -28,7 +28,7 @@ func main() {
 		switch {
 		case errors.Is(err, flag.ErrHelp):
 			os.Exit(0)
-		case errors.Is(err, runtime.ErrTrailCorrupt):
+		case errors.Is(err, daemon.ErrTrailCorrupt):
 			os.Exit(2) // a failed verification (wire-v1 §1)
 		}
 		os.Exit(1)
@@ -39,7 +39,7 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("wacpd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	cfg := runtime.Config{Version: version, Stdout: stdout}
+	cfg := daemon.Config{Version: version, Stdout: stdout}
 	fs.StringVar(&cfg.DataDir, "data", "./wacp-data", "data directory (database, tokens, wacpd.json)")
 	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:4222", "embedded NATS server address; port 0 picks a free port")
 	fs.StringVar(&cfg.TaxonomyFile, "taxonomy", "", "WACP taxonomy file (YAML or JSON); default: base taxonomy")
@@ -72,7 +72,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("-log-level: %w", err)
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
-	rt, err := runtime.New(cfg)
+	rt, err := daemon.New(cfg)
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/wacpd/wacpd/runtime"
+	"github.com/wacpd/wacpd/daemon"
 )
 
 // Daemon is a wacpd running in the test process.
@@ -28,12 +28,12 @@ type Daemon struct {
 	once   sync.Once
 }
 
-// Start runs runtime.New(cfg)+Run on a free port of 127.0.0.1 and waits
+// Start runs daemon.New(cfg)+Run on a free port of 127.0.0.1 and waits
 // until the daemon is ready. cfg.DataDir defaults to t.TempDir(), Listen to
 // "127.0.0.1:0" and Stdout to io.Discard. It fails the test if Run returns
 // before Ready. At cleanup it stops the daemon and reports an error if Run
 // did not return nil.
-func Start(t testing.TB, cfg runtime.Config) *Daemon {
+func Start(t testing.TB, cfg daemon.Config) *Daemon {
 	t.Helper()
 	if cfg.DataDir == "" {
 		cfg.DataDir = t.TempDir()
@@ -44,9 +44,9 @@ func Start(t testing.TB, cfg runtime.Config) *Daemon {
 	if cfg.Stdout == nil {
 		cfg.Stdout = io.Discard
 	}
-	rt, err := runtime.New(cfg)
+	rt, err := daemon.New(cfg)
 	if err != nil {
-		t.Fatalf("runtime.New: %v", err)
+		t.Fatalf("daemon.New: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &Daemon{Dir: cfg.DataDir, t: t, cancel: cancel, done: make(chan struct{})}
@@ -62,7 +62,7 @@ func Start(t testing.TB, cfg runtime.Config) *Daemon {
 		t.Fatalf("Run = %v before ready", d.err)
 	}
 	d.URL = rt.URL()
-	b, err := os.ReadFile(filepath.Join(d.Dir, runtime.AdminTokenFile))
+	b, err := os.ReadFile(filepath.Join(d.Dir, daemon.AdminTokenFile))
 	if err != nil {
 		t.Fatalf("read admin token: %v", err)
 	}

@@ -5,15 +5,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wacpd/wacpd/daemon"
+
 	"github.com/nats-io/nats.go"
 
 	"github.com/wacpd/wacpd/internal/daemontest"
-	"github.com/wacpd/wacpd/runtime"
 	"github.com/wacpd/wacpd/taxonomy"
 )
 
 func TestStart(t *testing.T) {
-	d := daemontest.Start(t, runtime.Config{})
+	d := daemontest.Start(t, daemon.Config{})
 	if d.Dir == "" || d.URL == "" || d.AdminToken == "" {
 		t.Fatalf("Start = %+v, want Dir, URL and AdminToken set", d)
 	}

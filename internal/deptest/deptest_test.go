@@ -46,12 +46,12 @@ func wantViolation(t *testing.T, vs []string, parts ...string) {
 
 func TestForbidden(t *testing.T) {
 	needGo(t)
-	// runtime is the one package that embeds the NATS server.
-	vs := violations(t, module+"/runtime", Rules{
+	// daemon is the one package that embeds the NATS server.
+	vs := violations(t, module+"/daemon", Rules{
 		OwnAllowed: []string{module + "/..."},
 		Forbidden:  []string{"github.com/nats-io/"},
 	})
-	wantViolation(t, vs, module+"/runtime depends on github.com/nats-io/nats-server/v2/server,", "forbidden (github.com/nats-io/)")
+	wantViolation(t, vs, module+"/daemon depends on github.com/nats-io/nats-server/v2/server,", "forbidden (github.com/nats-io/)")
 	for _, v := range vs {
 		if !strings.Contains(v, "depends on github.com/nats-io/") {
 			t.Errorf("unexpected violation %q", v)
@@ -143,7 +143,7 @@ func (r *recorder) Error(args ...any) { r.errs = append(r.errs, fmt.Sprint(args.
 func TestCheckReports(t *testing.T) {
 	needGo(t)
 	r := &recorder{TB: t}
-	Check(r, module+"/runtime", Rules{OwnAllowed: []string{module + "/..."}, Forbidden: []string{"github.com/nats-io/"}})
+	Check(r, module+"/daemon", Rules{OwnAllowed: []string{module + "/..."}, Forbidden: []string{"github.com/nats-io/"}})
 	wantViolation(t, r.errs, "depends on github.com/nats-io/nats-server/v2/server,")
 	r = &recorder{TB: t}
 	Check(r, module+"/clock", Rules{Forbidden: []string{"github.com/nats-io/"}})

@@ -1,0 +1,220 @@
+package daemon
+
+import (
+	"github.com/wacpd/wacpd/runtime"
+
+	"context"
+	"errors"
+	"time"
+
+	"github.com/wacpd/wacpd/clock"
+	"github.com/wacpd/wacpd/trail"
+)
+
+// treeHeadReply is the reply of audit.sth.
+type treeHeadReply struct {
+	trail.TreeHead
+	PublicKey string `json:"public_key"`
+}
+
+func (r *Daemon) auditSTH(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct{}
+	if err := runtime.Decode(body, &req); err != nil {
+		return nil, err
+	}
+	th, err := r.eng.TreeHead()
+	if err != nil {
+		return nil, err
+	}
+	return treeHeadReply{th, r.publicKey}, nil
+}
+
+// defaultSize returns size, or the latest signed size when it is 0.
+func (r *Daemon) defaultSize(size uint64) (uint64, error) {
+	if size != 0 {
+		return size, nil
+	}
+	th, err := r.eng.TreeHead()
+	return th.Size, err
+}
+
+func (r *Daemon) auditInclusion(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		Entry string  `json:"entry"`
+		Index *uint64 `json:"index"`
+		Size  uint64  `json:"size"`
+	}
+	if err := runtime.Decode(body, &req); err != nil {
+		return nil, err
+	}
+	if (req.Entry == "") == (req.Index == nil) {
+		return nil, runtime.Refuse(runtime.CodeInvalidStructure, "give exactly one of entry and index")
+	}
+	size, err := r.defaultSize(req.Size)
+	if err != nil {
+		return nil, err
+	}
+	log := r.eng.Trail()
+	var index uint64
+	if req.Index != nil {
+		index = *req.Index
+	} else {
+		seq, err := log.Seq(req.Entry)
+		if err != nil {
+			return nil, err
+		}
+		index = seq - 1
+	}
+	if index >= size || size > log.Len() {
+		return nil, runtime.Refuse(runtime.CodeNotFound, "no leaf %d in a tree of %d entries (the trail has %d)", index, size, log.Len())
+	}
+	e, err := log.At(index + 1)
+	if err != nil {
+		return nil, err
+	}
+	leaf, err := trail.LeafData(e)
+	if err != nil {
+		return nil, err
+	}
+	p, err := log.InclusionProof(index, size)
+	if err != nil {
+		return nil, treeErr(err)
+	}
+	root, err := log.Root(size)
+	if err != nil {
+		return nil, treeErr(err)
+	}
+	return map[string]any{
+		"entry": e.ID, "index": index, "size": size, "leaf_hash": trail.FormatHash(trail.Hasher{}.HashLeaf(leaf)),
+		"proof": formatHashes(p), "root": trail.FormatHash(root),
+	}, nil
+}
+
+func (r *Daemon) auditConsistency(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		From uint64 `json:"from"`
+		To   uint64 `json:"to"`
+	}
+	if err := runtime.Decode(body, &req); err != nil {
+		return nil, err
+	}
+	to, err := r.defaultSize(req.To)
+	if err != nil {
+		return nil, err
+	}
+	log := r.eng.Trail()
+	p, err := log.ConsistencyProof(req.From, to)
+	if err != nil {
+		return nil, treeErr(err)
+	}
+	fromRoot, err := log.Root(req.From)
+	if err != nil {
+		return nil, treeErr(err)
+	}
+	toRoot, err := log.Root(to)
+	if err != nil {
+		return nil, treeErr(err)
+	}
+	return map[string]any{
+		"from": req.From, "to": to, "proof": formatHashes(p),
+		"from_root": trail.FormatHash(fromRoot), "to_root": trail.FormatHash(toRoot),
+	}, nil
+}
+
+func (r *Daemon) auditCheckpoint(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		ID string `json:"id"`
+	}
+	if err := runtime.Decode(body, &req); err != nil {
+		return nil, err
+	}
+	return r.eng.GetCheckpoint(ctx, r.eng.Root(), req.ID)
+}
+
+func treeErr(err error) error {
+	if errors.Is(err, trail.ErrTreeSize) {
+		return &runtime.Error{Code: runtime.CodeNotFound, Message: err.Error(), Err: err}
+	}
+	return err
+}
+
+func formatHashes(hs [][]byte) []string {
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		out[i] = trail.FormatHash(h)
+	}
+	return out
+}
+
+func (r *Daemon) auditRead(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		After     string            `json:"after"`
+		Limit     int               `json:"limit"`
+		Workspace string            `json:"workspace"`
+		EventType trail.EventType   `json:"event_type"`
+		Actor     string            `json:"actor"`
+		Since     string            `json:"since"`
+		Until     string            `json:"until"`
+		Body      map[string]string `json:"body"`
+	}
+	if err := runtime.Decode(body, &req); err != nil {
+		return nil, err
+	}
+	if err := checkEventType(req.EventType); err != nil {
+		return nil, err
+	}
+	var err error
+	if req.Since, err = filterTime("since", req.Since); err != nil {
+		return nil, err
+	}
+	if req.Until, err = filterTime("until", req.Until); err != nil {
+		return nil, err
+	}
+	entries, next, err := r.eng.Trail().Read(ctx, trail.Query{
+		After: req.After, Limit: req.Limit, Workspace: req.Workspace, EventType: req.EventType,
+		Actor: req.Actor, Since: req.Since, Until: req.Until, Body: req.Body, MaxBytes: r.replyBudget(),
+	})
+	if errors.Is(err, trail.ErrNotFound) {
+		return nil, runtime.Refuse(runtime.CodeNotFound, "no trail entry %s", req.After)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return page(entries, next), nil
+}
+
+func (r *Daemon) auditVerify(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		Workspace string `json:"workspace"`
+	}
+	if err := runtime.Decode(body, &req); err != nil {
+		return nil, err
+	}
+	return r.eng.VerifyTrail(ctx, req.Workspace)
+}
+
+// filterTime returns a since or until filter in the form of the trail's
+// timestamps (clock.Layout), which the trail compares as strings: any RFC
+// 3339 timestamp is accepted ("2026-11-22T10:00:00Z", an offset, fewer
+// fraction digits) and brought to UTC with nine fraction digits, so that
+// "…:00Z" does not sort after "…:00.5Z". Anything else is
+// invalid_structure. "" (no filter) stays "".
+func filterTime(name, s string) (string, error) {
+	if s == "" {
+		return "", nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil || t.UTC().Year() < 0 || t.UTC().Year() > 9999 {
+		return "", runtime.Refuse(runtime.CodeInvalidStructure, "%s %q is not an RFC 3339 timestamp such as %s", name, s, clock.Layout)
+	}
+	return clock.Format(t), nil
+}
+
+// checkEventType refuses an event_type filter outside the closed registry,
+// which would match nothing.
+func checkEventType(t trail.EventType) error {
+	if t != "" && !t.Valid() {
+		return runtime.Refuse(runtime.CodeInvalidStructure, "event_type %q is not one of the %d registered trail event types", t, len(trail.EventTypes()))
+	}
+	return nil
+}

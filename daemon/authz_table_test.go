@@ -1,0 +1,187 @@
+package daemon_test
+
+// The authorization table of docs/security.md, in Go. TestAuthz runs every
+// cell against the daemon; TestAuthzDocMatchesTable checks that the
+// document's two tables (requests and answers) are exactly these.
+
+// Principals: the columns of the table, in order. W is the workspace the
+// requests are about (see docs/security.md, "The fixture").
+var authzColumns = []string{
+	"coordinator",       // the admin token, on the root's subjects
+	"delegate",          // D's token (W's parent, a delegate), on D's subjects
+	"worker",            // W's token, on W's subjects
+	"observer",          // O's token (visibility [W]), on O's subjects
+	"other worker",      // X's token (unrelated worker), on X's subjects
+	"other worker as W", // X's token, on W's subjects
+	"user",              // a user token, on W's subjects
+	"auditor",           // an auditor token, on W's subjects
+	"no token",          // a connection without a token
+	"bad token",         // a connection with a token the daemon never issued
+}
+
+// Answers that are not error codes.
+const (
+	ok        = "ok"                 // a success reply (or, for a subscription, none refused)
+	empty     = "empty"              // a success reply with no entries (trail out of scope)
+	pub       = "publish denied"     // the NATS server refuses the publish; no reply
+	subDenied = "subscribe denied"   // the NATS server refuses the subscription
+	refused   = "connection refused" // the NATS server refuses the connection
+	denied    = "permission_denied"  // the error code, the most common one here
+	nf        = "not_found"          // the error code
+)
+
+// Kinds of subject a request is sent on.
+const (
+	subjSystem = "system" // wacp.v1.system.<op>
+	subjAgent  = "agent"  // wacp.v1.agent.<ws>.<op>, ws the column's own
+	subjAudit  = "audit"  // wacp.v1.audit.<op>
+)
+
+// W's state before the request, set up by the fixture.
+const (
+	stActive      = "active"
+	stSuspended   = "suspended"
+	stMigrating   = "migrating"
+	stIntegrating = "integrating"
+	stConflicted  = "conflicted"
+)
+
+// authzRow is one request and the answer each principal gets.
+type authzRow struct {
+	name  string   // the row's name in docs/security.md
+	kind  string   // subjSystem, subjAgent or subjAudit
+	op    string   // the last tokens of the subject
+	body  string   // the request; <W>, <D> and <CP> stand for ids, <HEAD> for the caller's chain head (JSON)
+	state string   // W's state before the request
+	want  []string // one answer per column of authzColumns
+}
+
+// subject returns the subject of r for a caller acting on workspace ws.
+func (r authzRow) subject(ws string) string {
+	switch r.kind {
+	case subjAgent:
+		return "wacp.v1.agent." + ws + "." + r.op
+	case subjAudit:
+		return "wacp.v1.audit." + r.op
+	}
+	return "wacp.v1.system." + r.op
+}
+
+// docSubject returns the subject as docs/security.md writes it.
+func (r authzRow) docSubject() string { return r.subject("<ws>") }
+
+var authzRows = []authzRow{
+	{"system.info", subjSystem, "info", `{}`, stActive,
+		[]string{ok, ok, ok, ok, ok, ok, ok, ok, refused, refused}},
+	{"checkpoint artifact", subjAgent, "checkpoint",
+		`{"type":"artifact","payload":{"files_changed":[],"content":"authz","artifacts":[]},"intent":"authz","parent":<HEAD>,"status":"provisional","confidence":"low"}`, stActive,
+		[]string{denied, ok, ok, denied, ok, pub, pub, pub, refused, refused}},
+	{"checkpoint observation", subjAgent, "checkpoint",
+		`{"type":"observation","payload":{"files_changed":[],"content":"authz","artifacts":[]},"intent":"authz","parent":<HEAD>,"status":"provisional","confidence":"low"}`, stActive,
+		[]string{denied, denied, denied, ok, denied, pub, pub, pub, refused, refused}},
+	{"signal blocked", subjAgent, "signal", `{"type":"blocked","reason":"authz"}`, stActive,
+		[]string{denied, ok, ok, denied, ok, pub, pub, pub, refused, refused}},
+	{"envelope directive to W", subjAgent, "envelope",
+		`{"to":"<W>","type":"directive","payload":{"format":"markdown","content":"authz","attachments":[]}}`, stActive,
+		[]string{"no_send_right", ok, denied, denied, denied, pub, pub, pub, refused, refused}},
+	{"envelope query to D", subjAgent, "envelope",
+		`{"to":"<D>","type":"query","payload":{"format":"markdown","content":"authz","attachments":[]}}`, stActive,
+		[]string{denied, denied, ok, denied, denied, pub, pub, pub, refused, refused}},
+	{"inbox.next", subjAgent, "inbox.next", `{"wait":"0s"}`, stActive,
+		[]string{ok, ok, ok, ok, ok, pub, pub, pub, refused, refused}},
+	{"inbox.ack", subjAgent, "inbox.ack", `{"id":"<CP>"}`, stActive,
+		[]string{nf, nf, nf, nf, nf, pub, pub, pub, refused, refused}},
+	{"checkpoint.get", subjAgent, "checkpoint.get", `{"id":"<CP>"}`, stActive,
+		[]string{ok, ok, ok, ok, denied, pub, pub, pub, refused, refused}},
+	{"checkpoint.list", subjAgent, "checkpoint.list", `{"workspace":"<W>"}`, stActive,
+		[]string{ok, ok, ok, ok, denied, pub, pub, pub, refused, refused}},
+	{"checkpoint.head", subjAgent, "checkpoint.head", `{"workspace":"<W>"}`, stActive,
+		[]string{ok, ok, ok, ok, denied, pub, pub, pub, refused, refused}},
+	{"workspace.create", subjAgent, "workspace.create", `{"role":"worker","parent":"<W>"}`, stActive,
+		[]string{ok, ok, denied, denied, denied, pub, pub, pub, refused, refused}},
+	{"workspace.get", subjAgent, "workspace.get", `{"id":"<W>"}`, stActive,
+		[]string{ok, ok, ok, ok, denied, pub, pub, pub, refused, refused}},
+	{"workspace.list", subjAgent, "workspace.list", `{}`, stActive,
+		[]string{ok, ok, ok, ok, ok, pub, pub, pub, refused, refused}},
+	{"workspace.abort", subjAgent, "workspace.abort", `{"id":"<W>","reason":"authz"}`, stActive,
+		[]string{ok, ok, denied, denied, denied, pub, pub, pub, refused, refused}},
+	{"workspace.suspend", subjAgent, "workspace.suspend", `{"id":"<W>","reason":"authz"}`, stActive,
+		[]string{ok, ok, denied, denied, denied, pub, pub, pub, refused, refused}},
+	{"workspace.resume", subjAgent, "workspace.resume", `{"id":"<W>"}`, stSuspended,
+		[]string{ok, ok, denied, denied, denied, pub, pub, pub, refused, refused}},
+	{"workspace.migrate", subjAgent, "workspace.migrate", `{"id":"<W>","new_agent":"agent-2"}`, stActive,
+		[]string{ok, ok, denied, denied, denied, pub, pub, pub, refused, refused}},
+	{"workspace.migrate.complete", subjAgent, "workspace.migrate.complete", `{"id":"<W>","new_agent":"agent-2"}`, stMigrating,
+		[]string{ok, ok, denied, denied, denied, pub, pub, pub, refused, refused}},
+	{"integrate", subjAgent, "integrate", `{"workspace":"<W>","decision":"accept"}`, stIntegrating,
+		[]string{ok, ok, denied, denied, denied, pub, pub, pub, refused, refused}},
+	{"conflict.resolve", subjAgent, "conflict.resolve", `{"workspace":"<W>","resolution_strategy":"coordinator_resolve"}`, stConflicted,
+		[]string{ok, ok, denied, denied, denied, pub, pub, pub, refused, refused}},
+	{"trail", subjAgent, "trail", `{"workspace":"<W>"}`, stActive,
+		[]string{ok, ok, ok, ok, empty, pub, pub, pub, refused, refused}},
+	{"token.create", subjAgent, "token.create", `{"kind":"auditor","name":"authz"}`, stActive,
+		[]string{ok, denied, denied, denied, denied, pub, pub, pub, refused, refused}},
+	{"token.revoke", subjAgent, "token.revoke", `{"kind":"auditor","name":"authz-revoked"}`, stActive,
+		[]string{ok, denied, denied, denied, denied, pub, pub, pub, refused, refused}},
+	{"signals.consumer", subjAgent, "signals.consumer", `{"workspace":"<W>"}`, stActive,
+		[]string{ok, denied, ok, denied, denied, pub, pub, pub, refused, refused}},
+	{"audit.trail.read", subjAudit, "trail.read", `{"workspace":"<W>"}`, stActive,
+		[]string{ok, pub, pub, pub, pub, pub, ok, ok, refused, refused}},
+	{"audit.trail.verify", subjAudit, "trail.verify", `{}`, stActive,
+		[]string{ok, pub, pub, pub, pub, pub, ok, ok, refused, refused}},
+	{"audit.sth", subjAudit, "sth", `{}`, stActive,
+		[]string{ok, pub, pub, pub, pub, pub, ok, ok, refused, refused}},
+	{"audit.proof.inclusion", subjAudit, "proof.inclusion", `{"index":0}`, stActive,
+		[]string{ok, pub, pub, pub, pub, pub, ok, ok, refused, refused}},
+	{"audit.proof.consistency", subjAudit, "proof.consistency", `{"from":1}`, stActive,
+		[]string{ok, pub, pub, pub, pub, pub, ok, ok, refused, refused}},
+	{"audit.checkpoint.get", subjAudit, "checkpoint.get", `{"id":"<CP>"}`, stActive,
+		[]string{ok, pub, pub, pub, pub, pub, ok, ok, refused, refused}},
+}
+
+// Actions on NATS subjects beyond the endpoints.
+const (
+	actSubscribe = "subscribe"
+	actPublish   = "publish"
+	actRequest   = "request"
+)
+
+// subjectRow is one action on a NATS subject outside the endpoints and the
+// answer each principal gets. In subject and body, <ws> is the workspace
+// the column acts on (as for the endpoints), <W> and <D> are the fixture's
+// W and D, and <W inbox> is W's token's reply prefix.
+type subjectRow struct {
+	name    string
+	action  string // actSubscribe, actPublish or actRequest
+	subject string
+	body    string
+	want    []string
+}
+
+var subjectRows = []subjectRow{
+	{"signals to ws", actSubscribe, "wacp.v1.sig.<ws>.>", "",
+		[]string{ok, ok, ok, ok, ok, subDenied, subDenied, subDenied, refused, refused}},
+	{"all signals", actSubscribe, "wacp.v1.sig.>", "",
+		[]string{ok, subDenied, subDenied, subDenied, subDenied, subDenied, subDenied, subDenied, refused, refused}},
+	{"trail of ws", actSubscribe, "wacp.v1.trail.<ws>.>", "",
+		[]string{ok, ok, ok, ok, ok, subDenied, ok, ok, refused, refused}},
+	{"whole trail", actSubscribe, "wacp.v1.trail.>", "",
+		[]string{ok, subDenied, subDenied, subDenied, subDenied, subDenied, ok, ok, refused, refused}},
+	{"shared inbox", actSubscribe, "_INBOX.>", "",
+		[]string{ok, ok, ok, ok, ok, ok, ok, ok, refused, refused}},
+	{"W's reply inbox", actSubscribe, "<W inbox>.>", "",
+		[]string{subDenied, subDenied, ok, subDenied, subDenied, subDenied, subDenied, subDenied, refused, refused}},
+	{"forged signal", actPublish, "wacp.v1.sig.<D>.<W>.complete", `{}`,
+		[]string{pub, pub, pub, pub, pub, pub, pub, pub, refused, refused}},
+	{"signal stream info", actRequest, "$JS.API.STREAM.INFO.WACP_SIGNALS", `{"subjects_filter":">"}`,
+		[]string{ok, pub, pub, pub, pub, pub, pub, pub, refused, refused}},
+	{"durable consumer of ws", actRequest, "$JS.API.CONSUMER.CREATE.WACP_SIGNALS.<ws>.wacp.v1.sig.<ws>.>",
+		`{"stream_name":"WACP_SIGNALS","config":{"durable_name":"<ws>","filter_subject":"wacp.v1.sig.<ws>.>","ack_policy":"explicit"}}`,
+		[]string{pub, pub, pub, pub, pub, pub, pub, pub, refused, refused}},
+	{"service stats", actRequest, "$SRV.STATS.wacp", `{}`,
+		[]string{ok, pub, pub, pub, pub, pub, pub, pub, refused, refused}},
+	{"service ping", actRequest, "$SRV.PING", `{}`,
+		[]string{ok, pub, pub, pub, pub, pub, pub, pub, refused, refused}},
+	{"jetstream account info", actRequest, "$JS.API.INFO", `{}`,
+		[]string{ok, pub, pub, pub, pub, pub, pub, pub, refused, refused}},
+}

@@ -1,0 +1,89 @@
+package daemon
+
+import (
+	"io"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/wacpd/wacpd/runtime"
+)
+
+// Config configures the daemon: the engine's settings and the daemon's
+// own. The engine's database is DataDir/db; the daemon's files (admin.token,
+// wacpd.json, the tree-head key, JetStream's store) sit in DataDir.
+type Config struct {
+	// DataDir is the daemon's data directory (wire-v1 §1). It shadows the
+	// engine's DataDir, which the daemon sets to DataDir/db.
+	DataDir string
+	// Config is the engine's configuration (Taxonomy, Logger, the limits
+	// and intervals); its DataDir is ignored.
+	runtime.Config
+
+	// Listen is the embedded NATS server's HOST:PORT; default
+	// 127.0.0.1:4222; port 0 picks a free port.
+	Listen string
+	// NATSURL, if set, connects to an existing NATS server or cluster
+	// instead of embedding one. That server must have JetStream; its own
+	// auth configuration decides who may publish where, so the daemon
+	// then also requires the Wacp-Token header on every request.
+	NATSURL string
+	// NATSToken authenticates the daemon to the server at NATSURL.
+	NATSToken string
+	// TaxonomyFile, if set and Taxonomy is nil, is loaded at start.
+	TaxonomyFile string
+	// Version is reported by system.info and in wacpd.json.
+	Version string
+	// Stdout receives the one line saying where the daemon listens; nil
+	// means os.Stdout.
+	Stdout io.Writer
+	// MaxInFlight bounds the requests handled at once; default 256.
+	MaxInFlight int
+	// SignalsMaxBytes bounds the WACP_SIGNALS stream's size on disk: past
+	// it the oldest signals are discarded (docs/operations.md); zero means
+	// 1 GiB.
+	SignalsMaxBytes int64
+	// SignalsMaxAge discards signals older than this from WACP_SIGNALS;
+	// zero means 30 days, negative keeps them until SignalsMaxBytes bites.
+	SignalsMaxAge time.Duration
+	// MetricsAddr, if set, is the HOST:PORT of an HTTP listener serving
+	// Prometheus metrics at /metrics; port 0 picks a free port. Empty
+	// means no listener and no metrics.
+	MetricsAddr string
+
+	// pageBytes is a test seam: the byte budget of a list page (paging.go);
+	// zero means half the server's max payload.
+	pageBytes int
+	// onServer is a test seam: given the embedded NATS server once it runs.
+	onServer func(*server.Server)
+}
+
+// Signal stream retention defaults (Config.SignalsMaxBytes, SignalsMaxAge).
+const (
+	defaultSignalsMaxBytes = 1 << 30
+	defaultSignalsMaxAge   = 30 * 24 * time.Hour
+)
+
+// signalsRetention returns the stream's byte and age limits, defaults
+// filled in (an age of 0 means none, as JetStream reads it).
+func (c Config) signalsRetention() (maxBytes int64, maxAge time.Duration) {
+	maxBytes, maxAge = c.SignalsMaxBytes, c.SignalsMaxAge
+	if maxBytes <= 0 {
+		maxBytes = defaultSignalsMaxBytes
+	}
+	switch {
+	case maxAge == 0:
+		maxAge = defaultSignalsMaxAge
+	case maxAge < 0:
+		maxAge = 0
+	}
+	return maxBytes, maxAge
+}
+
+// jetStreamMaxStore is the embedded server's JetStream storage limit: the
+// stream's own limit plus room for consumer state. Set explicitly, so the
+// server does not size it from the disk's free space at start (which an
+// earlier fill of the disk would shrink for the whole run).
+func (c Config) jetStreamMaxStore() int64 {
+	b, _ := c.signalsRetention()
+	return b + 64<<20
+}

@@ -1,0 +1,363 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/wacpd/wacpd/runtime"
+	"github.com/wacpd/wacpd/taxonomy"
+)
+
+// Daemon is the wacpd daemon: the runtime.Engine served over NATS (wire-v1). New
+// validates the configuration and starts nothing; Run serves until its
+// context ends, then shuts down in reverse start order.
+type Daemon struct {
+	cfg Config
+
+	// Set by Run before anything is served; read-only afterwards.
+	eng      *runtime.Engine
+	ns       *server.Server // nil when NATSURL is set
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	url      string
+	tok      *tokens
+	external bool
+	adm      *admission // request slots (admission.go)
+	accts    *accounts  // the principals' accounts; nil on an external server
+
+	metrics      *metrics      // nil unless MetricsAddr is set
+	metricsURL   string        // where the metrics are served
+	authFailures *authFailures // refused connections, counted for the trail (authfail.go)
+	signer       note.Signer   // signs tree heads
+	publicKey    string        // its note verifier key
+
+	handlers   sync.WaitGroup     // request handlers in flight
+	reqCtx     context.Context    // given to handlers; cancelled when shutdown begins
+	cancelReqs context.CancelFunc // ends waits (inbox.next); commits in flight still finish
+	ready      chan struct{}      // closed once requests are accepted
+}
+
+// defaultListen is the embedded server's address (wire-v1 §1).
+const defaultListen = "127.0.0.1:4222"
+
+// MaxPayload is the embedded server's largest message: no request or reply
+// is larger.
+const MaxPayload = 4 << 20
+
+// New returns a daemon for cfg. DataDir is required.
+func New(cfg Config) (*Daemon, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("runtime: config: DataDir is required")
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = defaultListen
+	}
+	if _, _, err := splitHostPort(cfg.Listen); err != nil {
+		return nil, fmt.Errorf("runtime: config: listen %q: %w", cfg.Listen, err)
+	}
+	if cfg.MetricsAddr != "" {
+		if _, _, err := splitHostPort(cfg.MetricsAddr); err != nil {
+			return nil, fmt.Errorf("runtime: config: metrics %q: %w", cfg.MetricsAddr, err)
+		}
+	}
+	if cfg.Version == "" {
+		cfg.Version = "0.1.0-dev"
+	}
+	if cfg.Stdout == nil {
+		cfg.Stdout = os.Stdout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = 256
+	}
+	if cfg.Taxonomy == nil && cfg.TaxonomyFile != "" {
+		tax, err := taxonomy.Load(cfg.TaxonomyFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Taxonomy = tax
+	}
+	return &Daemon{cfg: cfg, ready: make(chan struct{})}, nil
+}
+
+func splitHostPort(s string) (string, int, error) {
+	host, p, err := net.SplitHostPort(s)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("bad port %q", p)
+	}
+	return host, port, nil
+}
+
+// Ready is closed once the daemon accepts requests (and wacpd.json exists).
+func (r *Daemon) Ready() <-chan struct{} { return r.ready }
+
+// URL returns the NATS URL clients use; valid after Ready.
+func (r *Daemon) URL() string { return r.url }
+
+// MetricsURL returns the URL of the Prometheus metrics, or "" when
+// Config.MetricsAddr is empty; valid after Ready.
+func (r *Daemon) MetricsURL() string { return r.metricsURL }
+
+// Run starts the daemon and serves until ctx is done. It then stops taking
+// requests, lets the ones in flight finish, publishes what the outbox holds,
+// and closes everything; it returns nil after a clean stop.
+func (r *Daemon) Run(ctx context.Context) (err error) {
+	var stack []func() // shutdown steps, run in reverse
+	defer func() {
+		for i := len(stack) - 1; i >= 0; i-- {
+			stack[i]()
+		}
+	}()
+	dir := r.cfg.DataDir
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+
+	ecfg := r.cfg.Config
+	ecfg.DataDir = filepath.Join(dir, "db")
+	if r.cfg.MetricsAddr != "" {
+		r.metrics = newMetrics()
+		ecfg.Observer = r.metrics
+	}
+	if r.eng, err = runtime.Open(ecfg); err != nil {
+		return err
+	}
+	stack = append(stack, func() { r.eng.Close() })
+
+	if r.signer, r.publicKey, err = signingKey(dir, r.eng.Root()); err != nil {
+		return err
+	}
+	if _, err := r.eng.SignTreeHead(r.signer); err != nil {
+		return err
+	}
+	r.adm = newAdmission(r.cfg.MaxInFlight)
+	r.authFailures = newAuthFailures()
+	if err := r.setupTokens(dir); err != nil {
+		return err
+	}
+	internal, err := newToken()
+	if err != nil {
+		return err
+	}
+	r.tok.add(internal, runtime.Principal{Kind: kindDaemon})
+
+	if err := r.startNATS(dir, internal); err != nil {
+		return err
+	}
+	stack = append(stack, r.stopNATS)
+
+	if r.js, err = jetstream.New(r.nc); err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	if err := r.ensureStream(ctx); err != nil {
+		return err
+	}
+
+	// Background workers: owned here, stopped by the shutdown stack.
+	pub, err := newPublisher(r.eng, r.js, r.nc, r.cfg.Logger, r.metrics)
+	pub.recover = r.recoverJetStream
+	if err != nil {
+		return err
+	}
+	bg, stopBG := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); pub.runSignals(bg) }()
+	go func() { defer wg.Done(); pub.runFeed(bg) }()
+	ended := newEndedAgents()
+	r.eng.OnCommit(ended.onCommit)
+	wg.Add(4)
+	go func() { defer wg.Done(); ended.run(bg, r.disconnect) }()
+	go func() { defer wg.Done(); r.runTreeHeads(bg, r.signer, 250*time.Millisecond) }()
+	go func() { defer wg.Done(); r.eng.RunTimers(bg, time.Second) }()
+	go func() { defer wg.Done(); r.recordAuthFailures(bg) }()
+	stack = append(stack, func() {
+		pub.flush(5 * time.Second) // publish what the last requests committed
+		stopBG()
+		wg.Wait()
+	})
+
+	r.reqCtx, r.cancelReqs = context.WithCancel(context.Background())
+	svc, err := r.startService()
+	if err != nil {
+		return err
+	}
+	stack = append(stack, func() {
+		svc.Stop()        // stop taking requests
+		r.cancelReqs()    // end waits
+		r.handlers.Wait() // let the ones in flight finish their commits
+	})
+
+	// The service's subscriptions must reach the server before anyone is
+	// told the daemon is ready.
+	if err := r.nc.FlushTimeout(10 * time.Second); err != nil {
+		return fmt.Errorf("register the service: %w", err)
+	}
+	if r.metrics != nil {
+		stopMetrics, err := r.startMetrics()
+		if err != nil {
+			return err
+		}
+		stack = append(stack, stopMetrics)
+	}
+	info := Info{URL: r.url, PID: os.Getpid(), RootWorkspace: r.eng.Root(), Version: r.cfg.Version}
+	if err := writeInfo(dir, info); err != nil {
+		return fmt.Errorf("write %s: %w", InfoFile, err)
+	}
+	stack = append(stack, func() { os.Remove(filepath.Join(dir, InfoFile)) })
+	fmt.Fprintf(r.cfg.Stdout, "wacpd %s listening on %s (data %s, root workspace %s)\n",
+		r.cfg.Version, r.url, dir, info.RootWorkspace)
+	close(r.ready)
+	<-ctx.Done()
+	r.cfg.Logger.Info("shutting down")
+	return nil
+}
+
+// ensureStream creates the signal stream, or brings an existing one to the
+// configured retention. Past its limits the stream discards its oldest
+// signals: the publisher is never refused for space, and a consumer whose
+// next signal was discarded goes on with the oldest one kept.
+func (r *Daemon) ensureStream(ctx context.Context) error {
+	maxBytes, maxAge := r.cfg.signalsRetention()
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err := r.js.CreateOrUpdateStream(sctx, jetstream.StreamConfig{
+		Name: signalStream, Subjects: []string{"wacp.v1.sig.>"}, Storage: jetstream.FileStorage,
+		Duplicates: 10 * time.Minute, Description: "WACP signals delivered to each workspace's parent",
+		MaxBytes: maxBytes, MaxAge: maxAge, Discard: jetstream.DiscardOld,
+	})
+	if err != nil {
+		return fmt.Errorf("create stream %s: %w", signalStream, err)
+	}
+	return nil
+}
+
+// recoverJetStream is the publisher's remedy after a failed publish. The
+// embedded server turns JetStream off for good when its disk fills
+// ("JetStream out of resources, will be DISABLED"); once the data dir's disk
+// has room again above the engine's reserve, this turns it back on and
+// restores the stream, so signals flow again without a restart. It does
+// nothing while JetStream runs or on an external server.
+func (r *Daemon) recoverJetStream(ctx context.Context) error {
+	if r.ns == nil || r.ns.JetStreamEnabled() {
+		return nil
+	}
+	if err := r.eng.DiskRoom(); err != nil {
+		return fmt.Errorf("jetstream is off and the disk is still short: %w", err)
+	}
+	r.cfg.Logger.Warn("jetstream was turned off by the server; turning it on again")
+	err := r.ns.EnableJetStream(&server.JetStreamConfig{
+		StoreDir: filepath.Join(r.cfg.DataDir, "jetstream"), MaxStore: r.cfg.jetStreamMaxStore(), MaxMemory: 64 << 20,
+	})
+	if err != nil {
+		return fmt.Errorf("turn jetstream on again: %w", err)
+	}
+	return r.ensureStream(ctx)
+}
+
+// live reports whether principal p may connect now: an agent's token ends
+// with its workspace (closed or failed).
+func (r *Daemon) live(p runtime.Principal) bool {
+	return p.Kind != runtime.KindAgent || !r.eng.Ended(p.Workspace)
+}
+
+// setupTokens loads the stored tokens and the admin token.
+func (r *Daemon) setupTokens(dir string) error {
+	r.tok = newTokens()
+	if err := r.eng.Tokens(r.tok.addHash); err != nil {
+		return fmt.Errorf("load tokens: %w", err)
+	}
+	admin, err := adminToken(dir)
+	if err != nil {
+		return err
+	}
+	r.tok.add(admin, runtime.Principal{Kind: runtime.KindCoordinator, Workspace: r.eng.Root()})
+	return nil
+}
+
+// startNATS starts the embedded server (or connects to NATSURL) and opens the
+// daemon's own connection.
+func (r *Daemon) startNATS(dir, internal string) error {
+	if r.cfg.NATSURL != "" {
+		r.external, r.url = true, r.cfg.NATSURL
+		nc, err := nats.Connect(r.url, nats.Name("wacpd"), nats.Token(r.cfg.NATSToken), nats.MaxReconnects(-1))
+		if err != nil {
+			return fmt.Errorf("connect to %s: %w", r.url, err)
+		}
+		r.nc = nc
+		return nil
+	}
+	host, port, _ := splitHostPort(r.cfg.Listen)
+	if port == 0 {
+		port = server.RANDOM_PORT // the contract's 0 is the server's -1
+	}
+	auth := &authenticator{tokens: r.tok, live: r.live, failed: func(remote, why string) {
+		r.cfg.Logger.Warn("refused a connection", "remote", remote, "why", why)
+		r.authFailures.add(remote)
+	}}
+	ns, err := server.NewServer(&server.Options{
+		ServerName: "wacpd", Host: host, Port: port, NoSigs: true, NoLog: true,
+		JetStream: true, StoreDir: filepath.Join(dir, "jetstream"), DisableJetStreamBanner: true,
+		JetStreamMaxStore: r.cfg.jetStreamMaxStore(), MaxPayload: MaxPayload,
+		CustomClientAuthentication: auth,
+	})
+	if err != nil {
+		return fmt.Errorf("nats server: %w", err)
+	}
+	if auth.accts, err = newAccounts(ns); err != nil {
+		return fmt.Errorf("nats server: %w", err)
+	}
+	r.accts = auth.accts
+	ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		ns.Shutdown()
+		return fmt.Errorf("nats server on %s did not start", r.cfg.Listen)
+	}
+	r.ns = ns
+	if r.cfg.onServer != nil {
+		r.cfg.onServer(ns)
+	}
+	addr := ns.Addr().(*net.TCPAddr)
+	r.url = fmt.Sprintf("nats://%s", net.JoinHostPort(host, strconv.Itoa(addr.Port)))
+	nc, err := nats.Connect(r.url, nats.Name("wacpd"), nats.Token(internal), nats.InProcessServer(ns),
+		nats.CustomInboxPrefix(taxonomy.InboxPrefix(internal)))
+	if err != nil {
+		ns.Shutdown()
+		return fmt.Errorf("connect to the embedded server: %w", err)
+	}
+	r.nc = nc
+	return nil
+}
+
+func (r *Daemon) stopNATS() {
+	if r.nc != nil {
+		r.nc.Close()
+	}
+	if r.ns != nil {
+		r.ns.Shutdown()
+		r.ns.WaitForShutdown()
+	}
+}
+
+// ErrTrailCorrupt is the engine's error for a trail that fails its check
+// at start with nothing safe to repair (wacpd exits 2).
+var ErrTrailCorrupt = runtime.ErrTrailCorrupt

@@ -1,0 +1,24 @@
+package daemon
+
+import (
+	"testing"
+
+	"github.com/wacpd/wacpd/internal/deptest"
+)
+
+// TestDeps: the daemon serves the engine over NATS and never touches its
+// storage: it imports no Badger (the engine's seam is typed: runtime.Grants,
+// Engine.Tokens, Engine.OutboxLen, Engine.Fingerprint), nor the client.
+func TestDeps(t *testing.T) {
+	deptest.Check(t, "github.com/wacpd/wacpd/daemon", deptest.Rules{
+		OwnAllowed: []string{"github.com/wacpd/wacpd/..."},
+		Forbidden:  []string{"github.com/wacpd/wacpd/client", "testing/..."},
+		ImportsAllowed: []string{
+			"github.com/nats-io/nats-server/v2/server", "github.com/nats-io/nats.go", "github.com/nats-io/nats.go/jetstream",
+			"github.com/nats-io/nats.go/micro", "github.com/prometheus/client_golang/...", "golang.org/x/mod/sumdb/note",
+			"github.com/wacpd/wacpd/runtime", "github.com/wacpd/wacpd/clock", "github.com/wacpd/wacpd/taxonomy",
+			"github.com/wacpd/wacpd/trail", "github.com/wacpd/wacpd/workspace",
+		},
+		Required: []string{"github.com/nats-io/nats-server/v2/server"},
+	})
+}

@@ -1,0 +1,112 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wacpd/wacpd/runtime"
+	"github.com/wacpd/wacpd/workspace"
+)
+
+// The engine the daemon's own tests serve, made through the engine's
+// exported API only.
+
+var ctx = context.Background()
+
+// openTest opens an engine on a fresh temp dir (real Badger, sync writes).
+func openTest(t testing.TB, mod ...func(*runtime.Config)) *runtime.Engine {
+	t.Helper()
+	cfg := runtime.Config{DataDir: t.TempDir()}
+	for _, m := range mod {
+		m(&cfg)
+	}
+	e, err := runtime.Open(cfg)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// newWorker creates a worker under the root and activates it with a directive.
+func newWorker(t testing.TB, e *runtime.Engine) *workspace.Workspace {
+	t.Helper()
+	w, err := e.CreateWorkspace(ctx, e.Root(), mustJSON(map[string]any{"role": "worker"}))
+	if err != nil {
+		t.Fatalf("CreateWorkspace: %v", err)
+	}
+	_, err = e.SendEnvelope(ctx, e.Root(), mustJSON(map[string]any{
+		"to": w.ID, "type": "directive", "payload": map[string]any{"content": "do the work"},
+	}))
+	if err != nil {
+		t.Fatalf("SendEnvelope directive: %v", err)
+	}
+	return w
+}
+
+// wantCode fails the test unless runtime.Code(err) is want ("" = success).
+func wantCode(t testing.TB, what string, err error, want string) {
+	t.Helper()
+	if got := runtime.Code(err); got != want {
+		t.Fatalf("%s: Code(%v) = %q, want %q", what, err, got, want)
+	}
+}
+
+func wsState(t testing.TB, e *runtime.Engine, ws string) workspace.State {
+	t.Helper()
+	w, err := e.GetWorkspace(ctx, e.Root(), ws)
+	if err != nil {
+		t.Fatalf("GetWorkspace(%s): %v", ws, err)
+	}
+	return w.State
+}
+
+// fakeClock is a settable wall clock for Config.Now.
+type fakeClock struct {
+	mu  sync.Mutex // guards now
+	now time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func withFakeClock(c *fakeClock) func(*runtime.Config) {
+	return func(cfg *runtime.Config) { cfg.Now = c.Now }
+}
+
+// waitFor polls cond; the deadline only keeps a broken daemon from
+// hanging the test.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting: %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}

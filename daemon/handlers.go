@@ -1,0 +1,396 @@
+package daemon
+
+import (
+	"github.com/wacpd/wacpd/runtime"
+
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/wacpd/wacpd/taxonomy"
+	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/workspace"
+)
+
+// The handlers of the system and agent endpoints (service.go registers them).
+
+func (r *Daemon) systemInfo(ctx context.Context, c caller, body []byte) (any, error) {
+	tax := r.eng.Taxonomy()
+	return map[string]any{
+		"version": r.cfg.Version, "root_workspace": r.eng.Root(),
+		"taxonomy":       map[string]string{"id": tax.ID(), "version": tax.Version(), "checksum": tax.Checksum()},
+		"hash_algorithm": trail.Algorithm, "protocol_version": taxonomy.ProtocolVersion,
+		"public_key": r.publicKey, "origin": r.eng.Origin(),
+	}, nil
+}
+
+func (r *Daemon) checkpoint(ctx context.Context, c caller, body []byte) (any, error) {
+	return r.eng.CreateCheckpoint(ctx, c.ws, body)
+}
+
+func (r *Daemon) signal(ctx context.Context, c caller, body []byte) (any, error) {
+	return r.eng.EmitSignal(ctx, c.ws, body)
+}
+
+func (r *Daemon) envelope(ctx context.Context, c caller, body []byte) (any, error) {
+	return r.eng.SendEnvelope(ctx, c.ws, body)
+}
+
+func (r *Daemon) inboxNext(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		Wait string `json:"wait"`
+		// AckPrevious (default true): asking for the next envelope
+		// acknowledges those leased to the caller (lease.go).
+		AckPrevious *bool `json:"ack_previous"`
+	}
+	if err := runtime.Decode(body, &req); err != nil {
+		return nil, err
+	}
+	var wait time.Duration
+	if req.Wait != "" {
+		d, err := time.ParseDuration(req.Wait)
+		if err != nil || d < 0 || d > MaxWait {
+			return nil, runtime.Refuse(runtime.CodeInvalidStructure, "wait %q is not a duration between 0 and %s", req.Wait, MaxWait)
+		}
+		wait = d
+	}
+	if req.AckPrevious == nil || *req.AckPrevious {
+		if _, err := r.eng.AckLeased(ctx, c.ws); err != nil {
+			return nil, err
+		}
+	}
+	env, err := r.eng.NextEnvelope(ctx, c.ws, 0)
+	if err == nil && env == nil && wait > 0 {
+		// A wait does no work: it gives its request slot back while it
+		// waits (admission.go), so long polls cannot starve other callers.
+		if c.t != nil {
+			if err := c.t.park(); err != nil {
+				return nil, err
+			}
+		}
+		env, err = r.eng.NextEnvelope(ctx, c.ws, wait)
+	}
+	if err != nil || env == nil {
+		return struct{}{}, err
+	}
+	return env, nil
+}
+
+// inboxAck acknowledges one envelope of the caller's inbox (extension,
+// lease.go).
+func (r *Daemon) inboxAck(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		ID string `json:"id"`
+	}
+	if err := runtime.Decode(body, &req); err != nil {
+		return nil, err
+	}
+	return r.eng.AckEnvelope(ctx, c.ws, req.ID)
+}
+
+func (r *Daemon) checkpointGet(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		ID string `json:"id"`
+	}
+	if err := runtime.Decode(body, &req); err != nil {
+		return nil, err
+	}
+	return r.eng.GetCheckpoint(ctx, c.ws, req.ID)
+}
+
+func (r *Daemon) checkpointList(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		Workspace string `json:"workspace"`
+		After     string `json:"after"`
+		Limit     int    `json:"limit"`
+	}
+	if err := runtime.Decode(body, &req); err != nil {
+		return nil, err
+	}
+	if req.Workspace == "" {
+		req.Workspace = c.ws
+	}
+	limit := req.Limit
+	if limit <= 0 || limit > 1000 {
+		limit = 1000
+	}
+	// One more than the page, to tell whether another follows.
+	list, err := r.eng.ListCheckpoints(ctx, c.ws, req.Workspace, req.After, limit+1)
+	if err != nil {
+		return nil, err
+	}
+	list, more, err := pageOf(list, limit, r.replyBudget())
+	if err != nil {
+		return nil, err
+	}
+	var next *string
+	if more {
+		next = &list[len(list)-1].ID
+	}
+	return map[string]any{"checkpoints": nonNil(list), "next": next}, nil
+}
+
+func (r *Daemon) checkpointHead(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		Workspace string `json:"workspace"`
+		Final     bool   `json:"final"`
+	}
+	if err := runtime.Decode(body, &req); err != nil {
+		return nil, err
+	}
+	if req.Workspace == "" {
+		req.Workspace = c.ws
+	}
+	return r.eng.Head(ctx, c.ws, req.Workspace, req.Final)
+}
+
+func (r *Daemon) workspaceCreate(ctx context.Context, c caller, body []byte) (any, error) {
+	tok, err := newToken()
+	if err != nil {
+		return nil, err
+	}
+	var p runtime.Principal
+	w, err := r.eng.CreateWorkspaceGranting(ctx, c.ws, body, func(g runtime.Grants, w *workspace.Workspace) error {
+		p = runtime.Principal{Kind: runtime.KindAgent, Workspace: w.ID}
+		return g.Put(hashToken(tok), p)
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.tok.add(tok, p)
+	return map[string]any{"workspace": w, "token": tok}, nil
+}
+
+type idRequest struct {
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
+}
+
+func (r *Daemon) workspaceGet(ctx context.Context, c caller, body []byte) (any, error) {
+	var req idRequest
+	if err := runtime.Decode(body, &req); err != nil {
+		return nil, err
+	}
+	if req.ID == "" {
+		req.ID = c.ws
+	}
+	return r.eng.GetWorkspace(ctx, c.ws, req.ID)
+}
+
+func (r *Daemon) workspaceList(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		Parent string          `json:"parent"`
+		State  workspace.State `json:"state"`
+		After  string          `json:"after"`
+		Limit  int             `json:"limit"`
+	}
+	if err := runtime.Decode(body, &req); err != nil {
+		return nil, err
+	}
+	if req.Limit <= 0 || req.Limit > 1000 {
+		req.Limit = 1000
+	}
+	list, err := r.eng.ListWorkspaces(ctx, c.ws, req.Parent, req.State)
+	if err != nil {
+		return nil, err
+	}
+	if req.After != "" { // ids sort in creation order, as the list does
+		i, _ := slices.BinarySearchFunc(list, req.After, func(w *workspace.Workspace, id string) int { return strings.Compare(w.ID, id) })
+		if i < len(list) && list[i].ID == req.After {
+			i++
+		}
+		list = list[i:]
+	}
+	list, more, err := pageOf(list, req.Limit, r.replyBudget())
+	if err != nil {
+		return nil, err
+	}
+	var next *string
+	if more {
+		next = &list[len(list)-1].ID
+	}
+	return map[string]any{"workspaces": nonNil(list), "next": next}, nil
+}
+
+func (r *Daemon) workspaceOp(op string) handlerFunc {
+	return func(ctx context.Context, c caller, body []byte) (any, error) {
+		var req idRequest
+		if err := runtime.Decode(body, &req); err != nil {
+			return nil, err
+		}
+		if req.ID == "" {
+			return nil, runtime.Refuse(runtime.CodeInvalidStructure, "id is required")
+		}
+		switch op {
+		case "abort":
+			return r.eng.Abort(ctx, c.ws, req.ID, req.Reason)
+		case "suspend":
+			return r.eng.Suspend(ctx, c.ws, req.ID, req.Reason)
+		}
+		return r.eng.Resume(ctx, c.ws, req.ID)
+	}
+}
+
+func (r *Daemon) migrate(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		ID       string `json:"id"`
+		NewAgent string `json:"new_agent"`
+		Reason   string `json:"reason"`
+	}
+	if err := runtime.Decode(body, &req); err != nil {
+		return nil, err
+	}
+	return r.eng.Migrate(ctx, c.ws, req.ID, req.NewAgent, req.Reason)
+}
+
+// migrateComplete ends a migration. On success it binds the new agent: the
+// workspace gets a new token, in the same commit its old tokens are
+// deleted, and connections made with them are closed, so the old agent is
+// unbound (WACP Workspace §13). The reply carries the new token for the new
+// agent; after a failed migration it is null.
+func (r *Daemon) migrateComplete(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		ID       string `json:"id"`
+		NewAgent string `json:"new_agent"`
+		Error    string `json:"error"`
+	}
+	if err := runtime.Decode(body, &req); err != nil {
+		return nil, err
+	}
+	if req.Error != "" {
+		w, err := r.eng.CompleteMigration(ctx, c.ws, req.ID, req.NewAgent, req.Error)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"workspace": w, "token": nil}, nil
+	}
+	tok, err := newToken()
+	if err != nil {
+		return nil, err
+	}
+	var p runtime.Principal
+	var old [][32]byte
+	w, err := r.eng.CompleteMigrationGranting(ctx, c.ws, req.ID, req.NewAgent, "", func(g runtime.Grants, w *workspace.Workspace) error {
+		p = runtime.Principal{Kind: runtime.KindAgent, Workspace: w.ID}
+		old = r.tok.hashesOf(p)
+		if err := g.Delete(old...); err != nil {
+			return err
+		}
+		return g.Put(hashToken(tok), p)
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.tok.remove(old)
+	r.tok.add(tok, p)
+	r.disconnect(p)
+	return map[string]any{"workspace": w, "token": tok}, nil
+}
+
+func (r *Daemon) conflictResolve(ctx context.Context, c caller, body []byte) (any, error) {
+	return r.eng.ResolveConflict(ctx, c.ws, body)
+}
+
+func (r *Daemon) integrate(ctx context.Context, c caller, body []byte) (any, error) {
+	return r.eng.Integrate(ctx, c.ws, body)
+}
+
+type trailPage struct {
+	Entries []trail.Entry `json:"entries"`
+	Next    *string       `json:"next"`
+}
+
+func page(entries []trail.Entry, next string) trailPage {
+	p := trailPage{Entries: nonNil(entries)}
+	if next != "" {
+		p.Next = &next
+	}
+	return p
+}
+
+func (r *Daemon) agentTrail(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		After     string          `json:"after"`
+		Limit     int             `json:"limit"`
+		EventType trail.EventType `json:"event_type"`
+		Workspace string          `json:"workspace"`
+	}
+	if err := runtime.Decode(body, &req); err != nil {
+		return nil, err
+	}
+	if err := checkEventType(req.EventType); err != nil {
+		return nil, err
+	}
+	entries, next, err := r.eng.ReadTrail(ctx, c.ws, trail.Query{
+		After: req.After, Limit: req.Limit, EventType: req.EventType, Workspace: req.Workspace,
+		MaxBytes: r.replyBudget(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return page(entries, next), nil
+}
+
+// tokenRevoke deletes every token of a user or auditor principal, records
+// user_deactivated in the same commit, and closes the connections made
+// with those tokens. A principal without tokens is answered revoked 0.
+func (r *Daemon) tokenRevoke(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		Kind   runtime.Kind `json:"kind"`
+		Name   string       `json:"name"`
+		Reason string       `json:"reason"`
+	}
+	if err := runtime.Decode(body, &req); err != nil {
+		return nil, err
+	}
+	if req.Kind != runtime.KindUser && req.Kind != runtime.KindAuditor {
+		return nil, runtime.Refuse(runtime.CodeInvalidStructure, "kind must be user or auditor")
+	}
+	if req.Name == "" {
+		return nil, runtime.Refuse(runtime.CodeInvalidStructure, "name is required")
+	}
+	if req.Reason == "" {
+		req.Reason = "coordinator_request"
+	}
+	p := runtime.Principal{Kind: req.Kind, Name: req.Name}
+	old := r.tok.hashesOf(p)
+	err := r.eng.RevokeUser(ctx, c.ws, req.Name, req.Reason, len(old), func(g runtime.Grants) error {
+		return g.Delete(old...)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(old) > 0 {
+		r.tok.remove(old)
+		r.disconnect(p)
+	}
+	return map[string]any{"principal": p, "revoked": len(old)}, nil
+}
+
+func (r *Daemon) tokenCreate(ctx context.Context, c caller, body []byte) (any, error) {
+	var req struct {
+		Kind runtime.Kind `json:"kind"`
+		Name string       `json:"name"`
+	}
+	if err := runtime.Decode(body, &req); err != nil {
+		return nil, err
+	}
+	if req.Kind != runtime.KindUser && req.Kind != runtime.KindAuditor {
+		return nil, runtime.Refuse(runtime.CodeInvalidStructure, "kind must be user or auditor")
+	}
+	if req.Name == "" || len(req.Name) > 128 || strings.ContainsAny(req.Name, " .*>\t\r\n") {
+		return nil, runtime.Refuse(runtime.CodeInvalidStructure, "name must be 1-128 characters without spaces, '.', '*' or '>'")
+	}
+	tok, err := newToken()
+	if err != nil {
+		return nil, err
+	}
+	p := runtime.Principal{Kind: req.Kind, Name: req.Name}
+	err = r.eng.CreateUser(ctx, c.ws, req.Name, func(g runtime.Grants) error { return g.Put(hashToken(tok), p) })
+	if err != nil {
+		return nil, err
+	}
+	r.tok.add(tok, p)
+	return map[string]any{"token": tok, "principal": p}, nil
+}

@@ -1,0 +1,262 @@
+package daemon
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/wacpd/wacpd/runtime"
+	"github.com/wacpd/wacpd/taxonomy"
+)
+
+// signalStream is the JetStream stream of delivered signals (wire-v1 §5).
+const signalStream = "WACP_SIGNALS"
+
+// Isolation on the embedded server (docs/security.md, "Accounts").
+//
+// The daemon's own connection, its micro service, the live feeds and the
+// WACP_SIGNALS stream are in the server's global account. Every other
+// principal connects into an account of its own, named after it
+// (runtime.Principal.String), which imports exactly the services it may call and
+// the deliveries it may read (grantsOf). A message crosses from a
+// principal's account into the daemon's only as a request to an imported
+// service, and the answer goes back through the import into the caller's
+// account, whatever reply subject the caller named: a reflected reply can
+// land only where the caller itself could publish. Nothing a principal
+// publishes reaches the stream or the feeds. The NATS permissions of each
+// connection list the same subjects again, as a second line.
+
+// grant is one subject a principal's account imports from the daemon's.
+type grant struct {
+	subject string
+	stream  bool // a delivery the principal reads; else a service it calls
+}
+
+// consumerAPI is the JetStream API subject of a consumer operation on the
+// signal stream.
+func consumerAPI(op, consumer string) string {
+	return "$JS.API.CONSUMER." + op + "." + signalStream + "." + consumer
+}
+
+// exports are the daemon account's exports: every grant of every principal
+// is within one of them. The pull request subject answers with a stream of
+// messages; the others answer once.
+var (
+	serviceExports = []string{
+		"wacp.v1.system.>", "wacp.v1.agent.>", "wacp.v1.audit.>", "$SRV.>",
+		"$JS.API.INFO", "$JS.API.STREAM.INFO." + signalStream,
+		consumerAPI("INFO", "*"), consumerAPI("DELETE", "*"), "$JS.API.CONSUMER.NAMES." + signalStream,
+		"$JS.ACK." + signalStream + ".>",
+	}
+	streamedExport = consumerAPI("MSG.NEXT", "*")
+	streamExports  = []string{"wacp.v1.sig.>", "wacp.v1.trail.>"}
+)
+
+// grantsOf returns what principal p's account imports. Consumers of the
+// signal stream are made by the daemon (the signals.consumer endpoint), never
+// by a principal: a consumer's configuration could name a delivery subject
+// in the daemon's account.
+func grantsOf(p runtime.Principal) []grant {
+	svc := func(s ...string) []grant {
+		out := make([]grant, len(s))
+		for i := range s {
+			out[i] = grant{subject: s[i]}
+		}
+		return out
+	}
+	g := svc("wacp.v1.system.>")
+	switch p.Kind {
+	case runtime.KindCoordinator:
+		g = append(g, svc("wacp.v1.agent."+p.Workspace+".>", "wacp.v1.audit.>", "$SRV.>",
+			"$JS.API.INFO", "$JS.API.STREAM.INFO."+signalStream,
+			consumerAPI("INFO", "*"), consumerAPI("DELETE", "*"), "$JS.API.CONSUMER.NAMES."+signalStream,
+			consumerAPI("MSG.NEXT", "*"), "$JS.ACK."+signalStream+".>")...)
+		g = append(g, grant{"wacp.v1.sig.>", true}, grant{"wacp.v1.trail.>", true})
+	case runtime.KindAgent:
+		ws := p.Workspace
+		// One consumer per workspace, named after it, filtered to the
+		// workspace's own signals (made by signals.consumer).
+		g = append(g, svc("wacp.v1.agent."+ws+".>",
+			consumerAPI("INFO", ws), consumerAPI("MSG.NEXT", ws), "$JS.ACK."+signalStream+"."+ws+".>")...)
+		g = append(g, grant{"wacp.v1.sig." + ws + ".>", true}, grant{"wacp.v1.trail." + ws + ".>", true})
+	case runtime.KindAuditor, runtime.KindUser:
+		g = append(g, svc("wacp.v1.audit.>")...)
+		g = append(g, grant{"wacp.v1.trail.>", true})
+	default:
+		return nil
+	}
+	return g
+}
+
+// permissions returns what principal p may publish and subscribe to: the
+// services and deliveries of its grants, and replies under the account's
+// own _INBOX. or the token's inbox prefix (taxonomy.InboxPrefix, which
+// wire-v1 §2 names; clients of an external server need it).
+func permissions(p runtime.Principal, inbox string) *server.Permissions {
+	if p.Kind == kindDaemon {
+		return nil // no restrictions
+	}
+	pub, sub := []string{}, []string{"_INBOX.>", inbox + ".>"}
+	for _, g := range grantsOf(p) {
+		if g.stream {
+			sub = append(sub, g.subject)
+		} else {
+			pub = append(pub, g.subject)
+		}
+	}
+	return &server.Permissions{
+		Publish:   &server.SubjectPermission{Allow: pub},
+		Subscribe: &server.SubjectPermission{Allow: sub},
+	}
+}
+
+// accounts makes and remembers the principals' accounts on the embedded
+// server.
+type accounts struct {
+	ns     *server.Server
+	daemon *server.Account // the global account
+
+	mu     sync.Mutex // guards byName; held while an account is set up
+	byName map[string]runtime.Principal
+}
+
+// newAccounts exports the daemon account's services and deliveries on ns.
+func newAccounts(ns *server.Server) (*accounts, error) {
+	g := ns.GlobalAccount()
+	for _, s := range serviceExports {
+		if err := g.AddServiceExport(s, nil); err != nil {
+			return nil, fmt.Errorf("export %s: %w", s, err)
+		}
+	}
+	if err := g.AddServiceExportWithResponse(streamedExport, server.Streamed, nil); err != nil {
+		return nil, fmt.Errorf("export %s: %w", streamedExport, err)
+	}
+	for _, s := range streamExports {
+		if err := g.AddStreamExport(s, nil); err != nil {
+			return nil, fmt.Errorf("export %s: %w", s, err)
+		}
+	}
+	return &accounts{ns: ns, daemon: g, byName: map[string]runtime.Principal{}}, nil
+}
+
+// of returns p's account, made with p's imports the first time. The
+// daemon's own connection stays in the global account (nil).
+func (a *accounts) of(p runtime.Principal) (*server.Account, error) {
+	if p.Kind == kindDaemon {
+		return nil, nil
+	}
+	name := p.String()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	acc, isNew := a.ns.LookupOrRegisterAccount(name)
+	if !isNew {
+		if _, ok := a.byName[name]; ok {
+			return acc, nil
+		}
+	}
+	for _, g := range grantsOf(p) {
+		var err error
+		if g.stream {
+			err = acc.AddStreamImport(a.daemon, g.subject, "")
+		} else {
+			err = acc.AddServiceImport(a.daemon, g.subject, "")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("account %s: import %s: %w", name, g.subject, err)
+		}
+	}
+	a.byName[name] = p
+	return acc, nil
+}
+
+// principal returns the principal whose account is named acc.
+func (a *accounts) principal(acc string) (runtime.Principal, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p, ok := a.byName[acc]
+	return p, ok
+}
+
+// requestInfoHeader is the header the server sets on every request that
+// crosses a service import, naming the caller's account; a client cannot
+// forge it (the server replaces any it sent).
+const requestInfoHeader = server.ClientInfoHdr
+
+// requestAccount returns the account named by a request's info header.
+func requestAccount(h string) string {
+	var ci struct {
+		Account string `json:"acc"`
+	}
+	if json.Unmarshal([]byte(h), &ci) != nil {
+		return ""
+	}
+	return ci.Account
+}
+
+// authenticator is the embedded server's custom client authentication: it
+// maps the connection's token to a principal, puts the connection in that
+// principal's account and gives it that principal's permissions, so the
+// server itself enforces who may publish and subscribe where (wire-v1 §2).
+type authenticator struct {
+	tokens *tokens
+	accts  *accounts                      // set before the server starts
+	live   func(p runtime.Principal) bool // reports whether p may connect now (a closed workspace's agent may not)
+	failed func(remote, why string)       // called on a refused connection; never gets the token
+}
+
+var _ server.Authentication = (*authenticator)(nil)
+
+// Check implements server.Authentication.
+func (a *authenticator) Check(c server.ClientAuthentication) bool {
+	opts := c.GetOpts()
+	remote := ""
+	if addr := c.RemoteAddress(); addr != nil {
+		remote = addr.String()
+	}
+	p, ok := a.tokens.lookup(opts.Token)
+	if !ok {
+		a.fail(remote, "unknown token")
+		return false
+	}
+	if a.live != nil && !a.live(p) {
+		a.fail(remote, "the workspace of this agent token has ended")
+		return false
+	}
+	acc, err := a.accts.of(p)
+	if err != nil {
+		a.fail(remote, err.Error())
+		return false
+	}
+	c.RegisterUser(&server.User{Username: p.String(), Account: acc,
+		Permissions: permissions(p, taxonomy.InboxPrefix(opts.Token))})
+	return true
+}
+
+func (a *authenticator) fail(remote, why string) {
+	if a.failed != nil {
+		a.failed(remote, why)
+	}
+}
+
+// disconnect closes every connection of the embedded server authenticated
+// as p: after p's token was replaced, those were made with the old one.
+// With an external server (Config.NATSURL) the daemon cannot see its
+// connections; a replaced token is refused at each request there (the
+// Wacp-Token check), but subscriptions made with it stay.
+func (r *Daemon) disconnect(p runtime.Principal) {
+	if r.ns == nil {
+		return
+	}
+	connz, err := r.ns.Connz(&server.ConnzOptions{User: p.String(), Limit: 1 << 16})
+	if err != nil {
+		r.cfg.Logger.Warn("list connections to close", "principal", p.String(), "err", err)
+		return
+	}
+	for _, c := range connz.Conns {
+		if err := r.ns.DisconnectClientByID(c.Cid); err != nil {
+			r.cfg.Logger.Warn("close connection", "principal", p.String(), "cid", c.Cid, "err", err)
+		}
+	}
+}

@@ -1,0 +1,290 @@
+package daemon
+
+import (
+	"github.com/wacpd/wacpd/runtime"
+
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/wacpd/wacpd/taxonomy"
+)
+
+// TokenHeader carries the caller's token on each request when the daemon
+// runs on an external NATS server (-nats-url), where it cannot see which
+// token a connection used.
+const TokenHeader = "Wacp-Token"
+
+// MaxWait bounds inbox.next's wait.
+const MaxWait = 5 * time.Minute
+
+// caller is who made a request.
+type caller struct {
+	ws string            // the workspace whose agent calls (agent endpoints)
+	p  runtime.Principal // who called (the account's principal, or the token header's)
+	t  *ticket           // the request's admission; nil outside serve
+}
+
+type handlerFunc func(ctx context.Context, c caller, body []byte) (any, error)
+
+// endpoint is one service endpoint: its micro name (also its label in the
+// metrics), subject, handler and who may call it.
+type endpoint struct {
+	name, subject string
+	op            string // the subject's last tokens: "envelope", "audit.trail.read", …
+	h             handlerFunc
+	aud           audience
+	checksOwnBody bool // the handler, not handle, bounds the body's size and nesting
+}
+
+// startService registers the wacp micro service and its endpoints.
+func (r *Daemon) startService() (micro.Service, error) {
+	svc, err := micro.AddService(r.nc, micro.Config{
+		Name: "wacp", Version: semver(r.cfg.Version),
+		Description: "WACP runtime (wire contract v1)",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start service: %w", err)
+	}
+	for _, ep := range r.endpoints() {
+		if err := svc.AddEndpoint(ep.name, r.serve(ep), micro.WithEndpointSubject(ep.subject)); err != nil {
+			svc.Stop()
+			return nil, fmt.Errorf("add endpoint %s: %w", ep.subject, err)
+		}
+	}
+	return svc, nil
+}
+
+// endpoints returns every endpoint of the service.
+func (r *Daemon) endpoints() []endpoint {
+	eps := []endpoint{
+		{name: "system_info", subject: "wacp.v1.system.info", h: r.systemInfo, aud: anyone},
+		{name: "audit_trail_read", subject: "wacp.v1.audit.trail.read", h: r.auditRead, aud: auditors},
+		{name: "audit_trail_verify", subject: "wacp.v1.audit.trail.verify", h: r.auditVerify, aud: auditors},
+		{name: "audit_sth", subject: "wacp.v1.audit.sth", h: r.auditSTH, aud: auditors},
+		{name: "audit_proof_inclusion", subject: "wacp.v1.audit.proof.inclusion", h: r.auditInclusion, aud: auditors},
+		{name: "audit_proof_consistency", subject: "wacp.v1.audit.proof.consistency", h: r.auditConsistency, aud: auditors},
+		{name: "audit_checkpoint_get", subject: "wacp.v1.audit.checkpoint.get", h: r.auditCheckpoint, aud: auditors},
+	}
+	agentOps := map[string]handlerFunc{
+		"checkpoint":                 r.checkpoint,
+		"signal":                     r.signal,
+		"envelope":                   r.envelope,
+		"inbox.next":                 r.inboxNext,
+		"inbox.ack":                  r.inboxAck,
+		"checkpoint.get":             r.checkpointGet,
+		"checkpoint.list":            r.checkpointList,
+		"checkpoint.head":            r.checkpointHead,
+		"workspace.create":           r.workspaceCreate,
+		"workspace.get":              r.workspaceGet,
+		"workspace.list":             r.workspaceList,
+		"workspace.abort":            r.workspaceOp("abort"),
+		"workspace.suspend":          r.workspaceOp("suspend"),
+		"workspace.resume":           r.workspaceOp("resume"),
+		"workspace.migrate":          r.migrate,
+		"workspace.migrate.complete": r.migrateComplete,
+		"conflict.resolve":           r.conflictResolve,
+		"integrate":                  r.integrate,
+		"trail":                      r.agentTrail,
+		"token.create":               r.tokenCreate,
+		"token.revoke":               r.tokenRevoke,
+		"signals.consumer":           r.signalsConsumer,
+	}
+	for _, op := range slices.Sorted(maps.Keys(agentOps)) {
+		eps = append(eps, endpoint{
+			name: "agent_" + strings.ReplaceAll(op, ".", "_"), subject: "wacp.v1.agent.*." + op,
+			h: agentOps[op], aud: agents, op: op,
+			// The engine bounds a checkpoint's size and nesting itself, and
+			// records the refusal as checkpoint_rejected.
+			checksOwnBody: op == "checkpoint",
+		})
+	}
+	return eps
+}
+
+// semver returns v if micro accepts it as a version, else a placeholder.
+func semver(v string) string {
+	if strings.Count(v, ".") >= 2 {
+		return v
+	}
+	return "0.0.0"
+}
+
+type audience int
+
+const (
+	anyone audience = iota
+	agents
+	auditors
+)
+
+// serve wraps an endpoint's handler: it establishes the caller, admits the
+// request (admission.go), runs the handler in its own goroutine (tracked
+// for shutdown), writes the reply or the error in the wire contract's form,
+// and counts it.
+func (r *Daemon) serve(ep endpoint) micro.HandlerFunc {
+	return func(req micro.Request) {
+		c, err := r.identify(req, ep.aud)
+		if err != nil {
+			r.replyErr(ep.name, req, err)
+			return
+		}
+		if c.t, err = r.adm.admit(c.p); err != nil {
+			r.replyErr(ep.name, req, err)
+			return
+		}
+		r.handlers.Add(1)
+		go func() {
+			defer r.handlers.Done()
+			defer c.t.release()
+			v, err := r.handle(r.reqCtx, ep, c, req.Data())
+			if err != nil {
+				r.replyErr(ep.name, req, err)
+				return
+			}
+			data, err := json.Marshal(v)
+			if err != nil {
+				r.replyErr(ep.name, req, fmt.Errorf("encode the reply: %w", err))
+				return
+			}
+			// Headers and framing take a little of the max payload.
+			if max := r.maxPayload() - 4096; len(data) > max {
+				r.replyErr(ep.name, req, tooLarge(len(data), max))
+				return
+			}
+			r.metrics.request(ep.name, "ok")
+			if err := req.Respond(data); err != nil {
+				r.cfg.Logger.Warn("reply", "subject", req.Subject(), "err", err)
+			}
+		}()
+	}
+}
+
+// handle checks body as every request body is checked, then runs ep's
+// handler on it. A body over the size limit (Config.MaxObjectBytes) is
+// too_large before anything reads it; an empty body reads as {}; a body
+// that is not UTF-8, or nests objects and arrays deeper than
+// taxonomy.MaxNesting, is invalid_structure. A body refused here changes
+// nothing. The checkpoint endpoint checks size, UTF-8 and nesting itself:
+// the engine records every refusal of a checkpoint as checkpoint_rejected
+// (Checkpoint spec §8).
+func (r *Daemon) handle(ctx context.Context, ep endpoint, c caller, body []byte) (any, error) {
+	if limit := r.eng.Config().MaxObjectBytes; len(body) > limit && !ep.checksOwnBody {
+		return nil, runtime.Refuse(runtime.CodeTooLarge, "request of %d bytes exceeds the limit of %d bytes; store large artifacts elsewhere and pass references", len(body), limit)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		body = []byte("{}")
+	}
+	if !ep.checksOwnBody {
+		if !utf8.Valid(body) {
+			return nil, runtime.Refuse(runtime.CodeInvalidStructure, "request body is not valid UTF-8")
+		}
+		if taxonomy.Nesting(body) > taxonomy.MaxNesting {
+			return nil, runtime.Refuse(runtime.CodeInvalidStructure, "request body nests objects and arrays deeper than %d levels", taxonomy.MaxNesting)
+		}
+		if err := checkStrings(ep.op, body); err != nil {
+			return nil, err
+		}
+	}
+	return ep.h(ctx, c, body)
+}
+
+// identify returns the caller of req. On the embedded server a request
+// reaches the daemon only through an import of the caller's account, and
+// the server names that account in the request's info header, which no
+// client can forge: the account is the principal. An account imports only
+// its own workspace's agent subjects, so the subject's workspace is the
+// caller's own; it is checked again here. On an external server the
+// Wacp-Token header must be present and name a live principal.
+func (r *Daemon) identify(req micro.Request, aud audience) (caller, error) {
+	var c caller
+	if aud == agents {
+		parts := strings.Split(req.Subject(), ".")
+		if len(parts) < 5 {
+			return c, runtime.Refuse(runtime.CodeInvalidStructure, "subject %q is not wacp.v1.agent.<ws>.<op>", req.Subject())
+		}
+		c.ws = parts[3]
+	}
+	if r.external {
+		p, ok := r.tok.lookup(req.Headers().Get(TokenHeader))
+		if !ok || !r.live(p) {
+			return c, runtime.Refuse(runtime.CodeUnauthorized, "missing, unknown or ended %s header", TokenHeader)
+		}
+		c.p = p
+	} else {
+		acc := requestAccount(req.Headers().Get(requestInfoHeader))
+		p, ok := r.accts.principal(acc)
+		if !ok {
+			return c, runtime.Refuse(runtime.CodeUnauthorized, "the request did not come from a principal's account")
+		}
+		c.p = p
+	}
+	switch aud {
+	case agents:
+		if (c.p.Kind != runtime.KindAgent && c.p.Kind != runtime.KindCoordinator) || c.p.Workspace != c.ws {
+			return c, runtime.Refuse(runtime.CodePermissionDenied, "this token may not act for workspace %s", c.ws)
+		}
+	case auditors:
+		if c.p.Kind == runtime.KindAgent {
+			return c, runtime.Refuse(runtime.CodePermissionDenied, "audit endpoints need a coordinator, user or auditor token")
+		}
+	}
+	return c, nil
+}
+
+// errorBody is the JSON body of an error reply (wire-v1 §3).
+type errorBody struct {
+	Error struct {
+		Code    string         `json:"code"`
+		Message string         `json:"message"`
+		Details map[string]any `json:"details"`
+	} `json:"error"`
+}
+
+// replyErr answers req of endpoint with err's wire error and counts it.
+func (r *Daemon) replyErr(endpoint string, req micro.Request, err error) {
+	code := runtime.Code(err)
+	r.metrics.request(endpoint, code)
+	var b errorBody
+	b.Error.Code, b.Error.Details = code, map[string]any{}
+	switch code {
+	case runtime.CodeInternal:
+		r.cfg.Logger.Error("request failed", "subject", req.Subject(), "err", err)
+		b.Error.Message = "internal error; the daemon log has the details"
+	case runtime.CodeUnavailable:
+		if errors.Is(err, runtime.ErrStorage) {
+			b.Error.Message = "the daemon could not store the request durably; nothing was changed; retry: " + err.Error()
+		} else {
+			b.Error.Message = runtime.Message(err)
+		}
+	default:
+		b.Error.Message = runtime.Message(err)
+	}
+	data, _ := json.Marshal(b)
+	status := strconv.Itoa(taxonomy.LookupCode(code).Status)
+	// The headers micro's Error sets, sent with Respond: Error records its
+	// result in the request, which micro reads once the handler returns,
+	// and this reply comes from the request's own goroutine.
+	if err := req.Respond(data, micro.WithHeaders(micro.Headers{
+		"Nats-Service-Error": {code}, "Nats-Service-Error-Code": {status},
+	})); err != nil {
+		r.cfg.Logger.Warn("reply error", "subject", req.Subject(), "err", err)
+	}
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

@@ -1,0 +1,137 @@
+package daemon_test
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/wacpd/wacpd/daemon"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/wacpd/wacpd/client"
+	"github.com/wacpd/wacpd/internal/daemontest"
+	"github.com/wacpd/wacpd/trail"
+)
+
+// TestSignalsKeepOrderAfterAStreamError makes the WACP_SIGNALS stream
+// refuse one signal (a second message on a subject, with a per-subject
+// limit of one that discards new messages) while the signals behind it
+// would be accepted. The publisher must not let a later signal pass the
+// refused one: once the limit is lifted, the stream holds every signal, in
+// commit order.
+func TestSignalsKeepOrderAfterAStreamError(t *testing.T) {
+	const srvToken = "signal-order-server-token"
+	url := startNATSServer(t, srvToken)
+	ctx := clientCtx(t)
+	d := daemontest.Start(t, daemon.Config{NATSURL: url, NATSToken: srvToken})
+
+	nc, err := nats.Connect(url, nats.Token(srvToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := js.Stream(ctx, "WACP_SIGNALS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := func() uint64 {
+		t.Helper()
+		info, err := stream.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.Msgs
+	}
+	waitMsgs := func(n uint64) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); msgs() != n; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("stream holds %d signals after 10s, want %d", msgs(), n)
+			}
+		}
+	}
+	limit := func(on bool) {
+		t.Helper()
+		info, err := stream.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := info.Config
+		cfg.MaxMsgsPerSubject, cfg.Discard, cfg.DiscardNewPerSubject = -1, jetstream.DiscardOld, false
+		if on {
+			cfg.MaxMsgsPerSubject, cfg.Discard, cfg.DiscardNewPerSubject = 1, jetstream.DiscardNew, true
+		}
+		if _, err := js.UpdateStream(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	coord, err := dialClient(t, ctx, client.Options{URL: d.URL, Token: d.AdminToken, NATSToken: srvToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	worker := func() *client.Client {
+		t.Helper()
+		created := directedWorker(t, ctx, coord)
+		c, err := dialClient(t, ctx, client.Options{URL: d.URL, Token: created.Token, Workspace: created.Workspace.ID, NATSToken: srvToken})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	checkpoint := func(c *client.Client, parent *string) string {
+		t.Helper()
+		cp, err := artifact(ctx, c, parent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cp.ID
+	}
+
+	w1, w2 := worker(), worker()
+	// Setting up the workers signalled (their acknowledged receipts), and
+	// the publisher stores those asynchronously: wait until the stream
+	// holds every signal emitted so far.
+	emitted, err := coord.ReadTrail(ctx, client.TrailQuery{EventType: trail.EventSignalEmitted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := uint64(len(emitted.Entries))
+	waitMsgs(before)
+	limit(true)
+	first := checkpoint(w1, nil) // the first checkpoint signal on w1's subject: stored
+	waitMsgs(before + 1)
+	second := checkpoint(w1, &first)   // a second on that subject: refused while the limit holds
+	third := checkpoint(w2, nil)       // another subject: the stream would take it
+	time.Sleep(700 * time.Millisecond) // the publisher retries every 250ms
+	if got := msgs(); got != before+1 {
+		t.Errorf("stream holds %d signals while the second is refused, want %d: a later signal passed it", got, before+1)
+	}
+	limit(false)
+	waitMsgs(before + 3)
+
+	var refs []string
+	for seq := before + 1; seq <= before+3; seq++ {
+		m, err := stream.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s struct {
+			Ref string `json:"ref"`
+		}
+		if err := json.Unmarshal(m.Data, &s); err != nil {
+			t.Fatal(err)
+		}
+		refs = append(refs, s.Ref)
+	}
+	if want := []string{first, second, third}; !slices.Equal(refs, want) {
+		t.Errorf("checkpoint signals in the stream refer to %v, want commit order %v", refs, want)
+	}
+}
