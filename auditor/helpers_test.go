@@ -98,7 +98,9 @@ func smallTrail(t testing.TB, e *runtime.Engine) {
 }
 
 // readAll returns the whole global trail.
-func readAll(t testing.TB, l *trail.Log) []trail.Entry {
+func readAll(t testing.TB, l interface {
+	Read(context.Context, trail.Query) ([]trail.Entry, string, error)
+}) []trail.Entry {
 	t.Helper()
 	var out []trail.Entry
 	after := ""

@@ -37,7 +37,7 @@ func snapshot(t *testing.T, e *Engine, ws string) state {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := e.Outbox(0)
+	out, err := e.OutboxAfter("", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +234,7 @@ func checkAfterCrash(t *testing.T, dir, ws string, acked map[string]string, kill
 	if err != nil {
 		t.Fatal(err)
 	}
-	outbox, err := e.Outbox(0)
+	outbox, err := e.OutboxAfter("", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
 
-	"github.com/wacpd/wacpd/casstore"
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/clock"
 	"github.com/wacpd/wacpd/integrity"
@@ -314,8 +313,22 @@ func (e *Engine) Ended(id string) bool {
 // Taxonomy returns the run's taxonomy.
 func (e *Engine) Taxonomy() *taxonomy.Taxonomy { return e.tax }
 
-// Trail returns the run's trail, for reading and verifying.
-func (e *Engine) Trail() *trail.Log { return e.log }
+// TrailReader is the trail as the engine's users see it: read-only. Only
+// the committer writes it, so nothing outside the engine holds a writer
+// that could bypass group commit.
+type TrailReader interface {
+	Len() uint64
+	At(seq uint64) (trail.Entry, error)
+	Seq(id string) (uint64, error)
+	Read(ctx context.Context, q trail.Query) ([]trail.Entry, string, error)
+	ReadLocal(ctx context.Context, ws, after string, limit int) ([]trail.Entry, error)
+	Root(size uint64) ([]byte, error)
+	InclusionProof(index, size uint64) ([][]byte, error)
+	ConsistencyProof(size1, size2 uint64) ([][]byte, error)
+}
+
+// Trail returns the run's trail, for reading.
+func (e *Engine) Trail() TrailReader { return e.log }
 
 // OnCommit registers fn to be called, in commit order and with the engine's
 // lock held, after every successful commit. fn must not block or call the
@@ -325,9 +338,6 @@ func (e *Engine) OnCommit(fn func(Commit)) {
 	defer e.mu.Unlock()
 	e.onCommit = append(e.onCommit, fn)
 }
-
-// Objects returns the content-addressed store (read-only use).
-func (e *Engine) Objects() casstore.Store { return casstore.NewBadger(e.db) }
 
 // stopLoop stops the committer and waits for it.
 func (e *Engine) stopLoop() {

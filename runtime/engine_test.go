@@ -121,7 +121,7 @@ func TestEngineWalkthrough(t *testing.T) {
 		t.Fatalf("Integrate = %+v, want checkpoint %s closed", res, c2.ID)
 	}
 	verify(t, e)
-	out, err := e.Outbox(0)
+	out, err := e.OutboxAfter("", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

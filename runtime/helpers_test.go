@@ -219,7 +219,7 @@ func entryBody(t testing.TB, en trail.Entry) map[string]any {
 
 func outboxWhere(t testing.TB, e *Engine, keep func(OutboxItem) bool) []OutboxItem {
 	t.Helper()
-	all, err := e.Outbox(0)
+	all, err := e.OutboxAfter("", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

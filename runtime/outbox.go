@@ -38,9 +38,6 @@ func (t *tx) queueSignal(s agentsignal.Signal) error {
 	return nil
 }
 
-// Outbox returns up to limit unconfirmed signals in emission order.
-func (e *Engine) Outbox(limit int) ([]OutboxItem, error) { return e.OutboxAfter("", limit) }
-
 // OutboxAfter returns up to limit unconfirmed signals emitted after signal
 // after ("" = from the start), in emission order. Signal ids increase in
 // commit order, so a publisher that remembers the last id it confirmed never

@@ -9,7 +9,7 @@ func TestOutboxAfter(t *testing.T) {
 	w := newWorker(t, e)
 	c1 := checkpoint(t, e, w.ID, nil, "provisional")
 	checkpoint(t, e, w.ID, &c1.ID, "final")
-	all, err := e.Outbox(0)
+	all, err := e.OutboxAfter("", 0)
 	if err != nil || len(all) < 3 {
 		t.Fatalf("Outbox = %d items, %v; want the acknowledged and two checkpoint signals", len(all), err)
 	}
@@ -29,7 +29,7 @@ func TestOutboxAfter(t *testing.T) {
 	}
 	// The delete rides on the next batch, or a batch of its own soon after.
 	waitFor(t, "the confirmed item's delete", func() bool {
-		rest, _ := e.Outbox(0)
+		rest, _ := e.OutboxAfter("", 0)
 		return len(rest) == len(all)-1 && rest[0].ID == all[1].ID
 	})
 }
@@ -42,7 +42,7 @@ func TestOutboxAckRidesOnTheNextBatch(t *testing.T) {
 	e := openEngineAt(t, dir)
 	w := newWorker(t, e)
 	c1 := checkpoint(t, e, w.ID, nil, "provisional")
-	all, err := e.Outbox(0)
+	all, err := e.OutboxAfter("", 0)
 	if err != nil || len(all) == 0 {
 		t.Fatalf("Outbox = %v, %v", all, err)
 	}
@@ -50,7 +50,7 @@ func TestOutboxAckRidesOnTheNextBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkpoint(t, e, w.ID, &c1.ID, "final") // its batch carries the delete
-	rest, err := e.Outbox(0)
+	rest, err := e.OutboxAfter("", 0)
 	if err != nil || len(rest) == 0 || rest[0].ID == all[0].ID {
 		t.Fatalf("after the next checkpoint the confirmed item is still there: %v, %v", rest, err)
 	}
@@ -61,7 +61,7 @@ func TestOutboxAckRidesOnTheNextBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	e2 := openEngineAt(t, dir)
-	after, err := e2.Outbox(0)
+	after, err := e2.OutboxAfter("", 0)
 	if err != nil || len(after) != len(rest)-1 {
 		t.Fatalf("after Close and reopen: %d items, %v; want %d (the confirmation pending at Close written)", len(after), err, len(rest)-1)
 	}

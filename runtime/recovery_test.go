@@ -389,7 +389,7 @@ func TestRecovery_Completed_OnlyAfterUncleanStop(t *testing.T) {
 	if n := len(recoveries(t, e)); n != 0 {
 		t.Fatalf("%d recovery_completed after a clean stop, want 0", n)
 	}
-	outbox, err := e.Outbox(0)
+	outbox, err := e.OutboxAfter("", 0)
 	if err != nil || len(outbox) == 0 {
 		t.Fatalf("outbox = %d items, %v; the test needs unpublished signals", len(outbox), err)
 	}
