@@ -110,7 +110,7 @@ func (r *Daemon) recordAuthFailures(ctx context.Context) {
 
 func (r *Daemon) writeAuthFailures(counts []authFailCount) {
 	for _, c := range counts {
-		if err := r.eng.RecordAuthFailure(c.source, c.n, authFailWindow); err != nil {
+		if err := r.eng.RecordAuthFailure(context.Background(), c.source, c.n, authFailWindow); err != nil {
 			r.cfg.Logger.Error("record authentication_failed", "err", err, "source", c.source, "count", c.n)
 		}
 	}

@@ -36,6 +36,11 @@ type Config struct {
 	// Stdout receives the one line saying where the daemon listens; nil
 	// means os.Stdout.
 	Stdout io.Writer
+	// ShutdownTimeout bounds the whole shutdown (stop taking requests, let
+	// those in flight commit, publish what the outbox holds, close the
+	// engine); past it Run returns an error and the next start recovers.
+	// Default 1 minute.
+	ShutdownTimeout time.Duration
 	// MaxInFlight bounds the requests handled at once; default 256.
 	MaxInFlight int
 	// SignalsMaxBytes bounds the WACP_SIGNALS stream's size on disk: past

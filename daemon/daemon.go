@@ -44,6 +44,8 @@ type Daemon struct {
 	signer       note.Signer   // signs tree heads
 	publicKey    string        // its note verifier key
 
+	handlersMu sync.Mutex         // guards closing and handlers.Add
+	closing    bool               // set when shutdown begins: no new handler starts
 	handlers   sync.WaitGroup     // request handlers in flight
 	reqCtx     context.Context    // given to handlers; cancelled when shutdown begins
 	cancelReqs context.CancelFunc // ends waits (inbox.next); commits in flight still finish
@@ -81,6 +83,9 @@ func New(cfg Config) (*Daemon, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = time.Minute
 	}
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = 256
@@ -122,9 +127,22 @@ func (r *Daemon) MetricsURL() string { return r.metricsURL }
 // and closes everything; it returns nil after a clean stop.
 func (r *Daemon) Run(ctx context.Context) (err error) {
 	var stack []func() // shutdown steps, run in reverse
+	var closeErr error // the engine's Close, set by its step
 	defer func() {
-		for i := len(stack) - 1; i >= 0; i-- {
-			stack[i]()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := len(stack) - 1; i >= 0; i-- {
+				stack[i]()
+			}
+		}()
+		timer := time.NewTimer(r.cfg.ShutdownTimeout)
+		defer timer.Stop()
+		select {
+		case <-done:
+			err = errors.Join(err, closeErr)
+		case <-timer.C:
+			err = errors.Join(err, fmt.Errorf("shutdown did not finish within %s (-shutdown-timeout); the next start recovers", r.cfg.ShutdownTimeout))
 		}
 	}()
 	dir := r.cfg.DataDir
@@ -141,7 +159,11 @@ func (r *Daemon) Run(ctx context.Context) (err error) {
 	if r.eng, err = runtime.Open(ecfg); err != nil {
 		return err
 	}
-	stack = append(stack, func() { r.eng.Close() })
+	stack = append(stack, func() {
+		if err := r.eng.Close(); err != nil {
+			closeErr = fmt.Errorf("close the engine: %w", err)
+		}
+	})
 
 	if r.signer, r.publicKey, err = signingKey(dir, r.eng.Root()); err != nil {
 		return err
@@ -202,8 +224,11 @@ func (r *Daemon) Run(ctx context.Context) (err error) {
 		return err
 	}
 	stack = append(stack, func() {
-		svc.Stop()        // stop taking requests
-		r.cancelReqs()    // end waits
+		svc.Stop() // stop taking requests
+		r.handlersMu.Lock()
+		r.closing = true // a request micro already dispatched is refused
+		r.handlersMu.Unlock()
+		r.cancelReqs()    // end waits and writes the committer has not taken
 		r.handlers.Wait() // let the ones in flight finish their commits
 	})
 

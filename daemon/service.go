@@ -44,7 +44,25 @@ type endpoint struct {
 	op            string // the subject's last tokens: "envelope", "audit.trail.read", …
 	h             handlerFunc
 	aud           audience
-	checksOwnBody bool // the handler, not handle, bounds the body's size and nesting
+	checksOwnBody bool          // the handler, not handle, bounds the body's size and nesting
+	timeout       time.Duration // the request's deadline; 0 means RequestTimeout
+}
+
+// RequestTimeout is a request's deadline unless its endpoint has its own
+// (audit.trail.verify reads the whole store; inbox.next may wait MaxWait).
+// A write the committer has not taken by then is not done (unavailable);
+// one it has taken completes.
+const RequestTimeout = 30 * time.Second
+
+// VerifyTimeout is audit.trail.verify's deadline: it reads every table,
+// value and checkpoint of the store.
+const VerifyTimeout = 10 * time.Minute
+
+func (ep endpoint) deadline() time.Duration {
+	if ep.timeout > 0 {
+		return ep.timeout
+	}
+	return RequestTimeout
 }
 
 // startService registers the wacp micro service and its endpoints.
@@ -70,7 +88,8 @@ func (r *Daemon) endpoints() []endpoint {
 	eps := []endpoint{
 		{name: "system_info", subject: "wacp.v1.system.info", h: r.systemInfo, aud: anyone},
 		{name: "audit_trail_read", subject: "wacp.v1.audit.trail.read", h: r.auditRead, aud: auditors},
-		{name: "audit_trail_verify", subject: "wacp.v1.audit.trail.verify", h: r.auditVerify, aud: auditors},
+		{name: "audit_trail_verify", subject: "wacp.v1.audit.trail.verify", h: r.auditVerify, aud: auditors,
+			timeout: VerifyTimeout},
 		{name: "audit_sth", subject: "wacp.v1.audit.sth", h: r.auditSTH, aud: auditors},
 		{name: "audit_proof_inclusion", subject: "wacp.v1.audit.proof.inclusion", h: r.auditInclusion, aud: auditors},
 		{name: "audit_proof_consistency", subject: "wacp.v1.audit.proof.consistency", h: r.auditConsistency, aud: auditors},
@@ -108,6 +127,9 @@ func (r *Daemon) endpoints() []endpoint {
 			// records the refusal as checkpoint_rejected.
 			checksOwnBody: op == "checkpoint",
 		})
+		if op == "inbox.next" {
+			eps[len(eps)-1].timeout = MaxWait + RequestTimeout
+		}
 	}
 	return eps
 }
@@ -143,11 +165,21 @@ func (r *Daemon) serve(ep endpoint) micro.HandlerFunc {
 			r.replyErr(ep.name, req, err)
 			return
 		}
+		r.handlersMu.Lock()
+		if r.closing {
+			r.handlersMu.Unlock()
+			c.t.release()
+			r.replyErr(ep.name, req, runtime.Refuse(runtime.CodeUnavailable, "the daemon is shutting down"))
+			return
+		}
 		r.handlers.Add(1)
+		r.handlersMu.Unlock()
 		go func() {
 			defer r.handlers.Done()
 			defer c.t.release()
-			v, err := r.handle(r.reqCtx, ep, c, req.Data())
+			ctx, cancel := context.WithTimeout(r.reqCtx, ep.deadline())
+			defer cancel()
+			v, err := r.handle(ctx, ep, c, req.Data())
 			if err != nil {
 				r.replyErr(ep.name, req, err)
 				return

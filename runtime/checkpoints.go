@@ -33,7 +33,7 @@ func (e *Engine) CreateCheckpoint(ctx context.Context, ws string, body []byte) (
 		req, derr = checkpointchain.DecodeRequest(body)
 	}
 	var cp checkpointchain.Checkpoint
-	err := e.runPipelined(len(body), func() (err error) {
+	err := e.runPipelined(ctx, len(body), func() (err error) {
 		cp, err = e.createCheckpointLocked(ctx, ws, body, req, derr)
 		return err
 	})

@@ -1,8 +1,10 @@
 package runtime
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -40,8 +42,17 @@ const (
 // operation that needs a batch whose snapshot has every earlier write.
 var errNeedFresh = errors.New("runtime: operation needs a fresh batch")
 
+// Request states: a request is queued until the committer takes it or its
+// caller abandons it (its context ended first); whichever comes first wins.
+const (
+	queued int32 = iota
+	taken
+	abandoned
+)
+
 // request is one operation waiting for the committer.
 type request struct {
+	state     atomic.Int32 // queued, taken or abandoned
 	fn        func() error
 	size      int
 	pipelined bool // may run in a batch built while another is written
@@ -71,34 +82,48 @@ type flight struct {
 // run executes fn on the committer goroutine, with e.mu held and a batch
 // open, and returns once fn's batch is durable (or failed). size is the
 // request's byte size, to bound batches. fn must not call run.
-func (e *Engine) run(size int, fn func() error) error {
-	return e.enqueue(&request{fn: fn, size: size, done: make(chan struct{})})
+func (e *Engine) run(ctx context.Context, size int, fn func() error) error {
+	return e.enqueue(ctx, &request{fn: fn, size: size, done: make(chan struct{})})
 }
 
 // runPipelined is run for an operation that may run in a batch built while
 // the previous one is being written (see above). fn returns errNeedFresh,
 // before writing anything, if it finds it needs more.
-func (e *Engine) runPipelined(size int, fn func() error) error {
-	return e.enqueue(&request{fn: fn, size: size, pipelined: true, done: make(chan struct{})})
+func (e *Engine) runPipelined(ctx context.Context, size int, fn func() error) error {
+	return e.enqueue(ctx, &request{fn: fn, size: size, pipelined: true, done: make(chan struct{})})
 }
 
-func (e *Engine) enqueue(r *request) error {
+// enqueue hands r to the committer and waits for its answer. Until the
+// committer takes r, ctx can end the wait (the operation then never runs);
+// once taken, r runs to completion and its outcome is returned whatever
+// ctx does, since a commit cannot be called back half-way.
+func (e *Engine) enqueue(ctx context.Context, r *request) error {
 	select {
 	case e.reqs <- r:
 	case <-e.stop:
 		return ErrClosed
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %w", ErrNotTaken, context.Cause(ctx))
 	}
-	select {
-	case <-r.done:
-		return r.err
-	case <-e.loopDone:
-		// The committer stopped; it answers every request it took before
-		// stopping, so one still unanswered was never run.
+	cancelled := ctx.Done()
+	for {
 		select {
 		case <-r.done:
 			return r.err
-		default:
-			return ErrClosed
+		case <-cancelled:
+			if r.state.CompareAndSwap(queued, abandoned) {
+				return fmt.Errorf("%w: %w", ErrNotTaken, context.Cause(ctx))
+			}
+			cancelled = nil // taken: it completes, and so does the wait
+		case <-e.loopDone:
+			// The committer stopped; it answers every request it took before
+			// stopping, so one still unanswered was never run.
+			select {
+			case <-r.done:
+				return r.err
+			default:
+				return ErrClosed
+			}
 		}
 	}
 }
@@ -283,6 +308,11 @@ func (c *committer) runBatch(first *request) {
 	e.open = b
 	size := 0
 	for r := first; r != nil; r = c.next(b, size) {
+		// A carried request is taken already; any other is taken here,
+		// unless its caller's context ended first.
+		if r.state.Load() != taken && !r.state.CompareAndSwap(queued, taken) {
+			continue
+		}
 		r.err = r.fn()
 		if errors.Is(r.err, errNeedFresh) {
 			r.pipelined, r.err = false, nil
@@ -399,9 +429,9 @@ func (c *committer) submit(b *openBatch) {
 }
 
 // runAs is run for an operation with a result.
-func runAs[T any](e *Engine, size int, fn func() (T, error)) (T, error) {
+func runAs[T any](ctx context.Context, e *Engine, size int, fn func() (T, error)) (T, error) {
 	var out T
-	err := e.run(size, func() (err error) {
+	err := e.run(ctx, size, func() (err error) {
 		out, err = fn()
 		return err
 	})

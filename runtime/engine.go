@@ -47,6 +47,8 @@ type Engine struct {
 	gcPasses     atomic.Uint64  // value-log GC passes run
 	stop         chan struct{}  // closed by Close: the committer stops
 	loopDone     chan struct{}  // closed when the committer has stopped
+	closeOnce    sync.Once      // runs close
+	closeErr     error          // close's result, set inside closeOnce
 
 	mu     sync.Mutex // guards everything below; the committer holds it while it runs operations
 	open   *openBatch // the batch being filled; set only while the committer runs operations
@@ -223,7 +225,7 @@ func (e *Engine) loadState() error {
 // bootstrap creates the root workspace as trail entry #1, recording the hash
 // algorithm and the taxonomy.
 func (e *Engine) bootstrap() error {
-	return e.run(0, func() error {
+	return e.run(context.Background(), 0, func() error {
 		return e.commit(func(t *tx) error {
 			ts := t.next()
 			id := e.ids.New(ts)
@@ -274,15 +276,18 @@ func (e *Engine) checkTaxonomy() error {
 	return nil
 }
 
-// Close stops accepting operations and closes the database. Operations in
-// flight finish first.
+// Close stops accepting operations and closes the database, returning
+// Badger's error if its final flush fails. Operations in flight finish
+// first. It may be called more than once and concurrently: every call
+// returns the first one's result.
 func (e *Engine) Close() error {
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
-		return nil
-	}
-	e.mu.Unlock()
+	e.closeOnce.Do(func() { e.closeErr = e.close() })
+	return e.closeErr
+}
+
+// close is Close, run once: concurrent Close calls wait for it and share
+// its result.
+func (e *Engine) close() error {
 	e.stopLoop() // operations in flight finish their batch first
 	e.clearOpen()
 	e.mu.Lock()

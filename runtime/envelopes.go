@@ -37,7 +37,7 @@ func queuePrefix(ws string) []byte { return append(append([]byte("e/q/"), ws...)
 // acknowledged signal to the sender. A suspended or migrating receiver
 // queues it until resumed.
 func (e *Engine) SendEnvelope(ctx context.Context, ws string, body []byte) (envelope.Envelope, error) {
-	return runAs(e, len(body), func() (envelope.Envelope, error) { return e.sendEnvelopeLocked(ctx, ws, body) })
+	return runAs(ctx, e, len(body), func() (envelope.Envelope, error) { return e.sendEnvelopeLocked(ctx, ws, body) })
 }
 
 // sendEnvelopeLocked is SendEnvelope run by the committer.
@@ -212,7 +212,7 @@ func (e *Engine) NextEnvelope(ctx context.Context, ws string, wait time.Duration
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
-		env, ch, err := e.popInbox(ws)
+		env, ch, err := e.popInbox(ctx, ws)
 		if err != nil || env != nil {
 			return env, err
 		}
@@ -229,10 +229,10 @@ func (e *Engine) NextEnvelope(ctx context.Context, ws string, wait time.Duration
 // popInbox leases the first envelope of ws's inbox that is not leased, or
 // returns a channel that is closed when the inbox next receives one (a
 // delivery, or a lease that ended).
-func (e *Engine) popInbox(ws string) (*envelope.Envelope, <-chan struct{}, error) {
+func (e *Engine) popInbox(ctx context.Context, ws string) (*envelope.Envelope, <-chan struct{}, error) {
 	var env *envelope.Envelope
 	var ch chan struct{}
-	err := e.run(0, func() error {
+	err := e.run(ctx, 0, func() error {
 		if e.get(ws) == nil {
 			return Refuse(CodeNotFound, "workspace %s does not exist", ws)
 		}

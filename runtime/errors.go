@@ -40,6 +40,10 @@ const (
 var (
 	// ErrClosed is returned after Close.
 	ErrClosed = errors.New("runtime: engine closed")
+	// ErrNotTaken wraps the context's cause when a write operation's
+	// context ended before the committer took it: nothing of it ran. Once
+	// taken, an operation completes whatever its context does.
+	ErrNotTaken = errors.New("runtime: not taken before the context ended")
 	// ErrTaxonomyChanged is returned by Open when the data dir's run was
 	// started with another taxonomy (its checksum is in trail entry #1).
 	ErrTaxonomyChanged = errors.New("runtime: taxonomy differs from the run's")
@@ -95,7 +99,7 @@ func Code(err error) string {
 		return CodeNotFound
 	case errors.Is(err, casstore.ErrTooLarge):
 		return CodeTooLarge
-	case errors.Is(err, ErrStorage), errors.Is(err, ErrClosed),
+	case errors.Is(err, ErrStorage), errors.Is(err, ErrClosed), errors.Is(err, ErrNotTaken),
 		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return CodeUnavailable
 	}

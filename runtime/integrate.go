@@ -106,7 +106,7 @@ func decodeIntegrate(body []byte) (IntegrateRequest, error) {
 // integration_started, integration_completed or integration_aborted, and
 // the transition.
 func (e *Engine) Integrate(ctx context.Context, actor string, body []byte) (IntegrateResult, error) {
-	return runAs(e, len(body), func() (IntegrateResult, error) { return e.integrateLocked(ctx, actor, body) })
+	return runAs(ctx, e, len(body), func() (IntegrateResult, error) { return e.integrateLocked(ctx, actor, body) })
 }
 
 // integrateLocked is Integrate run by the committer.

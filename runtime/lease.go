@@ -164,7 +164,7 @@ type AckResult struct {
 // error (a client may repeat an acknowledgement whose reply it lost); an
 // id that is not an envelope addressed to ws is not_found.
 func (e *Engine) AckEnvelope(ctx context.Context, ws, id string) (AckResult, error) {
-	return runAs(e, len(id), func() (AckResult, error) {
+	return runAs(ctx, e, len(id), func() (AckResult, error) {
 		if e.get(ws) == nil {
 			return AckResult{}, Refuse(CodeNotFound, "workspace %s does not exist", ws)
 		}
@@ -207,7 +207,7 @@ func (e *Engine) AckEnvelope(ctx context.Context, ws, id string) (AckResult, err
 // ws: what inbox.next does first unless asked not to (an agent asking for
 // the next envelope has handled the ones it has). It returns their ids.
 func (e *Engine) AckLeased(ctx context.Context, ws string) ([]string, error) {
-	return runAs(e, 0, func() ([]string, error) {
+	return runAs(ctx, e, 0, func() ([]string, error) {
 		if e.get(ws) == nil {
 			return nil, Refuse(CodeNotFound, "workspace %s does not exist", ws)
 		}
@@ -253,7 +253,7 @@ func (e *Engine) AckLeased(ctx context.Context, ws string) ([]string, error) {
 // attempt, is undeliverable (delivery_exhausted). It returns how many
 // leases it ended.
 func (e *Engine) ExpireLeases(ctx context.Context, now time.Time) (int, error) {
-	return runAs(e, 0, func() (int, error) {
+	return runAs(ctx, e, 0, func() (int, error) {
 		var due [][2][]byte // deadline key, inbox key
 		it := e.open.tx.txn.NewIterator(badger.IteratorOptions{Prefix: leasePrefix, PrefetchValues: true, PrefetchSize: 16})
 		limit := leaseKey(now, "")

@@ -43,7 +43,7 @@ func (e *Engine) ResolveConflict(ctx context.Context, actor string, body []byte)
 	default:
 		return nil, Refuse(CodeInvalidStructure, "resolution_strategy %q is not coordinator_resolve, escalate or agent_rework", req.ResolutionStrategy)
 	}
-	return e.coordinate(actor, req.Workspace, func(w *workspace.Workspace) error {
+	return e.coordinate(ctx, actor, req.Workspace, func(w *workspace.Workspace) error {
 		if w.State != workspace.Conflicted {
 			return Refuse(CodeInvalidTransition, "workspace %s is %s, not conflicted", w.ID, w.State)
 		}
@@ -108,7 +108,7 @@ func (e *Engine) Migrate(ctx context.Context, actor, id, newAgent, reason string
 	if reason == "" {
 		reason = "coordinator_request"
 	}
-	return e.coordinate(actor, id, func(w *workspace.Workspace) error {
+	return e.coordinate(ctx, actor, id, func(w *workspace.Workspace) error {
 		if w.State != workspace.Active && w.State != workspace.Blocked {
 			return Refuse(CodeInvalidTransition, "workspace %s is %s; only active or blocked workspaces migrate", id, w.State)
 		}
@@ -139,7 +139,7 @@ func (e *Engine) CompleteMigration(ctx context.Context, actor, id, newAgent, err
 // run in the same commit on success: the daemon rotates the workspace's
 // token there, which unbinds the old agent.
 func (e *Engine) CompleteMigrationGranting(ctx context.Context, actor, id, newAgent, errMsg string, bind func(Grants, *workspace.Workspace) error) (*workspace.Workspace, error) {
-	return e.coordinate(actor, id, func(w *workspace.Workspace) error {
+	return e.coordinate(ctx, actor, id, func(w *workspace.Workspace) error {
 		if w.State != workspace.Migrating {
 			return Refuse(CodeInvalidTransition, "workspace %s is %s, not migrating", id, w.State)
 		}
@@ -191,7 +191,7 @@ func (e *Engine) CompleteMigrationGranting(ctx context.Context, actor, id, newAg
 // suspended, migrating or integrating when its time runs out fails as soon
 // as it is back in one of those states. It returns how many failed.
 func (e *Engine) ExpireTimeouts(ctx context.Context, now time.Time) (int, error) {
-	return runAs(e, 0, func() (int, error) { return e.expireTimeoutsLocked(ctx, now) })
+	return runAs(ctx, e, 0, func() (int, error) { return e.expireTimeoutsLocked(ctx, now) })
 }
 
 // expireTimeoutsLocked is ExpireTimeouts run by the committer.

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -93,8 +94,8 @@ func (e *Engine) Tokens(fn func(h [32]byte, p Principal)) error {
 
 // RecordAuthFailure writes a system-level authentication_failed entry for
 // n connections from source refused for an unknown token within window.
-func (e *Engine) RecordAuthFailure(source string, n int, window time.Duration) error {
-	return e.run(0, func() error {
+func (e *Engine) RecordAuthFailure(ctx context.Context, source string, n int, window time.Duration) error {
+	return e.run(ctx, 0, func() error {
 		return e.commit(func(t *tx) error {
 			_, err := t.append("", trail.ActorProtocol, trail.EventAuthenticationFailed, map[string]any{
 				"entity": nil, "context": "nats_connect", "reason": "unknown_token", "source": source,

@@ -212,7 +212,7 @@ func (e *Engine) finishRecovery(rec recovery) error {
 		"trail_entries_examined": rec.examined,
 		"quarantined_entries":    rec.quarantined,
 	}
-	err = e.run(0, func() error {
+	err = e.run(context.Background(), 0, func() error {
 		return e.commit(func(t *tx) error {
 			ts := t.next()
 			downtime := time.Duration(0)

@@ -17,7 +17,7 @@ import (
 // idempotent processing). Agents of suspended, migrating, integrating,
 // conflicted or terminal workspaces emit nothing (invalid_transition).
 func (e *Engine) EmitSignal(ctx context.Context, ws string, body []byte) (agentsignal.Signal, error) {
-	return runAs(e, len(body), func() (agentsignal.Signal, error) { return e.emitSignalLocked(ctx, ws, body) })
+	return runAs(ctx, e, len(body), func() (agentsignal.Signal, error) { return e.emitSignalLocked(ctx, ws, body) })
 }
 
 // emitSignalLocked is EmitSignal run by the committer.

@@ -25,7 +25,7 @@ func (e *Engine) ReadTrail(ctx context.Context, actor string, q trail.Query) ([]
 	case a.IsRoot():
 		return e.log.Read(ctx, q)
 	case denied:
-		err := e.run(0, func() error {
+		err := e.run(ctx, 0, func() error {
 			return e.commit(func(t *tx) error {
 				_, err := t.append(actor, e.actorOf(a), trail.EventTrailAccessDenied, map[string]any{
 					"requester": actor, "role": a.Role, "target": q.Workspace, "reason": "out_of_scope",

@@ -34,7 +34,7 @@ func (e *Engine) CreateWorkspace(ctx context.Context, actor string, body []byte)
 // token records into the same transaction (the daemon stores the new
 // agent's token there).
 func (e *Engine) CreateWorkspaceGranting(ctx context.Context, actor string, body []byte, grant func(Grants, *workspace.Workspace) error) (*workspace.Workspace, error) {
-	return runAs(e, len(body), func() (*workspace.Workspace, error) { return e.createWorkspaceLocked(ctx, actor, body, grant) })
+	return runAs(ctx, e, len(body), func() (*workspace.Workspace, error) { return e.createWorkspaceLocked(ctx, actor, body, grant) })
 }
 
 // createWorkspaceLocked is CreateWorkspaceGranting run by the committer.
@@ -192,7 +192,7 @@ func (e *Engine) authorize(actor, target string) (*workspace.Workspace, *workspa
 // caller's reason, if any, is recorded as the transition's detail.
 func (e *Engine) Abort(ctx context.Context, actor, id, reason string) (*workspace.Workspace, error) {
 	const why = "aborted_by_coordinator"
-	return e.coordinate(actor, id, func(w *workspace.Workspace) error {
+	return e.coordinate(ctx, actor, id, func(w *workspace.Workspace) error {
 		if w.State.Terminal() {
 			return Refuse(CodeInvalidTransition, "workspace %s is already %s", id, w.State)
 		}
@@ -213,7 +213,7 @@ func (e *Engine) Suspend(ctx context.Context, actor, id, reason string) (*worksp
 	if reason == "" {
 		reason = "coordinator_request"
 	}
-	return e.coordinate(actor, id, func(w *workspace.Workspace) error {
+	return e.coordinate(ctx, actor, id, func(w *workspace.Workspace) error {
 		if w.State != workspace.Active && w.State != workspace.Blocked {
 			return Refuse(CodeInvalidTransition, "workspace %s is %s; only active or blocked workspaces are suspended", id, w.State)
 		}
@@ -235,7 +235,7 @@ func (e *Engine) Suspend(ctx context.Context, actor, id, reason string) (*worksp
 // Resume returns a suspended workspace to its pre-state and delivers the
 // envelopes that queued while it was suspended.
 func (e *Engine) Resume(ctx context.Context, actor, id string) (*workspace.Workspace, error) {
-	return e.coordinate(actor, id, func(w *workspace.Workspace) error {
+	return e.coordinate(ctx, actor, id, func(w *workspace.Workspace) error {
 		if w.State != workspace.Suspended {
 			return Refuse(CodeInvalidTransition, "workspace %s is %s, not suspended", id, w.State)
 		}
@@ -260,9 +260,9 @@ func (e *Engine) Resume(ctx context.Context, actor, id string) (*workspace.Works
 // actor: authorize, check against the committed record, then fn on the
 // transaction's copy of it (c; a is the actor's record), in one commit. It
 // returns the record after the commit.
-func (e *Engine) coordinate(actor, id string, check func(w *workspace.Workspace) error,
+func (e *Engine) coordinate(ctx context.Context, actor, id string, check func(w *workspace.Workspace) error,
 	fn func(t *tx, a, c *workspace.Workspace) error) (*workspace.Workspace, error) {
-	return runAs(e, 0, func() (*workspace.Workspace, error) { return e.coordinateLocked(actor, id, check, fn) })
+	return runAs(ctx, e, 0, func() (*workspace.Workspace, error) { return e.coordinateLocked(actor, id, check, fn) })
 }
 
 // coordinateLocked is coordinate run by the committer.
@@ -291,7 +291,7 @@ func (e *Engine) coordinateLocked(actor, id string, check func(w *workspace.Work
 // its n tokens in the same transaction. With n zero nothing is written:
 // the principal has no token left.
 func (e *Engine) RevokeUser(ctx context.Context, actor, name, reason string, n int, del func(Grants) error) error {
-	return e.run(0, func() error {
+	return e.run(ctx, 0, func() error {
 		a := e.get(actor)
 		if a == nil || !a.IsRoot() {
 			return Refuse(CodePermissionDenied, "only the coordinator revokes user and auditor tokens")
@@ -317,7 +317,7 @@ func (e *Engine) RevokeUser(ctx context.Context, actor, name, reason string, n i
 // name, minted by the agent of actor (the coordinator), with write storing
 // its token in the same transaction.
 func (e *Engine) CreateUser(ctx context.Context, actor, name string, write func(Grants) error) error {
-	return e.run(0, func() error { return e.createUserLocked(ctx, actor, name, write) })
+	return e.run(ctx, 0, func() error { return e.createUserLocked(ctx, actor, name, write) })
 }
 
 // createUserLocked is CreateUser run by the committer.
