@@ -146,6 +146,9 @@ func (r *Daemon) Run(ctx context.Context) (err error) {
 		}
 	}()
 	dir := r.cfg.DataDir
+	if err := r.checkListen(); err != nil {
+		return err // before anything is made in the data dir
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create data dir: %w", err)
 	}
@@ -355,7 +358,7 @@ func (r *Daemon) startNATS(dir, internal string) error {
 	ns.Start()
 	if !ns.ReadyForConnections(10 * time.Second) {
 		ns.Shutdown()
-		return fmt.Errorf("nats server on %s did not start", r.cfg.Listen)
+		return fmt.Errorf("nats server on %s did not start within 10s (is the address taken? -listen chooses another)", r.cfg.Listen)
 	}
 	r.ns = ns
 	if r.cfg.onServer != nil {
@@ -386,3 +389,21 @@ func (r *Daemon) stopNATS() {
 // ErrTrailCorrupt is the engine's error for a trail that fails its check
 // at start with nothing safe to repair (wacpd exits 2).
 var ErrTrailCorrupt = runtime.ErrTrailCorrupt
+
+// checkListen makes sure the embedded server's address is free before the
+// daemon makes anything: a taken port is a clear error naming the address
+// and -listen at once, not the server's timeout after the data dir is half
+// made. Port 0 and an external server (NATSURL) need no check.
+func (r *Daemon) checkListen() error {
+	if r.cfg.NATSURL != "" {
+		return nil
+	}
+	if _, port, _ := splitHostPort(r.cfg.Listen); port == 0 {
+		return nil
+	}
+	ln, err := net.Listen("tcp", r.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("cannot listen on %s: %w; another wacpd or NATS server may run there: choose another address with -listen HOST:PORT (port 0 picks a free one)", r.cfg.Listen, err)
+	}
+	return ln.Close()
+}

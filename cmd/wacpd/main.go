@@ -55,8 +55,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", time.Minute, "bound on the whole shutdown after SIGTERM; past it wacpd exits 1 and the next start recovers")
 	fs.IntVar(&cfg.MaxInFlight, "max-in-flight", 256, "requests worked on at once; each principal gets at most an eighth (docs/security.md, fair admission)")
 	level := fs.String("log-level", "warn", "log level: debug, info, warn, error")
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, "wacpd", version)
+		return nil
 	}
 	cfg.MinFreeBytes = *minFree << 20
 	if *minFree < 0 {
