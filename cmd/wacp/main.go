@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -150,16 +151,58 @@ func (c *cli) fail(err error) int {
 		return 0
 	case errors.As(err, &xe):
 		return int(xe)
-	case errors.As(err, &ue):
-		fmt.Fprintln(c.stderr, "wacp:", ue.Error())
-		return 1
 	}
-	fmt.Fprintln(c.stderr, "wacp:", err)
-	if errors.Is(err, client.ErrUnreachable) {
-		fmt.Fprintln(c.stderr, "hint: is wacpd running? start it with `go run ./cmd/wacpd`, or set WACP_URL / -data")
+	code, hint := 1, ""
+	if errors.As(err, &ue) {
+		err = ue
+	} else {
+		if errors.Is(err, client.ErrUnreachable) {
+			hint = "is wacpd running? start it with `go run ./cmd/wacpd`, or set WACP_URL / -data"
+		}
+		if x := client.ExitCode(err); x != 0 {
+			code = x
+		}
 	}
-	if code := client.ExitCode(err); code != 0 {
+	if c.format == "json" {
+		c.failJSON(err, ue != nil, hint, code)
 		return code
 	}
-	return 1
+	fmt.Fprintln(c.stderr, "wacp:", err)
+	if hint != "" {
+		fmt.Fprintln(c.stderr, "hint:", hint)
+	}
+	return code
+}
+
+// jsonError is an error as `wacp -o json` prints it on stderr: the wire
+// contract's error body (code, message, details), with the CLI's exit code
+// and hint. Errors that did not come from the daemon have the code "usage"
+// (bad arguments) or "client" (the daemon was not reached or the reply was
+// unreadable).
+type jsonError struct {
+	Error struct {
+		Code     string         `json:"code"`
+		Message  string         `json:"message"`
+		Details  map[string]any `json:"details"`
+		Hint     string         `json:"hint,omitempty"`
+		ExitCode int            `json:"exit_code"`
+	} `json:"error"`
+}
+
+func (c *cli) failJSON(err error, usage bool, hint string, exit int) {
+	var j jsonError
+	j.Error.Code, j.Error.Message, j.Error.Details = "client", err.Error(), map[string]any{}
+	var we *client.Error
+	switch {
+	case usage:
+		j.Error.Code = "usage"
+	case errors.As(err, &we) && we.Code != "":
+		j.Error.Code, j.Error.Message = we.Code, we.Message
+		if we.Details != nil {
+			j.Error.Details = we.Details
+		}
+	}
+	j.Error.Hint, j.Error.ExitCode = hint, exit
+	b, _ := json.Marshal(j)
+	fmt.Fprintln(c.stderr, string(b))
 }

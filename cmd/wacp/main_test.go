@@ -157,3 +157,35 @@ func TestUsageAndUnreachable(t *testing.T) {
 		})
 	}
 }
+
+// TestErrorsAsJSON: under -o json an error is one JSON object on stderr,
+// with the wire's code and message for a refusal, "usage" for bad
+// arguments and "client" when the daemon is not reached, and the exit code.
+func TestErrorsAsJSON(t *testing.T) {
+	for _, v := range []string{"WACP_URL", "WACP_TOKEN", "WACP_WORKSPACE"} {
+		t.Setenv(v, "")
+	}
+	dir, _ := daemon(t)
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		wireCode string
+	}{
+		{"refused", []string{"-data", dir, "-o", "json", "workspace", "get", "01M80A5AWYFQV5D3HZDB2ZDM6W"}, 2, "not_found"},
+		{"usage", []string{"-o", "json", "checkpoint", "get"}, 1, "usage"},
+		{"no daemon", []string{"-data", t.TempDir(), "-o", "json", "info"}, 5, "client"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, errs := wacp(t, tt.args...)
+			var j jsonError
+			if err := json.Unmarshal([]byte(errs), &j); err != nil {
+				t.Fatalf("stderr is not one JSON object: %v\n%s", err, errs)
+			}
+			if code != tt.code || j.Error.Code != tt.wireCode || j.Error.ExitCode != code || j.Error.Message == "" {
+				t.Errorf("wacp %v = %d, %+v; want exit %d, code %q", tt.args, code, j.Error, tt.code, tt.wireCode)
+			}
+		})
+	}
+}
