@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"encoding/json"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -95,6 +96,30 @@ func TestSignalsKeepOrderAfterAStreamError(t *testing.T) {
 		return cp.ID
 	}
 
+	// Every attempt to publish a signal, stored or refused, crosses the
+	// server: a plain subscription sees each one.
+	var attemptsMu sync.Mutex
+	attempts := map[string]int{} // checkpoint id -> publish attempts of its signal
+	sub, err := nc.Subscribe("wacp.v1.sig.>", func(m *nats.Msg) {
+		var s struct {
+			Ref string `json:"ref"`
+		}
+		if json.Unmarshal(m.Data, &s) == nil && s.Ref != "" {
+			attemptsMu.Lock()
+			attempts[s.Ref]++
+			attemptsMu.Unlock()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	attemptsOf := func(id string) int {
+		attemptsMu.Lock()
+		defer attemptsMu.Unlock()
+		return attempts[id]
+	}
+
 	w1, w2 := worker(), worker()
 	// Setting up the workers signalled (their acknowledged receipts), and
 	// the publisher stores those asynchronously: wait until the stream
@@ -108,9 +133,15 @@ func TestSignalsKeepOrderAfterAStreamError(t *testing.T) {
 	limit(true)
 	first := checkpoint(w1, nil) // the first checkpoint signal on w1's subject: stored
 	waitMsgs(before + 1)
-	second := checkpoint(w1, &first)   // a second on that subject: refused while the limit holds
-	third := checkpoint(w2, nil)       // another subject: the stream would take it
-	time.Sleep(700 * time.Millisecond) // the publisher retries every 250ms
+	second := checkpoint(w1, &first) // a second on that subject: refused while the limit holds
+	third := checkpoint(w2, nil)     // another subject: the stream would take it
+	// The publisher tried the second, was refused, and tried it again (it
+	// may send the third behind it; the stream must not keep it).
+	for deadline := time.Now().Add(20 * time.Second); attemptsOf(second) < 3; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the publisher tried the refused signal %d times in 20s, want it to retry", attemptsOf(second))
+		}
+	}
 	if got := msgs(); got != before+1 {
 		t.Errorf("stream holds %d signals while the second is refused, want %d: a later signal passed it", got, before+1)
 	}

@@ -154,6 +154,7 @@ func (e *Engine) loop() {
 			}
 			select {
 			case r = <-e.reqs:
+				e.receivedOps.Add(1)
 			case err := <-done:
 				c.land(err)
 				continue
@@ -343,6 +344,7 @@ func (c *committer) next(b *openBatch, size int) *request {
 	var r *request
 	select {
 	case r = <-e.reqs:
+		e.receivedOps.Add(1)
 	default:
 		if c.inflight == nil {
 			return nil
@@ -354,6 +356,7 @@ func (c *committer) next(b *openBatch, size int) *request {
 		landed := false
 		select {
 		case r = <-e.reqs:
+			e.receivedOps.Add(1)
 		case err = <-c.inflight.done:
 			landed = true
 		case <-e.stop:

@@ -55,7 +55,7 @@ func (c *committer) failed(b *openBatch, err error) {
 	e := c.e
 	d := c.degraded
 	if d == nil {
-		d = &degradedState{since: time.Now(), reason: err.Error(), affected: map[string]bool{}, wait: probeFirst}
+		d = &degradedState{since: e.cfg.Now(), reason: err.Error(), affected: map[string]bool{}, wait: probeFirst}
 		c.degraded = d
 		e.lg.Error("storage unusable: degraded mode, admitting no work until writes succeed", "err", err)
 		e.degradedSince = d.since
@@ -114,7 +114,7 @@ func (c *committer) probe() (*request, error) {
 	}
 	slices.Sort(affected)
 	reason := fmt.Sprintf("storage unusable from %s to %s (%d failed attempts): %s",
-		clock.Format(d.since), clock.Format(time.Now()), d.failures, d.reason)
+		clock.Format(d.since), clock.Format(c.e.cfg.Now()), d.failures, d.reason)
 	r := &request{probe: true, done: make(chan struct{}), fn: func() error {
 		return e.commit(func(t *tx) error {
 			_, err := t.append("", trail.ActorProtocol, trail.EventSystemDegraded, map[string]any{

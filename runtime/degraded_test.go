@@ -5,7 +5,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 )
 
 // TestDegradedMode (WACP Recovery §2.4, conformance row "Degraded mode",
@@ -131,7 +130,8 @@ func containsAny(list []any, s string) bool {
 func TestDegradedModeOnLowDiskSpace(t *testing.T) {
 	var free atomic.Uint64
 	free.Store(1 << 30)
-	e := openTest(t, func(c *Config) {
+	clk := newFakeClock()
+	e := openTest(t, withFakeClock(clk), func(c *Config) {
 		c.MinFreeBytes = 100 << 20
 		c.freeSpace = func() (uint64, error) { return free.Load(), nil }
 	})
@@ -140,7 +140,7 @@ func TestDegradedModeOnLowDiskSpace(t *testing.T) {
 	before := e.Trail().Len()
 
 	free.Store(10 << 20)
-	time.Sleep(2 * spaceCheckEvery) // the guard reads the space at most this often
+	clk.Advance(spaceCheckEvery) // the guard reads the space at most this often (Config.Now)
 	_, err := e.CreateCheckpoint(ctx, w.ID, cpReq(&c1.ID, "provisional"))
 	if Code(err) != CodeUnavailable || !strings.Contains(err.Error(), "below the reserve") {
 		t.Fatalf("checkpoint with 10 MiB free: %v, want unavailable naming the reserve", err)

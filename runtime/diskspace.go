@@ -39,6 +39,7 @@ func freeBytes(dir string) (uint64, error) {
 type spaceGuard struct {
 	min     uint64
 	free    func() (uint64, error)
+	now     func() time.Time // Config.Now
 	checked time.Time
 	err     error // the last check's verdict
 }
@@ -47,7 +48,7 @@ func newSpaceGuard(cfg Config) *spaceGuard {
 	if cfg.InMemory || cfg.MinFreeBytes < 0 {
 		return nil
 	}
-	g := &spaceGuard{min: uint64(cfg.MinFreeBytes), free: cfg.freeSpace}
+	g := &spaceGuard{min: uint64(cfg.MinFreeBytes), free: cfg.freeSpace, now: cfg.Now}
 	if g.min == 0 {
 		g.min = defaultMinFree
 	}
@@ -65,10 +66,11 @@ func (g *spaceGuard) check(fresh bool) error {
 	if g == nil {
 		return nil
 	}
-	if !fresh && time.Since(g.checked) < spaceCheckEvery {
+	now := g.now()
+	if !fresh && now.Sub(g.checked) >= 0 && now.Sub(g.checked) < spaceCheckEvery {
 		return g.err
 	}
-	g.checked = time.Now()
+	g.checked = now
 	free, err := g.free()
 	switch {
 	case err != nil:

@@ -43,8 +43,10 @@ type Engine struct {
 	// pipelinedOps counts operations run in a batch built while another
 	// was being written.
 	pipelinedOps atomic.Uint64
+	receivedOps  atomic.Uint64  // operations the committer has received from its queue
 	bg           sync.WaitGroup // background goroutines other than the committer (GC)
 	gcPasses     atomic.Uint64  // value-log GC passes run
+	gcInterval   time.Duration  // the GC loop's period; 0 when none runs (set by Open)
 	stop         chan struct{}  // closed by Close: the committer stops
 	loopDone     chan struct{}  // closed when the committer has stopped
 	closeOnce    sync.Once      // runs close
@@ -180,6 +182,7 @@ func open(cfg Config, db *badger.DB) (_ *Engine, err error) {
 			iv = defaultGCInterval
 		}
 		e.bg.Add(1)
+		e.gcInterval = iv
 		go e.runGC(iv) // stopped with the committer, waited for by stopLoop
 	}
 	if e.root == "" {

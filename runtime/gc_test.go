@@ -26,12 +26,24 @@ func TestValueLogGCRunsOnSchedule(t *testing.T) {
 	}
 }
 
-// TestValueLogGCOff: a negative interval runs no GC.
-func TestValueLogGCOff(t *testing.T) {
-	e := openTest(t, func(c *Config) { c.GCInterval = -1 })
-	newWorker(t, e)
-	time.Sleep(20 * time.Millisecond)
-	if n := e.gcPasses.Load(); n != 0 {
-		t.Fatalf("%d GC passes with GC off", n)
+// TestValueLogGCInterval: a negative interval starts no GC loop, zero
+// starts one every 10 minutes, an in-memory engine has none (no value
+// log). Open records the loop it starts; the old test waited 20 ms for a
+// pass that, with the 10-minute default, would not have come either.
+func TestValueLogGCInterval(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		mod  func(*Config)
+		want time.Duration
+	}{
+		{"off", func(c *Config) { c.GCInterval = -1 }, 0},
+		{"default", func(c *Config) {}, defaultGCInterval},
+		{"set", func(c *Config) { c.GCInterval = time.Hour }, time.Hour},
+		{"in memory", func(c *Config) { c.InMemory, c.DataDir = true, "" }, 0},
+	} {
+		e := openTest(t, tt.mod)
+		if e.gcInterval != tt.want {
+			t.Errorf("%s: GC loop every %s, want %s (0: none)", tt.name, e.gcInterval, tt.want)
+		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 )
 
 // holdSeam holds the batch whose write it sees while armed, until released,
@@ -140,8 +139,11 @@ func TestGroupCommitFreshSnapshotForQueuedEnvelopes(t *testing.T) {
 	wg.Add(2)
 	go func() { defer wg.Done(); _, sendErr = e.SendEnvelope(ctx, e.Root(), envBody(w.ID, "feedback", "")) }()
 	<-seam.held
+	received := e.receivedOps.Load()
 	go func() { defer wg.Done(); _, resumeErr = e.Resume(ctx, e.Root(), w.ID) }()
-	time.Sleep(5 * time.Millisecond) // let Resume reach the committer while the send is held
+	// Resume reaches the committer while the send's batch is held in
+	// flight.
+	waitFor(t, "the committer to receive Resume", func() bool { return e.receivedOps.Load() > received })
 	close(seam.release)
 	wg.Wait()
 	if sendErr != nil || resumeErr != nil {

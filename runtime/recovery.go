@@ -113,7 +113,7 @@ func checkTrail(cfg Config, db *badger.DB) (recovery, error) {
 			return rec, fmt.Errorf("recover: %w", err)
 		}
 	}
-	err = db.Update(func(txn *badger.Txn) error { return txn.Set(keyOpen, []byte(clock.Format(time.Now().UTC()))) })
+	err = db.Update(func(txn *badger.Txn) error { return txn.Set(keyOpen, []byte(clock.Format(cfg.Now().UTC()))) })
 	if err != nil {
 		return rec, fmt.Errorf("recover: mark the data dir open: %w", err)
 	}
@@ -141,7 +141,7 @@ func repairTrail(cfg Config, db *badger.DB, res trail.CheckResult, sth *trail.Tr
 	case !res.SignedCovered:
 		return refuse("the trail breaks after %d entries, inside the signed tree head of %d entries", res.Valid, sth.Size)
 	}
-	q, err := trail.Repair(context.Background(), db, res, clock.Format(time.Now().UTC()))
+	q, err := trail.Repair(context.Background(), db, res, clock.Format(cfg.Now().UTC()))
 	if err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}

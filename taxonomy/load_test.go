@@ -3,6 +3,7 @@ package taxonomy
 import (
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -173,22 +174,44 @@ func TestBase(t *testing.T) {
 	}
 }
 
+// TestTaxonomy_ConcurrentReads: a loaded taxonomy answers the same from
+// many goroutines at once as from one (and, under -race, without a data
+// race: the lookups must not build caches lazily).
 func TestTaxonomy_ConcurrentReads(t *testing.T) {
 	tax := mustLoad(t, validFile("reviewer.yaml"))
+	type answers struct {
+		send, create bool
+		roles        []string
+		fields       []string
+	}
+	ask := func() answers {
+		return answers{tax.CanSend("reviewer", "report", "coordinator"), tax.CanCreateCheckpoint("reviewer", "review"),
+			tax.Roles(), tax.RequiredFields("review")}
+	}
+	want := ask()
+	if !want.send || !want.create || len(want.roles) < 4 {
+		t.Fatalf("reviewer.yaml answers %+v; the test needs a role that may send and checkpoint", want)
+	}
 	var wg sync.WaitGroup
+	errs := make(chan string, 8)
 	for range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for range 100 {
-				tax.CanSend("reviewer", "report", "coordinator")
-				tax.CanCreateCheckpoint("reviewer", "review")
-				tax.Roles()
-				tax.RequiredFields("review")
+				got := ask()
+				if got.send != want.send || got.create != want.create || !slices.Equal(got.roles, want.roles) || !slices.Equal(got.fields, want.fields) {
+					errs <- fmt.Sprintf("concurrent answers %+v, want %+v", got, want)
+					return
+				}
 			}
 		}()
 	}
 	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
 }
 
 func TestTaxonomy_SlicesAreCopies(t *testing.T) {
