@@ -18,8 +18,10 @@ const (
 // "blake3:" followed by 64 zeros.
 type Ref struct{ sum [32]byte }
 
-// RefOf returns the Ref of b. It is the only function in the module that
-// computes a content hash.
+// RefOf returns the Ref of b: the address of content in the store. It is
+// not the module's only hash: the trail hashes its entries and Merkle
+// nodes with BLAKE3 too (trail.Hash, trail.Hasher), and tokens are stored
+// as their SHA-256.
 func RefOf(b []byte) Ref { return Ref{sum: blake3.Sum256(b)} }
 
 // Parse parses the text form of a Ref: "blake3:" followed by exactly 64

@@ -38,9 +38,8 @@ func BenchmarkCreateCheckpoint(b *testing.B) {
 }
 
 // BenchmarkCreateCheckpointParallel appends from 16 goroutines per CPU,
-// each to its own workspace's chain. Without group commit the engine
-// serializes every commit and its sync, so this shows what concurrency
-// buys today.
+// each to its own workspace's chain: what group commit buys, since the
+// operations that arrive together share one transaction and one sync.
 func BenchmarkCreateCheckpointParallel(b *testing.B) {
 	const perCPU = 16
 	e := openTest(b)

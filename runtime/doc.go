@@ -1,6 +1,9 @@
 // Package runtime is the engine of wacpd: it joins workspaces, checkpoint
 // chains, signals, envelopes, integration and the trail over one Badger
-// database, and (in later work) serves them over NATS.
+// database. It knows nothing of NATS: package daemon serves it (the wire
+// contract), through its exported methods and a few typed hooks (Grants
+// for token records, OnCommit, OutboxAfter and AckOutbox for the signal
+// publisher, Tokens, Fingerprint).
 //
 // # Model
 //
@@ -30,6 +33,14 @@
 // # Caveats
 //
 // Entries about a workspace that is already terminal go to the global trail
-// only, so nothing follows a terminal state in a local trail. Timeout
-// timers, budgets and liveness are recorded but not yet enforced.
+// only, so nothing follows a terminal state in a local trail. Workspace
+// timeouts are enforced (ExpireTimeouts, run by RunTimers), and of the
+// budgets only storage_budget.checkpoint_limit; the other budgets and
+// liveness are recorded, not enforced.
+//
+// # Contexts
+//
+// A write operation honours its context until the committer takes it
+// (ErrNotTaken: nothing ran); once taken it completes whatever its context
+// does, since a commit cannot be called back half-way.
 package runtime
