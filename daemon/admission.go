@@ -133,22 +133,6 @@ func (t *ticket) park() error {
 	return nil
 }
 
-// unpark takes a slot again after a wait, as admit would.
-func (t *ticket) unpark() error {
-	a := t.a
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if !t.parked || t.done {
-		return nil
-	}
-	if err := a.fitsLocked(t.key, t.cl); err != nil {
-		return err
-	}
-	a.unparkLocked(t)
-	a.takeLocked(t.key, t.cl, 1)
-	return nil
-}
-
 func (a *admission) unparkLocked(t *ticket) {
 	a.parked--
 	if a.parkedBy[t.key]--; a.parkedBy[t.key] == 0 {

@@ -63,15 +63,6 @@ func wantCode(t testing.TB, what string, err error, want string) {
 	}
 }
 
-func wsState(t testing.TB, e *runtime.Engine, ws string) workspace.State {
-	t.Helper()
-	w, err := e.GetWorkspace(ctx, e.Root(), ws)
-	if err != nil {
-		t.Fatalf("GetWorkspace(%s): %v", ws, err)
-	}
-	return w.State
-}
-
 // fakeClock is a settable wall clock for Config.Now.
 type fakeClock struct {
 	mu  sync.Mutex // guards now
@@ -90,19 +81,6 @@ func (c *fakeClock) Now() time.Time {
 
 func withFakeClock(c *fakeClock) func(*runtime.Config) {
 	return func(cfg *runtime.Config) { cfg.Now = c.Now }
-}
-
-// waitFor polls cond; the deadline only keeps a broken daemon from
-// hanging the test.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting: %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 func (c *fakeClock) Advance(d time.Duration) {

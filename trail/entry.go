@@ -55,13 +55,6 @@ type entryJSON struct {
 	Integrity Integrity       `json:"integrity"`
 }
 
-func nullable(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
 // MarshalJSON encodes e with null workspace and prev_hash when they are
 // empty. It writes strings as RFC 8785 does and the body as it is.
 // (encoding/json, when e is inside a larger value, escapes <, > and & in

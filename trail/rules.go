@@ -198,9 +198,6 @@ func (w *Walker) Next(e Entry) *Finding {
 	return w.r.next(seq, e, localPrev, nil)
 }
 
-// Len returns the number of entries that passed.
-func (w *Walker) Len() uint64 { return w.r.prev.Seq }
-
 // Workspaces returns the number of workspace chains among them.
 func (w *Walker) Workspaces() int { return len(w.r.local) }
 
