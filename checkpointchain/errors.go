@@ -2,11 +2,12 @@ package checkpointchain
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/wacpd/wacpd/taxonomy"
 )
 
 // Reason is a WACP checkpoint rejection reason (Checkpoint spec §7).
-type Reason string
+type Reason = taxonomy.Reason
 
 // The five rejection reasons, exactly as the spec names them.
 const (
@@ -20,7 +21,7 @@ const (
 // These errors can be returned by this package. Test with errors.Is.
 var (
 	// ErrRejected is wrapped by every *Rejection.
-	ErrRejected = errors.New("checkpointchain: checkpoint rejected")
+	ErrRejected = errors.New("checkpointchain: rejected")
 	// ErrNotCanonical is returned by Decode for bytes that are not a
 	// canonical checkpoint encoding.
 	ErrNotCanonical = errors.New("checkpointchain: not a canonical checkpoint")
@@ -28,20 +29,15 @@ var (
 	ErrNotFound = errors.New("checkpointchain: checkpoint not found")
 )
 
-// Rejection is a checkpoint the protocol refuses, with the spec's reason.
-// Use errors.As to get it; it unwraps to ErrRejected.
-type Rejection struct {
-	Reason  Reason
-	Message string
-}
-
-func (r *Rejection) Error() string {
-	return fmt.Sprintf("checkpointchain: rejected (%s): %s", r.Reason, r.Message)
-}
-
-// Unwrap returns ErrRejected.
-func (r *Rejection) Unwrap() error { return ErrRejected }
+// Rejection is a refused checkpoint with the spec's reason (taxonomy.Rejection). It
+// unwraps to ErrRejected.
+type Rejection = taxonomy.Rejection
 
 func reject(reason Reason, format string, args ...any) *Rejection {
-	return &Rejection{Reason: reason, Message: fmt.Sprintf(format, args...)}
+	return taxonomy.Reject(ErrRejected, reason, format, args...)
+}
+
+// Reject returns a *Rejection; the runtime uses it for state-dependent refusals.
+func Reject(reason Reason, format string, args ...any) *Rejection {
+	return reject(reason, format, args...)
 }

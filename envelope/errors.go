@@ -2,11 +2,12 @@ package envelope
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/wacpd/wacpd/taxonomy"
 )
 
 // Reason is a WACP envelope rejection reason (Envelope spec §8).
-type Reason string
+type Reason = taxonomy.Reason
 
 // Rejection reasons, exactly as the spec names them.
 const (
@@ -19,21 +20,17 @@ const (
 )
 
 // ErrRejected is wrapped by every *Rejection. Test with errors.Is.
-var ErrRejected = errors.New("envelope: envelope rejected")
+var ErrRejected = errors.New("envelope: rejected")
 
-// Rejection is a refused envelope with the spec's reason. It unwraps to ErrRejected.
-type Rejection struct {
-	Reason  Reason
-	Message string
-}
-
-func (r *Rejection) Error() string {
-	return fmt.Sprintf("envelope: rejected (%s): %s", r.Reason, r.Message)
-}
-
-// Unwrap returns ErrRejected.
-func (r *Rejection) Unwrap() error { return ErrRejected }
+// Rejection is a refused envelope with the spec's reason (taxonomy.Rejection). It
+// unwraps to ErrRejected.
+type Rejection = taxonomy.Rejection
 
 func reject(reason Reason, format string, args ...any) *Rejection {
-	return &Rejection{Reason: reason, Message: fmt.Sprintf(format, args...)}
+	return taxonomy.Reject(ErrRejected, reason, format, args...)
+}
+
+// Reject returns a *Rejection; the runtime uses it for state-dependent refusals.
+func Reject(reason Reason, format string, args ...any) *Rejection {
+	return reject(reason, format, args...)
 }

@@ -261,7 +261,7 @@ func TestCheckpoint_RejectionCodes(t *testing.T) {
 		if string(tt.reason) != tt.code {
 			t.Errorf("reason %q != wire code %q", tt.reason, tt.code)
 		}
-		rj := &checkpointchain.Rejection{Reason: tt.reason, Message: "m"}
+		rj := checkpointchain.Reject(tt.reason, "m")
 		for _, err := range []error{rj, fmt.Errorf("wrapped: %w", rj)} {
 			if got := Code(err); got != string(tt.reason) {
 				t.Errorf("Code(%v) = %q, want %q", err, got, tt.reason)

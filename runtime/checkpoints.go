@@ -142,9 +142,7 @@ func (e *Engine) rejectCheckpoint(w *workspace.Workspace, typ string, cause erro
 // checkpoint_rejected with reason invalid_structure (the spec's reasons have
 // no size) and returns too_large, the wire code. Caller holds e.mu.
 func (e *Engine) rejectTooLarge(w *workspace.Workspace, typ string, size int) error {
-	err := e.rejectCheckpoint(w, typ, &checkpointchain.Rejection{
-		Reason: checkpointchain.ReasonInvalidStructure, Message: "too large",
-	})
+	err := e.rejectCheckpoint(w, typ, checkpointchain.Reject(checkpointchain.ReasonInvalidStructure, "too large"))
 	if Code(err) == CodeUnavailable {
 		return err
 	}

@@ -442,7 +442,7 @@ func TestEnvelopeEngine_RejectionCodes(t *testing.T) {
 		envelope.ReasonPermissionDenied, envelope.ReasonNoSendRight, envelope.ReasonInvalidType,
 		envelope.ReasonInvalidStructure, envelope.ReasonTargetNotFound, envelope.ReasonTargetTerminal,
 	} {
-		rj := &envelope.Rejection{Reason: r}
+		rj := envelope.Reject(r, "")
 		for _, err := range []error{rj, fmt.Errorf("wrapped: %w", rj)} {
 			if got := Code(err); got != string(r) {
 				t.Errorf("Code(%v) = %q, want %q", err, got, r)

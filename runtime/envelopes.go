@@ -53,8 +53,7 @@ func (e *Engine) sendEnvelopeLocked(ctx context.Context, ws string, body []byte)
 	switch from.State {
 	case workspace.Suspended, workspace.Migrating, workspace.Integrating, workspace.Conflicted:
 		if err == nil {
-			err = &envelope.Rejection{Reason: envelope.ReasonPermissionDenied,
-				Message: fmt.Sprintf("workspace %s is %s and sends nothing", ws, from.State)}
+			err = envelope.Reject(envelope.ReasonPermissionDenied, "workspace %s is %s and sends nothing", ws, from.State)
 		}
 	}
 	var rj *envelope.Rejection

@@ -8,9 +8,7 @@ import (
 
 	"github.com/wacpd/wacpd/casstore"
 	"github.com/wacpd/wacpd/checkpointchain"
-	"github.com/wacpd/wacpd/envelope"
 	"github.com/wacpd/wacpd/internal/strictjson"
-	agentsignal "github.com/wacpd/wacpd/signal"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/workspace"
@@ -117,23 +115,18 @@ func Message(err error) string {
 }
 
 // typed returns the code and message of the refusal err carries: a
-// runtime Error or a checkpoint, envelope or signal Rejection.
+// runtime Error or a protocol Rejection (of a checkpoint, envelope or
+// signal).
 func typed(err error) (code, msg string, ok bool) {
 	var (
 		re *Error
-		cr *checkpointchain.Rejection
-		er *envelope.Rejection
-		sr *agentsignal.Rejection
+		rj *taxonomy.Rejection
 	)
 	switch {
 	case errors.As(err, &re):
 		return re.Code, re.Message, true
-	case errors.As(err, &cr):
-		return string(cr.Reason), cr.Message, true
-	case errors.As(err, &er):
-		return string(er.Reason), er.Message, true
-	case errors.As(err, &sr):
-		return string(sr.Reason), sr.Message, true
+	case errors.As(err, &rj):
+		return string(rj.Reason), rj.Message, true
 	}
 	return "", "", false
 }

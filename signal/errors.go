@@ -2,11 +2,12 @@ package signal
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/wacpd/wacpd/taxonomy"
 )
 
 // Reason is why a signal was refused; the values are wire error codes.
-type Reason string
+type Reason = taxonomy.Reason
 
 // Refusal reasons.
 const (
@@ -17,23 +18,14 @@ const (
 )
 
 // ErrRejected is wrapped by every *Rejection. Test with errors.Is.
-var ErrRejected = errors.New("signal: signal rejected")
+var ErrRejected = errors.New("signal: rejected")
 
-// Rejection is a refused signal. It unwraps to ErrRejected.
-type Rejection struct {
-	Reason  Reason
-	Message string
-}
-
-func (r *Rejection) Error() string {
-	return fmt.Sprintf("signal: rejected (%s): %s", r.Reason, r.Message)
-}
-
-// Unwrap returns ErrRejected.
-func (r *Rejection) Unwrap() error { return ErrRejected }
+// Rejection is a refused signal with the spec's reason (taxonomy.Rejection). It
+// unwraps to ErrRejected.
+type Rejection = taxonomy.Rejection
 
 func reject(reason Reason, format string, args ...any) *Rejection {
-	return &Rejection{Reason: reason, Message: fmt.Sprintf(format, args...)}
+	return taxonomy.Reject(ErrRejected, reason, format, args...)
 }
 
 // Reject returns a *Rejection; the runtime uses it for state-dependent refusals.

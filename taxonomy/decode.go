@@ -99,40 +99,33 @@ func decodeTaxonomy(root *node) (*rawTaxonomy, *ValidationError) {
 			return nil, err
 		}
 	}
-	roles, err := entries(f["roles"], "roles")
-	if err != nil {
+	if t.roles, err = decodeEntries(f["roles"], "roles", decodeRole); err != nil {
 		return nil, err
 	}
-	for _, e := range roles {
-		r, err := decodeRole(e)
-		if err != nil {
-			return nil, err
-		}
-		t.roles = append(t.roles, r)
-	}
-	envs, err := entries(f["envelope_types"], "envelope_types")
-	if err != nil {
+	if t.envelopes, err = decodeEntries(f["envelope_types"], "envelope_types", decodeEnvelope); err != nil {
 		return nil, err
 	}
-	for _, e := range envs {
-		r, err := decodeEnvelope(e)
-		if err != nil {
-			return nil, err
-		}
-		t.envelopes = append(t.envelopes, r)
-	}
-	cps, err := entries(f["checkpoint_types"], "checkpoint_types")
-	if err != nil {
+	if t.checkpoints, err = decodeEntries(f["checkpoint_types"], "checkpoint_types", decodeCheckpoint); err != nil {
 		return nil, err
-	}
-	for _, e := range cps {
-		r, err := decodeCheckpoint(e)
-		if err != nil {
-			return nil, err
-		}
-		t.checkpoints = append(t.checkpoints, r)
 	}
 	return t, nil
+}
+
+// decodeEntries decodes each entry of the registry n (named name) with decode.
+func decodeEntries[T any](n *node, name string, decode func(entry) (T, *ValidationError)) ([]T, *ValidationError) {
+	es, err := entries(n, name)
+	if err != nil {
+		return nil, err
+	}
+	var out []T
+	for _, e := range es {
+		v, err := decode(e)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 // An entry is one registry item, from a list (named by its name field) or
