@@ -16,13 +16,18 @@ require (
 	gopkg.in/yaml.v3 v3.0.1
 )
 
-require github.com/go-json-experiment/json v1.27.2
+require (
+	github.com/go-json-experiment/json v1.27.2
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+)
+
+require golang.org/x/text v0.43.0 // indirect
 
 require (
 	github.com/antithesishq/antithesis-sdk-go v0.8.0-default-no-op // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/dgraph-io/ristretto/v2 v2.2.0
+	github.com/dgraph-io/ristretto/v2 v2.2.0 // indirect
 	github.com/dustin/go-humanize v1.0.1 // indirect
 	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect

@@ -4,9 +4,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/wacpd/wacpd/wire"
 
 	"github.com/wacpd/wacpd/taxonomy"
 )
@@ -17,26 +18,12 @@ import (
 
 const docsDir = "../docs"
 
-// docAgentOps are the ops served on wacp.v1.agent.<ws>.<op>, as docs/api.md
-// documents them. TestSchemaDocAgentOpsMatchService checks the list against
-// startService's agentOps map.
-var docAgentOps = []string{
-	"checkpoint", "signal", "envelope", "inbox.next", "inbox.ack",
-	"checkpoint.get", "checkpoint.list", "checkpoint.head",
-	"workspace.create", "workspace.get", "workspace.list",
-	"workspace.abort", "workspace.suspend", "workspace.resume",
-	"workspace.migrate", "workspace.migrate.complete",
-	"conflict.resolve", "integrate", "trail", "token.create", "token.revoke",
-	"signals.consumer",
-}
-
-// docSubjects returns every endpoint subject the daemon registers, written
+// docSubjects returns every endpoint subject of the wire contract, written
 // as docs/api.md writes them (agent ops with the literal "<ws>").
 func docSubjects() []string {
-	subjects := []string{"wacp.v1.system.info", "wacp.v1.audit.trail.read", "wacp.v1.audit.trail.verify",
-		"wacp.v1.audit.sth", "wacp.v1.audit.proof.inclusion", "wacp.v1.audit.proof.consistency", "wacp.v1.audit.checkpoint.get"}
-	for _, op := range docAgentOps {
-		subjects = append(subjects, "wacp.v1.agent.<ws>."+op)
+	var subjects []string
+	for _, e := range wire.Endpoints() {
+		subjects = append(subjects, e.DocSubject())
 	}
 	return subjects
 }
@@ -102,35 +89,46 @@ func TestSchemaDocMentionsEverySubject(t *testing.T) {
 	}
 }
 
-// TestSchemaDocAgentOpsMatchService checks docAgentOps against the agentOps
-// map literal in service.go, both ways, so an op added to or removed from
-// the daemon fails here until docs/api.md and docAgentOps follow.
-func TestSchemaDocAgentOpsMatchService(t *testing.T) {
-	src, err := os.ReadFile("service.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	block := regexp.MustCompile(`(?s)agentOps := map\[string\]handlerFunc\{(.*?)\n\t\}`).FindSubmatch(src)
-	if block == nil {
-		t.Fatal("service.go: no agentOps := map[string]handlerFunc{...} literal; update this test")
-	}
-	served := map[string]bool{}
-	for _, m := range regexp.MustCompile(`(?m)^\s*"([a-z.]+)":`).FindAllSubmatch(block[1], -1) {
-		served[string(m[1])] = true
-	}
-	if len(served) == 0 {
-		t.Fatal("service.go: found no ops in agentOps")
-	}
-	documented := map[string]bool{}
-	for _, op := range docAgentOps {
-		documented[op] = true
-		if !served[op] {
-			t.Errorf("op %q is documented but not in service.go's agentOps", op)
+// TestEveryWireEndpointIsServed: the daemon has a handler for every
+// endpoint of the wire contract and none for an op the contract lacks.
+func TestEveryWireEndpointIsServed(t *testing.T) {
+	hs := (&Daemon{}).handlerTable()
+	for _, e := range wire.Endpoints() {
+		if hs[e.Op] == nil {
+			t.Errorf("wire endpoint %s has no handler", e.Op)
 		}
+		delete(hs, e.Op)
 	}
-	for op := range served {
-		if !documented[op] {
-			t.Errorf("service.go serves op %q; add it to docAgentOps and document wacp.v1.agent.<ws>.%s in docs/api.md", op, op)
+	for op := range hs {
+		t.Errorf("the daemon handles op %q, which wire.Endpoints lacks", op)
+	}
+}
+
+// TestSchemaDocCoversEveryEndpoint: each endpoint's request and reply
+// schemas (wire.Endpoint.Request, Reply) exist in docs/schema: the file,
+// and the definition under $defs when the name has one.
+func TestSchemaDocCoversEveryEndpoint(t *testing.T) {
+	for _, e := range wire.Endpoints() {
+		for _, ref := range []string{e.Request, e.Reply} {
+			if ref == "" {
+				continue
+			}
+			file, def, _ := strings.Cut(ref, "#")
+			b, err := os.ReadFile(filepath.Join(docsDir, "schema", file))
+			if err != nil {
+				t.Errorf("%s: schema %s: %v", e.Op, ref, err)
+				continue
+			}
+			var doc struct {
+				Defs map[string]json.RawMessage `json:"$defs"`
+			}
+			if err := json.Unmarshal(b, &doc); err != nil {
+				t.Errorf("%s: %s: %v", e.Op, file, err)
+				continue
+			}
+			if def != "" && doc.Defs[def] == nil {
+				t.Errorf("%s: docs/schema/%s has no $defs entry %q", e.Op, file, def)
+			}
 		}
 	}
 }

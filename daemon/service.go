@@ -2,14 +2,13 @@ package daemon
 
 import (
 	"github.com/wacpd/wacpd/runtime"
+	"github.com/wacpd/wacpd/wire"
 
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,10 +22,10 @@ import (
 // TokenHeader carries the caller's token on each request when the daemon
 // runs on an external NATS server (-nats-url), where it cannot see which
 // token a connection used.
-const TokenHeader = "Wacp-Token"
+const TokenHeader = wire.TokenHeader
 
 // MaxWait bounds inbox.next's wait.
-const MaxWait = 5 * time.Minute
+const MaxWait = wire.MaxWait
 
 // caller is who made a request.
 type caller struct {
@@ -48,15 +47,12 @@ type endpoint struct {
 	timeout       time.Duration // the request's deadline; 0 means RequestTimeout
 }
 
-// RequestTimeout is a request's deadline unless its endpoint has its own
-// (audit.trail.verify reads the whole store; inbox.next may wait MaxWait).
-// A write the committer has not taken by then is not done (unavailable);
-// one it has taken completes.
-const RequestTimeout = 30 * time.Second
-
-// VerifyTimeout is audit.trail.verify's deadline: it reads every table,
-// value and checkpoint of the store.
-const VerifyTimeout = 10 * time.Minute
+// RequestTimeout and VerifyTimeout are the wire contract's deadlines
+// (wire.RequestTimeout, wire.VerifyTimeout).
+const (
+	RequestTimeout = wire.RequestTimeout
+	VerifyTimeout  = wire.VerifyTimeout
+)
 
 func (ep endpoint) deadline() time.Duration {
 	if ep.timeout > 0 {
@@ -83,19 +79,17 @@ func (r *Daemon) startService() (micro.Service, error) {
 	return svc, nil
 }
 
-// endpoints returns every endpoint of the service.
-func (r *Daemon) endpoints() []endpoint {
-	eps := []endpoint{
-		{name: "system_info", subject: "wacp.v1.system.info", h: r.systemInfo, aud: anyone},
-		{name: "audit_trail_read", subject: "wacp.v1.audit.trail.read", h: r.auditRead, aud: auditors},
-		{name: "audit_trail_verify", subject: "wacp.v1.audit.trail.verify", h: r.auditVerify, aud: auditors,
-			timeout: VerifyTimeout},
-		{name: "audit_sth", subject: "wacp.v1.audit.sth", h: r.auditSTH, aud: auditors},
-		{name: "audit_proof_inclusion", subject: "wacp.v1.audit.proof.inclusion", h: r.auditInclusion, aud: auditors},
-		{name: "audit_proof_consistency", subject: "wacp.v1.audit.proof.consistency", h: r.auditConsistency, aud: auditors},
-		{name: "audit_checkpoint_get", subject: "wacp.v1.audit.checkpoint.get", h: r.auditCheckpoint, aud: auditors},
-	}
-	agentOps := map[string]handlerFunc{
+// handlerTable returns the handler of every op of the wire contract
+// (wire.Endpoints), by op.
+func (r *Daemon) handlerTable() map[string]handlerFunc {
+	return map[string]handlerFunc{
+		"system.info":                r.systemInfo,
+		"audit.trail.read":           r.auditRead,
+		"audit.trail.verify":         r.auditVerify,
+		"audit.sth":                  r.auditSTH,
+		"audit.proof.inclusion":      r.auditInclusion,
+		"audit.proof.consistency":    r.auditConsistency,
+		"audit.checkpoint.get":       r.auditCheckpoint,
 		"checkpoint":                 r.checkpoint,
 		"signal":                     r.signal,
 		"envelope":                   r.envelope,
@@ -119,17 +113,25 @@ func (r *Daemon) endpoints() []endpoint {
 		"token.revoke":               r.tokenRevoke,
 		"signals.consumer":           r.signalsConsumer,
 	}
-	for _, op := range slices.Sorted(maps.Keys(agentOps)) {
+}
+
+// endpoints returns every endpoint of the service: one per endpoint of the
+// wire contract, with its handler. An op without a handler is a bug that
+// TestEveryWireEndpointIsServed catches; here it panics at start.
+func (r *Daemon) endpoints() []endpoint {
+	hs := r.handlerTable()
+	var eps []endpoint
+	for _, w := range wire.Endpoints() {
+		h, ok := hs[w.Op]
+		if !ok {
+			panic("daemon: no handler for wire endpoint " + w.Op)
+		}
 		eps = append(eps, endpoint{
-			name: "agent_" + strings.ReplaceAll(op, ".", "_"), subject: "wacp.v1.agent.*." + op,
-			h: agentOps[op], aud: agents, op: op,
+			name: w.Name(), subject: w.Subject(), op: w.Op, h: h, aud: w.Audience, timeout: w.Deadline(),
 			// The engine bounds a checkpoint's size and nesting itself, and
 			// records the refusal as checkpoint_rejected.
-			checksOwnBody: op == "checkpoint",
+			checksOwnBody: w.Op == "checkpoint",
 		})
-		if op == "inbox.next" {
-			eps[len(eps)-1].timeout = MaxWait + RequestTimeout
-		}
 	}
 	return eps
 }
@@ -142,12 +144,12 @@ func semver(v string) string {
 	return "0.0.0"
 }
 
-type audience int
+type audience = wire.Audience
 
 const (
-	anyone audience = iota
-	agents
-	auditors
+	anyone   = wire.Anyone
+	agents   = wire.Agents
+	auditors = wire.Auditors
 )
 
 // serve wraps an endpoint's handler: it establishes the caller, admits the

@@ -1,0 +1,149 @@
+// Package wire is the source of the wire contract's names (wire-v1): the
+// subjects, the headers, the endpoint table and the limits a client must
+// know. The daemon serves exactly the endpoints of Endpoints, the client
+// calls them by these names, and the documentation tests (docs/api.md,
+// docs/security.md, docs/schema) are derived from the same table, so an
+// endpoint added here without a handler, a row or a schema fails a test.
+//
+// It imports only the standard library.
+package wire
+
+import (
+	"strings"
+	"time"
+)
+
+// Subject prefixes and patterns (wire-v1 §3).
+const (
+	Prefix        = "wacp.v1."
+	AgentPrefix   = Prefix + "agent."  // wacp.v1.agent.<ws>.<op>
+	SignalPrefix  = Prefix + "sig."    // wacp.v1.sig.<root>.<ws>.<type>
+	TrailPrefix   = Prefix + "trail."  // the live feed: wacp.v1.trail.<ws or _system>.<event type>
+	SystemTrail   = "_system"          // the feed's token for system-level entries
+	SignalsStream = "WACP_SIGNALS"     // the JetStream stream of the signals
+	AgentWildcard = AgentPrefix + "*." // an agent endpoint's subject, registered for every workspace
+	DocWorkspace  = "<ws>"             // how the documentation writes an agent subject's workspace
+)
+
+// Headers.
+const (
+	// TokenHeader carries the caller's token on every request; the daemon
+	// reads it when it runs on an external NATS server (-nats-url), where
+	// it cannot see which token a connection used.
+	TokenHeader = "Wacp-Token"
+	// ErrorHeader and ErrorCodeHeader carry an error reply's code and its
+	// HTTP-like status (the micro framework's names).
+	ErrorHeader     = "Nats-Service-Error"
+	ErrorCodeHeader = "Nats-Service-Error-Code"
+)
+
+// Limits and deadlines.
+const (
+	// MaxWait bounds inbox.next's wait.
+	MaxWait = 5 * time.Minute
+	// RequestTimeout is a request's deadline in the daemon unless its
+	// endpoint has its own (Endpoint.Timeout).
+	RequestTimeout = 30 * time.Second
+	// VerifyTimeout is audit.trail.verify's deadline: it reads every
+	// table, value and checkpoint of the store.
+	VerifyTimeout = 10 * time.Minute
+)
+
+// Audience is who may call an endpoint.
+type Audience int
+
+const (
+	Anyone   Audience = iota // every principal
+	Agents                   // the agent of the subject's workspace (and the coordinator where the op allows)
+	Auditors                 // auditors and the coordinator
+)
+
+// Endpoint is one request/reply endpoint of the contract.
+type Endpoint struct {
+	// Op names it: "checkpoint", "inbox.next", "audit.trail.read",
+	// "system.info". Agent endpoints are served on AgentPrefix+<ws>+"."+Op,
+	// the others on Prefix+Op.
+	Op       string
+	Audience Audience
+	// Request and Reply name the schema of the body and of a successful
+	// reply in docs/schema: "file.json" for a whole file, "file.json#name"
+	// for a definition in it; "" for none (an empty body).
+	Request, Reply string
+	// Timeout is the daemon's deadline for it; 0 means RequestTimeout.
+	Timeout time.Duration
+}
+
+// Subject returns the subject the daemon registers: agent endpoints with
+// the wildcard workspace token.
+func (e Endpoint) Subject() string {
+	if e.Audience == Agents {
+		return AgentWildcard + e.Op
+	}
+	return Prefix + e.Op
+}
+
+// DocSubject returns the subject as the documentation writes it (an agent
+// endpoint with the literal <ws>).
+func (e Endpoint) DocSubject() string {
+	if e.Audience == Agents {
+		return AgentSubject(DocWorkspace, e.Op)
+	}
+	return Prefix + e.Op
+}
+
+// Name is the endpoint's name in the micro service (and its metrics
+// label): "agent_inbox_next", "audit_trail_read", "system_info".
+func (e Endpoint) Name() string {
+	n := strings.ReplaceAll(e.Op, ".", "_")
+	if e.Audience == Agents {
+		return "agent_" + n
+	}
+	return n
+}
+
+// Deadline returns Timeout, or RequestTimeout when it is zero.
+func (e Endpoint) Deadline() time.Duration {
+	if e.Timeout > 0 {
+		return e.Timeout
+	}
+	return RequestTimeout
+}
+
+// AgentSubject is the subject of op on workspace ws.
+func AgentSubject(ws, op string) string { return AgentPrefix + ws + "." + op }
+
+// Endpoints returns the contract's endpoints, in a fixed order.
+func Endpoints() []Endpoint {
+	return []Endpoint{
+		{Op: "system.info", Audience: Anyone, Reply: "system.info.json"},
+		{Op: "audit.trail.read", Audience: Auditors, Request: "requests.json#audit.trail.read", Reply: "replies.json#trail.page"},
+		{Op: "audit.trail.verify", Audience: Auditors, Request: "requests.json#audit.trail.verify", Reply: "trail.verify.result.json", Timeout: VerifyTimeout},
+		{Op: "audit.sth", Audience: Auditors, Request: "requests.json#audit.sth", Reply: "replies.json#audit.sth"},
+		{Op: "audit.proof.inclusion", Audience: Auditors, Request: "requests.json#audit.proof.inclusion", Reply: "replies.json#audit.proof.inclusion"},
+		{Op: "audit.proof.consistency", Audience: Auditors, Request: "requests.json#audit.proof.consistency", Reply: "replies.json#audit.proof.consistency"},
+		{Op: "audit.checkpoint.get", Audience: Auditors, Request: "requests.json#audit.checkpoint.get", Reply: "checkpoint.json"},
+
+		{Op: "checkpoint", Audience: Agents, Request: "checkpoint.request.json", Reply: "checkpoint.json"},
+		{Op: "checkpoint.get", Audience: Agents, Request: "requests.json#checkpoint.get", Reply: "checkpoint.json"},
+		{Op: "checkpoint.head", Audience: Agents, Request: "requests.json#checkpoint.head", Reply: "checkpoint.json"},
+		{Op: "checkpoint.list", Audience: Agents, Request: "requests.json#checkpoint.list", Reply: "replies.json#checkpoint.list"},
+		{Op: "conflict.resolve", Audience: Agents, Request: "requests.json#conflict.resolve", Reply: "workspace.json"},
+		{Op: "envelope", Audience: Agents, Request: "envelope.request.json", Reply: "envelope.json"},
+		{Op: "inbox.ack", Audience: Agents, Request: "requests.json#inbox.ack", Reply: "replies.json#inbox.ack"},
+		{Op: "inbox.next", Audience: Agents, Request: "requests.json#inbox.next", Reply: "replies.json#inbox.next", Timeout: MaxWait + RequestTimeout},
+		{Op: "integrate", Audience: Agents, Request: "integrate.request.json", Reply: "integrate.result.json"},
+		{Op: "signal", Audience: Agents, Request: "signal.request.json", Reply: "signal.json"},
+		{Op: "signals.consumer", Audience: Agents, Request: "requests.json#signals.consumer", Reply: "replies.json#signals.consumer"},
+		{Op: "token.create", Audience: Agents, Request: "requests.json#token.create", Reply: "replies.json#token.create"},
+		{Op: "token.revoke", Audience: Agents, Request: "requests.json#token.revoke", Reply: "replies.json#token.revoke"},
+		{Op: "trail", Audience: Agents, Request: "requests.json#trail", Reply: "replies.json#trail.page"},
+		{Op: "workspace.abort", Audience: Agents, Request: "requests.json#workspace.op", Reply: "workspace.json"},
+		{Op: "workspace.create", Audience: Agents, Request: "workspace.create.request.json", Reply: "replies.json#workspace.create"},
+		{Op: "workspace.get", Audience: Agents, Request: "requests.json#workspace.get", Reply: "workspace.json"},
+		{Op: "workspace.list", Audience: Agents, Request: "requests.json#workspace.list", Reply: "replies.json#workspace.list"},
+		{Op: "workspace.migrate", Audience: Agents, Request: "requests.json#workspace.migrate", Reply: "workspace.json"},
+		{Op: "workspace.migrate.complete", Audience: Agents, Request: "requests.json#workspace.migrate.complete", Reply: "replies.json#workspace.migrate.complete"},
+		{Op: "workspace.resume", Audience: Agents, Request: "requests.json#workspace.op", Reply: "workspace.json"},
+		{Op: "workspace.suspend", Audience: Agents, Request: "requests.json#workspace.op", Reply: "workspace.json"},
+	}
+}
