@@ -181,7 +181,7 @@ func TestConsistencyProofs(t *testing.T) {
 	}
 }
 
-// TestEngineProofs checks the daemon's own Merkle tree (trail.Log) with
+// TestEngineProofs checks the daemon's own Merkle tree (traillog.Log) with
 // the verifier: its roots are the roots of its entries, and its inclusion
 // and consistency proofs verify.
 func TestEngineProofs(t *testing.T) {
@@ -203,7 +203,7 @@ func TestEngineProofs(t *testing.T) {
 		}
 		roots[size] = trail.FormatHash(r)
 		if want, _ := auditor.Root(hashes[:size]); roots[size] != want {
-			t.Fatalf("trail.Log.Root(%d) = %s, want %s", size, roots[size], want)
+			t.Fatalf("traillog.Log.Root(%d) = %s, want %s", size, roots[size], want)
 		}
 	}
 	for size := uint64(1); size <= n; size++ {
@@ -213,7 +213,7 @@ func TestEngineProofs(t *testing.T) {
 				t.Fatal(err)
 			}
 			if err := auditor.VerifyInclusion(hashes[index], index, size, formatAll(p), roots[size]); err != nil {
-				t.Errorf("trail.Log.InclusionProof(%d, %d) does not verify: %v", index, size, err)
+				t.Errorf("traillog.Log.InclusionProof(%d, %d) does not verify: %v", index, size, err)
 			}
 		}
 		for from := uint64(1); from <= size; from++ {
@@ -222,7 +222,7 @@ func TestEngineProofs(t *testing.T) {
 				t.Fatal(err)
 			}
 			if err := auditor.VerifyConsistency(from, size, formatAll(p), roots[from], roots[size]); err != nil {
-				t.Errorf("trail.Log.ConsistencyProof(%d, %d) does not verify: %v", from, size, err)
+				t.Errorf("traillog.Log.ConsistencyProof(%d, %d) does not verify: %v", from, size, err)
 			}
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wacpd/wacpd/trail/traillog"
+
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/wacpd/wacpd/auditor"
@@ -167,17 +169,17 @@ func TestReplayMatchesEngine(t *testing.T) {
 	}
 }
 
-// logTrail builds a real trail with trail.Log in an in-memory Badger from
+// logTrail builds a real trail with traillog.Log in an in-memory Badger from
 // events, for rules the engine cannot easily reach (a cross-owner
 // reparenting) and for contradictions.
-func logTrail(t *testing.T, events []trail.Event) []trail.Entry {
+func logTrail(t *testing.T, events []traillog.Event) []trail.Entry {
 	t.Helper()
 	db, err := badger.Open(badger.DefaultOptions("").WithInMemory(true).WithLogger(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	l, err := trail.Open(db)
+	l, err := traillog.Open(db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,35 +202,35 @@ func logTrail(t *testing.T, events []trail.Event) []trail.Entry {
 	return readAll(t, l)
 }
 
-func created(id string, parent any) trail.Event {
-	return trail.Event{Workspace: id, Type: trail.EventWorkspaceCreated, Body: map[string]any{
+func created(id string, parent any) traillog.Event {
+	return traillog.Event{Workspace: id, Type: trail.EventWorkspaceCreated, Body: map[string]any{
 		"workspace_id": id, "role": "worker", "parent": parent, "delegate": false, "originator": "system",
 		"owner": "operator", "visibility_set": []string{}, "authority_set": []string{}, "timeout": nil,
 		"budget": nil, "priority": "normal", "group": nil,
 	}}
 }
 
-func changed(id, from, to string) trail.Event {
-	return trail.Event{Workspace: id, Type: trail.EventWorkspaceStateChanged, Body: map[string]any{
+func changed(id, from, to string) traillog.Event {
+	return traillog.Event{Workspace: id, Type: trail.EventWorkspaceStateChanged, Body: map[string]any{
 		"workspace_id": id, "from_state": from, "to_state": to, "trigger": "t", "initiator": "system",
 	}}
 }
 
-func reparented(id, from, to string) trail.Event {
-	return trail.Event{Type: trail.EventWorkspaceReparented, Body: map[string]any{
+func reparented(id, from, to string) traillog.Event {
+	return traillog.Event{Type: trail.EventWorkspaceReparented, Body: map[string]any{
 		"workspace_id": id, "old_parent": from, "new_parent": to, "reason": "parent_failed",
 	}}
 }
 
-func cpCreated(ws, id string, parent any, status string) trail.Event {
-	return trail.Event{Workspace: ws, Type: trail.EventCheckpointCreated, Body: map[string]any{
+func cpCreated(ws, id string, parent any, status string) traillog.Event {
+	return traillog.Event{Workspace: ws, Type: trail.EventCheckpointCreated, Body: map[string]any{
 		"checkpoint_id": id, "workspace": ws, "type": "artifact", "status": status, "confidence": "high",
 		"parent": parent, "timestamp": "2026-01-01T00:00:00Z", "digest": "blake3:" + strings.Repeat("0", 64),
 	}}
 }
 
 func TestReplayRules(t *testing.T) {
-	entries := logTrail(t, []trail.Event{
+	entries := logTrail(t, []traillog.Event{
 		created("R", nil),
 		created("A", "R"),
 		created("B", "A"),
@@ -258,16 +260,16 @@ func TestReplayRules(t *testing.T) {
 func TestReplayInconsistent(t *testing.T) {
 	tests := []struct {
 		name   string
-		events []trail.Event
+		events []traillog.Event
 	}{
-		{"state change from the wrong state", []trail.Event{created("R", nil), changed("R", "active", "closed")}},
-		{"state change of an unknown workspace", []trail.Event{created("R", nil), changed("X", "idle", "active")}},
-		{"created twice", []trail.Event{created("R", nil), created("R", nil)}},
-		{"unknown parent", []trail.Event{created("R", nil), created("A", "X")}},
-		{"checkpoint parent is not the head", []trail.Event{created("R", nil), cpCreated("R", "c1", nil, "final"), cpCreated("R", "c2", nil, "final")}},
-		{"checkpoint of an unknown workspace", []trail.Event{created("R", nil), cpCreated("X", "c1", nil, "final")}},
-		{"reparent from the wrong parent", []trail.Event{created("R", nil), created("A", "R"), created("B", "A"), reparented("B", "R", "A")}},
-		{"reparent under an unknown parent", []trail.Event{created("R", nil), created("A", "R"), reparented("A", "R", "X")}},
+		{"state change from the wrong state", []traillog.Event{created("R", nil), changed("R", "active", "closed")}},
+		{"state change of an unknown workspace", []traillog.Event{created("R", nil), changed("X", "idle", "active")}},
+		{"created twice", []traillog.Event{created("R", nil), created("R", nil)}},
+		{"unknown parent", []traillog.Event{created("R", nil), created("A", "X")}},
+		{"checkpoint parent is not the head", []traillog.Event{created("R", nil), cpCreated("R", "c1", nil, "final"), cpCreated("R", "c2", nil, "final")}},
+		{"checkpoint of an unknown workspace", []traillog.Event{created("R", nil), cpCreated("X", "c1", nil, "final")}},
+		{"reparent from the wrong parent", []traillog.Event{created("R", nil), created("A", "R"), created("B", "A"), reparented("B", "R", "A")}},
+		{"reparent under an unknown parent", []traillog.Event{created("R", nil), created("A", "R"), reparented("A", "R", "X")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 // TestDeps enforces that casstore stays a leaf (style rule 1): its packages
 // import only the standard library, blake3, badger and casstore itself, depend
 // on nothing else of this module, never on NATS, and only test code imports
-// "testing".
+// "testing"; casstore itself, the format a client links, has no Badger.
 func TestDeps(t *testing.T) {
 	const self = "github.com/wacpd/wacpd/casstore"
 	deptest.Check(t, self+"/...", deptest.Rules{
@@ -18,5 +18,14 @@ func TestDeps(t *testing.T) {
 		Forbidden:      []string{"github.com/nats-io/", "testing/..."},
 		Exempt:         []string{self + "/casstoretest"}, // a test helper: it imports testing by design
 		MinPackages:    3,
+	})
+}
+
+// TestFormatLinksNoStorage: casstore itself (Ref, the interfaces) links no
+// database; the Badger backend is casstore/badgerstore.
+func TestFormatLinksNoStorage(t *testing.T) {
+	deptest.Check(t, "github.com/wacpd/wacpd/casstore", deptest.Rules{
+		OwnAllowed: []string{},
+		Forbidden:  []string{"github.com/dgraph-io/", "testing/..."},
 	})
 }

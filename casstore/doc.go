@@ -4,10 +4,11 @@
 //
 // The package knows nothing about agents, workspaces or messaging. It
 // defines the [Ref] value type, small interfaces ([Fetcher], [Putter],
-// [Statter], combined as [Store]; [Enumerator] as an optional ability) and a
-// Badger backend ([Badger], plus [PutTxn], [GetTxn] and [HasTxn] for callers
-// that need an object to commit atomically with their own records). The
-// in-memory backend lives in casstore/memstore and the conformance suite that
+// [Statter], combined as [Store]; [Enumerator] as an optional ability). It
+// links no database: a client can check a Ref without linking storage. The
+// Badger backend lives in casstore/badgerstore (with PutTxn, GetTxn and
+// HasTxn for callers that need an object to commit atomically with their
+// own records), the in-memory backend in casstore/memstore and the conformance suite that
 // every backend runs lives in casstore/casstoretest.
 //
 // Invariants:
@@ -30,7 +31,7 @@
 // uppercase, no other algorithm names, no whitespace. JSON encodes a Ref as
 // that string.
 //
-// In Badger, the package owns the key prefix [KeyPrefix] ("cas/"). Each
+// In Badger, badgerstore owns the key prefix badgerstore.KeyPrefix ("cas/"). Each
 // object is one key-value pair:
 //
 //	key:   "cas/" + the 32 raw bytes of the BLAKE3-256 sum (36 bytes)
@@ -44,19 +45,19 @@
 //
 //   - Objects are held in memory whole: there is no streaming API. Badger
 //     limits value size to ValueLogFileSize on disk and to less than its
-//     ValueThreshold (at most 1 MiB) in in-memory mode. [Badger.Put] reports
+//     ValueThreshold (at most 1 MiB) in in-memory mode. badgerstore's Put reports
 //     objects over ValueLogFileSize, or of 1 MiB or more in in-memory mode, as
-//     [ErrTooLarge]. [PutTxn] cannot see the options and returns Badger's own
+//     [ErrTooLarge]. badgerstore.PutTxn cannot see the options and returns Badger's own
 //     error; note that Badger v4.9.6 in in-memory mode panics when a value is
 //     exactly ValueThreshold bytes long.
-//   - [PutTxn] keeps a reference to data until the transaction commits or is
+//   - badgerstore.PutTxn keeps a reference to data until the transaction commits or is
 //     discarded, as badger.Txn.Set does; callers must not modify it before
 //     then.
 //   - Verification costs a full hash of every object read. A nil error from
 //     Get means the bytes match the Ref, not that they are well-formed for
 //     whatever the caller expects.
 //   - There is no garbage collection or deletion. Anything that removes keys
-//     under [KeyPrefix] does so outside this package's guarantees.
+//     under that prefix does so outside this package's guarantees.
 //   - Badger operations do not block on ctx; methods only check it before
 //     starting and, in Enumerate, between objects.
 package casstore

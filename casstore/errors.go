@@ -2,7 +2,7 @@ package casstore
 
 import "errors"
 
-// These errors can be returned by Store methods and by the Badger helpers.
+// These errors can be returned by Store methods and by the backends' helpers.
 // Test for them with errors.Is.
 var (
 	// ErrNotFound is returned when no object has the given Ref.

@@ -81,6 +81,9 @@ func (r Ref) IsZero() bool { return r == Ref{} }
 // Bytes returns a copy of the 32 raw bytes of r's sum.
 func (r Ref) Bytes() []byte { return bytes.Clone(r.sum[:]) }
 
+// Sum returns the 32 bytes of the digest by value (no allocation).
+func (r Ref) Sum() [32]byte { return r.sum }
+
 // Compare returns -1, 0 or +1 as r sorts before, equal to or after o, in
 // the byte order of their sums (the same as the order of their text forms).
 func (r Ref) Compare(o Ref) int { return bytes.Compare(r.sum[:], o.sum[:]) }

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/wacpd/wacpd/casstore/badgerstore"
+
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/wacpd/wacpd/casstore"
@@ -126,7 +128,7 @@ func checkClaim(txn *badger.Txn, cl Claim, prev Chain) (*StoreProblem, error) {
 	if string(id) != cl.ID {
 		return &StoreProblem{Key: orderName(cl.Workspace, n), Entry: cl.Entry, Detail: fmt.Sprintf("chain order of %s position %d is %q, the trail %s", cl.Workspace, n, id, cl.ID)}, nil
 	}
-	b, err := casstore.GetTxn(txn, cl.Digest)
+	b, err := badgerstore.GetTxn(txn, cl.Digest)
 	switch {
 	case errors.Is(err, casstore.ErrNotFound):
 		return &StoreProblem{Key: cl.Digest.String(), Entry: cl.Entry, Object: true, Missing: true, Detail: fmt.Sprintf("checkpoint %s: no object %s", cl.ID, cl.Digest)}, nil

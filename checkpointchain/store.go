@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/wacpd/wacpd/casstore/badgerstore"
+
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/wacpd/wacpd/casstore"
@@ -34,7 +36,7 @@ func Put(txn *badger.Txn, c Checkpoint, b []byte, prev Chain) (Chain, error) {
 	if ref != c.Digest {
 		return Chain{}, fmt.Errorf("store checkpoint %s: %w", c.ID, casstore.ErrCorrupt)
 	}
-	if err := casstore.PutSealedTxn(txn, ref, b); err != nil {
+	if err := badgerstore.PutSealedTxn(txn, ref, b); err != nil {
 		return Chain{}, fmt.Errorf("store checkpoint %s: %w", c.ID, err)
 	}
 	next := prev.Append(c)
@@ -64,7 +66,7 @@ func Get(txn *badger.Txn, id string) (Checkpoint, error) {
 	if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &ix) }); err != nil {
 		return Checkpoint{}, fmt.Errorf("checkpoint %s index: %w", id, err)
 	}
-	b, err := casstore.GetTxn(txn, ix.Digest)
+	b, err := badgerstore.GetTxn(txn, ix.Digest)
 	if err != nil {
 		return Checkpoint{}, fmt.Errorf("checkpoint %s: %w", id, err)
 	}

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/wacpd/wacpd/casstore/badgerstore"
+
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/wacpd/wacpd/casstore"
@@ -179,7 +181,7 @@ func TestStoreNotFound(t *testing.T) {
 
 // casKey is casstore's Badger key for ref (casstore's documented format:
 // KeyPrefix followed by the 32 raw bytes of the sum).
-func casKey(ref casstore.Ref) []byte { return append([]byte(casstore.KeyPrefix), ref.Bytes()...) }
+func casKey(ref casstore.Ref) []byte { return append([]byte(badgerstore.KeyPrefix), ref.Bytes()...) }
 
 func TestStoreCorruptObject(t *testing.T) {
 	db := openDB(t, t.TempDir())

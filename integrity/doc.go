@@ -11,7 +11,7 @@
 //     passes its checksum (db.VerifyChecksum) and every value reads back
 //     (with the database opened WithVerifyValueChecksum, a value-log
 //     value's checksum too); violation unreadable, at the table file;
-//  2. the trail (trail.Check, the trail's rule set): entries, both chains,
+//  2. the trail (traillog.Check, the trail's rule set): entries, both chains,
 //     per-workspace timestamps, nothing after a terminal state, the
 //     Merkle root at the signed tree head, and the records derived from
 //     the entries: heads, id and local indexes, every Merkle node
@@ -32,14 +32,14 @@
 // checkpointchain's "k/", casstore's "cas/") and Badger's own files.
 // trail must not import checkpointchain (style guide §1: both sit just
 // above casstore), so each package checks its own records against what the
-// trail says (trail.Check, checkpointchain.CheckStore) and this package
+// trail says (traillog.Check, checkpointchain.CheckStore) and this package
 // joins them; runtime and auditor import it, so all four callers run the
 // same code.
 //
 // # Caveats
 //
 // Without Options.Full only the trail's entries after the mark of the
-// previous check are read (the check at every start: trail.MarkChecked
+// previous check are read (the check at every start: traillog.MarkChecked
 // says why that is sound); storage and checkpoint store are read only by a
 // full check. Check does not verify the tree head's signature: the caller
 // that knows the key does (auditor.VerifyDataDir; the daemon signed it).

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/wacpd/wacpd/trail/traillog"
+
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/wacpd/wacpd/casstore"
@@ -26,7 +28,7 @@ type Options struct {
 	SignedRoot []byte
 	// Full reads everything: every trail entry, Badger's checksums and the
 	// checkpoint store. Otherwise only the trail's entries after the mark
-	// of the previous check are read (trail.CheckOptions.Full).
+	// of the previous check are read (traillog.CheckOptions.Full).
 	Full bool
 }
 
@@ -61,7 +63,7 @@ type Report struct {
 
 	// Trail is the trail's part of the check, for Repair (runtime
 	// recovery) and MarkChecked.
-	Trail trail.CheckResult
+	Trail traillog.CheckResult
 }
 
 // Verdict returns the report as the reply of audit.trail.verify.
@@ -119,12 +121,12 @@ func Check(ctx context.Context, db *badger.DB, opts Options) (Report, error) {
 		}
 		claims = append(claims, seqClaim{cl, seq})
 	}
-	topts := trail.CheckOptions{SignedSize: opts.SignedSize, SignedRoot: opts.SignedRoot, Full: opts.Full}
+	topts := traillog.CheckOptions{SignedSize: opts.SignedSize, SignedRoot: opts.SignedRoot, Full: opts.Full}
 	if opts.Full {
 		topts.Visit = visit
 	}
 	var (
-		res trail.CheckResult
+		res traillog.CheckResult
 		p   *checkpointchain.StoreProblem
 		cls []checkpointchain.Claim
 	)
@@ -134,7 +136,7 @@ func Check(ctx context.Context, db *badger.DB, opts Options) (Report, error) {
 	err := safe(func() error {
 		return db.View(func(txn *badger.Txn) error {
 			var err error
-			if res, err = trail.CheckTxn(ctx, txn, topts); err != nil || !opts.Full || !res.OK() || bad != nil {
+			if res, err = traillog.CheckTxn(ctx, txn, topts); err != nil || !opts.Full || !res.OK() || bad != nil {
 				return err
 			}
 			cls = make([]checkpointchain.Claim, len(claims))

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wacpd/wacpd/casstore/badgerstore"
+
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/wacpd/wacpd/casstore"
@@ -197,7 +199,7 @@ func TestCheckpointConformance_Immutability(t *testing.T) {
 		if ref := casstore.RefOf(enc); ref != c1.Digest {
 			t.Fatalf("%s: RefOf(Encode(checkpoint)) = %s, want digest %s", when, ref, c1.Digest)
 		}
-		obj, err := casstore.NewBadger(e.db).Get(ctx, c1.Digest)
+		obj, err := badgerstore.New(e.db).Get(ctx, c1.Digest)
 		if err != nil || !bytes.Equal(obj, enc) {
 			t.Fatalf("%s: stored object %s = %q, %v; want the canonical encoding %q", when, c1.Digest, obj, err, enc)
 		}
@@ -262,7 +264,7 @@ func TestCheckpoint_TamperedObjectIsNotIntegrated(t *testing.T) {
 		t.Fatalf("test setup: content not found in %s", enc)
 	}
 	err = e.db.Update(func(txn *badger.Txn) error {
-		return txn.Set(append([]byte(casstore.KeyPrefix), cp.Digest.Bytes()...), forged)
+		return txn.Set(append([]byte(badgerstore.KeyPrefix), cp.Digest.Bytes()...), forged)
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -55,7 +55,7 @@ type Config struct {
 	DeliveryLease time.Duration
 	// FullCheck makes the integrity check at start read every trail entry.
 	// By default it reads only the entries written since the previous
-	// start's check (see trail.MarkChecked for why that is sound).
+	// start's check (see traillog.MarkChecked for why that is sound).
 	FullCheck bool
 
 	// failAt is a test seam: called at each named step of a commit; an error

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/wacpd/wacpd/trail/traillog"
+
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
 
@@ -30,7 +32,7 @@ import (
 type Engine struct {
 	cfg   Config
 	db    *badger.DB
-	log   *trail.Log
+	log   *traillog.Log
 	clock *clock.Clock
 	ids   *clock.IDs
 	tax   *taxonomy.Taxonomy
@@ -146,7 +148,7 @@ func open(cfg Config, db *badger.DB) (_ *Engine, err error) {
 			e.clearOpen() // this open never served: the data dir stays clean
 		}
 	}()
-	if e.log, err = trail.Open(db); err != nil {
+	if e.log, err = traillog.Open(db); err != nil {
 		return nil, err
 	}
 	if err = e.loadState(); err != nil {

@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	"github.com/wacpd/wacpd/trail/traillog"
+
 	"github.com/wacpd/wacpd/casstore"
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/internal/strictjson"
 	"github.com/wacpd/wacpd/taxonomy"
-	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/workspace"
 )
 
@@ -93,7 +94,7 @@ func Code(err error) string {
 	case errors.Is(err, workspace.ErrParentTerminal):
 		return CodeTargetTerminal
 	case errors.Is(err, workspace.ErrNotFound), errors.Is(err, checkpointchain.ErrNotFound),
-		errors.Is(err, trail.ErrNotFound), errors.Is(err, casstore.ErrNotFound):
+		errors.Is(err, traillog.ErrNotFound), errors.Is(err, casstore.ErrNotFound):
 		return CodeNotFound
 	case errors.Is(err, casstore.ErrTooLarge):
 		return CodeTooLarge

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/wacpd/wacpd/trail/traillog"
+
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/wacpd/wacpd/clock"
@@ -24,7 +26,7 @@ import (
 // checkpoint store as well. Damage outside the trail (a table block, a
 // checkpoint record or object) is refused with ErrTrailCorrupt. A trail with no valid prefix, or one broken inside the
 // latest signed tree head, is refused with ErrTrailCorrupt and left as it
-// is; a bad tail after the signed head is quarantined (trail.Repair) and
+// is; a bad tail after the signed head is quarantined (traillog.Repair) and
 // every quarantined entry is logged. The engine's state is durable in the
 // same transactions as the trail, so step 2 is loading it; step 3 is the
 // publisher republishing the outbox (publisher.go); step 4 is
@@ -97,7 +99,7 @@ func checkTrail(cfg Config, db *badger.DB) (recovery, error) {
 		// Damage outside the trail's entries and derived records (Badger's
 		// files, the checkpoint store, a trail shorter than its signed
 		// head) is not repaired: refuse.
-		if err := trail.Unmark(db); err != nil {
+		if err := traillog.Unmark(db); err != nil {
 			cfg.Logger.Error("unmark the trail", "err", err)
 		}
 		return rec, fmt.Errorf("%w: the %s check found %s at %s: %s; the data dir is left as it is: restore it from a backup (docs/operations.md)",
@@ -109,7 +111,7 @@ func checkTrail(cfg Config, db *badger.DB) (recovery, error) {
 		}
 	}
 	if res.Valid > res.From || !res.OK() {
-		if err := trail.MarkChecked(db, res); err != nil {
+		if err := traillog.MarkChecked(db, res); err != nil {
 			return rec, fmt.Errorf("recover: %w", err)
 		}
 	}
@@ -123,11 +125,11 @@ func checkTrail(cfg Config, db *badger.DB) (recovery, error) {
 // repairTrail refuses a trail that has no valid prefix to keep, and
 // otherwise quarantines what follows the valid prefix and rebuilds what is
 // derived from it.
-func repairTrail(cfg Config, db *badger.DB, res trail.CheckResult, sth *trail.TreeHead, rec *recovery) error {
+func repairTrail(cfg Config, db *badger.DB, res traillog.CheckResult, sth *trail.TreeHead, rec *recovery) error {
 	refuse := func(format string, args ...any) error {
 		// A later start must read every entry again, not only those after
 		// the mark: the damage may lie before it.
-		if err := trail.Unmark(db); err != nil {
+		if err := traillog.Unmark(db); err != nil {
 			cfg.Logger.Error("unmark the trail", "err", err)
 		}
 		return fmt.Errorf("%w: %s (entry %s, %s: %s); the trail is left as it is: restore the data dir from a backup (docs/operations.md)",
@@ -141,7 +143,7 @@ func repairTrail(cfg Config, db *badger.DB, res trail.CheckResult, sth *trail.Tr
 	case !res.SignedCovered:
 		return refuse("the trail breaks after %d entries, inside the signed tree head of %d entries", res.Valid, sth.Size)
 	}
-	q, err := trail.Repair(context.Background(), db, res, clock.Format(cfg.Now().UTC()))
+	q, err := traillog.Repair(context.Background(), db, res, clock.Format(cfg.Now().UTC()))
 	if err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}

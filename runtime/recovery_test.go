@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wacpd/wacpd/trail/traillog"
+
 	"github.com/dgraph-io/badger/v4"
 	"golang.org/x/mod/sumdb/note"
 
@@ -180,7 +182,7 @@ func TestRecovery_IntegrityCheck_QuarantinesBadTailAfterSignedHead(t *testing.T)
 			if ex := recs[0]["trail_entries_examined"].(float64); ex < float64(last-signed-1) {
 				t.Errorf("trail_entries_examined = %v, want at least the %d entries after the signed head", ex, last-signed-1)
 			}
-			q, err := trail.ReadQuarantine(e.db)
+			q, err := traillog.ReadQuarantine(e.db)
 			if err != nil || len(q) != 1 || q[0].Seq != last || q[0].Missing != tt.missing || q[0].ID != lastEntry.ID {
 				t.Fatalf("quarantine = %+v, %v; want entry #%d (%s), missing %v", q, err, last, lastEntry.ID, tt.missing)
 			}
@@ -357,7 +359,7 @@ func TestRecovery_IntegrityCheck_RebuildsDerivedRecords(t *testing.T) {
 	if err != nil || trail.FormatHash(root) != th.Root {
 		t.Fatalf("root of the signed size after the rebuild = %x, %v; want %s", root, err, th.Root)
 	}
-	if q, _ := trail.ReadQuarantine(e.db); len(q) != 0 {
+	if q, _ := traillog.ReadQuarantine(e.db); len(q) != 0 {
 		t.Fatalf("quarantined %d entries, want none", len(q))
 	}
 	if !strings.Contains(logs.String(), "rebuilt the trail's heads") {

@@ -43,7 +43,7 @@ func (e *Engine) ReadTrail(ctx context.Context, actor string, q trail.Query) ([]
 
 // VerifyTrail verifies the stored database with integrity.Check, every
 // structure read (the recovery check's full form, against the latest signed
-// tree head), or only workspace ws's chain when set (trail.Log.Verify).
+// tree head), or only workspace ws's chain when set (traillog.Log.Verify).
 func (e *Engine) VerifyTrail(ctx context.Context, ws string) (trail.VerifyResult, error) {
 	if ws != "" {
 		return e.log.Verify(ctx, ws)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/wacpd/wacpd/trail/traillog"
+
 	"github.com/dgraph-io/badger/v4"
 	"golang.org/x/mod/sumdb/note"
 
@@ -50,7 +52,7 @@ func (e *Engine) TreeHead() (th trail.TreeHead, err error) {
 		// Badger panics on some damaged blocks: an error reply, not a
 		// crash (audit.proof.inclusion and audit.sth read this first).
 		if p := recover(); p != nil {
-			th, err = trail.TreeHead{}, &trail.DamageError{Op: "read the signed tree head", Panic: p}
+			th, err = trail.TreeHead{}, &traillog.DamageError{Op: "read the signed tree head", Panic: p}
 		}
 	}()
 	err = e.db.View(func(txn *badger.Txn) error {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/wacpd/wacpd/trail/traillog"
+
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/wacpd/wacpd/checkpointchain"
@@ -22,7 +24,7 @@ type tx struct {
 	e        *Engine
 	parent   *tx // the batch layer; nil for the batch itself
 	txn      *badger.Txn
-	batch    *trail.Batch
+	batch    *traillog.Batch
 	dirty    map[string]*workspace.Workspace // changed copies, by id
 	created  map[string]*workspace.Workspace // new workspaces (also in dirty)
 	chains   map[string]checkpointchain.Chain
@@ -48,7 +50,7 @@ type CommitObserver interface {
 	Rejected(reason string)
 }
 
-func newLayer(e *Engine, parent *tx, txn *badger.Txn, batch *trail.Batch, steps *int) *tx {
+func newLayer(e *Engine, parent *tx, txn *badger.Txn, batch *traillog.Batch, steps *int) *tx {
 	return &tx{
 		e: e, parent: parent, txn: txn, batch: batch, steps: steps,
 		dirty: map[string]*workspace.Workspace{}, created: map[string]*workspace.Workspace{},
@@ -231,7 +233,7 @@ func (t *tx) appendAt(ts time.Time, ws, actor string, typ trail.EventType, body 
 	if t.e.cfg.Observer != nil && (typ == trail.EventCheckpointRejected || typ == trail.EventEnvelopeRejected) {
 		t.reasons = append(t.reasons, fmt.Sprint(body["reason"]))
 	}
-	_, err := t.batch.Append(trail.Event{
+	_, err := t.batch.Append(traillog.Event{
 		ID: t.e.ids.New(ts), Timestamp: clock.Format(ts), Workspace: ws,
 		Actor: actor, Type: typ, Body: body,
 	})

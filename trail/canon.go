@@ -2,14 +2,14 @@ package trail
 
 import "github.com/wacpd/wacpd/internal/canon"
 
-// fastHash returns Hash(e) for an entry whose Body is already in canonical
+// HashCanonical returns Hash(e) for an entry whose Body is already in canonical
 // form, which Append guarantees. It writes the RFC 8785 form of the entry
 // directly instead of going through encoding/json and jcs.Transform, which
 // re-parses what json.Marshal just produced: appends computed two such hashes
 // per entry, and they were a large part of a commit's CPU time
 // (docs/performance.md). TestFastHashMatchesHash and FuzzFastHash check it
 // against Hash, the reference, on every kind of string.
-func fastHash(e Entry) string {
+func HashCanonical(e Entry) string {
 	b := make([]byte, 0, 256+len(e.Body))
 	b = append(b, `{"actor":`...)
 	b = appendJCSString(b, e.Actor)

@@ -27,8 +27,8 @@ func TestFastHashMatchesHash(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := fastHash(e); got != want {
-				t.Errorf("fastHash(%q, ws %q) = %s, want %s", s, ws, got, want)
+			if got := HashCanonical(e); got != want {
+				t.Errorf("HashCanonical(%q, ws %q) = %s, want %s", s, ws, got, want)
 			}
 		}
 	}
@@ -46,7 +46,7 @@ func FuzzFastHash(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if got := fastHash(e); got != want {
+		if got := HashCanonical(e); got != want {
 			t.Fatalf("fastHash = %s, Hash = %s for %+v", got, want, e)
 		}
 	})

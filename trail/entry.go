@@ -63,11 +63,11 @@ func (e Entry) MarshalJSON() ([]byte, error) {
 	if len(e.Body) > 0 && !json.Valid(e.Body) {
 		return nil, fmt.Errorf("entry %s: body is not JSON", e.ID)
 	}
-	return appendEntry(make([]byte, 0, 320+len(e.Body)), e), nil
+	return AppendJSON(make([]byte, 0, 320+len(e.Body)), e), nil
 }
 
-// appendEntry writes e as MarshalJSON does; the stored form wraps it.
-func appendEntry(b []byte, e Entry) []byte {
+// AppendJSON writes e as MarshalJSON does; the stored form wraps it.
+func AppendJSON(b []byte, e Entry) []byte {
 	b = append(b, `{"id":`...)
 	b = appendJCSString(b, e.ID)
 	b = append(b, `,"timestamp":`...)
@@ -139,4 +139,37 @@ func Hash(e Entry) (string, error) {
 
 func hashBytes(b []byte) string {
 	return casstore.RefOf(b).String()
+}
+
+func appendIntegrity(b []byte, in Integrity) []byte {
+	b = append(b, `,"integrity":{`...)
+	if in.EntryHash != "" {
+		b = append(b, `"entry_hash":`...)
+		b = appendJCSString(b, in.EntryHash)
+		b = append(b, ',')
+	}
+	b = append(b, `"algorithm":`...)
+	b = appendJCSString(b, in.Algorithm)
+	for _, f := range []struct{ name, v string }{
+		{"local_hash", in.LocalHash}, {"signature", in.Signature}, {"signer", in.Signer},
+	} {
+		if f.v != "" {
+			b = append(b, `,"`...)
+			b = append(b, f.name...)
+			b = append(b, `":`...)
+			b = appendJCSString(b, f.v)
+		}
+	}
+	return append(b, '}')
+}
+
+// LocalView returns the local view of entry e, given in its global view,
+// whose local chain's previous hash is localPrev: prev_hash is localPrev,
+// entry_hash is the global view's integrity.local_hash, and it has no
+// local_hash of its own.
+func LocalView(e Entry, localPrev string) Entry {
+	local := e
+	local.PrevHash = localPrev
+	local.Integrity.EntryHash, local.Integrity.LocalHash = e.Integrity.LocalHash, ""
+	return local
 }

@@ -74,5 +74,5 @@ func HashBytes(h string) ([]byte, error) {
 // FormatHash prints 32 hash bytes as "blake3:<hex>".
 func FormatHash(b []byte) string { return "blake3:" + hex.EncodeToString(b) }
 
-// rangeFactory builds compact ranges with Hasher.
-var rangeFactory = &compact.RangeFactory{Hash: Hasher{}.HashChildren}
+// RangeFactory builds compact ranges with Hasher.
+var RangeFactory = &compact.RangeFactory{Hash: Hasher{}.HashChildren}

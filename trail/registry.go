@@ -1,8 +1,11 @@
 package trail
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/wacpd/wacpd/internal/canon"
 )
 
 // The closed WACP v0.1 trail event registry (Trail spec §9).
@@ -528,4 +531,34 @@ func validateFields(e EventType, lookup func(f string) (present, null bool)) err
 		}
 	}
 	return nil
+}
+
+// EncodeBody returns the canonical form of v, the body of an event of type
+// t, after checking it against the registry. A map[string]any of plain
+// values is written directly (canon.AppendValue); anything else goes
+// through Canonical and is decoded again to check it.
+func EncodeBody(t EventType, v any) ([]byte, error) {
+	if m, ok := v.(map[string]any); ok && m != nil {
+		if body, ok := canon.AppendValue(make([]byte, 0, 256), m); ok {
+			if err := validateFields(t, func(f string) (bool, bool) {
+				fv, present := m[f]
+				return present, present && canon.IsNull(fv)
+			}); err != nil {
+				return nil, fmt.Errorf("append: %w", err)
+			}
+			return body, nil
+		}
+	}
+	body, err := Canonical(v)
+	if err != nil {
+		return nil, fmt.Errorf("append %s: encode body: %w", t, err)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
+		return nil, fmt.Errorf("append %s: %w: body is not a JSON object", t, ErrBodyInvalid)
+	}
+	if err := ValidateBody(t, fields); err != nil {
+		return nil, fmt.Errorf("append: %w", err)
+	}
+	return body, nil
 }

@@ -25,13 +25,22 @@ func (f *Finding) Where() string {
 	return fmt.Sprintf("#%d (%s)", f.Seq, f.ID)
 }
 
-func finding(seq uint64, id string, v Violation, format string, args ...any) *Finding {
+// NewFinding returns a Finding at entry #seq (id, when known).
+func NewFinding(seq uint64, id string, v Violation, format string, args ...any) *Finding {
 	return &Finding{Seq: seq, ID: id, Violation: v, Detail: fmt.Sprintf(format, args...)}
 }
 
-// rules is the trail's one rule set over entries in global order, with the
-// chains' state after the entries that passed. Check applies it to the
-// stored trail (its fast path, checker.fast, applies the same rules to the
+// Head is the tip of one chain, as the trail stores it (JSON).
+type Head struct {
+	Seq       uint64 `json:"seq"`  // entries in the chain
+	Hash      string `json:"hash"` // entry hash of the last entry, "" when empty
+	ID        string `json:"id,omitempty"`
+	Timestamp string `json:"timestamp,omitempty"`
+}
+
+// Rules is the trail's one rule set over entries in global order, with the
+// chains' state after the entries that passed. The stored trail's check
+// (traillog.Check) applies it (its fast path applies the same rules to the
 // stored bytes and falls back to this code for anything it does not
 // accept), Walker to entries read from elsewhere (a bundle), and
 // verifyLocal, restricted to the local rules, to one workspace's chain.
@@ -52,93 +61,100 @@ func finding(seq uint64, id string, v Violation, format string, args ...any) *Fi
 //     not reached a terminal state before it (after_terminal);
 //  5. the entry is leaf #seq-1 of the Merkle tree; at the signed size the
 //     root is the signed root (root_mismatch).
-type rules struct {
-	prev     head            // the global head
-	local    map[string]head // each workspace's head
-	terminal map[string]bool // workspaces whose trail has ended
-	rng      *compact.Range  // the Merkle tree of the entries so far
+type Rules struct {
+	// The chains' state after the entries that passed. A stored trail's
+	// checker that verified a prefix by other means sets Prev and Local
+	// to continue from it.
+	Prev     Head            // the global head
+	Local    map[string]Head // each workspace's head
+	Terminal map[string]bool // workspaces whose trail has ended
+	Range    *compact.Range  // the Merkle tree of the entries so far
+	// SignedCovered is true once the root at the signed size was checked
+	// and matched (at once when there is no signed size).
+	SignedCovered bool
 
-	signedSize    uint64
-	signedRoot    []byte
-	signedCovered bool // the root at signedSize was checked (or there is none)
+	signedSize uint64
+	signedRoot []byte
 }
 
-func newRules(signedSize uint64, signedRoot []byte) *rules {
-	return &rules{local: map[string]head{}, terminal: map[string]bool{}, rng: rangeFactory.NewEmptyRange(0),
-		signedSize: signedSize, signedRoot: signedRoot, signedCovered: signedSize == 0}
+// NewRules returns the rule set before the first entry, comparing the root
+// of the first signedSize entries with signedRoot (signedSize 0: no root).
+func NewRules(signedSize uint64, signedRoot []byte) *Rules {
+	return &Rules{Local: map[string]Head{}, Terminal: map[string]bool{}, Range: RangeFactory.NewEmptyRange(0),
+		signedSize: signedSize, signedRoot: signedRoot, SignedCovered: signedSize == 0}
 }
 
 // The two terminal states of WACP Workspace §4: no local trail has entries
 // after its workspace_state_changed to one of them (Recovery §3.1).
 var terminalStates = map[string]bool{"closed": true, "failed": true}
 
-// next checks entry #seq and, when it passes, adds it to the chains; visit
+// Next checks entry #seq and, when it passes, adds it to the chains; visit
 // (nil: none) sees every Merkle node the entry completes. A nil result
 // means the entry passed.
-func (r *rules) next(seq uint64, e Entry, localPrev string, visit compact.VisitFn) *Finding {
-	prev := r.prev
+func (r *Rules) Next(seq uint64, e Entry, localPrev string, visit compact.VisitFn) *Finding {
+	prev := r.Prev
 	if e.Integrity.Algorithm != Algorithm {
-		return finding(seq, e.ID, ViolationHashMismatch, "integrity.algorithm %q, want %q", e.Integrity.Algorithm, Algorithm)
+		return NewFinding(seq, e.ID, ViolationHashMismatch, "integrity.algorithm %q, want %q", e.Integrity.Algorithm, Algorithm)
 	}
-	if got := fastHash(e); got != e.Integrity.EntryHash {
-		return finding(seq, e.ID, ViolationHashMismatch, "entry hashes to %s, recorded %s", got, e.Integrity.EntryHash)
+	if got := HashCanonical(e); got != e.Integrity.EntryHash {
+		return NewFinding(seq, e.ID, ViolationHashMismatch, "entry hashes to %s, recorded %s", got, e.Integrity.EntryHash)
 	}
 	switch {
 	case e.PrevHash != prev.Hash:
-		return finding(seq, e.ID, ViolationChainBroken, "prev_hash %q, previous entry hash %q", e.PrevHash, prev.Hash)
+		return NewFinding(seq, e.ID, ViolationChainBroken, "prev_hash %q, previous entry hash %q", e.PrevHash, prev.Hash)
 	case prev.ID != "" && (e.ID <= prev.ID || e.Timestamp < prev.Timestamp):
-		return finding(seq, e.ID, ViolationChainBroken, "entry %s at %s not after %s at %s", e.ID, e.Timestamp, prev.ID, prev.Timestamp)
+		return NewFinding(seq, e.ID, ViolationChainBroken, "entry %s at %s not after %s at %s", e.ID, e.Timestamp, prev.ID, prev.Timestamp)
 	}
 	if e.Workspace == "" {
 		switch {
 		case e.Integrity.LocalHash != "":
-			return finding(seq, e.ID, ViolationHashMismatch, "system-level entry carries a local_hash")
+			return NewFinding(seq, e.ID, ViolationHashMismatch, "system-level entry carries a local_hash")
 		case localPrev != "":
-			return finding(seq, e.ID, ViolationChainBroken, "system-level entry carries a local_prev_hash")
+			return NewFinding(seq, e.ID, ViolationChainBroken, "system-level entry carries a local_prev_hash")
 		}
-	} else if f := r.localNext(seq, e, localPrev); f != nil {
+	} else if f := r.LocalNext(seq, e, localPrev); f != nil {
 		return f
 	}
 	leaf, err := LeafData(e)
 	if err != nil {
-		return finding(seq, e.ID, ViolationHashMismatch, "entry_hash: %v", err)
+		return NewFinding(seq, e.ID, ViolationHashMismatch, "entry_hash: %v", err)
 	}
-	if err := r.rng.Append(Hasher{}.HashLeaf(leaf), visit); err != nil {
-		return finding(seq, e.ID, ViolationHashMismatch, "merkle tree: %v", err)
+	if err := r.Range.Append(Hasher{}.HashLeaf(leaf), visit); err != nil {
+		return NewFinding(seq, e.ID, ViolationHashMismatch, "merkle tree: %v", err)
 	}
 	if f := r.checkRoot(seq, e.ID); f != nil {
 		return f
 	}
-	r.prev = head{Seq: seq, Hash: e.Integrity.EntryHash, ID: e.ID, Timestamp: e.Timestamp}
+	r.Prev = Head{Seq: seq, Hash: e.Integrity.EntryHash, ID: e.ID, Timestamp: e.Timestamp}
 	return nil
 }
 
-// localNext applies rule 4 to workspace entry e (global view) and moves its
+// LocalNext applies rule 4 to workspace entry e (global view) and moves its
 // workspace's head.
-func (r *rules) localNext(seq uint64, e Entry, localPrev string) *Finding {
+func (r *Rules) LocalNext(seq uint64, e Entry, localPrev string) *Finding {
 	ws := e.Workspace
-	lh := r.local[ws]
-	local := stored{Entry: e, LocalPrev: localPrev}.local()
+	lh := r.Local[ws]
+	local := LocalView(e, localPrev)
 	switch {
 	case local.PrevHash != lh.Hash:
-		return finding(seq, e.ID, ViolationChainBroken, "local prev_hash %q, previous local hash %q", local.PrevHash, lh.Hash)
-	case fastHash(local) != local.Integrity.EntryHash:
-		return finding(seq, e.ID, ViolationHashMismatch, "local view hashes to %s, recorded %s", fastHash(local), local.Integrity.EntryHash)
+		return NewFinding(seq, e.ID, ViolationChainBroken, "local prev_hash %q, previous local hash %q", local.PrevHash, lh.Hash)
+	case HashCanonical(local) != local.Integrity.EntryHash:
+		return NewFinding(seq, e.ID, ViolationHashMismatch, "local view hashes to %s, recorded %s", HashCanonical(local), local.Integrity.EntryHash)
 	case lh.Timestamp != "" && e.Timestamp <= lh.Timestamp:
-		return finding(seq, e.ID, ViolationNotMonotonic, "timestamp %s not after %s, the previous entry of workspace %s", e.Timestamp, lh.Timestamp, ws)
-	case r.terminal[ws]:
-		return finding(seq, e.ID, ViolationAfterTerminal, "local entry of workspace %s after its terminal state", ws)
+		return NewFinding(seq, e.ID, ViolationNotMonotonic, "timestamp %s not after %s, the previous entry of workspace %s", e.Timestamp, lh.Timestamp, ws)
+	case r.Terminal[ws]:
+		return NewFinding(seq, e.ID, ViolationAfterTerminal, "local entry of workspace %s after its terminal state", ws)
 	}
-	if e.EventType == EventWorkspaceStateChanged && terminalBody(e.Body) {
-		r.terminal[ws] = true
+	if e.EventType == EventWorkspaceStateChanged && EndsWorkspace(e.Body) {
+		r.Terminal[ws] = true
 	}
-	r.local[ws] = head{Seq: lh.Seq + 1, Hash: local.Integrity.EntryHash, ID: e.ID, Timestamp: e.Timestamp}
+	r.Local[ws] = Head{Seq: lh.Seq + 1, Hash: local.Integrity.EntryHash, ID: e.ID, Timestamp: e.Timestamp}
 	return nil
 }
 
-// terminalBody reports whether a workspace_state_changed body moves to a
+// EndsWorkspace reports whether a workspace_state_changed body moves to a
 // terminal state.
-func terminalBody(body []byte) bool {
+func EndsWorkspace(body []byte) bool {
 	// Most state changes are not terminal: look before decoding.
 	i := bytes.Index(body, []byte(`"to_state":"`))
 	if i < 0 {
@@ -153,21 +169,24 @@ func terminalBody(body []byte) bool {
 	return json.Unmarshal(body, &b) == nil && terminalStates[b.ToState]
 }
 
+// Signed returns the signed tree size and root the rules compare with.
+func (r *Rules) Signed() (size uint64, root []byte) { return r.signedSize, r.signedRoot }
+
 // checkRoot compares the root with the signed root once the tree has
 // signedSize leaves.
-func (r *rules) checkRoot(seq uint64, id string) *Finding {
+func (r *Rules) checkRoot(seq uint64, id string) *Finding {
 	if seq != r.signedSize {
 		return nil
 	}
-	root, err := r.rng.GetRootHash(nil)
+	root, err := r.Range.GetRootHash(nil)
 	if err != nil {
-		return finding(seq, id, ViolationRootMismatch, "merkle root: %v", err)
+		return NewFinding(seq, id, ViolationRootMismatch, "merkle root: %v", err)
 	}
 	if !bytes.Equal(root, r.signedRoot) {
-		return finding(seq, id, ViolationRootMismatch, "the first %d entries hash to root %s, the signed tree head says %s",
+		return NewFinding(seq, id, ViolationRootMismatch, "the first %d entries hash to root %s, the signed tree head says %s",
 			seq, FormatHash(root), FormatHash(r.signedRoot))
 	}
-	r.signedCovered = true
+	r.SignedCovered = true
 	return nil
 }
 
@@ -178,29 +197,29 @@ func (r *rules) checkRoot(seq uint64, id string) *Finding {
 // stored trail has (indexes, heads, Merkle nodes, local_prev_hash) is
 // Check's.
 type Walker struct {
-	r *rules
+	r *Rules
 }
 
 // NewWalker returns a Walker that compares the root of the first
 // signedSize entries with signedRoot (32 bytes; signedSize 0: no root).
 func NewWalker(signedSize uint64, signedRoot []byte) *Walker {
-	return &Walker{r: newRules(signedSize, signedRoot)}
+	return &Walker{r: NewRules(signedSize, signedRoot)}
 }
 
 // Next checks the next entry. It returns nil when the entry passed; after a
 // finding the Walker must not be used again.
 func (w *Walker) Next(e Entry) *Finding {
-	seq := w.r.prev.Seq + 1
+	seq := w.r.Prev.Seq + 1
 	localPrev := ""
 	if e.Workspace != "" {
-		localPrev = w.r.local[e.Workspace].Hash
+		localPrev = w.r.Local[e.Workspace].Hash
 	}
-	return w.r.next(seq, e, localPrev, nil)
+	return w.r.Next(seq, e, localPrev, nil)
 }
 
 // Workspaces returns the number of workspace chains among them.
-func (w *Walker) Workspaces() int { return len(w.r.local) }
+func (w *Walker) Workspaces() int { return len(w.r.Local) }
 
 // RootChecked reports whether the root at the signed size was checked and
 // matched (true when the signed size is 0).
-func (w *Walker) RootChecked() bool { return w.r.signedCovered }
+func (w *Walker) RootChecked() bool { return w.r.SignedCovered }

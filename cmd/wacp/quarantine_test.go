@@ -7,9 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wacpd/wacpd/trail/traillog"
+
 	"github.com/wacpd/wacpd/internal/daemontest"
 	"github.com/wacpd/wacpd/runtime"
-	"github.com/wacpd/wacpd/trail"
 )
 
 // TestTrailQuarantine: wacp trail quarantine --dir lists what the recovery
@@ -52,7 +53,7 @@ func TestTrailQuarantine(t *testing.T) {
 		t.Fatalf("wacp trail quarantine = %d, %q, %q; want the damaged entry with its reason", code, out, errs)
 	}
 	code, out, errs = wacp(t, "-o", "json", "trail", "quarantine", "--dir", dir)
-	var qs []trail.Quarantined
+	var qs []traillog.Quarantined
 	if code != 0 || json.Unmarshal([]byte(out), &qs) != nil || len(qs) != 1 || qs[0].Seq != last || len(qs[0].Value) == 0 {
 		t.Fatalf("wacp -o json trail quarantine = %d, %q, %q; want entry #%d with its stored bytes", code, out, errs, last)
 	}

@@ -2,10 +2,11 @@ package main
 
 import (
 	"fmt"
-	"github.com/wacpd/wacpd/auditor"
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/wacpd/wacpd/auditor"
 
 	"github.com/wacpd/wacpd/client"
 	"github.com/wacpd/wacpd/trail"

@@ -1,4 +1,4 @@
-package trail
+package traillog
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/gowebpki/jcs"
+	"github.com/wacpd/wacpd/internal/canon"
+	"github.com/wacpd/wacpd/trail"
 )
 
 // The value under t/g/<seq> is the JSON of stored:
@@ -28,32 +30,10 @@ import (
 // appendStored appends the stored form of s to b.
 func appendStored(b []byte, s stored) []byte {
 	b = append(b, `{"entry":`...)
-	b = appendEntry(b, s.Entry)
+	b = trail.AppendJSON(b, s.Entry)
 	if s.LocalPrev != "" {
 		b = append(b, `,"local_prev_hash":`...)
-		b = appendJCSString(b, s.LocalPrev)
-	}
-	return append(b, '}')
-}
-
-func appendIntegrity(b []byte, in Integrity) []byte {
-	b = append(b, `,"integrity":{`...)
-	if in.EntryHash != "" {
-		b = append(b, `"entry_hash":`...)
-		b = appendJCSString(b, in.EntryHash)
-		b = append(b, ',')
-	}
-	b = append(b, `"algorithm":`...)
-	b = appendJCSString(b, in.Algorithm)
-	for _, f := range []struct{ name, v string }{
-		{"local_hash", in.LocalHash}, {"signature", in.Signature}, {"signer", in.Signer},
-	} {
-		if f.v != "" {
-			b = append(b, `,"`...)
-			b = append(b, f.name...)
-			b = append(b, `":`...)
-			b = appendJCSString(b, f.v)
-		}
+		b = canon.AppendString(b, s.LocalPrev)
 	}
 	return append(b, '}')
 }
@@ -91,10 +71,10 @@ func parseStored(v []byte) (stored, bool) {
 		return stored{}, false
 	}
 	return stored{
-		Entry: Entry{
+		Entry: trail.Entry{
 			ID: string(r.id), Timestamp: string(r.ts), Workspace: string(r.ws), Actor: string(r.actor),
-			EventType: EventType(r.typ), Body: bytes.Clone(r.body), PrevHash: string(r.prev),
-			Integrity: Integrity{
+			EventType: trail.EventType(r.typ), Body: bytes.Clone(r.body), PrevHash: string(r.prev),
+			Integrity: trail.Integrity{
 				EntryHash: string(r.entryHash), Algorithm: string(r.alg), LocalHash: string(r.localHash),
 				Signature: string(r.sig), Signer: string(r.signer),
 			},

@@ -1,4 +1,4 @@
-package trail
+package traillog
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/transparency-dev/merkle/compact"
+	"github.com/wacpd/wacpd/trail"
 )
 
 // set and del change the stored trail behind the Log's back, as a damaged
@@ -79,19 +80,19 @@ func TestCheck_FindsValidPrefix(t *testing.T) {
 		damage    func(tl *testLog)
 		valid     uint64
 		last      uint64
-		violation Violation
+		violation trail.Violation
 	}{
-		{"flipped byte in the last entry", func(tl *testLog) { tl.flip(30) }, 29, 30, ViolationHashMismatch},
-		{"flipped byte in entry 12", func(tl *testLog) { tl.flip(12) }, 11, 30, ViolationHashMismatch},
-		{"flipped byte in entry 1", func(tl *testLog) { tl.flip(1) }, 0, 30, ViolationHashMismatch},
-		{"undecodable entry", func(tl *testLog) { tl.set(globalKey(20), []byte("{not json")) }, 19, 30, ViolationHashMismatch},
-		{"last entry deleted", func(tl *testLog) { tl.del(globalKey(30)) }, 29, 30, ViolationChainBroken},
-		{"entry 25 deleted", func(tl *testLog) { tl.del(globalKey(25)) }, 24, 30, ViolationChainBroken},
+		{"flipped byte in the last entry", func(tl *testLog) { tl.flip(30) }, 29, 30, trail.ViolationHashMismatch},
+		{"flipped byte in entry 12", func(tl *testLog) { tl.flip(12) }, 11, 30, trail.ViolationHashMismatch},
+		{"flipped byte in entry 1", func(tl *testLog) { tl.flip(1) }, 0, 30, trail.ViolationHashMismatch},
+		{"undecodable entry", func(tl *testLog) { tl.set(globalKey(20), []byte("{not json")) }, 19, 30, trail.ViolationHashMismatch},
+		{"last entry deleted", func(tl *testLog) { tl.del(globalKey(30)) }, 29, 30, trail.ViolationChainBroken},
+		{"entry 25 deleted", func(tl *testLog) { tl.del(globalKey(25)) }, 24, 30, trail.ViolationChainBroken},
 		{"entries swapped", func(tl *testLog) {
 			a, b := tl.get(globalKey(21)), tl.get(globalKey(22))
 			tl.set(globalKey(21), b)
 			tl.set(globalKey(22), a)
-		}, 20, 30, ViolationChainBroken},
+		}, 20, 30, trail.ViolationChainBroken},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,13 +121,13 @@ func TestCheck_PerWorkspaceTimestampsStrictlyIncrease(t *testing.T) {
 	b.Timestamp = a.Timestamp // the same instant; ids still increase
 	tl.append(a, b)
 	res := tl.check(0)
-	if res.Valid != 9 || res.Violation != ViolationNotMonotonic {
-		t.Fatalf("Check = valid %d, %s (%s), want valid 9, %s", res.Valid, res.Violation, res.Detail, ViolationNotMonotonic)
+	if res.Valid != 9 || res.Violation != trail.ViolationNotMonotonic {
+		t.Fatalf("Check = valid %d, %s (%s), want valid 9, %s", res.Valid, res.Violation, res.Detail, trail.ViolationNotMonotonic)
 	}
 	// The daemon's verification applies the same rules (issue 11 §4).
 	for _, ws := range []string{"", "w1"} {
-		if v, err := tl.log.Verify(context.Background(), ws); err != nil || v.OK || v.Violation != ViolationNotMonotonic {
-			t.Errorf("Verify(%q) = %+v, %v; want %s", ws, v, err, ViolationNotMonotonic)
+		if v, err := tl.log.Verify(context.Background(), ws); err != nil || v.OK || v.Violation != trail.ViolationNotMonotonic {
+			t.Errorf("Verify(%q) = %+v, %v; want %s", ws, v, err, trail.ViolationNotMonotonic)
 		}
 	}
 }
@@ -147,13 +148,13 @@ func TestCheck_NothingAfterTerminalState(t *testing.T) {
 			}
 			tl.append(tl.wsEv("w1"))
 			res := tl.check(0)
-			if res.Valid != 9 || res.Violation != ViolationAfterTerminal {
-				t.Fatalf("Check = valid %d, %s (%s), want valid 9, %s", res.Valid, res.Violation, res.Detail, ViolationAfterTerminal)
+			if res.Valid != 9 || res.Violation != trail.ViolationAfterTerminal {
+				t.Fatalf("Check = valid %d, %s (%s), want valid 9, %s", res.Valid, res.Violation, res.Detail, trail.ViolationAfterTerminal)
 			}
 			// The daemon's verification applies the same rules (issue 11 §4).
 			for _, ws := range []string{"", "w1"} {
-				if v, err := tl.log.Verify(context.Background(), ws); err != nil || v.OK || v.Violation != ViolationAfterTerminal {
-					t.Errorf("Verify(%q) = %+v, %v; want %s", ws, v, err, ViolationAfterTerminal)
+				if v, err := tl.log.Verify(context.Background(), ws); err != nil || v.OK || v.Violation != trail.ViolationAfterTerminal {
+					t.Errorf("Verify(%q) = %+v, %v; want %s", ws, v, err, trail.ViolationAfterTerminal)
 				}
 			}
 		})
@@ -162,7 +163,7 @@ func TestCheck_NothingAfterTerminalState(t *testing.T) {
 
 // TestCheck_SignedRootMustMatch: a trail whose chains verify but whose
 // first N entries do not hash to the signed root (a consistent rewrite, or
-// a wrong head) fails at the signed size; one shorter than the signed size
+// a wrong trail.Head) fails at the signed size; one shorter than the signed size
 // does not cover it.
 func TestCheck_SignedRootMustMatch(t *testing.T) {
 	tl := newMemLog(t)
@@ -172,9 +173,9 @@ func TestCheck_SignedRootMustMatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Valid != 19 || res.Violation != ViolationRootMismatch || res.SignedCovered {
+	if res.Valid != 19 || res.Violation != trail.ViolationRootMismatch || res.SignedCovered {
 		t.Fatalf("Check with a wrong signed root = valid %d, %s, covered %v; want 19, %s, false",
-			res.Valid, res.Violation, res.SignedCovered, ViolationRootMismatch)
+			res.Valid, res.Violation, res.SignedCovered, trail.ViolationRootMismatch)
 	}
 	tl.flip(15)
 	if res := tl.check(0); res.SignedCovered != true {
@@ -183,7 +184,7 @@ func TestCheck_SignedRootMustMatch(t *testing.T) {
 	root, _ := tl.log.Root(18)
 	res, _ = Check(context.Background(), tl.db, CheckOptions{SignedSize: 18, SignedRoot: root, Full: true})
 	if res.Valid != 14 || res.SignedCovered {
-		t.Fatalf("Check with entry 15 damaged under a head of 18 = valid %d, covered %v; want 14, false", res.Valid, res.SignedCovered)
+		t.Fatalf("Check with entry 15 damaged under a trail.Head of 18 = valid %d, covered %v; want 14, false", res.Valid, res.SignedCovered)
 	}
 }
 
@@ -193,16 +194,16 @@ func TestCheck_SignedRootMustMatch(t *testing.T) {
 func TestCheck_DerivedRecords(t *testing.T) {
 	tests := []struct {
 		name   string
-		damage func(tl *testLog, es []Entry)
+		damage func(tl *testLog, es []trail.Entry)
 	}{
-		{"global head", func(tl *testLog, es []Entry) { tl.set(keyHead, []byte(`{"seq":16,"hash":"x"}`)) }},
-		{"local head missing", func(tl *testLog, es []Entry) { tl.del(append(bytes.Clone(prefixHeadWS), "w2"...)) }},
-		{"id index entry missing", func(tl *testLog, es []Entry) { tl.del(append(bytes.Clone(prefixID), es[3].ID...)) }},
-		{"stray id index entry", func(tl *testLog, es []Entry) { tl.set(append(bytes.Clone(prefixID), "01ZZZZ"...), u64(99)) }},
-		{"local index points elsewhere", func(tl *testLog, es []Entry) { tl.set(localKey("w1", 2), u64(1)) }},
-		{"stray local index position", func(tl *testLog, es []Entry) { tl.set(localKey("w1", 99), u64(1)) }},
-		{"Merkle node changed", func(tl *testLog, es []Entry) { tl.set(nodeKey(compact.NewNodeID(2, 1)), make([]byte, 32)) }},
-		{"Merkle node missing", func(tl *testLog, es []Entry) { tl.del(nodeKey(compact.NewNodeID(1, 3))) }},
+		{"global head", func(tl *testLog, es []trail.Entry) { tl.set(keyHead, []byte(`{"seq":16,"hash":"x"}`)) }},
+		{"local trail.Head missing", func(tl *testLog, es []trail.Entry) { tl.del(append(bytes.Clone(prefixHeadWS), "w2"...)) }},
+		{"id index entry missing", func(tl *testLog, es []trail.Entry) { tl.del(append(bytes.Clone(prefixID), es[3].ID...)) }},
+		{"stray id index entry", func(tl *testLog, es []trail.Entry) { tl.set(append(bytes.Clone(prefixID), "01ZZZZ"...), u64(99)) }},
+		{"local index points elsewhere", func(tl *testLog, es []trail.Entry) { tl.set(localKey("w1", 2), u64(1)) }},
+		{"stray local index position", func(tl *testLog, es []trail.Entry) { tl.set(localKey("w1", 99), u64(1)) }},
+		{"Merkle node changed", func(tl *testLog, es []trail.Entry) { tl.set(nodeKey(compact.NewNodeID(2, 1)), make([]byte, 32)) }},
+		{"Merkle node missing", func(tl *testLog, es []trail.Entry) { tl.del(nodeKey(compact.NewNodeID(1, 3))) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -240,7 +241,7 @@ func TestRepair_QuarantinesBadTail(t *testing.T) {
 			t.Errorf("quarantined #%d has no id (the index knew it)", e.Seq)
 		}
 	}
-	if len(q) != 5 || q[0].Seq != 26 || !strings.Contains(q[0].Reason, string(ViolationHashMismatch)) ||
+	if len(q) != 5 || q[0].Seq != 26 || !strings.Contains(q[0].Reason, string(trail.ViolationHashMismatch)) ||
 		q[2].Seq != 28 || !q[2].Missing || q[1].Reason != "after #26" {
 		t.Fatalf("Repair quarantined %v: %+v", seqs, q)
 	}
@@ -339,13 +340,13 @@ func TestCheck_StartsAfterTheMark(t *testing.T) {
 	tl.interleaved(9, "w1", "w3")
 	res = tl.checkFrom(35)
 	if !res.OK() || res.From != 31 || res.Examined != 9 || res.Valid != 40 || !res.SignedCovered {
-		t.Fatalf("Check after the mark = %+v, want From 31, 9 examined, 40 valid, signed head covered", res)
+		t.Fatalf("Check after the mark = %+v, want From 31, 9 examined, 40 valid, signed trail.Head covered", res)
 	}
 	// The state carried across the mark still decides.
 	late := tl.wsEv("w2")
 	tl.append(late)
-	if res := tl.checkFrom(0); res.Valid != 40 || res.Violation != ViolationAfterTerminal {
-		t.Fatalf("late entry of closed w2 after the mark: Check = valid %d, %s; want 40, %s", res.Valid, res.Violation, ViolationAfterTerminal)
+	if res := tl.checkFrom(0); res.Valid != 40 || res.Violation != trail.ViolationAfterTerminal {
+		t.Fatalf("late entry of closed w2 after the mark: Check = valid %d, %s; want 40, %s", res.Valid, res.Violation, trail.ViolationAfterTerminal)
 	}
 	// Damage before the mark is the full check's to find.
 	tl.flip(5)
@@ -358,7 +359,7 @@ func TestCheck_StartsAfterTheMark(t *testing.T) {
 }
 
 // TestCheck_MarkThatNoLongerFitsIsIgnored: when the marked entry changed, or
-// the signed tree head is older than the mark or disagrees with it, the
+// the signed tree trail.Head is older than the mark or disagrees with it, the
 // check reads everything.
 func TestCheck_MarkThatNoLongerFitsIsIgnored(t *testing.T) {
 	tests := []struct {
@@ -367,8 +368,8 @@ func TestCheck_MarkThatNoLongerFitsIsIgnored(t *testing.T) {
 	}{
 		{"marked entry changed", func(tl *testLog) (uint64, []byte) { tl.flip(20); return 0, nil }},
 		{"marked entry gone", func(tl *testLog) (uint64, []byte) { tl.del(globalKey(20)); return 0, nil }},
-		{"signed head older than the mark", func(tl *testLog) (uint64, []byte) { r, _ := tl.log.Root(10); return 10, r }},
-		{"signed head at the mark disagrees", func(tl *testLog) (uint64, []byte) { r, _ := tl.log.Root(19); return 20, r }},
+		{"signed trail.Head older than the mark", func(tl *testLog) (uint64, []byte) { r, _ := tl.log.Root(10); return 10, r }},
+		{"signed trail.Head at the mark disagrees", func(tl *testLog) (uint64, []byte) { r, _ := tl.log.Root(19); return 20, r }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

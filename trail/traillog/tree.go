@@ -1,4 +1,4 @@
-package trail
+package traillog
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
+	"github.com/wacpd/wacpd/trail"
 )
 
 // ErrTreeSize is returned for a tree size beyond the trail or an index
@@ -25,7 +26,7 @@ func cloneRange(r *compact.Range) *compact.Range {
 	for i, h := range r.Hashes() {
 		hashes[i] = bytes.Clone(h)
 	}
-	c, err := rangeFactory.NewRange(r.Begin(), r.End(), hashes)
+	c, err := trail.RangeFactory.NewRange(r.Begin(), r.End(), hashes)
 	if err != nil {
 		panic(fmt.Sprintf("trail: clone compact range: %v", err)) // cannot happen: same shape
 	}
@@ -57,7 +58,7 @@ func nodes(txn *badger.Txn, ids []compact.NodeID) ([][]byte, error) {
 func (l *Log) loadRange() (*compact.Range, error) {
 	n := l.global.Seq
 	if n == 0 {
-		return rangeFactory.NewEmptyRange(0), nil
+		return trail.RangeFactory.NewEmptyRange(0), nil
 	}
 	var hashes [][]byte
 	err := view(l.db, "read merkle tree", func(txn *badger.Txn) error {
@@ -66,7 +67,7 @@ func (l *Log) loadRange() (*compact.Range, error) {
 		return err
 	})
 	if err == nil {
-		return rangeFactory.NewRange(0, n, hashes)
+		return trail.RangeFactory.NewRange(0, n, hashes)
 	}
 	if !errors.Is(err, badger.ErrKeyNotFound) {
 		return nil, err
@@ -78,7 +79,7 @@ func (l *Log) loadRange() (*compact.Range, error) {
 // unless the database is read-only (an auditor's offline copy), where only
 // the in-memory range is rebuilt.
 func (l *Log) backfill() (*compact.Range, error) {
-	rng := rangeFactory.NewEmptyRange(0)
+	rng := trail.RangeFactory.NewEmptyRange(0)
 	readOnly := l.db.Opts().ReadOnly
 	var wb *badger.WriteBatch
 	if !readOnly {
@@ -94,11 +95,11 @@ func (l *Log) backfill() (*compact.Range, error) {
 			if err := it.Item().Value(func(v []byte) (err error) { s, err = decodeStored(v); return err }); err != nil {
 				return err
 			}
-			leaf, err := LeafData(s.Entry)
+			leaf, err := trail.LeafData(s.Entry)
 			if err != nil {
 				return err
 			}
-			if err := rng.Append(Hasher{}.HashLeaf(leaf), func(id compact.NodeID, h []byte) {
+			if err := rng.Append(trail.Hasher{}.HashLeaf(leaf), func(id compact.NodeID, h []byte) {
 				if werr == nil && wb != nil {
 					werr = wb.Set(nodeKey(id), bytes.Clone(h))
 				}
@@ -128,7 +129,7 @@ func (l *Log) Root(size uint64) ([]byte, error) {
 	case size > cur.End():
 		return nil, fmt.Errorf("%w: size %d, trail has %d entries", ErrTreeSize, size, cur.End())
 	case size == 0:
-		return Hasher{}.EmptyRoot(), nil
+		return trail.Hasher{}.EmptyRoot(), nil
 	case size == cur.End():
 		return cur.GetRootHash(nil)
 	}
@@ -141,7 +142,7 @@ func (l *Log) Root(size uint64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := rangeFactory.NewRange(0, size, hashes)
+	r, err := trail.RangeFactory.NewRange(0, size, hashes)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +185,7 @@ func (l *Log) rehash(n proof.Nodes) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return n.Rehash(hashes, Hasher{}.HashChildren)
+	return n.Rehash(hashes, trail.Hasher{}.HashChildren)
 }
 
 // Seq returns the 1-based position of entry id in the global trail.
@@ -199,11 +200,11 @@ func (l *Log) Seq(id string) (uint64, error) {
 }
 
 // At returns global entry #seq (1-based).
-func (l *Log) At(seq uint64) (Entry, error) {
+func (l *Log) At(seq uint64) (trail.Entry, error) {
 	var s stored
 	err := view(l.db, "read entry", func(txn *badger.Txn) error { return getStored(txn, seq, &s) })
 	if errors.Is(err, badger.ErrKeyNotFound) {
-		return Entry{}, fmt.Errorf("%w: #%d", ErrNotFound, seq)
+		return trail.Entry{}, fmt.Errorf("%w: #%d", ErrNotFound, seq)
 	}
 	return s.Entry, err
 }

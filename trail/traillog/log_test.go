@@ -1,4 +1,4 @@
-package trail
+package traillog
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/wacpd/wacpd/clock"
+	"github.com/wacpd/wacpd/trail"
 )
 
 // testBase is the wall-clock start of every test trail; the test clock
@@ -104,7 +105,7 @@ func (tl *testLog) reopen() {
 
 // fullBody returns a body with every field the registry requires for typ,
 // each a distinct non-null string.
-func fullBody(typ EventType) map[string]any {
+func fullBody(typ trail.EventType) map[string]any {
 	body := map[string]any{}
 	for _, f := range typ.RequiredFields() {
 		body[f] = "v-" + f
@@ -114,7 +115,7 @@ func fullBody(typ EventType) map[string]any {
 
 // ev returns an event with the next id and timestamp and a full body.
 // ws "" makes a system-level event.
-func (tl *testLog) ev(ws, actor string, typ EventType) Event {
+func (tl *testLog) ev(ws, actor string, typ trail.EventType) Event {
 	ts := tl.clk.Next()
 	return Event{
 		ID: tl.ids.New(ts), Timestamp: clock.Format(ts), Workspace: ws,
@@ -124,17 +125,17 @@ func (tl *testLog) ev(ws, actor string, typ EventType) Event {
 
 // wsEv returns an event of workspace ws, acted by a worker.
 func (tl *testLog) wsEv(ws string) Event {
-	return tl.ev(ws, "worker", EventWorkspaceStateChanged)
+	return tl.ev(ws, "worker", trail.EventWorkspaceStateChanged)
 }
 
 // sysEv returns a system-level event.
 func (tl *testLog) sysEv() Event {
-	return tl.ev("", ActorProtocol, EventSystemDegraded)
+	return tl.ev("", trail.ActorProtocol, trail.EventSystemDegraded)
 }
 
 // append appends evs in one batch inside one transaction, commits the
 // transaction and then the batch, and returns the appended entries.
-func (tl *testLog) append(evs ...Event) []Entry {
+func (tl *testLog) append(evs ...Event) []trail.Entry {
 	tl.t.Helper()
 	txn := tl.db.NewTransaction(true)
 	defer txn.Discard()
@@ -153,9 +154,9 @@ func (tl *testLog) append(evs ...Event) []Entry {
 
 // interleaved appends n entries cycling over the workspaces and, every
 // fourth entry, a system-level entry. It commits in batches of 5.
-func (tl *testLog) interleaved(n int, wss ...string) []Entry {
+func (tl *testLog) interleaved(n int, wss ...string) []trail.Entry {
 	tl.t.Helper()
-	var out []Entry
+	var out []trail.Entry
 	var batch []Event
 	for i := range n {
 		if i%4 == 3 {
@@ -171,9 +172,9 @@ func (tl *testLog) interleaved(n int, wss ...string) []Entry {
 	return out
 }
 
-func (tl *testLog) readAll(q Query) []Entry {
+func (tl *testLog) readAll(q trail.Query) []trail.Entry {
 	tl.t.Helper()
-	var out []Entry
+	var out []trail.Entry
 	for {
 		page, next, err := tl.log.Read(context.Background(), q)
 		if err != nil {
@@ -187,24 +188,24 @@ func (tl *testLog) readAll(q Query) []Entry {
 	}
 }
 
-func (tl *testLog) readLocal(ws string) []Entry {
+func (tl *testLog) readLocal(ws string) []trail.Entry {
 	tl.t.Helper()
-	var out []Entry
+	var out []trail.Entry
 	after := ""
 	for {
-		page, err := tl.log.ReadLocal(context.Background(), ws, after, MaxLimit)
+		page, err := tl.log.ReadLocal(context.Background(), ws, after, trail.MaxLimit)
 		if err != nil {
 			tl.t.Fatalf("ReadLocal(%q, %q): %v", ws, after, err)
 		}
 		out = append(out, page...)
-		if len(page) < MaxLimit {
+		if len(page) < trail.MaxLimit {
 			return out
 		}
 		after = page[len(page)-1].ID
 	}
 }
 
-func (tl *testLog) verifyOK(ws string) VerifyResult {
+func (tl *testLog) verifyOK(ws string) trail.VerifyResult {
 	tl.t.Helper()
 	res, err := tl.log.Verify(context.Background(), ws)
 	if err != nil {
@@ -234,7 +235,7 @@ func (tl *testLog) keys() []string {
 	return out
 }
 
-func ids(es []Entry) []string {
+func ids(es []trail.Entry) []string {
 	out := make([]string, len(es))
 	for i, e := range es {
 		out[i] = e.ID
@@ -251,7 +252,7 @@ func TestTrail_FirstEntryPrevHashNull(t *testing.T) {
 	if es[0].PrevHash != "" {
 		t.Errorf("first global entry prev_hash = %q, want empty", es[0].PrevHash)
 	}
-	global := tl.readAll(Query{})
+	global := tl.readAll(trail.Query{})
 	if len(global) != 5 {
 		t.Fatalf("Read returned %d entries, want 5", len(global))
 	}
@@ -289,7 +290,7 @@ func TestTrail_FirstEntryPrevHashNull(t *testing.T) {
 	}
 }
 
-func rawField(t *testing.T, e Entry, field string) string {
+func rawField(t *testing.T, e trail.Entry, field string) string {
 	t.Helper()
 	b, err := json.Marshal(e)
 	if err != nil {
@@ -309,7 +310,7 @@ func rawField(t *testing.T, e Entry, field string) string {
 func TestTrail_GlobalChainLinks(t *testing.T) {
 	tl := newTestLog(t)
 	tl.interleaved(23, "ws-a", "ws-b", "ws-c")
-	global := tl.readAll(Query{})
+	global := tl.readAll(trail.Query{})
 	if len(global) != 23 {
 		t.Fatalf("Read returned %d entries, want 23", len(global))
 	}
@@ -321,10 +322,10 @@ func TestTrail_GlobalChainLinks(t *testing.T) {
 		if !hashRE.MatchString(e.Integrity.EntryHash) {
 			t.Errorf("entry #%d entry_hash = %q, want blake3:<64 hex>", i+1, e.Integrity.EntryHash)
 		}
-		if e.Integrity.Algorithm != Algorithm {
-			t.Errorf("entry #%d algorithm = %q, want %q", i+1, e.Integrity.Algorithm, Algorithm)
+		if e.Integrity.Algorithm != trail.Algorithm {
+			t.Errorf("entry #%d algorithm = %q, want %q", i+1, e.Integrity.Algorithm, trail.Algorithm)
 		}
-		got, err := Hash(e)
+		got, err := trail.Hash(e)
 		if err != nil {
 			t.Fatalf("Hash(entry #%d): %v", i+1, err)
 		}
@@ -348,10 +349,10 @@ func TestTrail_GlobalChainLinks(t *testing.T) {
 func TestTrail_LocalHashAnchorsLocalChain(t *testing.T) {
 	tl := newTestLog(t)
 	tl.interleaved(30, "ws-a", "ws-b", "ws-c")
-	global := tl.readAll(Query{})
+	global := tl.readAll(trail.Query{})
 	for _, ws := range []string{"ws-a", "ws-b", "ws-c"} {
 		local := tl.readLocal(ws)
-		var mine []Entry
+		var mine []trail.Entry
 		for _, e := range global {
 			if e.Workspace == ws {
 				mine = append(mine, e)
@@ -372,7 +373,7 @@ func TestTrail_LocalHashAnchorsLocalChain(t *testing.T) {
 			if l.PrevHash != prev {
 				t.Errorf("%s #%d: local prev_hash = %q, want %q", ws, i+1, l.PrevHash, prev)
 			}
-			if got, err := Hash(l); err != nil || got != l.Integrity.EntryHash {
+			if got, err := trail.Hash(l); err != nil || got != l.Integrity.EntryHash {
 				t.Errorf("Hash(local %s #%d) = %s, %v, want %s", ws, i+1, got, err, l.Integrity.EntryHash)
 			}
 			if l.Integrity.EntryHash == g.Integrity.EntryHash {
@@ -393,11 +394,11 @@ func TestTrail_ProjectionInvariant(t *testing.T) {
 	tl.interleaved(37, wss...)
 	// A few appends out of the round-robin pattern.
 	tl.append(tl.wsEv("ws-c"), tl.wsEv("ws-c"), tl.sysEv(), tl.wsEv("ws-a"))
-	global := tl.readAll(Query{})
+	global := tl.readAll(trail.Query{})
 	total := 0
 	for _, ws := range wss {
 		local := tl.readLocal(ws)
-		filtered := tl.readAll(Query{Workspace: ws})
+		filtered := tl.readAll(trail.Query{Workspace: ws})
 		var byHand []string
 		for _, e := range global {
 			if e.Workspace == ws {
@@ -413,7 +414,7 @@ func TestTrail_ProjectionInvariant(t *testing.T) {
 		for i := range local {
 			l, g := local[i], filtered[i]
 			l.PrevHash, g.PrevHash = "", ""
-			l.Integrity, g.Integrity = Integrity{}, Integrity{}
+			l.Integrity, g.Integrity = trail.Integrity{}, trail.Integrity{}
 			if !reflect.DeepEqual(l, g) {
 				t.Errorf("%s #%d: local view %+v and global view %+v differ beyond the chain fields", ws, i+1, l, g)
 			}
@@ -436,7 +437,7 @@ func TestTrail_SystemEntriesHaveNoLocalHash(t *testing.T) {
 	tl := newTestLog(t)
 	tl.interleaved(12, "ws-a", "ws-b")
 	n := 0
-	for _, e := range tl.readAll(Query{}) {
+	for _, e := range tl.readAll(trail.Query{}) {
 		if e.Workspace != "" {
 			if e.Integrity.LocalHash == "" {
 				t.Errorf("workspace entry %s has no local_hash", e.ID)
@@ -489,7 +490,7 @@ func checkRejected(t *testing.T, tests []rejectCase) {
 			if !errors.Is(err, tt.wantErr) {
 				t.Errorf("Append(%+v) = %v, want %v", ev, err, tt.wantErr)
 			}
-			if !reflect.DeepEqual(got, Entry{}) {
+			if !reflect.DeepEqual(got, trail.Entry{}) {
 				t.Errorf("Append returned entry %+v with the error, want zero", got)
 			}
 			if n := len(b.Entries()); n != 0 {
@@ -517,17 +518,17 @@ func TestTrail_RejectsUnknownEventType(t *testing.T) {
 			ev := tl.wsEv("ws-a")
 			ev.Type = "workspace_exploded"
 			return ev
-		}, ErrUnknownEvent},
+		}, trail.ErrUnknownEvent},
 		{"wrong case", func(tl *testLog) Event {
 			ev := tl.wsEv("ws-a")
 			ev.Type = "Workspace_Created"
 			return ev
-		}, ErrUnknownEvent},
+		}, trail.ErrUnknownEvent},
 		{"empty", func(tl *testLog) Event {
 			ev := tl.sysEv()
 			ev.Type = ""
 			return ev
-		}, ErrUnknownEvent},
+		}, trail.ErrUnknownEvent},
 	})
 }
 
@@ -537,42 +538,42 @@ func TestTrail_RejectsMissingBodyField(t *testing.T) {
 			ev := tl.wsEv("ws-a")
 			delete(ev.Body.(map[string]any), "to_state")
 			return ev
-		}, ErrBodyInvalid},
+		}, trail.ErrBodyInvalid},
 		{"null non-nullable field", func(tl *testLog) Event {
 			ev := tl.wsEv("ws-a")
 			ev.Body.(map[string]any)["workspace_id"] = nil
 			return ev
-		}, ErrBodyInvalid},
+		}, trail.ErrBodyInvalid},
 		{"empty body", func(tl *testLog) Event {
 			ev := tl.sysEv()
 			ev.Body = map[string]any{}
 			return ev
-		}, ErrBodyInvalid},
+		}, trail.ErrBodyInvalid},
 		{"body not an object", func(tl *testLog) Event {
 			ev := tl.sysEv()
 			ev.Body = []string{"reason"}
 			return ev
-		}, ErrBodyInvalid},
+		}, trail.ErrBodyInvalid},
 		{"nil body", func(tl *testLog) Event {
 			ev := tl.sysEv()
 			ev.Body = nil
 			return ev
-		}, ErrBodyInvalid},
+		}, trail.ErrBodyInvalid},
 		{"missing id", func(tl *testLog) Event {
 			ev := tl.wsEv("ws-a")
 			ev.ID = ""
 			return ev
-		}, ErrBodyInvalid},
+		}, trail.ErrBodyInvalid},
 		{"missing timestamp", func(tl *testLog) Event {
 			ev := tl.wsEv("ws-a")
 			ev.Timestamp = ""
 			return ev
-		}, ErrBodyInvalid},
+		}, trail.ErrBodyInvalid},
 		{"missing actor", func(tl *testLog) Event {
 			ev := tl.wsEv("ws-a")
 			ev.Actor = ""
 			return ev
-		}, ErrBodyInvalid},
+		}, trail.ErrBodyInvalid},
 	})
 }
 
@@ -635,8 +636,8 @@ func TestTrail_RejectedAppendInCommittedTxn(t *testing.T) {
 	if _, err := b.Append(good1); err != nil {
 		t.Fatalf("Append(good1): %v", err)
 	}
-	if _, err := b.Append(bad); !errors.Is(err, ErrUnknownEvent) {
-		t.Fatalf("Append(bad) = %v, want %v", err, ErrUnknownEvent)
+	if _, err := b.Append(bad); !errors.Is(err, trail.ErrUnknownEvent) {
+		t.Fatalf("Append(bad) = %v, want %v", err, trail.ErrUnknownEvent)
 	}
 	if _, err := b.Append(good2); err != nil {
 		t.Fatalf("Append(good2): %v", err)
@@ -645,7 +646,7 @@ func TestTrail_RejectedAppendInCommittedTxn(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.Commit()
-	if got, want := ids(tl.readAll(Query{})), []string{good1.ID, good2.ID}; !slices.Equal(got, want) {
+	if got, want := ids(tl.readAll(trail.Query{})), []string{good1.ID, good2.ID}; !slices.Equal(got, want) {
 		t.Errorf("trail ids = %v, want %v", got, want)
 	}
 	if _, err := tl.log.Get(bad.ID); !errors.Is(err, ErrNotFound) {
@@ -694,7 +695,7 @@ func TestTrail_DiscardedBatchChangesNothing(t *testing.T) {
 
 	next := tl.append(tl.wsEv("ws-a"), tl.wsEv("ws-c"))
 	if next[0].PrevHash != committed[2].Integrity.EntryHash {
-		t.Errorf("first entry after the discarded batch prev_hash = %q, want the old head %q", next[0].PrevHash, committed[2].Integrity.EntryHash)
+		t.Errorf("first entry after the discarded batch prev_hash = %q, want the old trail.Head %q", next[0].PrevHash, committed[2].Integrity.EntryHash)
 	}
 	local := tl.readLocal("ws-a")
 	if len(local) != 2 || local[1].PrevHash != local[0].Integrity.EntryHash {
@@ -767,7 +768,7 @@ func TestTrail_OpenEmpty(t *testing.T) {
 	if id, ts := tl.log.Last(); id != "" || ts != "" {
 		t.Errorf("Last() = %q, %q, want empty", id, ts)
 	}
-	es, next, err := tl.log.Read(context.Background(), Query{})
+	es, next, err := tl.log.Read(context.Background(), trail.Query{})
 	if err != nil || len(es) != 0 || next != "" {
 		t.Errorf("Read(empty) = %v, %q, %v, want no entries", es, next, err)
 	}

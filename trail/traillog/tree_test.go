@@ -1,4 +1,4 @@
-package trail
+package traillog
 
 import (
 	"bytes"
@@ -6,12 +6,13 @@ import (
 	"testing"
 
 	"github.com/transparency-dev/merkle/proof"
+	"github.com/wacpd/wacpd/trail"
 )
 
 // refRoot computes the RFC 6962 root of leaves by the definition (MTH), to
 // check the stored tree against an independent computation.
 func refRoot(leaves [][]byte) []byte {
-	h := Hasher{}
+	h := trail.Hasher{}
 	switch len(leaves) {
 	case 0:
 		return h.EmptyRoot()
@@ -31,11 +32,11 @@ func refRoot(leaves [][]byte) []byte {
 // consistency proof from every smaller size.
 func TestMerkleProofsEverySize(t *testing.T) {
 	tl := newMemLog(t)
-	h := Hasher{}
+	h := trail.Hasher{}
 	var leaves [][]byte
 	for size := uint64(1); size <= 300; size++ {
 		e := tl.append(tl.wsEv("ws-a"))[0]
-		leaf, err := LeafData(e)
+		leaf, err := trail.LeafData(e)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,10 +1,12 @@
-package trail
+package traillog
 
 import (
 	"bytes"
 	"encoding/json"
 	"reflect"
 	"testing"
+
+	"github.com/wacpd/wacpd/trail"
 )
 
 // TestStoredRoundTrip: the stored form decodes to the entry it was written
@@ -12,13 +14,13 @@ import (
 // workspace entries and strings that need escapes.
 func TestStoredRoundTrip(t *testing.T) {
 	for _, s := range []stored{
-		{Entry: Entry{ID: "01A", Timestamp: "t", Actor: "protocol", EventType: EventSystemDegraded,
-			Body: json.RawMessage(`{"reason":"r"}`), Integrity: Integrity{EntryHash: "blake3:aa", Algorithm: Algorithm}}},
-		{Entry: Entry{ID: "01B", Timestamp: "t", Workspace: "ws", Actor: "worker", EventType: EventCheckpointCreated,
+		{Entry: trail.Entry{ID: "01A", Timestamp: "t", Actor: "protocol", EventType: trail.EventSystemDegraded,
+			Body: json.RawMessage(`{"reason":"r"}`), Integrity: trail.Integrity{EntryHash: "blake3:aa", Algorithm: trail.Algorithm}}},
+		{Entry: trail.Entry{ID: "01B", Timestamp: "t", Workspace: "ws", Actor: "worker", EventType: trail.EventCheckpointCreated,
 			Body: json.RawMessage(`{"a":"<\"}\\u0000{[","b":[{}]}`), PrevHash: "blake3:bb",
-			Integrity: Integrity{EntryHash: "blake3:cc", Algorithm: Algorithm, LocalHash: "blake3:dd"}}, LocalPrev: "blake3:ee"},
-		{Entry: Entry{ID: "quote\"d", Timestamp: "t\n", Workspace: "ws", Actor: "a", EventType: "e",
-			Body: json.RawMessage(`{}`), Integrity: Integrity{Algorithm: Algorithm, Signature: "sig", Signer: "me"}}},
+			Integrity: trail.Integrity{EntryHash: "blake3:cc", Algorithm: trail.Algorithm, LocalHash: "blake3:dd"}}, LocalPrev: "blake3:ee"},
+		{Entry: trail.Entry{ID: "quote\"d", Timestamp: "t\n", Workspace: "ws", Actor: "a", EventType: "e",
+			Body: json.RawMessage(`{}`), Integrity: trail.Integrity{Algorithm: trail.Algorithm, Signature: "sig", Signer: "me"}}},
 	} {
 		b := appendStored(nil, s)
 		got, err := decodeStored(b)
@@ -44,7 +46,7 @@ func TestStoredRoundTrip(t *testing.T) {
 // canonical body.
 func TestTrail_BodyWithHTMLCharactersVerifies(t *testing.T) {
 	tl := newMemLog(t)
-	ev := tl.ev("ws1", "worker", EventCheckpointCreated)
+	ev := tl.ev("ws1", "worker", trail.EventCheckpointCreated)
 	ev.Body.(map[string]any)["type"] = "a<b>&c\u2028"
 	e := tl.append(ev)[0]
 	tl.verifyOK("")
@@ -69,9 +71,9 @@ func TestTrail_BodyWithHTMLCharactersVerifies(t *testing.T) {
 // FuzzDecodeStored: decoding arbitrary bytes never panics; whatever
 // decodes re-encodes to a form that decodes to the same entry.
 func FuzzDecodeStored(f *testing.F) {
-	f.Add(appendStored(nil, stored{Entry: Entry{ID: "01A", Timestamp: "t", Workspace: "w", Actor: "a",
+	f.Add(appendStored(nil, stored{Entry: trail.Entry{ID: "01A", Timestamp: "t", Workspace: "w", Actor: "a",
 		EventType: "e", Body: json.RawMessage(`{"k":["v",{"n":1}]}`), PrevHash: "p",
-		Integrity: Integrity{EntryHash: "h", Algorithm: Algorithm, LocalHash: "l"}}, LocalPrev: "lp"}))
+		Integrity: trail.Integrity{EntryHash: "h", Algorithm: trail.Algorithm, LocalHash: "l"}}, LocalPrev: "lp"}))
 	f.Add([]byte(`{"entry":{"id":"x","body":{"a":"}"}},"local_prev_hash":"q"}`))
 	f.Add([]byte(`{"entry":{"id":"x","timestamp":"t","workspace":null,"actor":"a","event_type":"e","body":{"a":[}]},"prev_hash":null,"integrity":{"algorithm":"b"}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -89,11 +91,11 @@ func FuzzDecodeStored(f *testing.F) {
 	})
 }
 
-// TestAppendHeadDecodes: a head written directly decodes with
+// TestAppendHeadDecodes: a trail.Head written directly decodes with
 // encoding/json to the same head, with and without its optional fields.
 func TestAppendHeadDecodes(t *testing.T) {
-	for _, h := range []head{{}, {Seq: 1 << 40, Hash: "blake3:ab"}, {Seq: 7, Hash: "h\"", ID: "01A", Timestamp: "t<"}} {
-		var got head
+	for _, h := range []trail.Head{{}, {Seq: 1 << 40, Hash: "blake3:ab"}, {Seq: 7, Hash: "h\"", ID: "01A", Timestamp: "t<"}} {
+		var got trail.Head
 		if err := json.Unmarshal(appendHead(nil, h), &got); err != nil || got != h {
 			t.Errorf("appendHead(%+v) decodes to %+v, %v", h, got, err)
 		}

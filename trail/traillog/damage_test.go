@@ -1,4 +1,4 @@
-package trail
+package traillog
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"github.com/transparency-dev/merkle/proof"
 
 	"github.com/wacpd/wacpd/clock"
+	"github.com/wacpd/wacpd/trail"
 )
 
 // blockTrailers returns, for each block of the uncompressed table file b
@@ -120,8 +121,8 @@ func TestDamagedBlockIsAFindingNotAPanic(t *testing.T) {
 				if err != nil {
 					continue
 				}
-				leaf, _ := LeafData(e)
-				if err := proof.VerifyInclusion(Hasher{}, idx, n, Hasher{}.HashLeaf(leaf), p, root); err != nil {
+				leaf, _ := trail.LeafData(e)
+				if err := proof.VerifyInclusion(trail.Hasher{}, idx, n, trail.Hasher{}.HashLeaf(leaf), p, root); err != nil {
 					t.Errorf("block %d damaged: InclusionProof(%d, %d) served a wrong proof: %v", i, idx, n, err)
 				}
 			}

@@ -1,4 +1,8 @@
-package casstore
+// Package badgerstore is casstore's Badger backend: a casstore.Store, plus
+// PutTxn, GetTxn and HasTxn for callers that need an object to commit
+// atomically with their own records. The key layout is in package
+// casstore's documentation (Format).
+package badgerstore
 
 import (
 	"context"
@@ -6,30 +10,31 @@ import (
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/wacpd/wacpd/casstore"
 )
 
 var (
-	_ Store      = (*Badger)(nil)
-	_ Enumerator = (*Badger)(nil)
+	_ casstore.Store      = (*Store)(nil)
+	_ casstore.Enumerator = (*Store)(nil)
 )
 
 // KeyPrefix is the Badger key prefix owned by this package. See the Format
-// section of the package documentation.
+// section of package casstore's documentation.
 const KeyPrefix = "cas/"
 
-// Badger is a Store backed by a Badger database. It is safe for concurrent
-// use.
-type Badger struct {
+// Store is a casstore.Store backed by a Badger database. It is safe for
+// concurrent use.
+type Store struct {
 	db *badger.DB
 }
 
-// NewBadger returns a Store that keeps objects in db under KeyPrefix. It
+// New returns a Store that keeps objects in db under KeyPrefix. It
 // does not open db, and the caller still owns it and must close it after the
 // last use of the Store.
-func NewBadger(db *badger.DB) *Badger { return &Badger{db: db} }
+func New(db *badger.DB) *Store { return &Store{db: db} }
 
 // Get returns the verified content of ref; see Fetcher.
-func (b *Badger) Get(ctx context.Context, ref Ref) ([]byte, error) {
+func (b *Store) Get(ctx context.Context, ref casstore.Ref) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -43,15 +48,15 @@ func (b *Badger) Get(ctx context.Context, ref Ref) ([]byte, error) {
 }
 
 // Put stores data unless it is already present; see Putter. Objects larger
-// than Badger's value limit return an error wrapping ErrTooLarge.
-func (b *Badger) Put(ctx context.Context, data []byte) (Ref, error) {
+// than Store's value limit return an error wrapping ErrTooLarge.
+func (b *Store) Put(ctx context.Context, data []byte) (casstore.Ref, error) {
 	if err := ctx.Err(); err != nil {
-		return Ref{}, err
+		return casstore.Ref{}, err
 	}
 	if err := b.checkSize(len(data)); err != nil {
-		return Ref{}, err
+		return casstore.Ref{}, err
 	}
-	var ref Ref
+	var ref casstore.Ref
 	put := func(txn *badger.Txn) error {
 		var err error
 		ref, err = PutTxn(txn, data)
@@ -64,13 +69,13 @@ func (b *Badger) Put(ctx context.Context, data []byte) (Ref, error) {
 		err = b.db.Update(put)
 	}
 	if err != nil {
-		return Ref{}, err
+		return casstore.Ref{}, err
 	}
 	return ref, nil
 }
 
 // Has reports whether ref is stored; see Statter.
-func (b *Badger) Has(ctx context.Context, ref Ref) (bool, error) {
+func (b *Store) Has(ctx context.Context, ref casstore.Ref) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
@@ -85,8 +90,8 @@ func (b *Badger) Has(ctx context.Context, ref Ref) (bool, error) {
 
 // Enumerate implements Enumerator. It runs inside one read transaction and
 // reads each value to report its exact size, so fn should be quick: a long
-// enumeration holds back Badger's garbage collection.
-func (b *Badger) Enumerate(ctx context.Context, after Ref, fn func(Ref, int64) error) error {
+// enumeration holds back Store's garbage collection.
+func (b *Store) Enumerate(ctx context.Context, after casstore.Ref, fn func(casstore.Ref, int64) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -102,7 +107,7 @@ func (b *Badger) Enumerate(ctx context.Context, after Ref, fn func(Ref, int64) e
 				return err
 			}
 			item := it.Item()
-			ref, err := FromBytes(item.Key()[len(KeyPrefix):])
+			ref, err := casstore.FromBytes(item.Key()[len(KeyPrefix):])
 			if err != nil {
 				return fmt.Errorf("enumerate: key %q: %w", item.Key(), err)
 			}
@@ -121,22 +126,22 @@ func (b *Badger) Enumerate(ctx context.Context, after Ref, fn func(Ref, int64) e
 	})
 }
 
-// maxInMemory is the largest object Put accepts when Badger runs in memory.
-// There Badger keeps every value in its LSM tree and refuses values over its
+// maxInMemory is the largest object Put accepts when Store runs in memory.
+// There Store keeps every value in its LSM tree and refuses values over its
 // initial ValueThreshold, at most 1 MiB; v4.9.6 panics on a value of exactly
 // that size, so stop one byte short.
 const maxInMemory = 1<<20 - 1
 
-// checkSize returns an error wrapping ErrTooLarge if Badger would refuse a
+// checkSize returns an error wrapping ErrTooLarge if Store would refuse a
 // value of n bytes with b.db's options.
-func (b *Badger) checkSize(n int) error {
+func (b *Store) checkSize(n int) error {
 	opts := b.db.Opts()
 	limit := opts.ValueLogFileSize
 	if opts.InMemory {
 		limit = min(limit, maxInMemory)
 	}
 	if int64(n) > limit {
-		return fmt.Errorf("put %d bytes, limit %d: %w", n, limit, ErrTooLarge)
+		return fmt.Errorf("put %d bytes, limit %d: %w", n, limit, casstore.ErrTooLarge)
 	}
 	return nil
 }
@@ -146,17 +151,17 @@ func (b *Badger) checkSize(n int) error {
 // it, PutTxn writes nothing. The object becomes visible only when the caller
 // commits txn, together with anything else txn writes. Like badger.Txn.Set,
 // PutTxn keeps a reference to data until txn ends.
-func PutTxn(txn *badger.Txn, data []byte) (Ref, error) {
-	ref := RefOf(data)
+func PutTxn(txn *badger.Txn, data []byte) (casstore.Ref, error) {
+	ref := casstore.RefOf(data)
 	ok, err := HasTxn(txn, ref)
 	if err != nil {
-		return Ref{}, err
+		return casstore.Ref{}, err
 	}
 	if ok {
 		return ref, nil
 	}
 	if err := PutSealedTxn(txn, ref, data); err != nil {
-		return Ref{}, err
+		return casstore.Ref{}, err
 	}
 	return ref, nil
 }
@@ -166,7 +171,7 @@ func PutTxn(txn *badger.Txn, data []byte) (Ref, error) {
 // checked is RefOf(data). Unlike PutTxn it does not look the object up
 // first: writing identical bytes twice is harmless, and every read verifies
 // the hash. Like PutTxn it keeps a reference to data until txn ends.
-func PutSealedTxn(txn *badger.Txn, ref Ref, data []byte) error {
+func PutSealedTxn(txn *badger.Txn, ref casstore.Ref, data []byte) error {
 	if err := txn.Set(key(ref), data); err != nil {
 		return fmt.Errorf("put %s: %w", ref, err)
 	}
@@ -176,10 +181,10 @@ func PutSealedTxn(txn *badger.Txn, ref Ref, data []byte) error {
 // GetTxn returns a verified copy of the content of ref as seen by txn. It
 // returns an error wrapping ErrNotFound if there is none, and a
 // *CorruptError if the stored bytes do not hash to ref.
-func GetTxn(txn *badger.Txn, ref Ref) ([]byte, error) {
+func GetTxn(txn *badger.Txn, ref casstore.Ref) ([]byte, error) {
 	item, err := txn.Get(key(ref))
 	if errors.Is(err, badger.ErrKeyNotFound) {
-		return nil, fmt.Errorf("get %s: %w", ref, ErrNotFound)
+		return nil, fmt.Errorf("get %s: %w", ref, casstore.ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", ref, err)
@@ -188,7 +193,7 @@ func GetTxn(txn *badger.Txn, ref Ref) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", ref, err)
 	}
-	if err := Verify(ref, data); err != nil {
+	if err := casstore.Verify(ref, data); err != nil {
 		return nil, err
 	}
 	return data, nil
@@ -196,7 +201,7 @@ func GetTxn(txn *badger.Txn, ref Ref) ([]byte, error) {
 
 // HasTxn reports whether ref is stored as seen by txn. It does not read or
 // verify the content.
-func HasTxn(txn *badger.Txn, ref Ref) (bool, error) {
+func HasTxn(txn *badger.Txn, ref casstore.Ref) (bool, error) {
 	_, err := txn.Get(key(ref))
 	switch {
 	case err == nil:
@@ -208,6 +213,7 @@ func HasTxn(txn *badger.Txn, ref Ref) (bool, error) {
 }
 
 // key returns the Badger key of ref: KeyPrefix followed by the raw sum.
-func key(ref Ref) []byte {
-	return append([]byte(KeyPrefix), ref.sum[:]...)
+func key(ref casstore.Ref) []byte {
+	sum := ref.Sum()
+	return append([]byte(KeyPrefix), sum[:]...)
 }

@@ -1,4 +1,4 @@
-package trail
+package traillog
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/wacpd/wacpd/trail"
 	"github.com/zeebo/blake3"
 )
 
@@ -100,7 +101,7 @@ func (c *checker) fastEntries(txn *badger.Txn) bool {
 		c.res.Examined++
 		err := item.Value(func(v []byte) error {
 			r, good := scanStored(v)
-			if !good || !r.fastable() || string(r.alg) != Algorithm || !bytes.Equal(r.prev, prevHash) || (r.hasPrev != (prevSeq > 0)) ||
+			if !good || !r.fastable() || string(r.alg) != trail.Algorithm || !bytes.Equal(r.prev, prevHash) || (r.hasPrev != (prevSeq > 0)) ||
 				(prevID != nil && (bytes.Compare(r.id, prevID) <= 0 || bytes.Compare(r.ts, prevTS) < 0)) ||
 				len(r.entryHash) != len(hashPrefix)+64 || string(r.entryHash[:len(hashPrefix)]) != hashPrefix {
 				return errFastPath
@@ -134,7 +135,7 @@ func (c *checker) fastEntries(txn *badger.Txn) bool {
 				last.ts = append(last.ts[:0], r.ts...)
 				last.id = append(last.id[:0], r.id...)
 				last.seqs = append(last.seqs, seq)
-				if string(r.typ) == string(EventWorkspaceStateChanged) && terminalBody(r.body) {
+				if string(r.typ) == string(trail.EventWorkspaceStateChanged) && trail.EndsWorkspace(r.body) {
 					last.terminal = true
 				}
 			}
@@ -166,11 +167,11 @@ func (c *checker) fastEntries(txn *badger.Txn) bool {
 		return false
 	}
 	// The state the reference walk would have left.
-	rl.prev = head{Seq: prevSeq, Hash: string(prevHash), ID: string(prevID), Timestamp: string(prevTS)}
+	rl.Prev = trail.Head{Seq: prevSeq, Hash: string(prevHash), ID: string(prevID), Timestamp: string(prevTS)}
 	for ws, ch := range locals {
-		rl.local[ws] = head{Seq: uint64(len(ch.seqs)), Hash: string(ch.hash), ID: string(ch.id), Timestamp: string(ch.ts)}
+		rl.Local[ws] = trail.Head{Seq: uint64(len(ch.seqs)), Hash: string(ch.hash), ID: string(ch.id), Timestamp: string(ch.ts)}
 		if ch.terminal {
-			rl.terminal[ws] = true
+			rl.Terminal[ws] = true
 		}
 	}
 	c.res.Valid, c.res.Last = prevSeq, prevSeq
@@ -182,7 +183,7 @@ func (c *checker) fastEntries(txn *badger.Txn) bool {
 // own, from their leaves sent in chunks, comparing every node it completes
 // with the stored one (nodeCheck) and, at the signed size, the root.
 type treeCheck struct {
-	rl     *rules
+	rl     *trail.Rules
 	nodes  *nodeCheck
 	chunk  [][32]byte
 	work   chan [][32]byte
@@ -192,7 +193,7 @@ type treeCheck struct {
 	closed bool
 }
 
-func newTreeCheck(txn *badger.Txn, rl *rules) *treeCheck {
+func newTreeCheck(txn *badger.Txn, rl *trail.Rules) *treeCheck {
 	t := &treeCheck{rl: rl, nodes: newNodeCheck(txn), work: make(chan [][32]byte, 4), free: make(chan [][32]byte, 5), done: make(chan struct{})}
 	for range 5 {
 		t.free <- make([][32]byte, 0, chunkEntries)
@@ -217,16 +218,16 @@ func (t *treeCheck) run() {
 			if t.failed.Load() {
 				break
 			}
-			if err := t.rl.rng.Append(Hasher{}.HashLeaf(c[i][:]), t.nodes.visit); err != nil || t.nodes.problem != "" {
+			if err := t.rl.Range.Append(trail.Hasher{}.HashLeaf(c[i][:]), t.nodes.visit); err != nil || t.nodes.problem != "" {
 				t.failed.Store(true)
 				break
 			}
-			if t.rl.rng.End() == t.rl.signedSize {
-				if root, err := t.rl.rng.GetRootHash(nil); err != nil || !bytes.Equal(root, t.rl.signedRoot) {
+			if size, signed := t.rl.Signed(); t.rl.Range.End() == size {
+				if root, err := t.rl.Range.GetRootHash(nil); err != nil || !bytes.Equal(root, signed) {
 					t.failed.Store(true)
 					break
 				}
-				t.rl.signedCovered = true
+				t.rl.SignedCovered = true
 			}
 		}
 		t.free <- c[:0]

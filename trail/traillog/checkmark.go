@@ -1,9 +1,10 @@
-package trail
+package traillog
 
 import (
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/wacpd/wacpd/trail"
 )
 
 // keyChecked holds the mark of the last check: the chains' state after the
@@ -12,10 +13,10 @@ var keyChecked = []byte("t/c")
 
 // checkMark is the value under t/c.
 type checkMark struct {
-	Global   head            `json:"global"`
-	Local    map[string]head `json:"local"`
-	Terminal []string        `json:"terminal,omitempty"`
-	Range    [][]byte        `json:"range"` // the compact Merkle range [0, Global.Seq)
+	Global   trail.Head            `json:"global"`
+	Local    map[string]trail.Head `json:"local"`
+	Terminal []string              `json:"terminal,omitempty"`
+	Range    [][]byte              `json:"range"` // the compact Merkle range [0, Global.Seq)
 }
 
 // MarkChecked records that entries #1 … #res.Valid passed res's check, so
@@ -71,27 +72,27 @@ func (c *checker) resume(txn *badger.Txn) {
 		return
 	}
 	if item.Value(func(v []byte) (err error) { s, err = readStored(v); return err }) != nil ||
-		s.Entry.ID != m.Global.ID || fastHash(s.Entry) != m.Global.Hash || s.Entry.Integrity.EntryHash != m.Global.Hash {
+		s.Entry.ID != m.Global.ID || trail.HashCanonical(s.Entry) != m.Global.Hash || s.Entry.Integrity.EntryHash != m.Global.Hash {
 		return
 	}
-	rng, err := rangeFactory.NewRange(0, m.Global.Seq, m.Range)
+	rng, err := trail.RangeFactory.NewRange(0, m.Global.Seq, m.Range)
 	if err != nil {
 		return
 	}
 	if m.Local == nil {
-		m.Local = map[string]head{}
+		m.Local = map[string]trail.Head{}
 	}
-	c.r.prev, c.r.rng, c.r.local = m.Global, rng, m.Local
+	c.r.Prev, c.r.Range, c.r.Local = m.Global, rng, m.Local
 	c.res.From, c.res.Valid = m.Global.Seq, m.Global.Seq
 	for _, ws := range m.Terminal {
-		c.r.terminal[ws] = true
+		c.r.Terminal[ws] = true
 	}
 	if c.opts.SignedSize == m.Global.Seq {
 		root, err := rng.GetRootHash(nil)
 		if err == nil && string(root) == string(c.opts.SignedRoot) {
-			c.r.signedCovered = true
+			c.r.SignedCovered = true
 		} else {
-			*c = *newChecker(c.ctx, c.opts) // the head disagrees with the mark: read everything
+			*c = *newChecker(c.ctx, c.opts) // the trail.Head disagrees with the mark: read everything
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package trail
+package traillog
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/wacpd/wacpd/trail"
 	"github.com/zeebo/blake3"
 )
 
@@ -97,11 +98,11 @@ func forgeStored(t *testing.T, db *badger.DB, seq uint64, fn func(*stored)) {
 	if s.Entry.Workspace != "" {
 		local := s.local()
 		local.Integrity.EntryHash = ""
-		if s.Entry.Integrity.LocalHash, err = Hash(local); err != nil {
+		if s.Entry.Integrity.LocalHash, err = trail.Hash(local); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if s.Entry.Integrity.EntryHash, err = Hash(s.Entry); err != nil {
+	if s.Entry.Integrity.EntryHash, err = trail.Hash(s.Entry); err != nil {
 		t.Fatal(err)
 	}
 	b, err := json.Marshal(s)
@@ -114,7 +115,7 @@ func forgeStored(t *testing.T, db *badger.DB, seq uint64, fn func(*stored)) {
 // flipBodyByte flips the lowest bit of the first byte of one body value.
 func flipBodyByte(entry map[string]any) {
 	body := entry["body"].(map[string]any)
-	for _, f := range EventType(entry["event_type"].(string)).RequiredFields() {
+	for _, f := range trail.EventType(entry["event_type"].(string)).RequiredFields() {
 		if s, ok := body[f].(string); ok && s != "" {
 			b := []byte(s)
 			b[0] ^= 1
@@ -127,7 +128,7 @@ func flipBodyByte(entry map[string]any) {
 
 // tamperTrail builds a trail of 30 entries over three workspaces plus
 // system-level entries, on disk.
-func tamperTrail(t *testing.T) (*testLog, []Entry) {
+func tamperTrail(t *testing.T) (*testLog, []trail.Entry) {
 	t.Helper()
 	tl := newTestLog(t)
 	es := tl.interleaved(30, "ws-a", "ws-b", "ws-c")
@@ -137,7 +138,7 @@ func tamperTrail(t *testing.T) (*testLog, []Entry) {
 
 // seqOfWS returns the 1-based global seq and the local position of the
 // n-th (0-based) entry of ws.
-func seqOfWS(t *testing.T, es []Entry, ws string, n int) (seq uint64, local uint64) {
+func seqOfWS(t *testing.T, es []trail.Entry, ws string, n int) (seq uint64, local uint64) {
 	t.Helper()
 	for i, e := range es {
 		if e.Workspace != ws {
@@ -159,137 +160,137 @@ func TestVerify_Tamper(t *testing.T) {
 		// tamper changes the database and returns the expected first bad
 		// entry ("" to skip the check) and the workspace whose single-scope
 		// Verify must also fail ("" to skip).
-		tamper        func(t *testing.T, tl *testLog, es []Entry) (firstBad, ws string)
-		wantViolation Violation
-		wantWS        Violation // expected violation of Verify(ws)
+		tamper        func(t *testing.T, tl *testLog, es []trail.Entry) (firstBad, ws string)
+		wantViolation trail.Violation
+		wantWS        trail.Violation // expected violation of Verify(ws)
 	}{
 		{
 			name: "body byte flipped in a workspace entry",
-			tamper: func(t *testing.T, tl *testLog, es []Entry) (string, string) {
+			tamper: func(t *testing.T, tl *testLog, es []trail.Entry) (string, string) {
 				seq, _ := seqOfWS(t, es, "ws-b", 3)
 				mutateStored(t, tl.db, seq, func(_, e map[string]any) { flipBodyByte(e) })
 				return es[seq-1].ID, "ws-b"
 			},
-			wantViolation: ViolationHashMismatch, wantWS: ViolationHashMismatch,
+			wantViolation: trail.ViolationHashMismatch, wantWS: trail.ViolationHashMismatch,
 		},
 		{
 			name: "body byte flipped in the first entry",
-			tamper: func(t *testing.T, tl *testLog, es []Entry) (string, string) {
+			tamper: func(t *testing.T, tl *testLog, es []trail.Entry) (string, string) {
 				mutateStored(t, tl.db, 1, func(_, e map[string]any) { flipBodyByte(e) })
 				return es[0].ID, es[0].Workspace
 			},
-			wantViolation: ViolationHashMismatch, wantWS: ViolationHashMismatch,
+			wantViolation: trail.ViolationHashMismatch, wantWS: trail.ViolationHashMismatch,
 		},
 		{
 			name: "body byte flipped in a system entry",
-			tamper: func(t *testing.T, tl *testLog, es []Entry) (string, string) {
+			tamper: func(t *testing.T, tl *testLog, es []trail.Entry) (string, string) {
 				mutateStored(t, tl.db, 8, func(_, e map[string]any) { flipBodyByte(e) })
 				if es[7].Workspace != "" {
 					t.Fatalf("entry #8 is in %q, want a system entry", es[7].Workspace)
 				}
 				return es[7].ID, ""
 			},
-			wantViolation: ViolationHashMismatch,
+			wantViolation: trail.ViolationHashMismatch,
 		},
 		{
 			name: "actor changed",
-			tamper: func(t *testing.T, tl *testLog, es []Entry) (string, string) {
+			tamper: func(t *testing.T, tl *testLog, es []trail.Entry) (string, string) {
 				mutateStored(t, tl.db, 14, func(_, e map[string]any) { e["actor"] = "coordinator" })
 				return es[13].ID, es[13].Workspace
 			},
-			wantViolation: ViolationHashMismatch, wantWS: ViolationHashMismatch,
+			wantViolation: trail.ViolationHashMismatch, wantWS: trail.ViolationHashMismatch,
 		},
 		{
 			name: "workspace moved to another workspace",
-			tamper: func(t *testing.T, tl *testLog, es []Entry) (string, string) {
+			tamper: func(t *testing.T, tl *testLog, es []trail.Entry) (string, string) {
 				mutateStored(t, tl.db, 1, func(_, e map[string]any) { e["workspace"] = "ws-c" })
 				return es[0].ID, ""
 			},
-			wantViolation: ViolationHashMismatch,
+			wantViolation: trail.ViolationHashMismatch,
 		},
 		{
 			name: "system entry changed and entry_hash recomputed",
-			tamper: func(t *testing.T, tl *testLog, es []Entry) (string, string) {
+			tamper: func(t *testing.T, tl *testLog, es []trail.Entry) (string, string) {
 				// A forger who rehashes the entry breaks the link to the next one.
 				forgeStored(t, tl.db, 4, func(s *stored) { s.Entry.Actor = "forger" })
 				return es[4].ID, ""
 			},
-			wantViolation: ViolationChainBroken,
+			wantViolation: trail.ViolationChainBroken,
 		},
 		{
 			name: "workspace entry changed and both hashes recomputed",
-			tamper: func(t *testing.T, tl *testLog, es []Entry) (string, string) {
+			tamper: func(t *testing.T, tl *testLog, es []trail.Entry) (string, string) {
 				// Rewriting the local chain consistently changes the anchor
 				// (local_hash), so the global chain breaks (Security §5.3).
 				seq, _ := seqOfWS(t, es, "ws-a", 2)
 				forgeStored(t, tl.db, seq, func(s *stored) { s.Entry.Body = json.RawMessage(`{"forged":true}`) })
 				return es[seq].ID, ""
 			},
-			wantViolation: ViolationChainBroken,
+			wantViolation: trail.ViolationChainBroken,
 		},
 		{
 			name: "prev_hash changed",
-			tamper: func(t *testing.T, tl *testLog, es []Entry) (string, string) {
+			tamper: func(t *testing.T, tl *testLog, es []trail.Entry) (string, string) {
 				mutateStored(t, tl.db, 12, func(_, e map[string]any) { e["prev_hash"] = es[9].Integrity.EntryHash })
 				return es[11].ID, ""
 			},
-			wantViolation: ViolationHashMismatch, // the entry itself changed: its hash is checked first
+			wantViolation: trail.ViolationHashMismatch, // the entry itself changed: its hash is checked first
 		},
 		{
 			name: "prev_hash nulled",
-			tamper: func(t *testing.T, tl *testLog, es []Entry) (string, string) {
+			tamper: func(t *testing.T, tl *testLog, es []trail.Entry) (string, string) {
 				mutateStored(t, tl.db, 20, func(_, e map[string]any) { e["prev_hash"] = nil })
 				return es[19].ID, ""
 			},
-			wantViolation: ViolationHashMismatch, // the entry itself changed: its hash is checked first
+			wantViolation: trail.ViolationHashMismatch, // the entry itself changed: its hash is checked first
 		},
 		{
 			name: "entry deleted",
-			tamper: func(t *testing.T, tl *testLog, es []Entry) (string, string) {
+			tamper: func(t *testing.T, tl *testLog, es []trail.Entry) (string, string) {
 				rawDelete(t, tl.db, rawGlobalKey(17))
 				return "#17", "" // the missing entry
 			},
-			wantViolation: ViolationChainBroken,
+			wantViolation: trail.ViolationChainBroken,
 		},
 		{
 			name: "first entry deleted",
-			tamper: func(t *testing.T, tl *testLog, es []Entry) (string, string) {
+			tamper: func(t *testing.T, tl *testLog, es []trail.Entry) (string, string) {
 				rawDelete(t, tl.db, rawGlobalKey(1))
 				return "#1", ""
 			},
-			wantViolation: ViolationChainBroken,
+			wantViolation: trail.ViolationChainBroken,
 		},
 		{
 			name: "last entry deleted",
-			tamper: func(t *testing.T, tl *testLog, es []Entry) (string, string) {
+			tamper: func(t *testing.T, tl *testLog, es []trail.Entry) (string, string) {
 				rawDelete(t, tl.db, rawGlobalKey(30))
-				return "#30", "" // the head counts it
+				return "#30", "" // the trail.Head counts it
 			},
-			wantViolation: ViolationChainBroken,
+			wantViolation: trail.ViolationChainBroken,
 		},
 		{
 			name: "two entries swapped",
-			tamper: func(t *testing.T, tl *testLog, es []Entry) (string, string) {
+			tamper: func(t *testing.T, tl *testLog, es []trail.Entry) (string, string) {
 				a, b := rawGet(t, tl.db, rawGlobalKey(6)), rawGet(t, tl.db, rawGlobalKey(22))
 				rawSet(t, tl.db, rawGlobalKey(6), b)
 				rawSet(t, tl.db, rawGlobalKey(22), a)
 				return es[21].ID, ""
 			},
-			wantViolation: ViolationChainBroken,
+			wantViolation: trail.ViolationChainBroken,
 		},
 		{
 			name: "adjacent entries swapped",
-			tamper: func(t *testing.T, tl *testLog, es []Entry) (string, string) {
+			tamper: func(t *testing.T, tl *testLog, es []trail.Entry) (string, string) {
 				a, b := rawGet(t, tl.db, rawGlobalKey(10)), rawGet(t, tl.db, rawGlobalKey(11))
 				rawSet(t, tl.db, rawGlobalKey(10), b)
 				rawSet(t, tl.db, rawGlobalKey(11), a)
 				return es[10].ID, ""
 			},
-			wantViolation: ViolationChainBroken,
+			wantViolation: trail.ViolationChainBroken,
 		},
 		{
 			name: "local_hash changed",
-			tamper: func(t *testing.T, tl *testLog, es []Entry) (string, string) {
+			tamper: func(t *testing.T, tl *testLog, es []trail.Entry) (string, string) {
 				seq, _ := seqOfWS(t, es, "ws-a", 4)
 				other, _ := seqOfWS(t, es, "ws-a", 2)
 				mutateStored(t, tl.db, seq, func(_, e map[string]any) {
@@ -297,32 +298,32 @@ func TestVerify_Tamper(t *testing.T) {
 				})
 				return es[seq-1].ID, "ws-a"
 			},
-			wantViolation: ViolationHashMismatch, wantWS: ViolationHashMismatch,
+			wantViolation: trail.ViolationHashMismatch, wantWS: trail.ViolationHashMismatch,
 		},
 		{
 			name: "local_hash removed",
-			tamper: func(t *testing.T, tl *testLog, es []Entry) (string, string) {
+			tamper: func(t *testing.T, tl *testLog, es []trail.Entry) (string, string) {
 				seq, _ := seqOfWS(t, es, "ws-c", 1)
 				mutateStored(t, tl.db, seq, func(_, e map[string]any) {
 					delete(e["integrity"].(map[string]any), "local_hash")
 				})
 				return es[seq-1].ID, "ws-c"
 			},
-			wantViolation: ViolationHashMismatch, wantWS: ViolationHashMismatch,
+			wantViolation: trail.ViolationHashMismatch, wantWS: trail.ViolationHashMismatch,
 		},
 		{
 			name: "local_hash added to a system entry",
-			tamper: func(t *testing.T, tl *testLog, es []Entry) (string, string) {
+			tamper: func(t *testing.T, tl *testLog, es []trail.Entry) (string, string) {
 				mutateStored(t, tl.db, 4, func(_, e map[string]any) {
 					e["integrity"].(map[string]any)["local_hash"] = es[0].Integrity.LocalHash
 				})
 				return es[3].ID, ""
 			},
-			wantViolation: ViolationHashMismatch,
+			wantViolation: trail.ViolationHashMismatch,
 		},
 		{
 			name: "local prev_hash changed",
-			tamper: func(t *testing.T, tl *testLog, es []Entry) (string, string) {
+			tamper: func(t *testing.T, tl *testLog, es []trail.Entry) (string, string) {
 				seq, _ := seqOfWS(t, es, "ws-b", 5)
 				first, _ := seqOfWS(t, es, "ws-b", 0)
 				mutateStored(t, tl.db, seq, func(s, _ map[string]any) {
@@ -330,43 +331,43 @@ func TestVerify_Tamper(t *testing.T) {
 				})
 				return es[seq-1].ID, "ws-b"
 			},
-			wantViolation: ViolationChainBroken, wantWS: ViolationChainBroken,
+			wantViolation: trail.ViolationChainBroken, wantWS: trail.ViolationChainBroken,
 		},
 		{
 			name: "undecodable entry",
-			tamper: func(t *testing.T, tl *testLog, es []Entry) (string, string) {
+			tamper: func(t *testing.T, tl *testLog, es []trail.Entry) (string, string) {
 				rawSet(t, tl.db, rawGlobalKey(9), []byte(`{"entry":`))
 				return "", ""
 			},
-			wantViolation: ViolationHashMismatch,
+			wantViolation: trail.ViolationHashMismatch,
 		},
 		{
 			name: "local index key deleted",
-			tamper: func(t *testing.T, tl *testLog, es []Entry) (string, string) {
+			tamper: func(t *testing.T, tl *testLog, es []trail.Entry) (string, string) {
 				_, n := seqOfWS(t, es, "ws-a", 3)
 				rawDelete(t, tl.db, rawLocalKey("ws-a", n))
 				return "", "ws-a"
 			},
-			wantViolation: ViolationChainBroken, wantWS: ViolationChainBroken,
+			wantViolation: trail.ViolationChainBroken, wantWS: trail.ViolationChainBroken,
 		},
 		{
 			name: "local index points at another workspace's entry",
-			tamper: func(t *testing.T, tl *testLog, es []Entry) (string, string) {
+			tamper: func(t *testing.T, tl *testLog, es []trail.Entry) (string, string) {
 				_, n := seqOfWS(t, es, "ws-a", 2)
 				seqB, _ := seqOfWS(t, es, "ws-b", 2)
 				rawSet(t, tl.db, rawLocalKey("ws-a", n), binary.BigEndian.AppendUint64(nil, seqB))
 				return "", "ws-a"
 			},
-			wantViolation: ViolationChainBroken, wantWS: ViolationChainBroken,
+			wantViolation: trail.ViolationChainBroken, wantWS: trail.ViolationChainBroken,
 		},
 		{
 			name: "local index entry added",
-			tamper: func(t *testing.T, tl *testLog, es []Entry) (string, string) {
+			tamper: func(t *testing.T, tl *testLog, es []trail.Entry) (string, string) {
 				seqB, _ := seqOfWS(t, es, "ws-b", 0)
 				rawSet(t, tl.db, rawLocalKey("ws-a", 1000), binary.BigEndian.AppendUint64(nil, seqB))
 				return "", "ws-a"
 			},
-			wantViolation: ViolationChainBroken, wantWS: ViolationChainBroken,
+			wantViolation: trail.ViolationChainBroken, wantWS: trail.ViolationChainBroken,
 		},
 	}
 	for _, tt := range tests {
@@ -420,13 +421,13 @@ func TestVerify_WorkspaceSeesBrokenGlobalEntry(t *testing.T) {
 	tests := []struct {
 		name   string
 		tamper func(t *testing.T, db *badger.DB, seq uint64)
-		want   Violation
+		want   trail.Violation
 	}{
-		{"entry deleted", func(t *testing.T, db *badger.DB, seq uint64) { rawDelete(t, db, rawGlobalKey(seq)) }, ViolationChainBroken},
-		{"entry undecodable", func(t *testing.T, db *badger.DB, seq uint64) { rawSet(t, db, rawGlobalKey(seq), []byte(`{"entry":[`)) }, ViolationHashMismatch},
+		{"entry deleted", func(t *testing.T, db *badger.DB, seq uint64) { rawDelete(t, db, rawGlobalKey(seq)) }, trail.ViolationChainBroken},
+		{"entry undecodable", func(t *testing.T, db *badger.DB, seq uint64) { rawSet(t, db, rawGlobalKey(seq), []byte(`{"entry":[`)) }, trail.ViolationHashMismatch},
 		{"entry of the wrong type", func(t *testing.T, db *badger.DB, seq uint64) {
 			rawSet(t, db, rawGlobalKey(seq), []byte(`{"entry":{"id":7}}`))
-		}, ViolationHashMismatch},
+		}, trail.ViolationHashMismatch},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -480,11 +481,11 @@ func TestEntryGolden(t *testing.T) {
 	tl := newMemLog(t)
 	es := tl.append(
 		Event{ID: "01JDAXQ5Z0B2C3D4E5F6G7H8J9", Timestamp: "2026-11-21T22:48:25.123456789Z",
-			Actor: ActorProtocol, Type: EventSystemDegraded, Body: map[string]any{
+			Actor: trail.ActorProtocol, Type: trail.EventSystemDegraded, Body: map[string]any{
 				"reason": "test", "scope": "global", "affected_workspaces": []string{},
-				"coordinator_action": "none", "hash_algorithm": Algorithm}},
+				"coordinator_action": "none", "hash_algorithm": trail.Algorithm}},
 		Event{ID: "01JDAXQ5Z1B2C3D4E5F6G7H8J9", Timestamp: "2026-11-21T22:48:25.223456789Z",
-			Workspace: "01JDAXQ5Z0AAAAAAAAAAAAAAAA", Actor: "worker", Type: EventCheckpointCreated,
+			Workspace: "01JDAXQ5Z0AAAAAAAAAAAAAAAA", Actor: "worker", Type: trail.EventCheckpointCreated,
 			Body: map[string]any{
 				"checkpoint_id": "01JDAXQ5Z1CCCCCCCCCCCCCCCC", "workspace": "01JDAXQ5Z0AAAAAAAAAAAAAAAA",
 				"type": "artifact", "status": "final", "confidence": 0.75, "parent": nil,
@@ -500,10 +501,10 @@ func TestEntryGolden(t *testing.T) {
 	out.WriteString("# Trail entry hash format (go test ./trail -run TestEntryGolden -update).\n")
 	out.WriteString("# Each hash is \"blake3:\" + hex(BLAKE3-256(canonical)), canonical = RFC 8785 JSON of the\n")
 	out.WriteString("# entry without integrity.entry_hash, integrity.signature and integrity.signer.\n")
-	section := func(name string, e Entry) {
+	section := func(name string, e trail.Entry) {
 		hashed := e
 		hashed.Integrity.EntryHash, hashed.Integrity.Signature, hashed.Integrity.Signer = "", "", ""
-		c, err := Canonical(hashed)
+		c, err := trail.Canonical(hashed)
 		if err != nil {
 			t.Fatalf("Canonical(%s): %v", name, err)
 		}
@@ -530,11 +531,9 @@ func TestEntryGolden(t *testing.T) {
 		t.Errorf("global #2 local_hash = %s, want %s", es[1].Integrity.LocalHash, local[0].Integrity.EntryHash)
 	}
 
-	path := filepath.Join("testdata", "entry.golden")
+	// The golden file is the format's: it lives with package trail.
+	path := filepath.Join("..", "testdata", "entry.golden")
 	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
 		if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -1,8 +1,10 @@
-package trail
+package traillog
 
 import (
 	"context"
 	"testing"
+
+	"github.com/wacpd/wacpd/trail"
 )
 
 // BenchmarkAppend appends one checkpoint_created entry per transaction to
@@ -12,7 +14,7 @@ func BenchmarkAppend(b *testing.B) {
 	tl := newMemLog(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		tl.append(tl.ev("ws1", "worker", EventCheckpointCreated))
+		tl.append(tl.ev("ws1", "worker", trail.EventCheckpointCreated))
 	}
 }
 
@@ -35,10 +37,10 @@ func BenchmarkVerify(b *testing.B) {
 // BenchmarkHash hashes a typical checkpoint_created entry.
 func BenchmarkHash(b *testing.B) {
 	tl := newMemLog(b)
-	e := tl.append(tl.ev("ws1", "worker", EventCheckpointCreated))[0]
+	e := tl.append(tl.ev("ws1", "worker", trail.EventCheckpointCreated))[0]
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Hash(e); err != nil {
+		if _, err := trail.Hash(e); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,94 +1,24 @@
-package trail
+package traillog
 
 import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/wacpd/wacpd/trail"
 )
-
-// DefaultLimit and MaxLimit bound the entries one Read returns.
-const (
-	DefaultLimit = 100
-	MaxLimit     = 1000
-)
-
-// Query selects entries of the global trail. Zero fields do not filter; set
-// fields are AND-combined.
-type Query struct {
-	After     string    // entry id; return entries after it
-	Limit     int       // 0 = DefaultLimit; capped at MaxLimit
-	Workspace string    // only this workspace's entries
-	EventType EventType // only this event type
-	Actor     string    // only this actor
-	Since     string    // timestamp, inclusive
-	Until     string    // timestamp, exclusive
-	// Body selects entries whose body has each of these top-level fields
-	// with this value (a string field equal to it, or any other JSON value
-	// whose text equals it).
-	Body map[string]string
-	// MaxBytes, if positive, ends a page before the entry that would take
-	// the page's JSON past it (estimated: each entry's body plus
-	// entryOverhead); the first entry is always taken.
-	MaxBytes int
-}
 
 // entryOverhead bounds what an entry's JSON holds besides its body: ids,
 // timestamps, actor, event type and the integrity hashes with their keys.
 const entryOverhead = 1024
 
-func (q Query) match(e Entry) bool {
-	return (q.Workspace == "" || e.Workspace == q.Workspace) &&
-		(q.EventType == "" || e.EventType == q.EventType) &&
-		(q.Actor == "" || e.Actor == q.Actor) &&
-		(q.Since == "" || e.Timestamp >= q.Since) &&
-		(q.Until == "" || e.Timestamp < q.Until) &&
-		q.matchBody(e.Body)
-}
-
-func (q Query) matchBody(body json.RawMessage) bool {
-	if len(q.Body) == 0 {
-		return true
-	}
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(body, &fields) != nil {
-		return false
-	}
-	for k, want := range q.Body {
-		v, ok := fields[k]
-		if !ok {
-			return false
-		}
-		var s string
-		if json.Unmarshal(v, &s) == nil {
-			if s != want {
-				return false
-			}
-		} else if string(v) != want {
-			return false
-		}
-	}
-	return true
-}
-
-func (q Query) limit() int {
-	switch {
-	case q.Limit <= 0:
-		return DefaultLimit
-	case q.Limit > MaxLimit:
-		return MaxLimit
-	}
-	return q.Limit
-}
-
 // Read returns entries of the global trail in global order (global view), and
 // the id to pass as After for the next page ("" when there are no more).
-func (l *Log) Read(ctx context.Context, q Query) ([]Entry, string, error) {
-	var out []Entry
+func (l *Log) Read(ctx context.Context, q trail.Query) ([]trail.Entry, string, error) {
+	var out []trail.Entry
 	more := false
 	err := view(l.db, "read trail", func(txn *badger.Txn) error {
 		after := uint64(0)
@@ -101,11 +31,11 @@ func (l *Log) Read(ctx context.Context, q Query) ([]Entry, string, error) {
 		}
 		size := 0
 		return l.scan(ctx, txn, q.Workspace, after, func(s stored) bool {
-			if !q.match(s.Entry) {
+			if !q.Match(s.Entry) {
 				return true
 			}
 			size += len(s.Entry.Body) + entryOverhead
-			if len(out) == q.limit() || (q.MaxBytes > 0 && len(out) > 0 && size > q.MaxBytes) {
+			if len(out) == q.PageSize() || (q.MaxBytes > 0 && len(out) > 0 && size > q.MaxBytes) {
 				more = true
 				return false
 			}
@@ -125,9 +55,9 @@ func (l *Log) Read(ctx context.Context, q Query) ([]Entry, string, error) {
 
 // ReadLocal returns workspace ws's local trail (local view: prev_hash and
 // entry_hash of the workspace's own chain) after the entry with id after.
-func (l *Log) ReadLocal(ctx context.Context, ws, after string, limit int) ([]Entry, error) {
-	q := Query{Workspace: ws, After: after, Limit: limit}
-	var out []Entry
+func (l *Log) ReadLocal(ctx context.Context, ws, after string, limit int) ([]trail.Entry, error) {
+	q := trail.Query{Workspace: ws, After: after, Limit: limit}
+	var out []trail.Entry
 	err := view(l.db, "read trail", func(txn *badger.Txn) error {
 		var from uint64
 		if after != "" {
@@ -138,7 +68,7 @@ func (l *Log) ReadLocal(ctx context.Context, ws, after string, limit int) ([]Ent
 			from = s
 		}
 		return l.scan(ctx, txn, ws, from, func(s stored) bool {
-			if len(out) == q.limit() {
+			if len(out) == q.PageSize() {
 				return false
 			}
 			out = append(out, s.local())
@@ -152,8 +82,8 @@ func (l *Log) ReadLocal(ctx context.Context, ws, after string, limit int) ([]Ent
 }
 
 // Get returns the entry with the given id in its global view.
-func (l *Log) Get(id string) (Entry, error) {
-	var e Entry
+func (l *Log) Get(id string) (trail.Entry, error) {
+	var e trail.Entry
 	err := view(l.db, "read trail", func(txn *badger.Txn) error {
 		seq, err := seqOf(txn, id)
 		if err != nil {
@@ -170,12 +100,7 @@ func (l *Log) Get(id string) (Entry, error) {
 }
 
 // local returns the local view of a stored entry.
-func (s stored) local() Entry {
-	e := s.Entry
-	e.PrevHash = s.LocalPrev
-	e.Integrity.EntryHash, e.Integrity.LocalHash = s.Entry.Integrity.LocalHash, ""
-	return e
-}
+func (s stored) local() trail.Entry { return trail.LocalView(s.Entry, s.LocalPrev) }
 
 // scan calls fn for each stored entry after global seq after, in global
 // order, restricted to workspace ws when ws is set, until fn returns false.

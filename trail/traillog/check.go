@@ -1,4 +1,4 @@
-package trail
+package traillog
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/y"
 	"github.com/transparency-dev/merkle/compact"
+	"github.com/wacpd/wacpd/trail"
 )
 
 // CheckOptions says what Check compares the stored trail with.
@@ -27,7 +28,7 @@ type CheckOptions struct {
 	// the check read, in order. When the accelerated check gives way to
 	// the reference walk, the calls start again from the first entry read:
 	// a visitor that sees seq again drops what it kept from seq on.
-	Visit func(seq uint64, e Entry)
+	Visit func(seq uint64, e trail.Entry)
 
 	reference bool // tests: skip the accelerated check
 }
@@ -43,7 +44,7 @@ type CheckResult struct {
 	// Valid is the length of the valid prefix: entries #1 … #Valid pass
 	// every check.
 	Valid uint64
-	// Last is the highest entry number the trail holds or its head claims
+	// Last is the highest entry number the trail holds or its trail.Head claims
 	// (Last > Valid when something is wrong with the entries).
 	Last uint64
 	// FirstBad names entry #Valid+1 ("#N", with its id when it could be
@@ -52,7 +53,7 @@ type CheckResult struct {
 	FirstBad  string
 	BadSeq    uint64
 	BadID     string
-	Violation Violation
+	Violation trail.Violation
 	Detail    string
 	// Derived names the first record derived from the entries (a chain
 	// head, an index, a Merkle node) that disagrees with the valid prefix;
@@ -62,7 +63,7 @@ type CheckResult struct {
 	Derived   string
 	DerivedAt string
 	// SignedCovered reports whether the valid prefix covers the signed tree
-	// head passed to Check and hashes to its root. It is true when no head
+	// trail.Head passed to Check and hashes to its root. It is true when no trail.Head
 	// was passed.
 	SignedCovered bool
 	// Workspaces counts the workspace chains in the valid prefix.
@@ -71,8 +72,8 @@ type CheckResult struct {
 	derivedLocal bool // Derived is about a workspace's local index
 
 	// The chains' state at the end of the valid prefix, for MarkChecked.
-	global   head
-	local    map[string]head
+	global   trail.Head
+	local    map[string]trail.Head
 	terminal map[string]bool
 	rng      *compact.Range
 }
@@ -86,25 +87,25 @@ func (r CheckResult) OK() bool { return r.Violation == "" && r.Derived == "" && 
 // record that disagrees: chain_broken at the workspace for a local index
 // (the workspace's trail as read through it is not the global trail
 // filtered to it), index_mismatch for the others.
-func (r CheckResult) Verdict() VerifyResult {
+func (r CheckResult) Verdict() trail.VerifyResult {
 	switch {
 	case r.Violation != "":
 		where := r.BadID
 		if where == "" {
 			where = fmt.Sprintf("#%d", r.BadSeq)
 		}
-		return VerifyResult{Entries: r.Valid, FirstBad: where, Violation: r.Violation, Detail: r.Detail}
+		return trail.VerifyResult{Entries: r.Valid, FirstBad: where, Violation: r.Violation, Detail: r.Detail}
 	case r.Derived != "" && r.derivedLocal:
 		// The workspace's trail, as it is read through its index, is not
 		// the global trail filtered to it.
-		return VerifyResult{Entries: r.Valid, FirstBad: r.DerivedAt, Violation: ViolationChainBroken, Detail: r.Derived}
+		return trail.VerifyResult{Entries: r.Valid, FirstBad: r.DerivedAt, Violation: trail.ViolationChainBroken, Detail: r.Derived}
 	case r.Derived != "":
-		return VerifyResult{Entries: r.Valid, FirstBad: r.DerivedAt, Violation: ViolationIndexMismatch, Detail: r.Derived}
+		return trail.VerifyResult{Entries: r.Valid, FirstBad: r.DerivedAt, Violation: trail.ViolationIndexMismatch, Detail: r.Derived}
 	}
-	return VerifyResult{OK: true, Entries: r.Valid}
+	return trail.VerifyResult{OK: true, Entries: r.Valid}
 }
 
-// Check verifies the trail stored in db, trusting no head or index: it
+// Check verifies the trail stored in db, trusting no trail.Head or index: it
 // walks the global entries from #1 (or from the mark a previous check
 // left, see CheckOptions.Full) and applies the trail's rule set to each
 // (rules: hashes, both chain kinds, per-workspace timestamps, nothing after
@@ -136,9 +137,9 @@ func Check(ctx context.Context, db *badger.DB, opts CheckOptions) (CheckResult, 
 		// Badger failed closing the transaction after the check (an
 		// iterator over a damaged block it could not close): the
 		// result stands, but the storage is damaged.
-		if res.Violation != ViolationUnreadable {
+		if res.Violation != trail.ViolationUnreadable {
 			c := newChecker(ctx, opts)
-			c.res, c.r.prev.Seq = res, res.Valid
+			c.res, c.r.Prev.Seq = res, res.Valid
 			res = c.damaged(de)
 		}
 		return res, nil
@@ -168,8 +169,8 @@ func CheckTxn(ctx context.Context, txn *badger.Txn, opts CheckOptions) (res Chec
 	case err != nil:
 		return CheckResult{}, fmt.Errorf("check trail: %w", err)
 	}
-	c.res.global, c.res.local, c.res.terminal, c.res.rng = c.r.prev, c.r.local, c.r.terminal, c.r.rng
-	c.res.Workspaces = len(c.r.local)
+	c.res.global, c.res.local, c.res.terminal, c.res.rng = c.r.Prev, c.r.Local, c.r.Terminal, c.r.Range
+	c.res.Workspaces = len(c.r.Local)
 	return c.res, nil
 }
 
@@ -179,7 +180,7 @@ func (c *checker) run(txn *badger.Txn) error {
 	if !c.opts.Full {
 		c.resume(txn)
 	}
-	if c.r.prev.Seq == 0 && !c.opts.reference {
+	if c.r.Prev.Seq == 0 && !c.opts.reference {
 		ok, err := c.fast(txn)
 		if err != nil {
 			return err
@@ -201,28 +202,28 @@ func (c *checker) run(txn *badger.Txn) error {
 // valid prefix so far, then ViolationUnreadable.
 func (c *checker) damaged(de *DamageError) CheckResult {
 	c.res.Violation, c.res.Derived, c.res.DerivedAt, c.res.derivedLocal = "", "", "", false
-	c.fail(&Finding{Seq: c.r.prev.Seq + 1, Violation: ViolationUnreadable, Detail: de.Error()})
-	c.res.Valid = c.r.prev.Seq
+	c.fail(&trail.Finding{Seq: c.r.Prev.Seq + 1, Violation: trail.ViolationUnreadable, Detail: de.Error()})
+	c.res.Valid = c.r.Prev.Seq
 	c.res.Last = max(c.res.Last, c.res.Valid+1)
-	c.res.SignedCovered = c.r.signedCovered && c.res.Valid >= c.opts.SignedSize
-	c.res.Workspaces = len(c.r.local)
+	c.res.SignedCovered = c.r.SignedCovered && c.res.Valid >= c.opts.SignedSize
+	c.res.Workspaces = len(c.r.Local)
 	return c.res
 }
 
 func newChecker(ctx context.Context, opts CheckOptions) *checker {
-	return &checker{ctx: ctx, opts: opts, r: newRules(opts.SignedSize, opts.SignedRoot)}
+	return &checker{ctx: ctx, opts: opts, r: trail.NewRules(opts.SignedSize, opts.SignedRoot)}
 }
 
 type checker struct {
 	ctx  context.Context
 	opts CheckOptions
 	res  CheckResult
-	r    *rules // the chains' state at the end of the valid prefix
+	r    *trail.Rules // the chains' state at the end of the valid prefix
 
 	fastLocals map[string]*localChain // what the fast path read of each workspace's chain
 }
 
-func (c *checker) fail(f *Finding) {
+func (c *checker) fail(f *trail.Finding) {
 	c.res.FirstBad, c.res.BadSeq, c.res.BadID = f.Where(), f.Seq, f.ID
 	c.res.Violation, c.res.Detail = f.Violation, f.Detail
 }
@@ -251,24 +252,24 @@ func (c *checker) entries(txn *badger.Txn) error {
 	defer ids.close()
 	nodes := newNodeCheck(txn)
 	defer nodes.close()
-	for it.Seek(globalKey(c.r.prev.Seq + 1)); it.Valid(); it.Next() {
+	for it.Seek(globalKey(c.r.Prev.Seq + 1)); it.Valid(); it.Next() {
 		if err := c.ctx.Err(); err != nil {
 			return err
 		}
 		seq := binary.BigEndian.Uint64(it.Item().Key()[len(prefixGlobal):])
 		c.res.Examined++
-		want := c.r.prev.Seq + 1
+		want := c.r.Prev.Seq + 1
 		if seq != want {
-			c.fail(finding(want, "", ViolationChainBroken, "entry #%d is missing (the next stored entry is #%d)", want, seq))
+			c.fail(trail.NewFinding(want, "", trail.ViolationChainBroken, "entry #%d is missing (the next stored entry is #%d)", want, seq))
 			break
 		}
 		var s stored
 		if err := it.Item().Value(func(v []byte) (err error) { s, err = readStored(v); return err }); err != nil {
-			c.fail(finding(seq, "", ViolationHashMismatch, "undecodable entry: %v", err))
+			c.fail(trail.NewFinding(seq, "", trail.ViolationHashMismatch, "undecodable entry: %v", err))
 			break
 		}
 		e := s.Entry
-		if f := c.r.next(seq, e, s.LocalPrev, nodes.visit); f != nil {
+		if f := c.r.Next(seq, e, s.LocalPrev, nodes.visit); f != nil {
 			c.fail(f)
 			break
 		}
@@ -295,20 +296,20 @@ func (c *checker) entries(txn *badger.Txn) error {
 		if last.Valid() {
 			c.res.Last = max(c.res.Last, binary.BigEndian.Uint64(last.Item().Key()[len(prefixGlobal):]))
 		}
-	} else if where, problem := ids.rest(c.r.prev.ID); problem != "" {
+	} else if where, problem := ids.rest(c.r.Prev.ID); problem != "" {
 		c.derivedFail(where, "%s", problem)
 	}
 	return nil
 }
 
-// end compares the trail head with the valid prefix and settles whether the
-// signed tree head is covered.
+// end compares the trail trail.Head with the valid prefix and settles whether the
+// signed tree trail.Head is covered.
 func (c *checker) end(txn *badger.Txn) {
-	var h head
+	var h trail.Head
 	switch err := getJSON(txn, keyHead, &h); {
 	case errors.Is(err, badger.ErrKeyNotFound):
-		if c.r.prev.Seq > 0 {
-			c.derivedFail(string(keyHead), "the trail head is missing")
+		if c.r.Prev.Seq > 0 {
+			c.derivedFail(string(keyHead), "the trail trail.Head is missing")
 		}
 	case err != nil:
 		c.derivedFail(string(keyHead), "undecodable trail head: %v", err)
@@ -316,14 +317,14 @@ func (c *checker) end(txn *badger.Txn) {
 		if h.Seq > c.res.Last {
 			c.res.Last = h.Seq
 			if c.res.Violation == "" {
-				c.fail(finding(c.res.Valid+1, "", ViolationChainBroken, "the trail head says %d entries, the trail holds %d", h.Seq, c.res.Valid))
+				c.fail(trail.NewFinding(c.res.Valid+1, "", trail.ViolationChainBroken, "the trail trail.Head says %d entries, the trail holds %d", h.Seq, c.res.Valid))
 			}
 		}
-		if h != c.r.prev {
-			c.derivedFail(string(keyHead), "trail head %d %s, valid prefix ends at %d %s", h.Seq, h.Hash, c.r.prev.Seq, c.r.prev.Hash)
+		if h != c.r.Prev {
+			c.derivedFail(string(keyHead), "trail trail.Head %d %s, valid prefix ends at %d %s", h.Seq, h.Hash, c.r.Prev.Seq, c.r.Prev.Hash)
 		}
 	}
-	c.res.SignedCovered = c.r.signedCovered
+	c.res.SignedCovered = c.r.SignedCovered
 	if c.opts.SignedSize > 0 && c.res.Valid < c.opts.SignedSize {
 		c.res.SignedCovered = false
 	}
@@ -450,7 +451,7 @@ func (w *indexWalk) rest(lastID string) (where, problem string) {
 // localIndex checks that entry #seq, the latest of workspace ws, has its
 // position in the workspace's local index.
 func (c *checker) localIndex(txn *badger.Txn, seq uint64, ws string) {
-	n := c.r.local[ws].Seq
+	n := c.r.Local[ws].Seq
 	item, err := txn.Get(localKey(ws, n))
 	if err != nil {
 		c.localFail(ws, "local index of %s lacks position %d: %v", ws, n, err)
@@ -479,15 +480,15 @@ func (c *checker) derived(txn *badger.Txn) error {
 	for it.Rewind(); it.Valid(); it.Next() {
 		heads++
 		ws := string(it.Item().Key()[len(prefixHeadWS):])
-		var h head
-		if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &h) }); err != nil || h != c.r.local[ws] {
-			c.derivedFail(string(it.Item().KeyCopy(nil)), "local head of %s is %+v, the entries give %+v", ws, h, c.r.local[ws])
+		var h trail.Head
+		if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &h) }); err != nil || h != c.r.Local[ws] {
+			c.derivedFail(string(it.Item().KeyCopy(nil)), "local trail.Head of %s is %+v, the entries give %+v", ws, h, c.r.Local[ws])
 		}
 	}
 	it.Close()
 	closeIt = func() {}
-	if heads != len(c.r.local) {
-		c.derivedFail(string(prefixHeadWS), "%d local heads stored, the entries give %d", heads, len(c.r.local))
+	if heads != len(c.r.Local) {
+		c.derivedFail(string(prefixHeadWS), "%d local heads stored, the entries give %d", heads, len(c.r.Local))
 	}
 	// Nothing beyond each workspace's last local position, nor a local
 	// index of a workspace with no entries.
@@ -501,7 +502,7 @@ func (c *checker) derived(txn *badger.Txn) error {
 			continue
 		}
 		ws := string(wsb)
-		h, ok := c.r.local[ws]
+		h, ok := c.r.Local[ws]
 		if !ok {
 			c.localFail(ws, "local index of %s, which has no entries", ws)
 			it.Seek(localKey(ws, 1<<64-1))

@@ -1,4 +1,4 @@
-package casstore_test
+package badgerstore_test
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/wacpd/wacpd/casstore"
+	"github.com/wacpd/wacpd/casstore/badgerstore"
 	"github.com/wacpd/wacpd/casstore/casstoretest"
 )
 
@@ -27,7 +28,7 @@ func memDB(t testing.TB) *badger.DB {
 }
 
 func rawKey(ref casstore.Ref) []byte {
-	return append([]byte(casstore.KeyPrefix), ref.Bytes()...)
+	return append([]byte(badgerstore.KeyPrefix), ref.Bytes()...)
 }
 
 // version returns the Badger commit timestamp of ref's key.
@@ -50,18 +51,18 @@ func version(t *testing.T, db *badger.DB, ref casstore.Ref) uint64 {
 
 func TestBadgerConformance(t *testing.T) {
 	t.Run("InMemory", func(t *testing.T) {
-		casstoretest.Run(t, func(t *testing.T) casstore.Store { return casstore.NewBadger(memDB(t)) })
+		casstoretest.Run(t, func(t *testing.T) casstore.Store { return badgerstore.New(memDB(t)) })
 	})
 	t.Run("TempDir", func(t *testing.T) {
 		casstoretest.Run(t, func(t *testing.T) casstore.Store {
-			return casstore.NewBadger(openDB(t, badger.DefaultOptions(t.TempDir())))
+			return badgerstore.New(openDB(t, badger.DefaultOptions(t.TempDir())))
 		})
 	})
 }
 
 func TestBadgerPutDoesNotRewrite(t *testing.T) {
 	db := memDB(t)
-	st := casstore.NewBadger(db)
+	st := badgerstore.New(db)
 	data := []byte("written once")
 	ref, err := st.Put(t.Context(), data)
 	if err != nil {
@@ -76,7 +77,7 @@ func TestBadgerPutDoesNotRewrite(t *testing.T) {
 	}
 	if err := db.Update(func(txn *badger.Txn) error {
 		for range 2 {
-			if _, err := casstore.PutTxn(txn, data); err != nil {
+			if _, err := badgerstore.PutTxn(txn, data); err != nil {
 				return err
 			}
 		}
@@ -91,7 +92,7 @@ func TestBadgerPutDoesNotRewrite(t *testing.T) {
 
 func TestBadgerCorrupt(t *testing.T) {
 	db := memDB(t)
-	st := casstore.NewBadger(db)
+	st := badgerstore.New(db)
 	ref, err := st.Put(t.Context(), []byte("precious"))
 	if err != nil {
 		t.Fatalf("Put: %v", err)
@@ -113,7 +114,7 @@ func TestBadgerCorrupt(t *testing.T) {
 	got, err := st.Get(t.Context(), ref)
 	check("Get", got, err)
 	_ = db.View(func(txn *badger.Txn) error {
-		got, err := casstore.GetTxn(txn, ref)
+		got, err := badgerstore.GetTxn(txn, ref)
 		check("GetTxn", got, err)
 		return nil
 	})
@@ -133,7 +134,7 @@ func TestBadgerReopen(t *testing.T) {
 		t.Fatalf("badger.Open(%s): %v", dir, err)
 	}
 	data := []byte("survives a restart")
-	ref, err := casstore.NewBadger(db).Put(t.Context(), data)
+	ref, err := badgerstore.New(db).Put(t.Context(), data)
 	if err != nil {
 		t.Fatalf("Put: %v", err)
 	}
@@ -141,14 +142,14 @@ func TestBadgerReopen(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 	db = openDB(t, opts)
-	if got, err := casstore.NewBadger(db).Get(t.Context(), ref); err != nil || !bytes.Equal(got, data) {
+	if got, err := badgerstore.New(db).Get(t.Context(), ref); err != nil || !bytes.Equal(got, data) {
 		t.Errorf("Get(%s) after reopen = %q, %v, want %q, nil", ref, got, err, data)
 	}
 }
 
 func TestPutTxnAtomic(t *testing.T) {
 	db := memDB(t)
-	st := casstore.NewBadger(db)
+	st := badgerstore.New(db)
 	errAbort := errors.New("abort")
 	tests := []struct {
 		name    string
@@ -163,10 +164,10 @@ func TestPutTxnAtomic(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			record := []byte("other/" + tt.name)
 			err := db.Update(func(txn *badger.Txn) error {
-				if _, err := casstore.PutTxn(txn, []byte(tt.data)); err != nil {
+				if _, err := badgerstore.PutTxn(txn, []byte(tt.data)); err != nil {
 					return err
 				}
-				if ok, err := casstore.HasTxn(txn, casstore.RefOf([]byte(tt.data))); !ok || err != nil {
+				if ok, err := badgerstore.HasTxn(txn, casstore.RefOf([]byte(tt.data))); !ok || err != nil {
 					t.Errorf("HasTxn inside the writing txn = %v, %v, want true, nil", ok, err)
 				}
 				if err := txn.Set(record, []byte("x")); err != nil {
@@ -188,7 +189,7 @@ func TestPutTxnAtomic(t *testing.T) {
 func TestPutTxnReadOnly(t *testing.T) {
 	db := memDB(t)
 	err := db.View(func(txn *badger.Txn) error {
-		_, err := casstore.PutTxn(txn, []byte("x"))
+		_, err := badgerstore.PutTxn(txn, []byte("x"))
 		return err
 	})
 	if !errors.Is(err, badger.ErrReadOnlyTxn) {
@@ -210,7 +211,7 @@ func TestBadgerTooLarge(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			st := casstore.NewBadger(openDB(t, tt.opts(t)))
+			st := badgerstore.New(openDB(t, tt.opts(t)))
 			data := bytes.Repeat([]byte{7}, tt.size)
 			ref, err := st.Put(t.Context(), data)
 			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
@@ -232,7 +233,7 @@ func diskOpts(t *testing.T) badger.Options {
 // TestBadgerKeyLayout freezes the on-disk format described in doc.go.
 func TestBadgerKeyLayout(t *testing.T) {
 	db := memDB(t)
-	st := casstore.NewBadger(db)
+	st := badgerstore.New(db)
 	// Neighbouring prefixes that Enumerate must not report.
 	for _, k := range []string{"car/x", "cas", "cat/x"} {
 		if err := db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(k), []byte("x")) }); err != nil {
@@ -242,7 +243,7 @@ func TestBadgerKeyLayout(t *testing.T) {
 	if _, err := st.Put(t.Context(), []byte("abc")); err != nil {
 		t.Fatalf("Put: %v", err)
 	}
-	wantKey := "cas/" + string(casstore.MustParse("blake3:"+abcHex).Bytes())
+	wantKey := "cas/" + string(casstore.RefOf([]byte("abc")).Bytes())
 	var keys []string
 	_ = db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.DefaultIteratorOptions)
@@ -278,7 +279,7 @@ func BenchmarkPutTxn(b *testing.B) {
 		n++
 		data[0], data[1], data[2], data[3] = byte(n), byte(n>>8), byte(n>>16), byte(n>>24)
 		err := db.Update(func(txn *badger.Txn) error {
-			_, err := casstore.PutTxn(txn, data)
+			_, err := badgerstore.PutTxn(txn, data)
 			return err
 		})
 		if err != nil {
@@ -292,14 +293,14 @@ func BenchmarkPutTxn(b *testing.B) {
 // reported corrupt on read, never returned.
 func TestPutSealedTxn(t *testing.T) {
 	db := memDB(t)
-	st := casstore.NewBadger(db)
+	st := badgerstore.New(db)
 	good, bad := []byte("sealed object"), []byte("other bytes")
 	wrong := casstore.RefOf([]byte("what the caller thought"))
 	err := db.Update(func(txn *badger.Txn) error {
-		if err := casstore.PutSealedTxn(txn, casstore.RefOf(good), good); err != nil {
+		if err := badgerstore.PutSealedTxn(txn, casstore.RefOf(good), good); err != nil {
 			return err
 		}
-		return casstore.PutSealedTxn(txn, wrong, bad)
+		return badgerstore.PutSealedTxn(txn, wrong, bad)
 	})
 	if err != nil {
 		t.Fatal(err)

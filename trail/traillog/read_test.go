@@ -1,4 +1,4 @@
-package trail
+package traillog
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/wacpd/wacpd/trail"
 )
 
 // readFixture appends a fixed, hand-described trail and returns it.
@@ -24,25 +26,25 @@ import (
 //	9  ws-b      worker       checkpoint_created
 //	10 ws-c      observer     checkpoint_created
 //	11 ws-a      coordinator  workspace_state_changed
-func readFixture(tl *testLog) []Entry {
+func readFixture(tl *testLog) []trail.Entry {
 	rows := []struct {
 		ws, actor string
-		typ       EventType
+		typ       trail.EventType
 	}{
-		{"", ActorProtocol, EventSystemDegraded},
-		{"ws-a", "coordinator", EventWorkspaceCreated},
-		{"ws-b", "coordinator", EventWorkspaceCreated},
-		{"ws-a", "worker", EventWorkspaceStateChanged},
-		{"ws-b", "worker", EventWorkspaceStateChanged},
-		{"ws-a", "worker", EventCheckpointCreated},
-		{"", ActorProtocol, EventRecoveryCompleted},
-		{"ws-c", "observer", EventWorkspaceStateChanged},
-		{"ws-a", "worker", EventWorkspaceStateChanged},
-		{"ws-b", "worker", EventCheckpointCreated},
-		{"ws-c", "observer", EventCheckpointCreated},
-		{"ws-a", "coordinator", EventWorkspaceStateChanged},
+		{"", trail.ActorProtocol, trail.EventSystemDegraded},
+		{"ws-a", "coordinator", trail.EventWorkspaceCreated},
+		{"ws-b", "coordinator", trail.EventWorkspaceCreated},
+		{"ws-a", "worker", trail.EventWorkspaceStateChanged},
+		{"ws-b", "worker", trail.EventWorkspaceStateChanged},
+		{"ws-a", "worker", trail.EventCheckpointCreated},
+		{"", trail.ActorProtocol, trail.EventRecoveryCompleted},
+		{"ws-c", "observer", trail.EventWorkspaceStateChanged},
+		{"ws-a", "worker", trail.EventWorkspaceStateChanged},
+		{"ws-b", "worker", trail.EventCheckpointCreated},
+		{"ws-c", "observer", trail.EventCheckpointCreated},
+		{"ws-a", "coordinator", trail.EventWorkspaceStateChanged},
 	}
-	var out []Entry
+	var out []trail.Entry
 	for i := 0; i < len(rows); i += 4 {
 		var evs []Event
 		for _, r := range rows[i:min(i+4, len(rows))] {
@@ -59,28 +61,28 @@ func TestTrail_ReadFilters(t *testing.T) {
 	ts := func(i int) string { return es[i].Timestamp }
 	tests := []struct {
 		name string
-		q    Query
+		q    trail.Query
 		want []int
 	}{
-		{"all", Query{}, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}},
-		{"workspace", Query{Workspace: "ws-a"}, []int{1, 3, 5, 8, 11}},
-		{"workspace without entries", Query{Workspace: "ws-z"}, nil},
-		{"event type", Query{EventType: EventCheckpointCreated}, []int{5, 9, 10}},
-		{"unknown event type", Query{EventType: "nope"}, nil},
-		{"actor", Query{Actor: "observer"}, []int{7, 10}},
-		{"reserved actor", Query{Actor: ActorProtocol}, []int{0, 6}},
-		{"since inclusive", Query{Since: ts(9)}, []int{9, 10, 11}},
-		{"until exclusive", Query{Until: ts(2)}, []int{0, 1}},
-		{"since and until", Query{Since: ts(3), Until: ts(7)}, []int{3, 4, 5, 6}},
-		{"empty window", Query{Since: ts(5), Until: ts(5)}, nil},
-		{"workspace and type", Query{Workspace: "ws-a", EventType: EventWorkspaceStateChanged}, []int{3, 8, 11}},
-		{"workspace and actor", Query{Workspace: "ws-a", Actor: "coordinator"}, []int{1, 11}},
-		{"type and actor and window", Query{EventType: EventWorkspaceStateChanged, Actor: "worker", Since: ts(4)}, []int{4, 8}},
-		{"after", Query{After: es[8].ID}, []int{9, 10, 11}},
-		{"after last", Query{After: es[11].ID}, nil},
-		{"after with workspace", Query{After: es[4].ID, Workspace: "ws-a"}, []int{5, 8, 11}},
-		{"after another workspace's entry", Query{After: es[7].ID, Workspace: "ws-b"}, []int{9}},
-		{"after with type", Query{After: es[5].ID, EventType: EventCheckpointCreated}, []int{9, 10}},
+		{"all", trail.Query{}, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}},
+		{"workspace", trail.Query{Workspace: "ws-a"}, []int{1, 3, 5, 8, 11}},
+		{"workspace without entries", trail.Query{Workspace: "ws-z"}, nil},
+		{"event type", trail.Query{EventType: trail.EventCheckpointCreated}, []int{5, 9, 10}},
+		{"unknown event type", trail.Query{EventType: "nope"}, nil},
+		{"actor", trail.Query{Actor: "observer"}, []int{7, 10}},
+		{"reserved actor", trail.Query{Actor: trail.ActorProtocol}, []int{0, 6}},
+		{"since inclusive", trail.Query{Since: ts(9)}, []int{9, 10, 11}},
+		{"until exclusive", trail.Query{Until: ts(2)}, []int{0, 1}},
+		{"since and until", trail.Query{Since: ts(3), Until: ts(7)}, []int{3, 4, 5, 6}},
+		{"empty window", trail.Query{Since: ts(5), Until: ts(5)}, nil},
+		{"workspace and type", trail.Query{Workspace: "ws-a", EventType: trail.EventWorkspaceStateChanged}, []int{3, 8, 11}},
+		{"workspace and actor", trail.Query{Workspace: "ws-a", Actor: "coordinator"}, []int{1, 11}},
+		{"type and actor and window", trail.Query{EventType: trail.EventWorkspaceStateChanged, Actor: "worker", Since: ts(4)}, []int{4, 8}},
+		{"after", trail.Query{After: es[8].ID}, []int{9, 10, 11}},
+		{"after last", trail.Query{After: es[11].ID}, nil},
+		{"after with workspace", trail.Query{After: es[4].ID, Workspace: "ws-a"}, []int{5, 8, 11}},
+		{"after another workspace's entry", trail.Query{After: es[7].ID, Workspace: "ws-b"}, []int{9}},
+		{"after with type", trail.Query{After: es[5].ID, EventType: trail.EventCheckpointCreated}, []int{9, 10}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -118,21 +120,21 @@ func TestTrail_ReadPaging(t *testing.T) {
 	}
 	tests := []struct {
 		name  string
-		q     Query
+		q     trail.Query
 		total int
 	}{
-		{"limit 3", Query{Limit: 3}, 20},
-		{"limit divides total", Query{Limit: 5}, 20},
-		{"limit 1", Query{Limit: 1}, 20},
-		{"limit equals total", Query{Limit: 20}, 20},
-		{"limit above total", Query{Limit: 21}, 20},
-		{"workspace limit 2", Query{Limit: 2, Workspace: "ws-a"}, wsA},
-		{"event type limit 2", Query{Limit: 2, EventType: EventSystemDegraded}, 5},
+		{"limit 3", trail.Query{Limit: 3}, 20},
+		{"limit divides total", trail.Query{Limit: 5}, 20},
+		{"limit 1", trail.Query{Limit: 1}, 20},
+		{"limit equals total", trail.Query{Limit: 20}, 20},
+		{"limit above total", trail.Query{Limit: 21}, 20},
+		{"workspace limit 2", trail.Query{Limit: 2, Workspace: "ws-a"}, wsA},
+		{"event type limit 2", trail.Query{Limit: 2, EventType: trail.EventSystemDegraded}, 5},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			q := tt.q
-			var got []Entry
+			var got []trail.Entry
 			for pages := 1; ; pages++ {
 				page, next, err := tl.log.Read(context.Background(), q)
 				if err != nil {
@@ -159,7 +161,7 @@ func TestTrail_ReadPaging(t *testing.T) {
 			if len(got) != tt.total {
 				t.Fatalf("paged %d entries, want %d", len(got), tt.total)
 			}
-			whole := tl.readAll(Query{Workspace: tt.q.Workspace, EventType: tt.q.EventType, Limit: MaxLimit})
+			whole := tl.readAll(trail.Query{Workspace: tt.q.Workspace, EventType: tt.q.EventType, Limit: trail.MaxLimit})
 			if !slices.Equal(ids(got), ids(whole)) {
 				t.Errorf("paged ids = %v, want %v", ids(got), ids(whole))
 			}
@@ -169,8 +171,8 @@ func TestTrail_ReadPaging(t *testing.T) {
 
 func TestTrail_ReadLimits(t *testing.T) {
 	tl := newMemLog(t)
-	const n = MaxLimit + 7
-	var all []Entry
+	const n = trail.MaxLimit + 7
+	var all []trail.Entry
 	for i := 0; i < n; i += 250 {
 		var evs []Event
 		for j := i; j < min(i+250, n); j++ {
@@ -187,17 +189,17 @@ func TestTrail_ReadLimits(t *testing.T) {
 		want     int
 		wantNext bool
 	}{
-		{0, DefaultLimit, true},
-		{-5, DefaultLimit, true},
+		{0, trail.DefaultLimit, true},
+		{-5, trail.DefaultLimit, true},
 		{1, 1, true},
-		{DefaultLimit + 1, DefaultLimit + 1, true},
-		{MaxLimit, MaxLimit, true},
-		{MaxLimit + 1, MaxLimit, true},
-		{1 << 30, MaxLimit, true},
+		{trail.DefaultLimit + 1, trail.DefaultLimit + 1, true},
+		{trail.MaxLimit, trail.MaxLimit, true},
+		{trail.MaxLimit + 1, trail.MaxLimit, true},
+		{1 << 30, trail.MaxLimit, true},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.limit), func(t *testing.T) {
-			got, next, err := tl.log.Read(context.Background(), Query{Limit: tt.limit})
+			got, next, err := tl.log.Read(context.Background(), trail.Query{Limit: tt.limit})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -218,9 +220,9 @@ func TestTrail_ReadLimits(t *testing.T) {
 		})
 	}
 	// The tail: the last page has no next.
-	got, next, err := tl.log.Read(context.Background(), Query{After: all[MaxLimit-1].ID, Limit: MaxLimit})
-	if err != nil || len(got) != n-MaxLimit || next != "" {
-		t.Errorf("Read(after #%d) = %d entries, next %q, %v, want %d, none", MaxLimit, len(got), next, err, n-MaxLimit)
+	got, next, err := tl.log.Read(context.Background(), trail.Query{After: all[trail.MaxLimit-1].ID, Limit: trail.MaxLimit})
+	if err != nil || len(got) != n-trail.MaxLimit || next != "" {
+		t.Errorf("Read(after #%d) = %d entries, next %q, %v, want %d, none", trail.MaxLimit, len(got), next, err, n-trail.MaxLimit)
 	}
 }
 
@@ -228,10 +230,10 @@ func TestTrail_ReadUnknownAfter(t *testing.T) {
 	tl := newMemLog(t)
 	tl.interleaved(6, "ws-a")
 	const unknown = "01ZZZZZZZZZZZZZZZZZZZZZZZZ"
-	if _, _, err := tl.log.Read(context.Background(), Query{After: unknown}); !errors.Is(err, ErrNotFound) {
+	if _, _, err := tl.log.Read(context.Background(), trail.Query{After: unknown}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Read(After: unknown) = %v, want %v", err, ErrNotFound)
 	}
-	if _, _, err := tl.log.Read(context.Background(), Query{After: unknown, Workspace: "ws-a"}); !errors.Is(err, ErrNotFound) {
+	if _, _, err := tl.log.Read(context.Background(), trail.Query{After: unknown, Workspace: "ws-a"}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Read(After: unknown, Workspace) = %v, want %v", err, ErrNotFound)
 	}
 	if _, err := tl.log.ReadLocal(context.Background(), "ws-a", unknown, 0); !errors.Is(err, ErrNotFound) {
@@ -261,7 +263,7 @@ func TestTrail_ReadCanceled(t *testing.T) {
 	tl.interleaved(5, "ws-a")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, err := tl.log.Read(ctx, Query{}); !errors.Is(err, context.Canceled) {
+	if _, _, err := tl.log.Read(ctx, trail.Query{}); !errors.Is(err, context.Canceled) {
 		t.Errorf("Read(canceled ctx) = %v, want %v", err, context.Canceled)
 	}
 	if _, err := tl.log.Verify(ctx, ""); !errors.Is(err, context.Canceled) {

@@ -1,4 +1,4 @@
-package trail
+package traillog
 
 import (
 	"errors"

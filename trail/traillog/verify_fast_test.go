@@ -1,4 +1,4 @@
-package trail
+package traillog
 
 import (
 	"context"
@@ -10,12 +10,13 @@ import (
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/wacpd/wacpd/trail"
 )
 
 // fastAndRef runs the accelerated and the reference check of the global
 // trail: fastOK reports whether the fast path passed the trail and the
 // checks after it found nothing, ref is the reference walk's verdict.
-func fastAndRef(t *testing.T, db *badger.DB) (fastOK bool, ref VerifyResult) {
+func fastAndRef(t *testing.T, db *badger.DB) (fastOK bool, ref trail.VerifyResult) {
 	t.Helper()
 	fastOK, _ = fastCheck(t, db)
 	res, err := Check(context.Background(), db, CheckOptions{Full: true, reference: true})
@@ -55,7 +56,7 @@ func awkwardTrail(t *testing.T, tl *testLog) {
 	t.Helper()
 	tl.interleaved(60, "ws1", "ws2")
 	for _, s := range []string{"line\nbreak", "<b>&amp;</b>", "é✓😀", "quote\"d", "\u2028"} {
-		ev := tl.ev("ws1", "worker", EventCheckpointCreated)
+		ev := tl.ev("ws1", "worker", trail.EventCheckpointCreated)
 		ev.Body.(map[string]any)["type"] = s
 		tl.append(ev)
 	}
@@ -80,12 +81,12 @@ func TestVerifyFastPathTakesWellFormedTrails(t *testing.T) {
 		if seqs := ch.seqs; !slices.IsSorted(seqs) || uint64(len(seqs)) != tl.log.local[ws].Seq {
 			t.Errorf("workspace %s: sequence numbers %v, want %d in order", ws, seqs, tl.log.local[ws].Seq)
 		}
-		if c.r.local[ws] != tl.log.local[ws] {
-			t.Errorf("workspace %s: fast path head %+v, the log's %+v", ws, c.r.local[ws], tl.log.local[ws])
+		if c.r.Local[ws] != tl.log.local[ws] {
+			t.Errorf("workspace %s: fast path trail.Head %+v, the log's %+v", ws, c.r.Local[ws], tl.log.local[ws])
 		}
 	}
-	if c.r.prev != tl.log.global {
-		t.Errorf("fast path global head %+v, the log's %+v", c.r.prev, tl.log.global)
+	if c.r.Prev != tl.log.global {
+		t.Errorf("fast path global trail.Head %+v, the log's %+v", c.r.Prev, tl.log.global)
 	}
 }
 
@@ -144,7 +145,7 @@ func TestVerifyFastPathNeverPassesWhatTheReferenceFails(t *testing.T) {
 
 // forge returns stored entry v with its actor changed and both its hashes
 // recomputed: an entry that checks on its own, so only the links to it
-// (the next entry's prev_hash, the next local prev_hash, the head) can
+// (the next entry's prev_hash, the next local prev_hash, the trail.Head) can
 // give it away.
 func forge(t *testing.T, v []byte) (forged []byte, id string) {
 	t.Helper()
@@ -158,10 +159,10 @@ func forge(t *testing.T, v []byte) (forged []byte, id string) {
 	if e.Workspace != "" {
 		global := e.PrevHash
 		e.PrevHash = s.LocalPrev
-		e.Integrity.LocalHash = fastHash(e)
+		e.Integrity.LocalHash = trail.HashCanonical(e)
 		e.PrevHash = global
 	}
-	e.Integrity.EntryHash = fastHash(e)
+	e.Integrity.EntryHash = trail.HashCanonical(e)
 	return appendStored(nil, stored{Entry: e, LocalPrev: s.LocalPrev}), e.ID
 }
 
@@ -189,7 +190,7 @@ func TestVerifyFastPathCatchesForgedEntries(t *testing.T) {
 
 // rechain rewrites the trail from entry from on: change alters entry from,
 // then every entry from there is sealed again (local hashes, the links of
-// its workspace's later entries, entry hashes, global links) and the head
+// its workspace's later entries, entry hashes, global links) and the trail.Head
 // follows, so that the trail is consistent except for what change broke.
 // It returns the old values, for restore.
 func rechain(t *testing.T, db *badger.DB, from uint64, change func(*stored)) map[string][]byte {
@@ -217,7 +218,7 @@ func rechain(t *testing.T, db *badger.DB, from uint64, change func(*stored)) map
 			prevHash = s.Entry.Integrity.EntryHash
 		}
 		newLocal := map[string]string{}
-		var h head
+		var h trail.Head
 		for seq := from; ; seq++ {
 			item, err := txn.Get(globalKey(seq))
 			if errors.Is(err, badger.ErrKeyNotFound) {
@@ -241,17 +242,17 @@ func rechain(t *testing.T, db *badger.DB, from uint64, change func(*stored)) map
 			e.Integrity.EntryHash, e.Integrity.LocalHash = "", ""
 			if e.Workspace != "" {
 				e.PrevHash = s.LocalPrev
-				e.Integrity.LocalHash = fastHash(e)
+				e.Integrity.LocalHash = trail.HashCanonical(e)
 				newLocal[e.Workspace] = e.Integrity.LocalHash
 			}
 			e.PrevHash = prevHash
-			e.Integrity.EntryHash = fastHash(e)
+			e.Integrity.EntryHash = trail.HashCanonical(e)
 			prevHash = e.Integrity.EntryHash
 			s.Entry = e
 			if err := txn.Set(globalKey(seq), appendStored(nil, s)); err != nil {
 				return err
 			}
-			h = head{Seq: seq, Hash: e.Integrity.EntryHash, ID: e.ID, Timestamp: e.Timestamp}
+			h = trail.Head{Seq: seq, Hash: e.Integrity.EntryHash, ID: e.ID, Timestamp: e.Timestamp}
 		}
 		return txn.Set(keyHead, appendHead(nil, h))
 	})
@@ -332,7 +333,7 @@ func TestVerifyCatchesBrokenLocalIndex(t *testing.T) {
 	for _, tt := range tests {
 		restore := tt.change()
 		res, err := tl.log.Verify(context.Background(), "")
-		if err != nil || res.OK || res.Violation != ViolationChainBroken || res.FirstBad != "ws1" || !strings.Contains(res.Detail, tt.want) {
+		if err != nil || res.OK || res.Violation != trail.ViolationChainBroken || res.FirstBad != "ws1" || !strings.Contains(res.Detail, tt.want) {
 			t.Errorf("%s: Verify = %+v, %v; want chain_broken at ws1: %q", tt.name, res, err, tt.want)
 		}
 		restore()

@@ -1,4 +1,4 @@
-package trail
+package traillog
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"github.com/transparency-dev/merkle/compact"
 
 	"github.com/wacpd/wacpd/internal/canon"
+	"github.com/wacpd/wacpd/trail"
 )
 
 // Key layout (prefix "t/"); see doc.go.
@@ -21,41 +22,33 @@ var (
 	prefixLocal  = []byte("t/w/") // t/w/<ws>/<wsseq:8BE> -> <seq:8BE>
 	prefixID     = []byte("t/i/") // t/i/<entry id> -> <seq:8BE>
 	keyHead      = []byte("t/h/g")
-	prefixHeadWS = []byte("t/h/w/") // t/h/w/<ws> -> head
+	prefixHeadWS = []byte("t/h/w/") // t/h/w/<ws> -> trail.Head
 	prefixNode   = []byte("t/m/")   // t/m/<level:1><index:8BE> -> Merkle node hash (perfect subtrees only)
 )
 
 // appendHead writes h as encoding/json would (it is read with getJSON), without
 // reflection: every append writes two heads.
-func appendHead(b []byte, h head) []byte {
+func appendHead(b []byte, h trail.Head) []byte {
 	b = append(b, `{"seq":`...)
 	b = strconv.AppendUint(b, h.Seq, 10)
 	b = append(b, `,"hash":`...)
-	b = appendJCSString(b, h.Hash)
+	b = canon.AppendString(b, h.Hash)
 	if h.ID != "" {
 		b = append(b, `,"id":`...)
-		b = appendJCSString(b, h.ID)
+		b = canon.AppendString(b, h.ID)
 	}
 	if h.Timestamp != "" {
 		b = append(b, `,"timestamp":`...)
-		b = appendJCSString(b, h.Timestamp)
+		b = canon.AppendString(b, h.Timestamp)
 	}
 	return append(b, '}')
-}
-
-// head is the tip of one chain.
-type head struct {
-	Seq       uint64 `json:"seq"`  // entries in the chain
-	Hash      string `json:"hash"` // entry hash of the last entry, "" when empty
-	ID        string `json:"id,omitempty"`
-	Timestamp string `json:"timestamp,omitempty"`
 }
 
 // stored is the value under t/g/<seq>: the global view of the entry plus the
 // previous hash of its local chain, from which the local view is rebuilt.
 type stored struct {
-	Entry     Entry  `json:"entry"`
-	LocalPrev string `json:"local_prev_hash,omitempty"`
+	Entry     trail.Entry `json:"entry"`
+	LocalPrev string      `json:"local_prev_hash,omitempty"`
 }
 
 // Log is the trail of one run in Badger. Appends go through a Batch inside
@@ -64,8 +57,8 @@ type Log struct {
 	db *badger.DB
 
 	mu     sync.Mutex // guards global, local and rng
-	global head
-	local  map[string]head
+	global trail.Head
+	local  map[string]trail.Head
 	rng    *compact.Range // the Merkle tree of the global trail, as a compact range [0, global.Seq)
 }
 
@@ -75,7 +68,7 @@ type Event struct {
 	Timestamp string
 	Workspace string // "" for a system-level event
 	Actor     string
-	Type      EventType
+	Type      trail.EventType
 	Body      any // encodes to a JSON object
 }
 
@@ -92,8 +85,8 @@ func Open(db *badger.DB) (*Log, error) {
 // again, after a write whose outcome is unknown (it failed, but may have
 // reached the disk). No batch may be open.
 func (l *Log) Reload() error {
-	var global head
-	local := make(map[string]head)
+	var global trail.Head
+	local := make(map[string]trail.Head)
 	err := view(l.db, "read trail", func(txn *badger.Txn) error {
 		if err := getJSON(txn, keyHead, &global); err != nil && !errors.Is(err, badger.ErrKeyNotFound) {
 			return err
@@ -101,7 +94,7 @@ func (l *Log) Reload() error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixHeadWS, PrefetchValues: true})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
-			var h head
+			var h trail.Head
 			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &h) }); err != nil {
 				return err
 			}
@@ -155,17 +148,17 @@ type Batch struct {
 	log     *Log
 	parent  *Batch // the batch this one continues, until Detach
 	txn     *badger.Txn
-	global  head
-	local   map[string]head // heads touched by this batch
-	rng     *compact.Range  // the Merkle tree including this batch's entries
-	entries []Entry
+	global  trail.Head
+	local   map[string]trail.Head // heads touched by this batch
+	rng     *compact.Range        // the Merkle tree including this batch's entries
+	entries []trail.Entry
 }
 
 // NewBatch starts a batch writing into txn.
 func (l *Log) NewBatch(txn *badger.Txn) *Batch {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return &Batch{log: l, txn: txn, global: l.global, local: make(map[string]head), rng: cloneRange(l.rng)}
+	return &Batch{log: l, txn: txn, global: l.global, local: make(map[string]trail.Head), rng: cloneRange(l.rng)}
 }
 
 // NewBatchAfter starts a batch writing into txn that continues prev, whose
@@ -173,14 +166,14 @@ func (l *Log) NewBatch(txn *badger.Txn) *Batch {
 // entries follow prev's. Commit prev before this batch; if prev fails,
 // drop this batch too.
 func (l *Log) NewBatchAfter(prev *Batch, txn *badger.Txn) *Batch {
-	return &Batch{log: l, parent: prev, txn: txn, global: prev.global, local: make(map[string]head), rng: cloneRange(prev.rng)}
+	return &Batch{log: l, parent: prev, txn: txn, global: prev.global, local: make(map[string]trail.Head), rng: cloneRange(prev.rng)}
 }
 
 // Detach forgets the batch this one continues, once that batch committed
 // (the Log then holds its heads).
 func (b *Batch) Detach() { b.parent = nil }
 
-func (b *Batch) localHead(ws string) head {
+func (b *Batch) localHead(ws string) trail.Head {
 	if h, ok := b.local[ws]; ok {
 		return h
 	}
@@ -195,61 +188,61 @@ func (b *Batch) localHead(ws string) head {
 // Append validates ev against the registry, links it into the global chain and
 // its workspace's chain, and writes it into the batch's transaction. It
 // returns the entry in its global view.
-func (b *Batch) Append(ev Event) (Entry, error) {
-	body, err := encodeBody(ev)
+func (b *Batch) Append(ev Event) (trail.Entry, error) {
+	body, err := trail.EncodeBody(ev.Type, ev.Body)
 	if err != nil {
-		return Entry{}, err
+		return trail.Entry{}, err
 	}
 	if ev.ID == "" || ev.Timestamp == "" || ev.Actor == "" {
-		return Entry{}, fmt.Errorf("append %s: %w: id, timestamp and actor are required", ev.Type, ErrBodyInvalid)
+		return trail.Entry{}, fmt.Errorf("append %s: %w: id, timestamp and actor are required", ev.Type, trail.ErrBodyInvalid)
 	}
 	if b.global.ID != "" && (ev.ID <= b.global.ID || ev.Timestamp < b.global.Timestamp) {
-		return Entry{}, fmt.Errorf("append %s: %w: id %s at %s after %s at %s",
+		return trail.Entry{}, fmt.Errorf("append %s: %w: id %s at %s after %s at %s",
 			ev.Type, ErrOrder, ev.ID, ev.Timestamp, b.global.ID, b.global.Timestamp)
 	}
-	e := Entry{ID: ev.ID, Timestamp: ev.Timestamp, Workspace: ev.Workspace, Actor: ev.Actor,
-		EventType: ev.Type, Body: body, Integrity: Integrity{Algorithm: Algorithm}}
-	var lh head
+	e := trail.Entry{ID: ev.ID, Timestamp: ev.Timestamp, Workspace: ev.Workspace, Actor: ev.Actor,
+		EventType: ev.Type, Body: body, Integrity: trail.Integrity{Algorithm: trail.Algorithm}}
+	var lh trail.Head
 	if ev.Workspace != "" {
 		lh = b.localHead(ev.Workspace)
 		e.PrevHash = lh.Hash
-		e.Integrity.LocalHash = fastHash(e) // body is canonical: Hash(e) without re-parsing
+		e.Integrity.LocalHash = trail.HashCanonical(e) // body is canonical: Hash(e) without re-parsing
 	}
 	localPrev := e.PrevHash
 	e.PrevHash = b.global.Hash
-	e.Integrity.EntryHash = fastHash(e)
+	e.Integrity.EntryHash = trail.HashCanonical(e)
 
 	seq := b.global.Seq + 1
-	leaf, err := LeafData(e)
+	leaf, err := trail.LeafData(e)
 	if err != nil {
-		return Entry{}, err
+		return trail.Entry{}, err
 	}
 	var nodeErr error
-	if err := b.rng.Append(Hasher{}.HashLeaf(leaf), func(id compact.NodeID, hash []byte) {
+	if err := b.rng.Append(trail.Hasher{}.HashLeaf(leaf), func(id compact.NodeID, hash []byte) {
 		if nodeErr == nil {
 			nodeErr = b.txn.Set(nodeKey(id), hash)
 		}
 	}); err != nil || nodeErr != nil {
-		return Entry{}, fmt.Errorf("append %s: merkle tree: %w", ev.Type, errors.Join(err, nodeErr))
+		return trail.Entry{}, fmt.Errorf("append %s: merkle tree: %w", ev.Type, errors.Join(err, nodeErr))
 	}
 	val := appendStored(make([]byte, 0, 384+len(e.Body)), stored{Entry: e, LocalPrev: localPrev})
 	if err := b.txn.Set(globalKey(seq), val); err != nil {
-		return Entry{}, fmt.Errorf("append %s: %w", ev.Type, err)
+		return trail.Entry{}, fmt.Errorf("append %s: %w", ev.Type, err)
 	}
 	if err := b.txn.Set(append(bytes.Clone(prefixID), ev.ID...), u64(seq)); err != nil {
-		return Entry{}, fmt.Errorf("append %s: %w", ev.Type, err)
+		return trail.Entry{}, fmt.Errorf("append %s: %w", ev.Type, err)
 	}
-	b.global = head{Seq: seq, Hash: e.Integrity.EntryHash, ID: e.ID, Timestamp: e.Timestamp}
+	b.global = trail.Head{Seq: seq, Hash: e.Integrity.EntryHash, ID: e.ID, Timestamp: e.Timestamp}
 	if err := b.txn.Set(keyHead, appendHead(nil, b.global)); err != nil {
-		return Entry{}, fmt.Errorf("append %s: %w", ev.Type, err)
+		return trail.Entry{}, fmt.Errorf("append %s: %w", ev.Type, err)
 	}
 	if ev.Workspace != "" {
-		lh = head{Seq: lh.Seq + 1, Hash: e.Integrity.LocalHash, ID: e.ID, Timestamp: e.Timestamp}
+		lh = trail.Head{Seq: lh.Seq + 1, Hash: e.Integrity.LocalHash, ID: e.ID, Timestamp: e.Timestamp}
 		if err := b.txn.Set(localKey(ev.Workspace, lh.Seq), u64(seq)); err != nil {
-			return Entry{}, fmt.Errorf("append %s: %w", ev.Type, err)
+			return trail.Entry{}, fmt.Errorf("append %s: %w", ev.Type, err)
 		}
 		if err := b.txn.Set(append(bytes.Clone(prefixHeadWS), ev.Workspace...), appendHead(nil, lh)); err != nil {
-			return Entry{}, fmt.Errorf("append %s: %w", ev.Type, err)
+			return trail.Entry{}, fmt.Errorf("append %s: %w", ev.Type, err)
 		}
 		b.local[ev.Workspace] = lh
 	}
@@ -257,38 +250,8 @@ func (b *Batch) Append(ev Event) (Entry, error) {
 	return e, nil
 }
 
-// encodeBody returns the canonical form of ev's body after checking it
-// against the registry. A map[string]any of plain values is written
-// directly (appendCanonical); anything else goes through Canonical and is
-// decoded again to check it.
-func encodeBody(ev Event) ([]byte, error) {
-	if m, ok := ev.Body.(map[string]any); ok && m != nil {
-		if body, ok := canon.AppendValue(make([]byte, 0, 256), m); ok {
-			if err := validateFields(ev.Type, func(f string) (bool, bool) {
-				v, present := m[f]
-				return present, present && canon.IsNull(v)
-			}); err != nil {
-				return nil, fmt.Errorf("append: %w", err)
-			}
-			return body, nil
-		}
-	}
-	body, err := Canonical(ev.Body)
-	if err != nil {
-		return nil, fmt.Errorf("append %s: encode body: %w", ev.Type, err)
-	}
-	var fields map[string]any
-	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
-		return nil, fmt.Errorf("append %s: %w: body is not a JSON object", ev.Type, ErrBodyInvalid)
-	}
-	if err := ValidateBody(ev.Type, fields); err != nil {
-		return nil, fmt.Errorf("append: %w", err)
-	}
-	return body, nil
-}
-
 // Entries returns the entries appended so far, in order.
-func (b *Batch) Entries() []Entry { return b.entries }
+func (b *Batch) Entries() []trail.Entry { return b.entries }
 
 // Commit moves the Log's heads to the batch's. Call it only after the
 // transaction committed successfully; after a failed commit, drop the batch.

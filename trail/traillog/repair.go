@@ -1,4 +1,4 @@
-package trail
+package traillog
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/transparency-dev/merkle/compact"
+	"github.com/wacpd/wacpd/trail"
 	"github.com/zeebo/blake3"
 )
 
@@ -19,12 +20,12 @@ var prefixQuarantine = []byte("t/q/")
 // Quarantined is an entry Repair moved out of the global trail, kept for
 // human review (Recovery §3.1).
 type Quarantined struct {
-	Seq       uint64    `json:"seq"`                  // its place in the global trail
-	ID        string    `json:"id,omitempty"`         // when known
-	Timestamp string    `json:"timestamp,omitempty"`  // when readable
-	EventType EventType `json:"event_type,omitempty"` // when readable
-	Workspace string    `json:"workspace,omitempty"`  // when readable
-	// Missing is set for an entry the trail's head or id index counted but
+	Seq       uint64          `json:"seq"`                  // its place in the global trail
+	ID        string          `json:"id,omitempty"`         // when known
+	Timestamp string          `json:"timestamp,omitempty"`  // when readable
+	EventType trail.EventType `json:"event_type,omitempty"` // when readable
+	Workspace string          `json:"workspace,omitempty"`  // when readable
+	// Missing is set for an entry the trail's trail.Head or id index counted but
 	// that was not stored; Value is then empty.
 	Missing bool   `json:"missing,omitempty"`
 	Reason  string `json:"reason"`         // why: the violation for the first, "after #N" for the rest
@@ -171,9 +172,9 @@ func rebuild(ctx context.Context, db *badger.DB, valid uint64) error {
 
 	wb := db.NewWriteBatch()
 	defer wb.Cancel()
-	var global head
-	local := map[string]head{}
-	rng := rangeFactory.NewEmptyRange(0)
+	var global trail.Head
+	local := map[string]trail.Head{}
+	rng := trail.RangeFactory.NewEmptyRange(0)
 	var werr error
 	err = view(db, "repair trail", func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixGlobal, PrefetchValues: true, PrefetchSize: 256})
@@ -196,24 +197,24 @@ func rebuild(ctx context.Context, db *badger.DB, valid uint64) error {
 			}
 			if e.Workspace != "" {
 				lh := local[e.Workspace]
-				lh = head{Seq: lh.Seq + 1, Hash: e.Integrity.LocalHash, ID: e.ID, Timestamp: e.Timestamp}
+				lh = trail.Head{Seq: lh.Seq + 1, Hash: e.Integrity.LocalHash, ID: e.ID, Timestamp: e.Timestamp}
 				local[e.Workspace] = lh
 				if err := wb.Set(localKey(e.Workspace, lh.Seq), u64(seq)); err != nil {
 					return err
 				}
 			}
-			leaf, err := LeafData(e)
+			leaf, err := trail.LeafData(e)
 			if err != nil {
 				return fmt.Errorf("entry #%d: %w", seq, err)
 			}
-			if err := rng.Append(Hasher{}.HashLeaf(leaf), func(id compact.NodeID, h []byte) {
+			if err := rng.Append(trail.Hasher{}.HashLeaf(leaf), func(id compact.NodeID, h []byte) {
 				if werr == nil {
 					werr = wb.Set(nodeKey(id), bytes.Clone(h))
 				}
 			}); err != nil {
 				return err
 			}
-			global = head{Seq: seq, Hash: e.Integrity.EntryHash, ID: e.ID, Timestamp: e.Timestamp}
+			global = trail.Head{Seq: seq, Hash: e.Integrity.EntryHash, ID: e.ID, Timestamp: e.Timestamp}
 		}
 		return werr
 	})

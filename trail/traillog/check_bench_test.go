@@ -1,12 +1,14 @@
-package trail
+package traillog
 
 import (
 	"context"
 	"testing"
+
+	"github.com/wacpd/wacpd/trail"
 )
 
 // BenchmarkCheck checks an on-disk trail of 100,000 entries in 50
-// workspaces and the system scope, with a signed head over all of them: the
+// workspaces and the system scope, with a signed trail.Head over all of them: the
 // integrity check at start. "full" reads every entry; "after-mark" reads
 // the 1,000 entries written since a mark left at 99,000. It reports
 // entries/s of the trail's size.
@@ -18,7 +20,7 @@ func BenchmarkCheck(b *testing.B) {
 		if i%4 == 3 {
 			batch = append(batch, tl.sysEv())
 		} else {
-			batch = append(batch, tl.ev("workspace-"+string(rune('A'+i%50)), "worker", EventCheckpointCreated))
+			batch = append(batch, tl.ev("workspace-"+string(rune('A'+i%50)), "worker", trail.EventCheckpointCreated))
 		}
 		if len(batch) == 500 {
 			tl.append(batch...)

@@ -1,0 +1,23 @@
+package traillog_test
+
+import (
+	"testing"
+
+	"github.com/wacpd/wacpd/internal/deptest"
+)
+
+const module = "github.com/wacpd/wacpd"
+
+// TestDeps enforces the dependency direction of style rule 1: traillog
+// stores the trail; from this module it depends only on its format (trail),
+// casstore and internal/canon, never on runtime or the packages above it;
+// it never links the NATS server; and only test files import "testing".
+func TestDeps(t *testing.T) {
+	deptest.Check(t, module+"/trail/traillog", deptest.Rules{
+		OwnAllowed: []string{module + "/trail", module + "/casstore", module + "/internal/canon"},
+		Forbidden: []string{
+			"github.com/nats-io/nats-server/",
+			"testing/...",
+		},
+	})
+}
