@@ -13,10 +13,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wacpd/wacpd/auditor/datadir"
+
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
 
-	"github.com/wacpd/wacpd/auditor"
 	"github.com/wacpd/wacpd/runtime"
 )
 
@@ -44,11 +45,11 @@ var flips = flag.Int("flips", 0, "TestByteFlips: flip this many bytes (default: 
 // more than 1000 also flips every byte of the small files.
 func TestByteFlips(t *testing.T) {
 	d := richDataDir(t)
-	orig, err := dump(filepath.Join(d.dir, auditor.DatabaseDir))
+	orig, err := dump(filepath.Join(d.dir, datadir.DatabaseDir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep, err := auditor.VerifyDataDir(copyDir(t, d.dir)); err != nil || !rep.OK {
+	if rep, err := datadir.Verify(copyDir(t, d.dir)); err != nil || !rep.OK {
 		t.Fatalf("VerifyDataDir(undamaged) = %+v, %v", rep, err)
 	}
 	files := dataFiles(t, d.dir)
@@ -178,7 +179,7 @@ func flipOnce(t *testing.T, d dataDir, orig map[string][]byte, p flip) (outcome 
 			outcome = "panic"
 		}
 	}()
-	rep, err := auditor.VerifyDataDir(dir)
+	rep, err := datadir.Verify(dir)
 	switch {
 	case err != nil:
 		t.Logf("%s byte %d ^ %#02x: refused: %v", p.file, p.off, p.mask, err)
@@ -190,16 +191,16 @@ func flipOnce(t *testing.T, d dataDir, orig map[string][]byte, p flip) (outcome 
 		return "reported " + string(rep.Violation) + " (" + kind(p.file) + ")"
 	}
 	// Said ok: the flip must be harmless.
-	got, err := dump(filepath.Join(dir, auditor.DatabaseDir))
+	got, err := dump(filepath.Join(dir, datadir.DatabaseDir))
 	if err != nil {
 		t.Errorf("%s byte %d ^ %#02x: VerifyDataDir ok, but reading the database fails: %v", p.file, p.off, p.mask, err)
 		return "missed"
 	}
-	pub, err := os.ReadFile(filepath.Join(dir, auditor.PublicKeyFile))
+	pub, err := os.ReadFile(filepath.Join(dir, datadir.PublicKeyFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	origPub, err := os.ReadFile(filepath.Join(d.dir, auditor.PublicKeyFile))
+	origPub, err := os.ReadFile(filepath.Join(d.dir, datadir.PublicKeyFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +242,7 @@ func fullCheckOnce(t *testing.T, d dataDir, p flip, harmless bool) (outcome stri
 			outcome = "full check: panic"
 		}
 	}()
-	e, err := runtime.Open(runtime.Config{DataDir: filepath.Join(dir, auditor.DatabaseDir), FullCheck: true})
+	e, err := runtime.Open(runtime.Config{DataDir: filepath.Join(dir, datadir.DatabaseDir), FullCheck: true})
 	switch {
 	case err != nil && harmless:
 		t.Errorf("%s byte %d ^ %#02x: harmless, but Open with FullCheck = %v", p.file, p.off, p.mask, err)

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wacpd/wacpd/auditor/datadir"
+
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/wacpd/wacpd/auditor"
@@ -31,7 +33,7 @@ import (
 func richDataDir(t *testing.T) dataDir {
 	t.Helper()
 	dir := t.TempDir()
-	e, err := runtime.Open(runtime.Config{DataDir: filepath.Join(dir, auditor.DatabaseDir)})
+	e, err := runtime.Open(runtime.Config{DataDir: filepath.Join(dir, datadir.DatabaseDir)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +63,7 @@ func richDataDir(t *testing.T) dataDir {
 		}
 		return txn.Set([]byte("m/sth"), b)
 	})
-	if err := os.WriteFile(filepath.Join(dir, auditor.PublicKeyFile), []byte(k.vkey+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, datadir.PublicKeyFile), []byte(k.vkey+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dataDir{dir: dir, entries: entries, key: k, objects: objects}
@@ -105,16 +107,16 @@ type verdicts struct {
 func callers(t *testing.T, dir string) verdicts {
 	t.Helper()
 	var v verdicts
-	noPanic(t, "VerifyDataDir", func() { v.offline, v.offlineEr = auditor.VerifyDataDir(copyDir(t, dir)) })
+	noPanic(t, "VerifyDataDir", func() { v.offline, v.offlineEr = datadir.Verify(copyDir(t, dir)) })
 	noPanic(t, "Open with FullCheck", func() {
-		e, err := runtime.Open(runtime.Config{DataDir: filepath.Join(copyDir(t, dir), auditor.DatabaseDir), FullCheck: true})
+		e, err := runtime.Open(runtime.Config{DataDir: filepath.Join(copyDir(t, dir), datadir.DatabaseDir), FullCheck: true})
 		if err == nil {
 			e.Close()
 		}
 		v.fullCheck = err
 	})
 	noPanic(t, "Open, then VerifyTrail", func() {
-		e, err := runtime.Open(runtime.Config{DataDir: filepath.Join(copyDir(t, dir), auditor.DatabaseDir)})
+		e, err := runtime.Open(runtime.Config{DataDir: filepath.Join(copyDir(t, dir), datadir.DatabaseDir)})
 		if err != nil {
 			v.onlineEr = err
 			return
@@ -204,7 +206,7 @@ func TestDamage_MerkleNodeBlock(t *testing.T) {
 			node, err = item.ValueCopy(nil)
 			return err
 		})
-		ssts, _ := filepath.Glob(filepath.Join(d.dir, auditor.DatabaseDir, "*.sst"))
+		ssts, _ := filepath.Glob(filepath.Join(d.dir, datadir.DatabaseDir, "*.sst"))
 		for _, f := range ssts {
 			b, err := os.ReadFile(f)
 			if err != nil {
@@ -233,7 +235,7 @@ func TestDamage_MerkleNodeBlock(t *testing.T) {
 	// A default start does not read the tables whole: it may start. Then
 	// every inclusion proof it serves verifies, or it answers an error.
 	noPanic(t, "inclusion proofs", func() {
-		e, err := runtime.Open(runtime.Config{DataDir: filepath.Join(copyDir(t, d.dir), auditor.DatabaseDir)})
+		e, err := runtime.Open(runtime.Config{DataDir: filepath.Join(copyDir(t, d.dir), datadir.DatabaseDir)})
 		if err != nil {
 			return // refused: fine
 		}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/wacpd/wacpd/auditor/datadir"
+
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/wacpd/wacpd/auditor"
@@ -29,7 +31,7 @@ type dataDir struct {
 func newDataDir(t *testing.T, signed int) dataDir {
 	t.Helper()
 	dir := t.TempDir()
-	e, err := runtime.Open(runtime.Config{DataDir: filepath.Join(dir, auditor.DatabaseDir)})
+	e, err := runtime.Open(runtime.Config{DataDir: filepath.Join(dir, datadir.DatabaseDir)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +53,7 @@ func newDataDir(t *testing.T, signed int) dataDir {
 		}
 		return txn.Set([]byte("m/sth"), b)
 	})
-	if err := os.WriteFile(filepath.Join(dir, auditor.PublicKeyFile), []byte(k.vkey+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, datadir.PublicKeyFile), []byte(k.vkey+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dataDir{dir: dir, entries: entries, key: k, objects: 2}
@@ -60,7 +62,7 @@ func newDataDir(t *testing.T, signed int) dataDir {
 // update opens the stopped daemon's database and changes it.
 func update(t *testing.T, dir string, fn func(*badger.Txn) error) {
 	t.Helper()
-	db, err := badger.Open(badger.DefaultOptions(filepath.Join(dir, auditor.DatabaseDir)).WithLogger(nil))
+	db, err := badger.Open(badger.DefaultOptions(filepath.Join(dir, datadir.DatabaseDir)).WithLogger(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,19 +106,19 @@ func tamperEntry(t *testing.T, dir string, seq uint64, fn func(e *trail.Entry)) 
 func TestVerifyDataDir(t *testing.T) {
 	t.Run("all signed", func(t *testing.T) {
 		d := newDataDir(t, -1)
-		rep, err := auditor.VerifyDataDir(d.dir)
+		rep, err := datadir.Verify(d.dir)
 		n := len(d.entries)
 		if err != nil || !rep.OK || rep.Entries != n || rep.Size != uint64(n) || rep.Objects != 2 || rep.Workspaces != 2 || rep.PublicKey != d.key.vkey {
 			t.Errorf("VerifyDataDir = %+v, %v; want ok with %d entries, size %d, 2 objects, 2 workspaces", rep, err, n, n)
 		}
 		// read-only: a second run sees the same
-		if again, err := auditor.VerifyDataDir(d.dir); err != nil || again != rep {
+		if again, err := datadir.Verify(d.dir); err != nil || again != rep {
 			t.Errorf("VerifyDataDir again = %+v, %v; want %+v", again, err, rep)
 		}
 	})
 	t.Run("tail after the signed head", func(t *testing.T) {
 		d := newDataDir(t, 5)
-		rep, err := auditor.VerifyDataDir(d.dir)
+		rep, err := datadir.Verify(d.dir)
 		if err != nil || !rep.OK || rep.Entries != len(d.entries) || rep.Size != 5 || rep.Objects != 2 {
 			t.Errorf("VerifyDataDir = %+v, %v; want ok with %d entries, size 5", rep, err, len(d.entries))
 		}
@@ -125,7 +127,7 @@ func TestVerifyDataDir(t *testing.T) {
 		d := newDataDir(t, 5)
 		n := len(d.entries)
 		tamperEntry(t, d.dir, uint64(n-1), func(e *trail.Entry) { e.Actor = "forger" })
-		rep, err := auditor.VerifyDataDir(d.dir)
+		rep, err := datadir.Verify(d.dir)
 		if err != nil || rep.OK || rep.Violation != auditor.ViolationHashMismatch || rep.FirstBad != d.entries[n-2].ID {
 			t.Errorf("VerifyDataDir = %+v, %v; want hash_mismatch at %s", rep, err, d.entries[n-2].ID)
 		}
@@ -133,7 +135,7 @@ func TestVerifyDataDir(t *testing.T) {
 	t.Run("tampered signed entry", func(t *testing.T) {
 		d := newDataDir(t, -1)
 		tamperEntry(t, d.dir, 3, func(e *trail.Entry) { e.Body = []byte(`{"forged":true}`) })
-		rep, err := auditor.VerifyDataDir(d.dir)
+		rep, err := datadir.Verify(d.dir)
 		if err != nil || rep.OK || rep.Violation != auditor.ViolationHashMismatch || rep.FirstBad != d.entries[2].ID {
 			t.Errorf("VerifyDataDir = %+v, %v; want hash_mismatch at %s", rep, err, d.entries[2].ID)
 		}
@@ -158,7 +160,7 @@ func TestVerifyDataDir(t *testing.T) {
 			}
 			return nil
 		})
-		rep, err := auditor.VerifyDataDir(d.dir)
+		rep, err := datadir.Verify(d.dir)
 		if err != nil || rep.OK || rep.Violation != auditor.ViolationMissingObject || rep.FirstBad != entryID {
 			t.Errorf("VerifyDataDir = %+v, %v; want missing_object at %s", rep, err, entryID)
 		}
@@ -166,7 +168,7 @@ func TestVerifyDataDir(t *testing.T) {
 	t.Run("no signed tree head", func(t *testing.T) {
 		d := newDataDir(t, -1)
 		update(t, d.dir, func(txn *badger.Txn) error { return txn.Delete([]byte("m/sth")) })
-		rep, err := auditor.VerifyDataDir(d.dir)
+		rep, err := datadir.Verify(d.dir)
 		if err != nil || rep.OK || rep.Violation != auditor.ViolationSignatureInvalid || rep.FirstBad != "sth" {
 			t.Errorf("VerifyDataDir = %+v, %v; want signature_invalid at sth", rep, err)
 		}
@@ -174,35 +176,35 @@ func TestVerifyDataDir(t *testing.T) {
 	t.Run("another public key", func(t *testing.T) {
 		d := newDataDir(t, -1)
 		other := newKey(t, "wacpd-test")
-		if err := os.WriteFile(filepath.Join(d.dir, auditor.PublicKeyFile), []byte(other.vkey+"\n"), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(d.dir, datadir.PublicKeyFile), []byte(other.vkey+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		rep, err := auditor.VerifyDataDir(d.dir)
+		rep, err := datadir.Verify(d.dir)
 		if err != nil || rep.OK || rep.Violation != auditor.ViolationSignatureInvalid || rep.FirstBad != "sth" {
 			t.Errorf("VerifyDataDir = %+v, %v; want signature_invalid at sth", rep, err)
 		}
-		rep, err = auditor.VerifyDataDirWithKey(d.dir, d.key.vkey)
+		rep, err = datadir.VerifyWithKey(d.dir, d.key.vkey)
 		if err != nil || rep.OK || rep.Violation != auditor.ViolationSignatureInvalid {
 			t.Errorf("VerifyDataDirWithKey(the signing key, trail.pub another) = %+v, %v; want signature_invalid", rep, err)
 		}
 	})
 	t.Run("no public key", func(t *testing.T) {
 		d := newDataDir(t, -1)
-		os.Remove(filepath.Join(d.dir, auditor.PublicKeyFile))
-		if rep, err := auditor.VerifyDataDir(d.dir); err == nil {
+		os.Remove(filepath.Join(d.dir, datadir.PublicKeyFile))
+		if rep, err := datadir.Verify(d.dir); err == nil {
 			t.Errorf("VerifyDataDir(no trail.pub) = %+v, nil; want an error", rep)
 		}
 	})
 	t.Run("not a data dir", func(t *testing.T) {
-		if rep, err := auditor.VerifyDataDir(t.TempDir()); err == nil {
+		if rep, err := datadir.Verify(t.TempDir()); err == nil {
 			t.Errorf("VerifyDataDir(empty dir) = %+v, nil; want an error", rep)
 		}
 	})
 	t.Run("daemon still running", func(t *testing.T) {
 		d := newDataDir(t, -1)
-		e := openEngine(t, filepath.Join(d.dir, auditor.DatabaseDir))
+		e := openEngine(t, filepath.Join(d.dir, datadir.DatabaseDir))
 		_ = e
-		if rep, err := auditor.VerifyDataDir(d.dir); err == nil {
+		if rep, err := datadir.Verify(d.dir); err == nil {
 			t.Errorf("VerifyDataDir(open database) = %+v, nil; want an error", rep)
 		}
 	})

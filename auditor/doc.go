@@ -60,10 +60,11 @@
 // A bundle carries its own public key: a forger can re-sign a rewritten
 // trail with a key of its own. Compare Report.PublicKey with the key you
 // obtained from the daemon's operator (wacp info, DIR/trail.pub), or pass it
-// to VerifyWithKey. VerifyDataDir reads the key from the data dir it checks,
-// with the same caveat. A signed head proves nothing about entries after
-// it: VerifyDataDir checks such a tail by its hashes and chains only.
-// VerifyDataDir runs integrity.Check, the daemon's own verifier, which also
-// checks Badger's files, the stored indexes, heads and Merkle nodes and the
-// checkpoint store (docs/audit.md §5).
+// to VerifyWithKey. Package auditor/datadir verifies a stopped daemon's data
+// dir (datadir.Verify); it reads the key from the data dir it checks, with
+// the same caveat. A signed head proves nothing about entries after it:
+// datadir.Verify checks such a tail by its hashes and chains only. It runs
+// integrity.Check, the daemon's own verifier, which also checks Badger's
+// files, the stored indexes, heads and Merkle nodes and the checkpoint
+// store (docs/audit.md §5). This package links no storage.
 package auditor

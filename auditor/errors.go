@@ -3,7 +3,6 @@ package auditor
 import (
 	"errors"
 
-	"github.com/wacpd/wacpd/integrity"
 	"github.com/wacpd/wacpd/trail"
 )
 
@@ -27,7 +26,7 @@ var (
 // Violation names the kind of the first problem Verify found.
 type Violation string
 
-// Violations reported by Verify and VerifyDataDir.
+// Violations reported by Verify and datadir.Verify.
 const (
 	// ViolationHashMismatch: an entry or object does not hash to its
 	// recorded hash, or a line is not the canonical form of its record.
@@ -43,7 +42,7 @@ const (
 	ViolationRootMismatch = Violation(trail.ViolationRootMismatch)
 	// ViolationMissingObject: a checkpoint_created entry references an
 	// object the bundle (or data dir) does not hold.
-	ViolationMissingObject = Violation(integrity.ViolationMissingObject)
+	ViolationMissingObject = Violation(trail.ViolationMissingObject)
 	// ViolationNotMonotonic: an entry's timestamp is not after the previous
 	// entry of its workspace.
 	ViolationNotMonotonic = Violation(trail.ViolationNotMonotonic)

@@ -171,6 +171,17 @@ func (v *verifier) report() Report {
 	return r
 }
 
+// VerifyHeader checks a signed tree head against its public key, or
+// against trusted when that is not "": the Report has the head's size,
+// root, origin and time, and OK false with ViolationSignatureInvalid at
+// "sth" when the head does not verify. Verify and package auditor/datadir
+// check heads with it.
+func VerifyHeader(h Header, trusted string) Report {
+	v := newVerifier(trusted, true)
+	v.header(h)
+	return v.report()
+}
+
 // header checks the signed tree head.
 func (v *verifier) header(h Header) bool {
 	v.rep.Size, v.rep.Root, v.rep.Origin, v.rep.Timestamp = h.STH.Size, h.STH.Root, h.STH.Origin, h.STH.Timestamp

@@ -2,6 +2,7 @@ package checkpointchain
 
 import (
 	"encoding/json"
+
 	"github.com/wacpd/wacpd/casstore"
 
 	"github.com/wacpd/wacpd/taxonomy"

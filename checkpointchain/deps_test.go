@@ -14,7 +14,7 @@ const module = "github.com/wacpd/wacpd"
 func TestDepsDirection(t *testing.T) {
 	deptest.Check(t, module+"/checkpointchain", deptest.Rules{
 		OwnAllowed: []string{module + "/casstore", module + "/taxonomy", module + "/internal/canon", module + "/internal/strictjson"},
-		Forbidden:  []string{"github.com/nats-io/"},
+		Forbidden:  []string{"github.com/nats-io/", "github.com/dgraph-io/"}, // storage is chainstore's
 	})
 }
 

@@ -7,7 +7,9 @@
 // DecodeRequest checks a request's shape; Build (pure) applies the rules in
 // a fixed order and returns the sealed checkpoint or a *Rejection carrying
 // one of the five reasons of the spec. The runtime persists the result with
-// Put inside the transaction that also writes the trail.
+// chainstore.Put (package checkpointchain/chainstore, the Badger side)
+// inside the transaction that also writes the trail; this package links no
+// storage, so a client can decode and check checkpoints.
 //
 // A chain is linear: a checkpoint is accepted only when its parent is the
 // current head (null for the first), so two writers racing on one head
@@ -17,10 +19,8 @@
 //
 // The canonical encoding (Encode) is RFC 8785 JSON of the record without
 // digest; digest = "blake3:" + hex(BLAKE3-256(encoding)). It is frozen by
-// testdata/*.golden. Objects live in casstore under their digest. Key
-// prefix "k/": k/h/<ws> chain register {head,count,last_final};
-// k/c/<id> index {workspace,n,digest}; k/w/<ws>/<n:8 bytes BE> id in chain
-// order.
+// testdata/*.golden. Objects live in casstore under their digest; the
+// registers and indexes are chainstore's (key prefix "k/").
 //
 // # Caveats
 //

@@ -11,12 +11,13 @@ import (
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/envelope"
 	"github.com/wacpd/wacpd/signal"
+	"github.com/wacpd/wacpd/wire"
 )
 
 // Info returns the daemon's system.info.
 func (c *Client) Info(ctx context.Context) (Info, error) {
 	var info Info
-	err := c.call(ctx, "wacp.v1.system.info", nil, &info, 0)
+	err := c.call(ctx, wire.Subject("system.info"), nil, &info, 0)
 	return info, err
 }
 

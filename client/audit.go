@@ -7,22 +7,16 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"time"
 
 	"github.com/wacpd/wacpd/auditor"
 	"github.com/wacpd/wacpd/casstore"
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/wire"
 )
 
-// The audit endpoints (coordinator, user or auditor token).
-const (
-	subjectSTH         = "wacp.v1.audit.sth"
-	subjectInclusion   = "wacp.v1.audit.proof.inclusion"
-	subjectConsistency = "wacp.v1.audit.proof.consistency"
-	subjectAuditCP     = "wacp.v1.audit.checkpoint.get"
-	subjectAuditRead   = "wacp.v1.audit.trail.read"
-)
 
 // TreeHead is the reply of audit.sth: the daemon's latest signed tree head
 // and the key it says signs it. Check the note with trail.OpenTreeHead and
@@ -35,7 +29,7 @@ type TreeHead struct {
 // TreeHead returns the latest signed tree head (audit.sth).
 func (c *Client) TreeHead(ctx context.Context) (TreeHead, error) {
 	var th TreeHead
-	err := c.call(ctx, subjectSTH, nil, &th, 0)
+	err := c.call(ctx, wire.Subject("audit.sth"), nil, &th, 0)
 	return th, err
 }
 
@@ -48,7 +42,7 @@ type AuditInfo struct {
 // AuditInfo returns the origin and public key system.info publishes.
 func (c *Client) AuditInfo(ctx context.Context) (AuditInfo, error) {
 	var ai AuditInfo
-	err := c.call(ctx, "wacp.v1.system.info", nil, &ai, 0)
+	err := c.call(ctx, wire.Subject("system.info"), nil, &ai, 0)
 	return ai, err
 }
 
@@ -76,7 +70,7 @@ type InclusionProof struct {
 // InclusionProof returns an inclusion proof (audit.proof.inclusion).
 func (c *Client) InclusionProof(ctx context.Context, req InclusionRequest) (InclusionProof, error) {
 	var p InclusionProof
-	err := c.call(ctx, subjectInclusion, req, &p, 0)
+	err := c.call(ctx, wire.Subject("audit.proof.inclusion"), req, &p, 0)
 	return p, err
 }
 
@@ -97,7 +91,7 @@ func (c *Client) ConsistencyProof(ctx context.Context, from, to uint64) (Consist
 		To   uint64 `json:"to,omitempty"`
 	}{from, to}
 	var p ConsistencyProof
-	err := c.call(ctx, subjectConsistency, req, &p, 0)
+	err := c.call(ctx, wire.Subject("audit.proof.consistency"), req, &p, 0)
 	return p, err
 }
 
@@ -105,7 +99,7 @@ func (c *Client) ConsistencyProof(ctx context.Context, from, to uint64) (Consist
 // (audit.checkpoint.get), whatever workspace it belongs to.
 func (c *Client) AuditCheckpoint(ctx context.Context, id string) (checkpointchain.Checkpoint, error) {
 	var cp checkpointchain.Checkpoint
-	err := c.call(ctx, subjectAuditCP, map[string]string{"id": id}, &cp, 0)
+	err := c.call(ctx, wire.Subject("audit.checkpoint.get"), map[string]string{"id": id}, &cp, 0)
 	return cp, err
 }
 
@@ -126,7 +120,7 @@ func (c *Client) FindCheckpointEntry(ctx context.Context, checkpointID string) (
 	}
 	for {
 		var page TrailPage
-		if err := c.call(ctx, subjectAuditRead, q, &page, 0); err != nil {
+		if err := c.call(ctx, wire.Subject("audit.trail.read"), q, &page, 0); err != nil {
 			return trail.Entry{}, err
 		}
 		// The body filter is checked here too: a daemon that ignores it
@@ -295,4 +289,61 @@ func (c *Client) ReplayDiff(ctx context.Context, attempts int) (auditor.State, [
 		}
 	}
 	return r.State(), diffs, nil
+}
+
+// ProveCheckpoint proves that checkpoint id is in the signed trail: it
+// gathers the evidence (the checkpoint_created entry, a signed tree head
+// covering it, waiting up to wait for one, an inclusion proof and the
+// checkpoint) and checks it with auditor.ProveCheckpoint against
+// publicKey, the tree-head key the caller trusts ("" takes the one
+// system.info publishes: compare CheckpointProof.PublicKey with the key you
+// trust). A check that fails is an *auditor.NotProvedError (errors.Is
+// auditor.ErrProof); any other error means the evidence could not be had.
+func (c *Client) ProveCheckpoint(ctx context.Context, id, publicKey string, wait time.Duration) (auditor.CheckpointProof, error) {
+	e, err := c.FindCheckpointEntry(ctx, id)
+	if err != nil {
+		return auditor.CheckpointProof{}, err
+	}
+	if publicKey == "" {
+		ai, err := c.AuditInfo(ctx)
+		if err != nil {
+			return auditor.CheckpointProof{}, err
+		}
+		if publicKey = ai.PublicKey; publicKey == "" {
+			return auditor.CheckpointProof{}, errors.New("prove checkpoint: the daemon publishes no public key in system.info")
+		}
+	}
+	// A tree head covering the entry is signed within about a second of
+	// its commit: until then the proof request is refused.
+	deadline := time.Now().Add(wait)
+	var (
+		th TreeHead
+		p  InclusionProof
+	)
+	for {
+		if th, err = c.TreeHead(ctx); err != nil {
+			return auditor.CheckpointProof{}, err
+		}
+		p, err = c.InclusionProof(ctx, InclusionRequest{Entry: e.ID, Size: th.Size})
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrRefused) || time.Now().After(deadline) {
+			return auditor.CheckpointProof{}, err
+		}
+		t := time.NewTimer(250 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return auditor.CheckpointProof{}, ctx.Err()
+		case <-t.C:
+		}
+	}
+	cp, err := c.AuditCheckpoint(ctx, id)
+	if err != nil {
+		return auditor.CheckpointProof{}, err
+	}
+	return auditor.ProveCheckpoint(id, auditor.CheckpointEvidence{
+		Entry: e, TreeHead: th.TreeHead, ProofEntry: p.Entry, ProofSize: p.Size, Index: p.Index, Proof: p.Proof, Checkpoint: cp,
+	}, publicKey)
 }

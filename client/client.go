@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/wacpd/wacpd/taxonomy"
+	"github.com/wacpd/wacpd/wire"
 )
 
 // DefaultTimeout bounds a request when Options.Timeout is zero.
@@ -174,7 +175,7 @@ func (c *Client) guard(ctx context.Context, match func(op, subject string) bool)
 }
 
 // agent returns the subject of op on the client's workspace.
-func (c *Client) agent(op string) string { return "wacp.v1.agent." + c.ws + "." + op }
+func (c *Client) agent(op string) string { return wire.AgentSubject(c.ws, op) }
 
 // call sends req as JSON to subject and decodes the reply into reply. extra
 // lengthens the timeout (for long polls).

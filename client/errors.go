@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/wacpd/wacpd/taxonomy"
+	"github.com/wacpd/wacpd/wire"
 )
 
 // These errors can be returned by Client methods and Dial. Test with errors.Is.
@@ -69,11 +70,11 @@ func ExitCode(err error) int {
 
 // Headers of a micro service error reply.
 const (
-	headerError     = "Nats-Service-Error"      // the code string
-	headerErrorCode = "Nats-Service-Error-Code" // the status number
+	headerError     = wire.ErrorHeader     // the code string
+	headerErrorCode = wire.ErrorCodeHeader // the status number
 	// TokenHeader carries the caller's token on every request; the daemon
 	// requires it when it runs on an external NATS server.
-	TokenHeader = "Wacp-Token"
+	TokenHeader = wire.TokenHeader
 )
 
 // replyError returns the *Error of an error reply, or nil for a success.

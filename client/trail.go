@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/wire"
 )
 
 // Trail returns the trail entries the client's workspace sees, after entry
@@ -31,7 +32,7 @@ func (c *Client) Trail(ctx context.Context, after string, limit int, eventType t
 // coordinator, user or auditor token).
 func (c *Client) ReadTrail(ctx context.Context, q TrailQuery) (TrailPage, error) {
 	var page TrailPage
-	err := c.call(ctx, "wacp.v1.audit.trail.read", q, &page, 0)
+	err := c.call(ctx, wire.Subject("audit.trail.read"), q, &page, 0)
 	return page, err
 }
 
@@ -49,7 +50,7 @@ func (c *Client) VerifyTrail(ctx context.Context, ws string) (trail.VerifyResult
 		Workspace string `json:"workspace,omitempty"`
 	}{ws}
 	var res trail.VerifyResult
-	err := c.call(ctx, "wacp.v1.audit.trail.verify", req, &res, VerifyWait)
+	err := c.call(ctx, wire.Subject("audit.trail.verify"), req, &res, VerifyWait)
 	return res, err
 }
 
@@ -69,7 +70,7 @@ func (c *Client) TailTrail(ctx context.Context, filter string, fn func(trail.Ent
 			filter = c.ws + ".>"
 		}
 	}
-	subject := "wacp.v1.trail." + strings.TrimPrefix(filter, "wacp.v1.trail.")
+	subject := wire.TrailPrefix + strings.TrimPrefix(filter, wire.TrailPrefix)
 	return c.follow(ctx, subject, func(m *nats.Msg) error {
 		var e trail.Entry
 		if err := json.Unmarshal(m.Data, &e); err != nil {

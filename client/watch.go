@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/wacpd/wacpd/signal"
+	"github.com/wacpd/wacpd/wire"
 )
 
 // SignalStream is the JetStream stream holding every delivered signal
@@ -73,7 +74,7 @@ func (c *Client) Watch(ctx context.Context, opts WatchOptions, fn func(signal.Si
 	if !validToken(ws) {
 		return fmt.Errorf("client: watch: workspace %q is not a workspace id", ws)
 	}
-	filter := "wacp.v1.sig." + ws + ".>"
+	filter := wire.SignalPrefix + ws + ".>"
 	skip := func(subject string, data []byte, err error) {
 		if opts.OnUndecodable != nil {
 			opts.OnUndecodable(subject, data, err)

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"github.com/wacpd/wacpd/runtime"
-	"github.com/wacpd/wacpd/trail/traillog"
 
 	"context"
 	"errors"
@@ -133,7 +132,7 @@ func (r *Daemon) auditCheckpoint(ctx context.Context, c caller, body []byte) (an
 }
 
 func treeErr(err error) error {
-	if errors.Is(err, traillog.ErrTreeSize) {
+	if errors.Is(err, runtime.ErrTreeSize) {
 		return &runtime.Error{Code: runtime.CodeNotFound, Message: err.Error(), Err: err}
 	}
 	return err
@@ -175,7 +174,7 @@ func (r *Daemon) auditRead(ctx context.Context, c caller, body []byte) (any, err
 		After: req.After, Limit: req.Limit, Workspace: req.Workspace, EventType: req.EventType,
 		Actor: req.Actor, Since: req.Since, Until: req.Until, Body: req.Body, MaxBytes: r.replyBudget(),
 	})
-	if errors.Is(err, traillog.ErrNotFound) {
+	if errors.Is(err, runtime.ErrNoSuchEntry) {
 		return nil, runtime.Refuse(runtime.CodeNotFound, "no trail entry %s", req.After)
 	}
 	if err != nil {

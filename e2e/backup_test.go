@@ -7,7 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/wacpd/wacpd/auditor"
+	"github.com/wacpd/wacpd/auditor/datadir"
+
 	"github.com/wacpd/wacpd/client"
 	"github.com/wacpd/wacpd/envelope"
 	"github.com/wacpd/wacpd/trail"
@@ -85,7 +86,7 @@ func TestBackupAndRestore(t *testing.T) {
 
 	backup := filepath.Join(t.TempDir(), "backup")
 	copyDir(t, dir, backup)
-	rep, err := auditor.VerifyDataDir(backup)
+	rep, err := datadir.Verify(backup)
 	if err != nil || !rep.OK {
 		t.Fatalf("VerifyDataDir(backup) = %+v, %v", rep, err)
 	}
@@ -119,7 +120,7 @@ func TestBackupAndRestore(t *testing.T) {
 	w.Close()
 	coord.Close()
 	d.stop()
-	if rep, err := auditor.VerifyDataDir(backup); err != nil || !rep.OK {
+	if rep, err := datadir.Verify(backup); err != nil || !rep.OK {
 		t.Fatalf("VerifyDataDir(restored) = %+v, %v", rep, err)
 	}
 }

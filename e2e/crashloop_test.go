@@ -13,7 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wacpd/wacpd/auditor"
+	"github.com/wacpd/wacpd/auditor/datadir"
+
 	"github.com/wacpd/wacpd/client"
 	"github.com/wacpd/wacpd/envelope"
 	"github.com/wacpd/wacpd/signal"
@@ -101,7 +102,7 @@ func TestCrashLoop(t *testing.T) {
 	coord.Close()
 	stopWatch()
 	d.stop()
-	rep, err := auditor.VerifyDataDir(cl.dir)
+	rep, err := datadir.Verify(cl.dir)
 	if err != nil || !rep.OK || rep.Size != uint64(rep.Entries) {
 		t.Fatalf("VerifyDataDir after the last clean stop = %+v, %v; want ok with every entry signed", rep, err)
 	}

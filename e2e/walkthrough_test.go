@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wacpd/wacpd/auditor/datadir"
+
 	"github.com/wacpd/wacpd/auditor"
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/client"
@@ -173,7 +175,7 @@ func TestWalkthrough(t *testing.T) {
 	}
 	d.stop()
 	// After a clean stop the data dir verifies on its own, every entry signed.
-	rep, err = auditor.VerifyDataDir(d.dir)
+	rep, err = datadir.Verify(d.dir)
 	if err != nil || !rep.OK || rep.Size != uint64(rep.Entries) {
 		t.Fatalf("VerifyDataDir after a clean stop = %+v, %v; want ok with every entry under the signed head", rep, err)
 	}

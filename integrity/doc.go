@@ -16,7 +16,7 @@
 //     Merkle root at the signed tree head, and the records derived from
 //     the entries: heads, id and local indexes, every Merkle node
 //     (index_mismatch, or chain_broken at the workspace for a local index);
-//  3. the checkpoint store (full checks only; checkpointchain.CheckStore):
+//  3. the checkpoint store (full checks only; chainstore.CheckStore):
 //     for each checkpoint_created entry the index k/c/<id>, the chain
 //     order k/w/<ws>/<n>, the object under its digest (missing_object,
 //     hash_mismatch), the registers k/h/<ws>, and nothing unaccounted for
@@ -32,7 +32,7 @@
 // checkpointchain's "k/", casstore's "cas/") and Badger's own files.
 // trail must not import checkpointchain (style guide §1: both sit just
 // above casstore), so each package checks its own records against what the
-// trail says (traillog.Check, checkpointchain.CheckStore) and this package
+// trail says (traillog.Check, chainstore.CheckStore) and this package
 // joins them; runtime and auditor import it, so all four callers run the
 // same code.
 //

@@ -5,20 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/wacpd/wacpd/checkpointchain/chainstore"
+
 	"github.com/wacpd/wacpd/trail/traillog"
 
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/wacpd/wacpd/casstore"
-	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/trail"
-)
-
-// Violations reported beside the trail's (trail.Violation).
-const (
-	// ViolationMissingObject: a checkpoint_created entry names an object
-	// that is not stored.
-	ViolationMissingObject trail.Violation = "missing_object"
 )
 
 // Options says what Check compares the database with and how much it reads.
@@ -127,8 +121,8 @@ func Check(ctx context.Context, db *badger.DB, opts Options) (Report, error) {
 	}
 	var (
 		res traillog.CheckResult
-		p   *checkpointchain.StoreProblem
-		cls []checkpointchain.Claim
+		p   *chainstore.StoreProblem
+		cls []chainstore.Claim
 	)
 	objects := map[casstore.Ref]bool{}
 	// One snapshot for the trail and the checkpoint store: on a running
@@ -139,12 +133,12 @@ func Check(ctx context.Context, db *badger.DB, opts Options) (Report, error) {
 			if res, err = traillog.CheckTxn(ctx, txn, topts); err != nil || !opts.Full || !res.OK() || bad != nil {
 				return err
 			}
-			cls = make([]checkpointchain.Claim, len(claims))
+			cls = make([]chainstore.Claim, len(claims))
 			for i, c := range claims {
 				cls[i] = c.Claim
 				objects[c.Digest] = true
 			}
-			p, err = checkpointchain.CheckStore(txn, cls)
+			p, err = chainstore.CheckStore(txn, cls)
 			return err
 		})
 	})
@@ -183,7 +177,7 @@ func Check(ctx context.Context, db *badger.DB, opts Options) (Report, error) {
 		v := trail.ViolationIndexMismatch
 		switch {
 		case p.Missing:
-			v = ViolationMissingObject
+			v = trail.ViolationMissingObject
 		case p.Object:
 			v = trail.ViolationHashMismatch
 		}
@@ -195,7 +189,7 @@ func Check(ctx context.Context, db *badger.DB, opts Options) (Report, error) {
 }
 
 type seqClaim struct {
-	checkpointchain.Claim
+	chainstore.Claim
 	seq uint64
 }
 
@@ -207,7 +201,7 @@ type claimError struct {
 }
 
 // claimOf reads what a checkpoint_created entry says of its checkpoint.
-func claimOf(e trail.Entry) (checkpointchain.Claim, error) {
+func claimOf(e trail.Entry) (chainstore.Claim, error) {
 	var b struct {
 		CheckpointID string  `json:"checkpoint_id"`
 		Workspace    string  `json:"workspace"`
@@ -217,16 +211,16 @@ func claimOf(e trail.Entry) (checkpointchain.Claim, error) {
 		Digest       string  `json:"digest"`
 	}
 	if err := json.Unmarshal(e.Body, &b); err != nil {
-		return checkpointchain.Claim{}, err
+		return chainstore.Claim{}, err
 	}
 	d, err := casstore.Parse(b.Digest)
 	if err != nil {
-		return checkpointchain.Claim{}, fmt.Errorf("digest: %w", err)
+		return chainstore.Claim{}, fmt.Errorf("digest: %w", err)
 	}
 	if b.CheckpointID == "" {
-		return checkpointchain.Claim{}, fmt.Errorf("no checkpoint_id")
+		return chainstore.Claim{}, fmt.Errorf("no checkpoint_id")
 	}
-	cl := checkpointchain.Claim{Entry: e.ID, ID: b.CheckpointID, Workspace: b.Workspace, Type: b.Type, Status: b.Status, Digest: d}
+	cl := chainstore.Claim{Entry: e.ID, ID: b.CheckpointID, Workspace: b.Workspace, Type: b.Type, Status: b.Status, Digest: d}
 	if b.Parent != nil {
 		cl.Parent = *b.Parent
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/wacpd/wacpd/checkpointchain/chainstore"
+
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/wacpd/wacpd/casstore"
@@ -82,7 +84,7 @@ func (e *Engine) createCheckpointLocked(ctx context.Context, ws string, body []b
 		if err := t.step("object"); err != nil {
 			return err
 		}
-		next, err := checkpointchain.Put(t.txn, cp, b, t.chain(ws))
+		next, err := chainstore.Put(t.txn, cp, b, t.chain(ws))
 		if err != nil {
 			return err
 		}
@@ -213,7 +215,7 @@ func (e *Engine) GetCheckpoint(ctx context.Context, actor, id string) (checkpoin
 	var cp checkpointchain.Checkpoint
 	err := e.db.View(func(txn *badger.Txn) error {
 		var err error
-		cp, err = checkpointchain.Get(txn, id)
+		cp, err = chainstore.Get(txn, id)
 		return err
 	})
 	if err != nil {
@@ -240,7 +242,7 @@ func (e *Engine) ListCheckpoints(ctx context.Context, actor, ws, after string, l
 	err := e.db.View(func(txn *badger.Txn) error {
 		var from uint64
 		if after != "" {
-			w, n, err := checkpointchain.Position(txn, after)
+			w, n, err := chainstore.Position(txn, after)
 			if err != nil {
 				return err
 			}
@@ -250,7 +252,7 @@ func (e *Engine) ListCheckpoints(ctx context.Context, actor, ws, after string, l
 			from = n
 		}
 		var err error
-		out, err = checkpointchain.List(txn, ws, from, limit)
+		out, err = chainstore.List(txn, ws, from, limit)
 		return err
 	})
 	return out, err
@@ -279,7 +281,7 @@ func (e *Engine) Head(ctx context.Context, actor, ws string, final bool) (checkp
 	var cp checkpointchain.Checkpoint
 	err := e.db.View(func(txn *badger.Txn) error {
 		var err error
-		cp, err = checkpointchain.Get(txn, id)
+		cp, err = chainstore.Get(txn, id)
 		return err
 	})
 	return cp, err

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/wacpd/wacpd/checkpointchain/chainstore"
+
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/wacpd/wacpd/checkpointchain"
@@ -43,7 +45,7 @@ func snapshot(t *testing.T, e *Engine, ws string) state {
 	}
 	s.outbox = len(out)
 	s.trailLen = int(e.Trail().Len())
-	chains, err := checkpointchain.LoadChains(e.db)
+	chains, err := chainstore.LoadChains(e.db)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/wacpd/wacpd/checkpointchain/chainstore"
+	"github.com/wacpd/wacpd/workspace/wsstore"
+
 	"github.com/wacpd/wacpd/trail/traillog"
 
 	"github.com/dgraph-io/badger/v4"
@@ -207,11 +210,11 @@ func open(cfg Config, db *badger.DB) (_ *Engine, err error) {
 // and moves the clock and ids above the trail's last entry (Clock spec §7).
 // It runs at open and when degraded mode ends (degraded.go).
 func (e *Engine) loadState() error {
-	ws, err := workspace.LoadAll(e.db)
+	ws, err := wsstore.LoadAll(e.db)
 	if err != nil {
 		return err
 	}
-	chains, err := checkpointchain.LoadChains(e.db)
+	chains, err := chainstore.LoadChains(e.db)
 	if err != nil {
 		return err
 	}
@@ -336,6 +339,13 @@ type TrailReader interface {
 	InclusionProof(index, size uint64) ([][]byte, error)
 	ConsistencyProof(size1, size2 uint64) ([][]byte, error)
 }
+
+// Errors of TrailReader's methods, for errors.Is: the trail's own, so that
+// callers need not import its storage.
+var (
+	ErrNoSuchEntry = traillog.ErrNotFound // Seq: no entry has the id
+	ErrTreeSize    = traillog.ErrTreeSize // Root and the proofs: no such tree size or index
+)
 
 // Trail returns the run's trail, for reading.
 func (e *Engine) Trail() TrailReader { return e.log }

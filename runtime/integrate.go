@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/wacpd/wacpd/checkpointchain/chainstore"
+
 	"github.com/wacpd/wacpd/casstore"
-	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/workspace"
@@ -141,7 +142,7 @@ func (e *Engine) integrateLocked(ctx context.Context, actor string, body []byte)
 	// Verify the checkpoint's integrity proof before integrating (Security §4.3).
 	// Read through the open batch: the checkpoint may have been created by an
 	// earlier operation of it.
-	if _, err := checkpointchain.Get(e.open.tx.txn, cpID); err != nil {
+	if _, err := chainstore.Get(e.open.tx.txn, cpID); err != nil {
 		var ce *casstore.CorruptError
 		if !errors.As(err, &ce) {
 			return IntegrateResult{}, err

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/wacpd/wacpd/workspace/wsstore"
+
 	"github.com/wacpd/wacpd/trail/traillog"
 
 	"github.com/dgraph-io/badger/v4"
@@ -205,7 +207,7 @@ func (t *tx) put(w *workspace.Workspace) error {
 		return err
 	}
 	t.dirty[w.ID] = w
-	return workspace.Put(t.txn, w)
+	return wsstore.Put(t.txn, w)
 }
 
 // chain returns workspace id's chain as this tx sees it.

@@ -31,4 +31,7 @@ const (
 	// ViolationUnreadable: the storage could not be read back: Badger
 	// reported a checksum error or failed (panicked) reading it.
 	ViolationUnreadable Violation = "unreadable"
+	// ViolationMissingObject: a checkpoint_created entry names an object
+	// the store (a data dir's, or a bundle) does not hold.
+	ViolationMissingObject Violation = "missing_object"
 )

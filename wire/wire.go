@@ -109,6 +109,10 @@ func (e Endpoint) Deadline() time.Duration {
 	return RequestTimeout
 }
 
+// Subject is the subject of op, an endpoint not on an agent's workspace
+// (system.info, audit.*).
+func Subject(op string) string { return Prefix + op }
+
 // AgentSubject is the subject of op on workspace ws.
 func AgentSubject(ws, op string) string { return AgentPrefix + ws + "." + op }
 

@@ -15,6 +15,7 @@ func TestDeps(t *testing.T) {
 		OwnAllowed: []string{module + "/..."}, // all but the forbidden ones
 		Forbidden: []string{
 			"github.com/nats-io/",
+			"github.com/dgraph-io/", // storage is wsstore's
 			module + "/runtime/...",
 			module + "/signal/...",
 			module + "/envelope/...",

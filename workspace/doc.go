@@ -14,9 +14,9 @@
 //
 // # Format
 //
-// Key prefix "w/": w/<workspace id> holds the JSON record (Workspace). The
-// record is rewritten in the same Badger transaction as the trail entries of
-// every change.
+// The record is JSON (Workspace). Package workspace/wsstore keeps it in
+// Badger under w/<workspace id>, rewritten in the same transaction as the
+// trail entries of every change; this package links no storage.
 //
 // # Caveats
 //

@@ -10,10 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wacpd/wacpd/auditor/datadir"
+
 	"github.com/wacpd/wacpd/auditor"
-	"github.com/wacpd/wacpd/casstore"
-	"github.com/wacpd/wacpd/checkpointchain"
-	"github.com/wacpd/wacpd/client"
 	"github.com/wacpd/wacpd/trail"
 )
 
@@ -73,7 +72,7 @@ func verifyOffline(c *cli, bundle, dir, key string) error {
 		defer f.Close()
 		rep, err = auditor.VerifyWithKey(f, key)
 	default:
-		rep, err = auditor.VerifyDataDirWithKey(dir, key)
+		rep, err = datadir.VerifyWithKey(dir, key)
 	}
 	if err != nil {
 		return err
@@ -119,23 +118,6 @@ func where(firstBad string) string {
 	return "entry " + firstBad
 }
 
-// proof is what trail prove established.
-type proof struct {
-	Checkpoint string `json:"checkpoint"`
-	Workspace  string `json:"workspace"`
-	Type       string `json:"type"`
-	Status     string `json:"status"`
-	Digest     string `json:"digest"`
-	Entry      string `json:"entry"`
-	EntryHash  string `json:"entry_hash"`
-	Index      uint64 `json:"index"`
-	Size       uint64 `json:"size"`
-	Root       string `json:"root"`
-	Signed     string `json:"signed"`
-	PublicKey  string `json:"public_key"`
-	Path       int    `json:"proof_hashes"`
-}
-
 func trailProve(c *cli, args []string) error {
 	const cmd = "trail prove"
 	fs := c.flags(cmd, cmd+" CHECKPOINT_ID [--public-key K]\n\nProves that a checkpoint is in the signed trail: finds its checkpoint_created entry, checks the\nlatest tree head's signature, and checks an inclusion proof of the entry against the signed root\nand the checkpoint's content against the entry's digest. Exits 2 if any check fails.")
@@ -150,106 +132,23 @@ func trailProve(c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	notProved := func(format string, args ...any) error {
-		fmt.Fprintf(c.stdout, "not proved: checkpoint %s: %s\n", id, fmt.Sprintf(format, args...))
+	out, err := cl.ProveCheckpoint(c.ctx, id, *key, *wait)
+	var np *auditor.NotProvedError
+	if errors.As(err, &np) {
+		fmt.Fprintln(c.stdout, np.Error())
 		return exitError(2)
 	}
-
-	e, err := cl.FindCheckpointEntry(c.ctx, id)
 	if err != nil {
 		return err
-	}
-	if h, err := trail.Hash(e); err != nil || h != e.Integrity.EntryHash {
-		return notProved("entry %s hashes to %s, not to its entry_hash %s", e.ID, h, e.Integrity.EntryHash)
-	}
-	var body struct {
-		Workspace string `json:"workspace"`
-		Type      string `json:"type"`
-		Status    string `json:"status"`
-		Digest    string `json:"digest"`
-	}
-	if err := json.Unmarshal(e.Body, &body); err != nil {
-		return notProved("entry %s: unreadable body: %v", e.ID, err)
-	}
-	digest, err := casstore.Parse(body.Digest)
-	if err != nil {
-		return notProved("entry %s: %v", e.ID, err)
-	}
-
-	vkey := *key
-	if vkey == "" {
-		ai, err := cl.AuditInfo(c.ctx)
-		if err != nil {
-			return err
-		}
-		if vkey = ai.PublicKey; vkey == "" {
-			return errors.New("trail prove: the daemon publishes no public key in system.info; pass --public-key")
-		}
-	}
-
-	// A tree head covering the entry is signed within about a second of
-	// its commit: wait for one.
-	deadline := time.Now().Add(*wait)
-	var (
-		signed trail.TreeHead
-		p      client.InclusionProof
-	)
-	for {
-		th, err := cl.TreeHead(c.ctx)
-		if err != nil {
-			return err
-		}
-		if signed, err = trail.OpenTreeHead(th.Note, vkey); err != nil {
-			return notProved("the tree head does not verify with key %s: %v", vkey, err)
-		}
-		if signed.Size != th.Size || signed.Root != th.Root || signed.Origin != th.Origin || signed.Timestamp != th.Timestamp {
-			return notProved("the tree head's fields are not what its signed note says")
-		}
-		p, err = cl.InclusionProof(c.ctx, client.InclusionRequest{Entry: e.ID, Size: signed.Size})
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, client.ErrRefused) || time.Now().After(deadline) {
-			return err
-		}
-		select {
-		case <-c.ctx.Done():
-			return c.ctx.Err()
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-	if p.Size != signed.Size || (p.Entry != "" && p.Entry != e.ID) {
-		return notProved("the daemon sent a proof for entry %s in size %d, asked for %s in size %d", p.Entry, p.Size, e.ID, signed.Size)
-	}
-	if err := auditor.VerifyInclusion(e.Integrity.EntryHash, p.Index, signed.Size, p.Proof, signed.Root); err != nil {
-		return notProved("%v", err)
-	}
-
-	cp, err := cl.AuditCheckpoint(c.ctx, id)
-	if err != nil {
-		return err
-	}
-	data, err := checkpointchain.Encode(cp)
-	if err != nil {
-		return notProved("%v", err)
-	}
-	if got := casstore.RefOf(data); got != digest {
-		return notProved("its content hashes to %s, the trail pins %s", got, digest)
-	}
-
-	out := proof{
-		Checkpoint: id, Workspace: body.Workspace, Type: body.Type, Status: body.Status, Digest: body.Digest,
-		Entry: e.ID, EntryHash: e.Integrity.EntryHash, Index: p.Index, Size: signed.Size, Root: signed.Root,
-		Signed: signed.Timestamp, PublicKey: vkey, Path: len(p.Proof),
 	}
 	return c.print(out, func(w io.Writer) {
 		fmt.Fprintf(w, "proved: checkpoint %s is in the signed trail\n", id)
-		kv(w, "checkpoint", fmt.Sprintf("%s (workspace %s, %s, %s)", id, body.Workspace, body.Type, body.Status),
-			"content", body.Digest+" (the checkpoint's canonical bytes hash to it)",
-			"entry", fmt.Sprintf("%s, #%d of the global trail, entry_hash %s", e.ID, p.Index+1, e.Integrity.EntryHash),
-			"tree head", fmt.Sprintf("size %d, root %s, signed %s", signed.Size, signed.Root, signed.Timestamp),
-			"key", vkey,
-			"proof", fmt.Sprintf("%d hashes, verified against the signed root", len(p.Proof)))
+		kv(w, "checkpoint", fmt.Sprintf("%s (workspace %s, %s, %s)", id, out.Workspace, out.Type, out.Status),
+			"content", out.Digest+" (the checkpoint's canonical bytes hash to it)",
+			"entry", fmt.Sprintf("%s, #%d of the global trail, entry_hash %s", out.Entry, out.Index+1, out.EntryHash),
+			"tree head", fmt.Sprintf("size %d, root %s, signed %s", out.Size, out.Root, out.Signed),
+			"key", out.PublicKey,
+			"proof", fmt.Sprintf("%d hashes, verified against the signed root", out.Path))
 	})
 }
 

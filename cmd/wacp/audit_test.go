@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wacpd/wacpd/auditor/datadir"
+
 	wacpd "github.com/wacpd/wacpd/daemon"
 
 	"golang.org/x/mod/sumdb/note"
@@ -80,7 +82,7 @@ func TestTrailAudit(t *testing.T) {
 	dir, url := daemon(t)
 	_, cps := busy(t, dir, url)
 	aud := []string{"-url", url, "-token", auditorToken(t, dir)}
-	pub, err := os.ReadFile(filepath.Join(dir, auditor.PublicKeyFile))
+	pub, err := os.ReadFile(filepath.Join(dir, datadir.PublicKeyFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/wacpd/wacpd/auditor"
+	"github.com/wacpd/wacpd/auditor/datadir"
 
 	"github.com/wacpd/wacpd/client"
 	"github.com/wacpd/wacpd/trail"
@@ -146,7 +146,7 @@ func trailQuarantine(c *cli, args []string) error {
 	if *dir == "" {
 		return usagef(cmd, "needs --dir")
 	}
-	qs, err := auditor.Quarantine(*dir)
+	qs, err := datadir.Quarantine(*dir)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package checkpointchain
+package chainstore
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/wacpd/wacpd/casstore/badgerstore"
+	"github.com/wacpd/wacpd/checkpointchain"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -48,20 +49,20 @@ type StoreProblem struct {
 // is left that no claim accounts for. It returns the first problem, nil
 // when there is none. An error means the check could not run.
 func CheckStore(txn *badger.Txn, claims []Claim) (*StoreProblem, error) {
-	chains := map[string]Chain{}
+	chains := map[string]checkpointchain.Chain{}
 	claimed := map[string]bool{}
 	for _, cl := range claims {
 		prev := chains[cl.Workspace]
 		if p, err := checkClaim(txn, cl, prev); p != nil || err != nil {
 			return p, err
 		}
-		chains[cl.Workspace] = prev.Append(Checkpoint{ID: cl.ID, Status: cl.Status})
+		chains[cl.Workspace] = prev.Append(checkpointchain.Checkpoint{ID: cl.ID, Status: cl.Status})
 		claimed[cl.ID] = true
 	}
 	// The registers.
 	for ws, want := range chains {
 		k := string(prefixHead) + ws
-		var got Chain
+		var got checkpointchain.Chain
 		if p := getRecord(txn, k, &got); p != nil {
 			return p, nil
 		}
@@ -101,7 +102,7 @@ func CheckStore(txn *badger.Txn, claims []Claim) (*StoreProblem, error) {
 
 // checkClaim checks the records and the object of one claimed checkpoint,
 // the next of a chain that is prev so far.
-func checkClaim(txn *badger.Txn, cl Claim, prev Chain) (*StoreProblem, error) {
+func checkClaim(txn *badger.Txn, cl Claim, prev checkpointchain.Chain) (*StoreProblem, error) {
 	n := prev.Count + 1
 	k := string(prefixIndex) + cl.ID
 	var ix indexEntry
@@ -137,7 +138,7 @@ func checkClaim(txn *badger.Txn, cl Claim, prev Chain) (*StoreProblem, error) {
 	case err != nil:
 		return nil, err
 	}
-	c, err := Decode(b)
+	c, err := checkpointchain.Decode(b)
 	if err != nil {
 		return &StoreProblem{Key: cl.Digest.String(), Entry: cl.Entry, Object: true, Detail: fmt.Sprintf("checkpoint %s: object %s: %v", cl.ID, cl.Digest, err)}, nil
 	}

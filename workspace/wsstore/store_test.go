@@ -1,4 +1,4 @@
-package workspace_test
+package wsstore_test
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/wacpd/wacpd/workspace"
+	"github.com/wacpd/wacpd/workspace/wsstore"
 )
 
 func openBadger(t *testing.T, dir string) *badger.DB {
@@ -53,12 +54,12 @@ func TestPutLoadAll_RoundTrip(t *testing.T) {
 	want := storeFixture(t)
 
 	db := openBadger(t, dir)
-	if got, err := workspace.LoadAll(db); err != nil || len(got) != 0 {
+	if got, err := wsstore.LoadAll(db); err != nil || len(got) != 0 {
 		t.Fatalf("LoadAll(empty db) = %v, %v, want empty, nil", got, err)
 	}
 	err := db.Update(func(txn *badger.Txn) error {
 		for _, w := range want {
-			if err := workspace.Put(txn, w); err != nil {
+			if err := wsstore.Put(txn, w); err != nil {
 				return err
 			}
 		}
@@ -75,7 +76,7 @@ func TestPutLoadAll_RoundTrip(t *testing.T) {
 	}
 	check := func(stage string, db *badger.DB) {
 		t.Helper()
-		got, err := workspace.LoadAll(db)
+		got, err := wsstore.LoadAll(db)
 		if err != nil {
 			t.Fatalf("LoadAll (%s) error = %v", stage, err)
 		}
@@ -103,7 +104,7 @@ func TestPutLoadAll_RoundTrip(t *testing.T) {
 	next := want["01MIN"].Clone()
 	next.State = workspace.Active
 	next.UpdatedAt = "2026-11-21T23:00:00.000000000Z"
-	if err := db.Update(func(txn *badger.Txn) error { return workspace.Put(txn, next) }); err != nil {
+	if err := db.Update(func(txn *badger.Txn) error { return wsstore.Put(txn, next) }); err != nil {
 		t.Fatal(err)
 	}
 	want["01MIN"] = next
@@ -117,7 +118,7 @@ func TestLoadAll_CorruptRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := workspace.LoadAll(db)
+	got, err := wsstore.LoadAll(db)
 	var syntax *json.SyntaxError
 	if err == nil || !errors.As(err, &syntax) {
 		t.Errorf("LoadAll(db with a corrupt record) = %v, %v, want nil, a wrapped *json.SyntaxError", got, err)
@@ -130,7 +131,7 @@ func TestPut_Format(t *testing.T) {
 	db := openBadger(t, t.TempDir())
 	defer db.Close()
 	w := workspace.Root("01ROOT", "operator", now)
-	if err := db.Update(func(txn *badger.Txn) error { return workspace.Put(txn, w) }); err != nil {
+	if err := db.Update(func(txn *badger.Txn) error { return wsstore.Put(txn, w) }); err != nil {
 		t.Fatal(err)
 	}
 	var raw map[string]any
@@ -153,3 +154,28 @@ func TestPut_Format(t *testing.T) {
 		t.Errorf("record w/01ROOT = %v, want id 01ROOT, parent null, state idle", raw)
 	}
 }
+
+const now = "2026-11-21T22:48:25.123456789Z"
+
+// fullRequest sets every field of a create request.
+const fullRequest = `{
+	"role": "worker",
+	"parent": "01PARENT",
+	"delegate": true,
+	"owner": "bob",
+	"timeout": "30m",
+	"budget": {
+		"compute_budget": {"token_limit": 1000, "compute_timeout": "10m"},
+		"memory_budget": {"context_limit": 2000},
+		"storage_budget": {"checkpoint_limit": 3000, "trail_limit": 4000},
+		"network_budget": {"bandwidth_limit": 5000},
+		"cost_limit": 1.5
+	},
+	"priority": "critical",
+	"group": "batch-3",
+	"context": {"k":[1,2]},
+	"visibility": ["01SIBLING"],
+	"authority": ["files/a"],
+	"task_ref": "task-7",
+	"liveness_interval": "5m"
+}`

@@ -1,4 +1,4 @@
-package auditor
+package datadir
 
 import (
 	"fmt"

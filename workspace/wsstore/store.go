@@ -1,10 +1,13 @@
-package workspace
+// Package wsstore keeps workspace records (package workspace) in Badger:
+// w/<workspace id> holds the JSON record.
+package wsstore
 
 import (
 	"encoding/json"
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/wacpd/wacpd/workspace"
 )
 
 // prefix is this package's Badger key prefix: w/<id> -> JSON record.
@@ -13,7 +16,7 @@ var prefix = []byte("w/")
 func key(id string) []byte { return append([]byte("w/"), id...) }
 
 // Put writes w's record into txn.
-func Put(txn *badger.Txn, w *Workspace) error {
+func Put(txn *badger.Txn, w *workspace.Workspace) error {
 	b, err := json.Marshal(w)
 	if err != nil {
 		return fmt.Errorf("encode workspace %s: %w", w.ID, err)
@@ -25,13 +28,13 @@ func Put(txn *badger.Txn, w *Workspace) error {
 }
 
 // LoadAll reads every workspace record in db.
-func LoadAll(db *badger.DB) (map[string]*Workspace, error) {
-	out := map[string]*Workspace{}
+func LoadAll(db *badger.DB) (map[string]*workspace.Workspace, error) {
+	out := map[string]*workspace.Workspace{}
 	err := db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
-			var w Workspace
+			var w workspace.Workspace
 			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &w) }); err != nil {
 				return fmt.Errorf("decode workspace %s: %w", it.Item().Key(), err)
 			}

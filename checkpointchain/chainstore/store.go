@@ -1,4 +1,9 @@
-package checkpointchain
+// Package chainstore keeps checkpoint chains (package checkpointchain) in
+// Badger: the objects in casstore under their digest, and under key prefix
+// "k/": k/h/<ws> the chain register {head,count,last_final}; k/c/<id> the
+// index {workspace,n,digest}; k/w/<ws>/<n:8 bytes BE> the id in chain
+// order. CheckStore checks them against the objects.
+package chainstore
 
 import (
 	"bytes"
@@ -8,6 +13,7 @@ import (
 	"fmt"
 
 	"github.com/wacpd/wacpd/casstore/badgerstore"
+	"github.com/wacpd/wacpd/checkpointchain"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -30,59 +36,59 @@ type indexEntry struct {
 // Put writes c (its canonical encoding b) into txn: the object into the
 // content-addressed store, the id index, the chain position and the new head.
 // prev is the chain before c; Put returns the chain after it.
-func Put(txn *badger.Txn, c Checkpoint, b []byte, prev Chain) (Chain, error) {
+func Put(txn *badger.Txn, c checkpointchain.Checkpoint, b []byte, prev checkpointchain.Chain) (checkpointchain.Chain, error) {
 	// The object is new (its bytes hold a fresh id): no lookup first.
 	ref := casstore.RefOf(b)
 	if ref != c.Digest {
-		return Chain{}, fmt.Errorf("store checkpoint %s: %w", c.ID, casstore.ErrCorrupt)
+		return checkpointchain.Chain{}, fmt.Errorf("store checkpoint %s: %w", c.ID, casstore.ErrCorrupt)
 	}
 	if err := badgerstore.PutSealedTxn(txn, ref, b); err != nil {
-		return Chain{}, fmt.Errorf("store checkpoint %s: %w", c.ID, err)
+		return checkpointchain.Chain{}, fmt.Errorf("store checkpoint %s: %w", c.ID, err)
 	}
 	next := prev.Append(c)
 	if err := setJSON(txn, append(bytes.Clone(prefixIndex), c.ID...), indexEntry{Workspace: c.Workspace, N: next.Count, Digest: ref}); err != nil {
-		return Chain{}, err
+		return checkpointchain.Chain{}, err
 	}
 	if err := txn.Set(orderKey(c.Workspace, next.Count), []byte(c.ID)); err != nil {
-		return Chain{}, fmt.Errorf("store checkpoint %s: %w", c.ID, err)
+		return checkpointchain.Chain{}, fmt.Errorf("store checkpoint %s: %w", c.ID, err)
 	}
 	if err := setJSON(txn, append(bytes.Clone(prefixHead), c.Workspace...), next); err != nil {
-		return Chain{}, err
+		return checkpointchain.Chain{}, err
 	}
 	return next, nil
 }
 
 // Get reads checkpoint id, verifying its object's hash (casstore.ErrCorrupt
 // on mismatch).
-func Get(txn *badger.Txn, id string) (Checkpoint, error) {
+func Get(txn *badger.Txn, id string) (checkpointchain.Checkpoint, error) {
 	item, err := txn.Get(append(bytes.Clone(prefixIndex), id...))
 	if errors.Is(err, badger.ErrKeyNotFound) {
-		return Checkpoint{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+		return checkpointchain.Checkpoint{}, fmt.Errorf("%w: %s", checkpointchain.ErrNotFound, id)
 	}
 	if err != nil {
-		return Checkpoint{}, err
+		return checkpointchain.Checkpoint{}, err
 	}
 	var ix indexEntry
 	if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &ix) }); err != nil {
-		return Checkpoint{}, fmt.Errorf("checkpoint %s index: %w", id, err)
+		return checkpointchain.Checkpoint{}, fmt.Errorf("checkpoint %s index: %w", id, err)
 	}
 	b, err := badgerstore.GetTxn(txn, ix.Digest)
 	if err != nil {
-		return Checkpoint{}, fmt.Errorf("checkpoint %s: %w", id, err)
+		return checkpointchain.Checkpoint{}, fmt.Errorf("checkpoint %s: %w", id, err)
 	}
-	c, err := Decode(b)
+	c, err := checkpointchain.Decode(b)
 	if err != nil {
-		return Checkpoint{}, fmt.Errorf("checkpoint %s: %w", id, err)
+		return checkpointchain.Checkpoint{}, fmt.Errorf("checkpoint %s: %w", id, err)
 	}
 	if c.ID != id {
-		return Checkpoint{}, fmt.Errorf("checkpoint %s: object holds %s: %w", id, c.ID, casstore.ErrCorrupt)
+		return checkpointchain.Checkpoint{}, fmt.Errorf("checkpoint %s: object holds %s: %w", id, c.ID, casstore.ErrCorrupt)
 	}
 	return c, nil
 }
 
 // List returns up to limit checkpoints of workspace ws in chain order,
 // starting after position after (0 = from the first).
-func List(txn *badger.Txn, ws string, after uint64, limit int) ([]Checkpoint, error) {
+func List(txn *badger.Txn, ws string, after uint64, limit int) ([]checkpointchain.Checkpoint, error) {
 	var ids []string
 	prefix := append(append(bytes.Clone(prefixOrder), ws...), '/')
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true})
@@ -95,7 +101,7 @@ func List(txn *badger.Txn, ws string, after uint64, limit int) ([]Checkpoint, er
 		ids = append(ids, string(v))
 	}
 	it.Close()
-	out := make([]Checkpoint, 0, len(ids))
+	out := make([]checkpointchain.Checkpoint, 0, len(ids))
 	for _, id := range ids {
 		c, err := Get(txn, id)
 		if err != nil {
@@ -111,7 +117,7 @@ func List(txn *badger.Txn, ws string, after uint64, limit int) ([]Checkpoint, er
 func Position(txn *badger.Txn, id string) (ws string, n uint64, err error) {
 	item, err := txn.Get(append(bytes.Clone(prefixIndex), id...))
 	if errors.Is(err, badger.ErrKeyNotFound) {
-		return "", 0, fmt.Errorf("%w: %s", ErrNotFound, id)
+		return "", 0, fmt.Errorf("%w: %s", checkpointchain.ErrNotFound, id)
 	}
 	if err != nil {
 		return "", 0, err
@@ -122,13 +128,13 @@ func Position(txn *badger.Txn, id string) (ws string, n uint64, err error) {
 }
 
 // LoadChains reads every workspace's chain register.
-func LoadChains(db *badger.DB) (map[string]Chain, error) {
-	out := map[string]Chain{}
+func LoadChains(db *badger.DB) (map[string]checkpointchain.Chain, error) {
+	out := map[string]checkpointchain.Chain{}
 	err := db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixHead, PrefetchValues: true})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
-			var ch Chain
+			var ch checkpointchain.Chain
 			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &ch) }); err != nil {
 				return err
 			}

@@ -1,4 +1,9 @@
-package auditor
+// Package datadir verifies the data dir of a stopped daemon offline
+// (Verify) and lists its quarantined trail entries (Quarantine). It opens
+// the Badger database read-only, so it is apart from package auditor,
+// which verifies bundles and proofs and links no storage. Its tests are
+// with package auditor's, whose fixtures they share.
+package datadir
 
 import (
 	"context"
@@ -12,18 +17,19 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
 
+	"github.com/wacpd/wacpd/auditor"
 	"github.com/wacpd/wacpd/integrity"
 	"github.com/wacpd/wacpd/trail"
 )
 
-// Files and keys of a daemon's data dir that VerifyDataDir reads.
+// Files and keys of a daemon's data dir that Verify reads.
 const (
 	PublicKeyFile = "trail.pub" // the note verifier key signing tree heads, one line
 	DatabaseDir   = "db"        // the Badger database
 	keySTH        = "m/sth"     // the latest signed tree head, JSON of trail.TreeHead
 )
 
-// VerifyDataDir verifies the data dir of a stopped daemon, read-only: the
+// Verify verifies the data dir of a stopped daemon, read-only: the
 // latest signed tree head (Badger key m/sth) with the key in dir/trail.pub,
 // then the database with integrity.Check, the verifier the daemon runs at
 // start and for audit.trail.verify: Badger's checksums of every table
@@ -43,27 +49,30 @@ const (
 // are checked when it opens them; the error names the file).
 //
 // The key comes from the directory being checked: compare Report.PublicKey
-// with the key you trust, or use VerifyDataDirWithKey. A daemon still
+// with the key you trust, or use VerifyWithKey. A daemon still
 // running holds the database: stop it first (Badger refuses to open it).
-func VerifyDataDir(dir string) (Report, error) { return VerifyDataDirWithKey(dir, "") }
+func Verify(dir string) (auditor.Report, error) { return VerifyWithKey(dir, "") }
 
-// VerifyDataDirWithKey is VerifyDataDir with the public key the auditor
+// VerifyWithKey is Verify with the public key the auditor
 // trusts; "" trusts dir/trail.pub.
-func VerifyDataDirWithKey(dir, publicKey string) (Report, error) {
+func VerifyWithKey(dir, publicKey string) (auditor.Report, error) {
 	pub, err := os.ReadFile(filepath.Join(dir, PublicKeyFile))
 	if err != nil {
-		return Report{}, fmt.Errorf("read public key: %w", err)
+		return auditor.Report{}, fmt.Errorf("read public key: %w", err)
 	}
-	v := newVerifier(publicKey, true)
+	var rep auditor.Report
+	fail := func(where string, kind auditor.Violation, format string, args ...any) (auditor.Report, error) {
+		rep.OK, rep.FirstBad, rep.Violation, rep.Detail = false, where, kind, fmt.Sprintf(format, args...)
+		return rep, nil
+	}
 	path := filepath.Join(dir, DatabaseDir)
 	db, err := openReadOnly(path)
 	var dmg *openDamage
 	switch {
 	case errors.As(err, &dmg):
-		v.fail(dmg.where, ViolationUnreadable, "%v", dmg)
-		return v.report(), nil
+		return fail(dmg.where, auditor.ViolationUnreadable, "%v", dmg)
 	case err != nil:
-		return Report{}, fmt.Errorf("open database %s read-only (is the daemon stopped?): %w", path, err)
+		return auditor.Report{}, fmt.Errorf("open database %s read-only (is the daemon stopped?): %w", path, err)
 	}
 	defer db.Close()
 
@@ -77,44 +86,38 @@ func VerifyDataDirWithKey(dir, publicKey string) (Report, error) {
 	})
 	switch {
 	case errors.As(err, &dmg):
-		v.fail("sth", ViolationUnreadable, "%v", dmg)
-		return v.report(), nil
+		return fail("sth", auditor.ViolationUnreadable, "%v", dmg)
 	case errors.Is(err, badger.ErrKeyNotFound):
-		v.fail("sth", ViolationSignatureInvalid, "the data dir holds no signed tree head (%s)", keySTH)
-		return v.report(), nil
+		return fail("sth", auditor.ViolationSignatureInvalid, "the data dir holds no signed tree head (%s)", keySTH)
 	case err != nil:
 		var syntaxErr *json.SyntaxError
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &syntaxErr) || errors.As(err, &typeErr) {
-			v.fail("sth", ViolationSignatureInvalid, "undecodable signed tree head: %v", err)
-			return v.report(), nil
+			return fail("sth", auditor.ViolationSignatureInvalid, "undecodable signed tree head: %v", err)
 		}
-		return Report{}, fmt.Errorf("read signed tree head: %w", err)
+		return auditor.Report{}, fmt.Errorf("read signed tree head: %w", err)
 	}
-	h := Header{Format: Format, Origin: sth.Origin, PublicKey: strings.TrimSpace(string(pub)), STH: sth}
-	if !v.header(h) {
-		return v.report(), nil
+	h := auditor.Header{Format: auditor.Format, Origin: sth.Origin, PublicKey: strings.TrimSpace(string(pub)), STH: sth}
+	if rep = auditor.VerifyHeader(h, publicKey); !rep.OK {
+		return rep, nil
 	}
 	root, err := trail.HashBytes(sth.Root)
 	if err != nil {
-		v.fail("sth", ViolationSignatureInvalid, "root: %v", err)
-		return v.report(), nil
+		return fail("sth", auditor.ViolationSignatureInvalid, "root: %v", err)
 	}
-	rep, err := integrity.Check(context.Background(), db, integrity.Options{Full: true, SignedSize: sth.Size, SignedRoot: root})
+	res, err := integrity.Check(context.Background(), db, integrity.Options{Full: true, SignedSize: sth.Size, SignedRoot: root})
 	if err != nil {
-		return Report{}, err
+		return auditor.Report{}, err
 	}
-	v.rep.Entries, v.rep.Objects = int(rep.Entries), rep.Objects
-	r := v.report()
-	r.Workspaces = rep.Workspaces
-	if !rep.OK {
-		r.OK, r.Violation, r.Detail = false, Violation(rep.Violation), rep.Detail
-		r.FirstBad = rep.Where() // an entry; a record, a workspace's index or a table file
-		if rep.Violation == trail.ViolationRootMismatch {
-			r.FirstBad = "sth"
+	rep.Entries, rep.Objects, rep.Workspaces = int(res.Entries), res.Objects, res.Workspaces
+	if !res.OK {
+		rep.OK, rep.Violation, rep.Detail = false, auditor.Violation(res.Violation), res.Detail
+		rep.FirstBad = res.Where() // an entry; a record, a workspace's index or a table file
+		if res.Violation == trail.ViolationRootMismatch {
+			rep.FirstBad = "sth"
 		}
 	}
-	return r, nil
+	return rep, nil
 }
 
 // openDamage is damage found while opening the database: a table that

@@ -1,12 +1,15 @@
-package checkpointchain_test
+package chainstore_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
 	"testing"
 
 	"github.com/wacpd/wacpd/casstore/badgerstore"
+	"github.com/wacpd/wacpd/checkpointchain/chainstore"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -44,7 +47,7 @@ func appendCheckpoint(t *testing.T, db *badger.DB, ws, id, status string, ch che
 	var next checkpointchain.Chain
 	err = db.Update(func(txn *badger.Txn) error {
 		var err error
-		next, err = checkpointchain.Put(txn, c, b, ch)
+		next, err = chainstore.Put(txn, c, b, ch)
 		return err
 	})
 	if err != nil {
@@ -83,18 +86,18 @@ func checkStore(t *testing.T, db *badger.DB, s stored) {
 	err := db.View(func(txn *badger.Txn) error {
 		for ws, cps := range s.byWS {
 			for i, want := range cps {
-				got, err := checkpointchain.Get(txn, want.ID)
+				got, err := chainstore.Get(txn, want.ID)
 				if err != nil || !reflect.DeepEqual(got, want) {
 					t.Errorf("Get(%s) = %+v, %v, want %+v", want.ID, got, err, want)
 				}
-				gotWS, n, err := checkpointchain.Position(txn, want.ID)
+				gotWS, n, err := chainstore.Position(txn, want.ID)
 				if err != nil || gotWS != ws || n != uint64(i+1) {
 					t.Errorf("Position(%s) = %q, %d, %v, want %q, %d", want.ID, gotWS, n, err, ws, i+1)
 				}
 			}
 			for after := 0; after <= len(cps)+1; after++ {
 				for _, limit := range []int{0, 1, 2, 100} {
-					got, err := checkpointchain.List(txn, ws, uint64(after), limit)
+					got, err := chainstore.List(txn, ws, uint64(after), limit)
 					want := cps[min(after, len(cps)):]
 					want = want[:min(limit, len(want))]
 					if err != nil || !sameIDs(got, want) {
@@ -103,7 +106,7 @@ func checkStore(t *testing.T, db *badger.DB, s stored) {
 				}
 			}
 		}
-		if got, err := checkpointchain.List(txn, "wsC", 0, 10); err != nil || len(got) != 0 {
+		if got, err := chainstore.List(txn, "wsC", 0, 10); err != nil || len(got) != 0 {
 			t.Errorf("List(unknown workspace) = %v, %v, want none", ids(got), err)
 		}
 		return nil
@@ -111,7 +114,7 @@ func checkStore(t *testing.T, db *badger.DB, s stored) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	chains, err := checkpointchain.LoadChains(db)
+	chains, err := chainstore.LoadChains(db)
 	if err != nil || !reflect.DeepEqual(chains, s.chains) {
 		t.Errorf("LoadChains() = %+v, %v, want %+v", chains, err, s.chains)
 	}
@@ -146,7 +149,7 @@ func TestStorePutGetListReopen(t *testing.T) {
 	checkStore(t, db, s)
 
 	// The chain continues after reopening from the loaded register.
-	chains, err := checkpointchain.LoadChains(db)
+	chains, err := chainstore.LoadChains(db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,17 +167,17 @@ func TestStoreNotFound(t *testing.T) {
 	fill(t, db)
 	db.View(func(txn *badger.Txn) error {
 		for _, id := range []string{"nope", "", "01JA000000000000000000000"} {
-			if c, err := checkpointchain.Get(txn, id); !errors.Is(err, checkpointchain.ErrNotFound) {
+			if c, err := chainstore.Get(txn, id); !errors.Is(err, checkpointchain.ErrNotFound) {
 				t.Errorf("Get(%q) = %+v, %v, want %v", id, c, err, checkpointchain.ErrNotFound)
 			}
-			if ws, n, err := checkpointchain.Position(txn, id); !errors.Is(err, checkpointchain.ErrNotFound) {
+			if ws, n, err := chainstore.Position(txn, id); !errors.Is(err, checkpointchain.ErrNotFound) {
 				t.Errorf("Position(%q) = %q, %d, %v, want %v", id, ws, n, err, checkpointchain.ErrNotFound)
 			}
 		}
 		return nil
 	})
 	empty := openDB(t, t.TempDir())
-	if chains, err := checkpointchain.LoadChains(empty); err != nil || len(chains) != 0 {
+	if chains, err := chainstore.LoadChains(empty); err != nil || len(chains) != 0 {
 		t.Errorf("LoadChains(empty db) = %v, %v, want an empty map", chains, err)
 	}
 }
@@ -194,13 +197,13 @@ func TestStoreCorruptObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.View(func(txn *badger.Txn) error {
-		if c, err := checkpointchain.Get(txn, victim.ID); !errors.Is(err, casstore.ErrCorrupt) {
+		if c, err := chainstore.Get(txn, victim.ID); !errors.Is(err, casstore.ErrCorrupt) {
 			t.Errorf("Get(corrupted %s) = %+v, %v, want %v", victim.ID, c, err, casstore.ErrCorrupt)
 		}
-		if got, err := checkpointchain.List(txn, "wsA", 0, 10); !errors.Is(err, casstore.ErrCorrupt) {
+		if got, err := chainstore.List(txn, "wsA", 0, 10); !errors.Is(err, casstore.ErrCorrupt) {
 			t.Errorf("List(wsA with a corrupted object) = %v, %v, want %v", ids(got), err, casstore.ErrCorrupt)
 		}
-		if got, err := checkpointchain.Get(txn, s.byWS["wsA"][0].ID); err != nil || got.ID != s.byWS["wsA"][0].ID {
+		if got, err := chainstore.Get(txn, s.byWS["wsA"][0].ID); err != nil || got.ID != s.byWS["wsA"][0].ID {
 			t.Errorf("Get(intact %s) = %v, %v, want it", s.byWS["wsA"][0].ID, got.ID, err)
 		}
 		return nil
@@ -212,7 +215,7 @@ func TestStoreCorruptObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.View(func(txn *badger.Txn) error {
-		if c, err := checkpointchain.Get(txn, lost.ID); !errors.Is(err, casstore.ErrNotFound) {
+		if c, err := chainstore.Get(txn, lost.ID); !errors.Is(err, casstore.ErrNotFound) {
 			t.Errorf("Get(%s, object deleted) = %+v, %v, want %v", lost.ID, c, err, casstore.ErrNotFound)
 		}
 		return nil
@@ -240,7 +243,7 @@ func TestStoreIndexPointsElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.View(func(txn *badger.Txn) error {
-		if c, err := checkpointchain.Get(txn, b.ID); !errors.Is(err, casstore.ErrCorrupt) {
+		if c, err := chainstore.Get(txn, b.ID); !errors.Is(err, casstore.ErrCorrupt) {
 			t.Errorf("Get(%s, index naming %s's object) = %+v, %v, want %v", b.ID, a.ID, c, err, casstore.ErrCorrupt)
 		}
 		return nil
@@ -255,29 +258,50 @@ func TestPutWrongDigest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, _ := readGolden(t, "first_minimal")
+	other := append(bytes.Clone(b), ' ') // not the checkpoint's bytes
 	err = db.Update(func(txn *badger.Txn) error {
-		_, err := checkpointchain.Put(txn, c, other, checkpointchain.Chain{})
+		_, err := chainstore.Put(txn, c, other, checkpointchain.Chain{})
 		return err
 	})
 	if !errors.Is(err, casstore.ErrCorrupt) {
 		t.Errorf("Put(checkpoint, other bytes) = %v, want %v", err, casstore.ErrCorrupt)
 	}
 	db.View(func(txn *badger.Txn) error {
-		if _, err := checkpointchain.Get(txn, c.ID); !errors.Is(err, checkpointchain.ErrNotFound) {
+		if _, err := chainstore.Get(txn, c.ID); !errors.Is(err, checkpointchain.ErrNotFound) {
 			t.Errorf("Get(%s) after a failed Put = %v, want %v", c.ID, err, checkpointchain.ErrNotFound)
 		}
 		return nil
 	})
-	if chains, err := checkpointchain.LoadChains(db); err != nil || len(chains) != 0 {
+	if chains, err := chainstore.LoadChains(db); err != nil || len(chains) != 0 {
 		t.Errorf("LoadChains() after a failed Put = %v, %v, want none", chains, err)
 	}
 	// The right bytes go in.
 	err = db.Update(func(txn *badger.Txn) error {
-		_, err := checkpointchain.Put(txn, c, b, checkpointchain.Chain{})
+		_, err := chainstore.Put(txn, c, b, checkpointchain.Chain{})
 		return err
 	})
 	if err != nil {
 		t.Errorf("Put(checkpoint, its bytes) = %v", err)
 	}
+}
+
+// Fixtures, as package checkpointchain's tests have them.
+const (
+	wsID  = "01JA0000000000000000000WS1"
+	cpID1 = "01JA00000000000000000000C1"
+	ts1   = "2026-02-24T10:00:00.000000000Z"
+)
+
+var worker = checkpointchain.Author{Workspace: wsID, Role: "worker", Active: true, State: "active"}
+
+func ptr[T any](v T) *T { return &v }
+
+func req(typ string, parent *string, payload string) checkpointchain.Request {
+	r := checkpointchain.Request{Type: typ, Intent: "because", Parent: parent, Status: "provisional", Confidence: "medium"}
+	if payload != "" {
+		if err := json.Unmarshal([]byte(payload), &r.Payload); err != nil {
+			panic(err)
+		}
+	}
+	return r
 }
