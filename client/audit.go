@@ -17,7 +17,6 @@ import (
 	"github.com/wacpd/wacpd/wire"
 )
 
-
 // TreeHead is the reply of audit.sth: the daemon's latest signed tree head
 // and the key it says signs it. Check the note with trail.OpenTreeHead and
 // a key you trust, not only PublicKey.
