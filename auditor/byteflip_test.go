@@ -29,10 +29,10 @@ var flips = flag.Int("flips", 0, "TestByteFlips: flip this many bytes (default: 
 // in a fresh copy, and runs the offline verifier on the copy. Every flip
 // must be caught or provably harmless, and nothing may panic:
 //
-//   - caught: VerifyDataDir reports a violation with where it is
+//   - caught: datadir.Verify reports a violation with where it is
 //     (FirstBad), or Badger refuses to open the database and says why (an
-//     error from VerifyDataDir);
-//   - provably harmless: VerifyDataDir says ok, and a full read of the
+//     error from datadir.Verify);
+//   - provably harmless: datadir.Verify says ok, and a full read of the
 //     copy through Badger (every key and the value of its latest version,
 //     with table block and value checksums checked) is byte for byte the
 //     read of the original, and trail.pub is unchanged. wacpd reads the
@@ -50,7 +50,7 @@ func TestByteFlips(t *testing.T) {
 		t.Fatal(err)
 	}
 	if rep, err := datadir.Verify(copyDir(t, d.dir)); err != nil || !rep.OK {
-		t.Fatalf("VerifyDataDir(undamaged) = %+v, %v", rep, err)
+		t.Fatalf("datadir.Verify(undamaged) = %+v, %v", rep, err)
 	}
 	files := dataFiles(t, d.dir)
 	n := *flips
@@ -185,7 +185,7 @@ func flipOnce(t *testing.T, d dataDir, orig map[string][]byte, p flip) (outcome 
 		t.Logf("%s byte %d ^ %#02x: refused: %v", p.file, p.off, p.mask, err)
 		return "refused at open (" + kind(p.file) + ")"
 	case !rep.OK && rep.FirstBad == "":
-		t.Errorf("%s byte %d ^ %#02x: VerifyDataDir = %+v: a violation without where", p.file, p.off, p.mask, rep)
+		t.Errorf("%s byte %d ^ %#02x: datadir.Verify = %+v: a violation without where", p.file, p.off, p.mask, rep)
 		return "unplaced"
 	case !rep.OK:
 		return "reported " + string(rep.Violation) + " (" + kind(p.file) + ")"
@@ -193,7 +193,7 @@ func flipOnce(t *testing.T, d dataDir, orig map[string][]byte, p flip) (outcome 
 	// Said ok: the flip must be harmless.
 	got, err := dump(filepath.Join(dir, datadir.DatabaseDir))
 	if err != nil {
-		t.Errorf("%s byte %d ^ %#02x: VerifyDataDir ok, but reading the database fails: %v", p.file, p.off, p.mask, err)
+		t.Errorf("%s byte %d ^ %#02x: datadir.Verify ok, but reading the database fails: %v", p.file, p.off, p.mask, err)
 		return "missed"
 	}
 	pub, err := os.ReadFile(filepath.Join(dir, datadir.PublicKeyFile))
@@ -205,7 +205,7 @@ func flipOnce(t *testing.T, d dataDir, orig map[string][]byte, p flip) (outcome 
 		t.Fatal(err)
 	}
 	if k, diff := dumpDiff(orig, got); diff != "" || !bytes.Equal(pub, origPub) {
-		t.Errorf("%s byte %d ^ %#02x: VerifyDataDir ok, but the data differs at %q: %s", p.file, p.off, p.mask, k, diff)
+		t.Errorf("%s byte %d ^ %#02x: datadir.Verify ok, but the data differs at %q: %s", p.file, p.off, p.mask, k, diff)
 		return "missed"
 	}
 	return "harmless (" + kind(p.file) + ")"

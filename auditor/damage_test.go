@@ -23,7 +23,7 @@ import (
 
 // Tests of damage in a stopped daemon's data dir (issue 11 §4): each fault
 // must be reported, with where it is, by every caller of the one verifier
-// (integrity.Check): the offline auditor (VerifyDataDir), the recovery
+// (integrity.Check): the offline auditor (datadir.Verify), the recovery
 // check with -full-check (runtime.Open with FullCheck) and the daemon's
 // verification (Engine.VerifyTrail); never a panic.
 
@@ -107,7 +107,7 @@ type verdicts struct {
 func callers(t *testing.T, dir string) verdicts {
 	t.Helper()
 	var v verdicts
-	noPanic(t, "VerifyDataDir", func() { v.offline, v.offlineEr = datadir.Verify(copyDir(t, dir)) })
+	noPanic(t, "datadir.Verify", func() { v.offline, v.offlineEr = datadir.Verify(copyDir(t, dir)) })
 	noPanic(t, "Open with FullCheck", func() {
 		e, err := runtime.Open(runtime.Config{DataDir: filepath.Join(copyDir(t, dir), datadir.DatabaseDir), FullCheck: true})
 		if err == nil {
@@ -176,7 +176,7 @@ func TestDamage_ChangedLocalPrevHash(t *testing.T) {
 	})
 	v := callers(t, d.dir)
 	if v.offlineEr != nil || v.offline.OK || v.offline.Violation != auditor.ViolationChainBroken || v.offline.FirstBad != id {
-		t.Errorf("VerifyDataDir = %+v, %v; want chain_broken at entry #%d %s", v.offline, v.offlineEr, seq, id)
+		t.Errorf("datadir.Verify = %+v, %v; want chain_broken at entry #%d %s", v.offline, v.offlineEr, seq, id)
 	}
 	if !errors.Is(v.fullCheck, runtime.ErrTrailCorrupt) {
 		t.Errorf("Open with FullCheck = %v, want ErrTrailCorrupt", v.fullCheck)
@@ -227,7 +227,7 @@ func TestDamage_MerkleNodeBlock(t *testing.T) {
 	}
 	v := callers(t, d.dir)
 	if v.offlineEr != nil || v.offline.OK || v.offline.Violation != auditor.ViolationUnreadable || v.offline.FirstBad != filepath.Base(file) {
-		t.Errorf("VerifyDataDir = %+v, %v; want unreadable at %s", v.offline, v.offlineEr, filepath.Base(file))
+		t.Errorf("datadir.Verify = %+v, %v; want unreadable at %s", v.offline, v.offlineEr, filepath.Base(file))
 	}
 	if !errors.Is(v.fullCheck, runtime.ErrTrailCorrupt) || !strings.Contains(v.fullCheck.Error(), filepath.Base(file)) {
 		t.Errorf("Open with FullCheck = %v, want ErrTrailCorrupt naming %s", v.fullCheck, filepath.Base(file))
@@ -295,7 +295,7 @@ func TestDamage_ChangedCheckpointIndexKey(t *testing.T) {
 	})
 	v := callers(t, d.dir)
 	if v.offlineEr != nil || v.offline.OK || v.offline.Violation != auditor.ViolationIndexMismatch || !strings.HasPrefix(v.offline.FirstBad, "k/c/") {
-		t.Errorf("VerifyDataDir = %+v, %v; want index_mismatch at k/c/…", v.offline, v.offlineEr)
+		t.Errorf("datadir.Verify = %+v, %v; want index_mismatch at k/c/…", v.offline, v.offlineEr)
 	}
 	if !errors.Is(v.fullCheck, runtime.ErrTrailCorrupt) || !strings.Contains(v.fullCheck.Error(), "k/c/") {
 		t.Errorf("Open with FullCheck = %v, want ErrTrailCorrupt naming k/c/…", v.fullCheck)

@@ -109,18 +109,18 @@ func TestVerifyDataDir(t *testing.T) {
 		rep, err := datadir.Verify(d.dir)
 		n := len(d.entries)
 		if err != nil || !rep.OK || rep.Entries != n || rep.Size != uint64(n) || rep.Objects != 2 || rep.Workspaces != 2 || rep.PublicKey != d.key.vkey {
-			t.Errorf("VerifyDataDir = %+v, %v; want ok with %d entries, size %d, 2 objects, 2 workspaces", rep, err, n, n)
+			t.Errorf("datadir.Verify = %+v, %v; want ok with %d entries, size %d, 2 objects, 2 workspaces", rep, err, n, n)
 		}
 		// read-only: a second run sees the same
 		if again, err := datadir.Verify(d.dir); err != nil || again != rep {
-			t.Errorf("VerifyDataDir again = %+v, %v; want %+v", again, err, rep)
+			t.Errorf("datadir.Verify again = %+v, %v; want %+v", again, err, rep)
 		}
 	})
 	t.Run("tail after the signed head", func(t *testing.T) {
 		d := newDataDir(t, 5)
 		rep, err := datadir.Verify(d.dir)
 		if err != nil || !rep.OK || rep.Entries != len(d.entries) || rep.Size != 5 || rep.Objects != 2 {
-			t.Errorf("VerifyDataDir = %+v, %v; want ok with %d entries, size 5", rep, err, len(d.entries))
+			t.Errorf("datadir.Verify = %+v, %v; want ok with %d entries, size 5", rep, err, len(d.entries))
 		}
 	})
 	t.Run("tampered tail entry", func(t *testing.T) {
@@ -129,7 +129,7 @@ func TestVerifyDataDir(t *testing.T) {
 		tamperEntry(t, d.dir, uint64(n-1), func(e *trail.Entry) { e.Actor = "forger" })
 		rep, err := datadir.Verify(d.dir)
 		if err != nil || rep.OK || rep.Violation != auditor.ViolationHashMismatch || rep.FirstBad != d.entries[n-2].ID {
-			t.Errorf("VerifyDataDir = %+v, %v; want hash_mismatch at %s", rep, err, d.entries[n-2].ID)
+			t.Errorf("datadir.Verify = %+v, %v; want hash_mismatch at %s", rep, err, d.entries[n-2].ID)
 		}
 	})
 	t.Run("tampered signed entry", func(t *testing.T) {
@@ -137,7 +137,7 @@ func TestVerifyDataDir(t *testing.T) {
 		tamperEntry(t, d.dir, 3, func(e *trail.Entry) { e.Body = []byte(`{"forged":true}`) })
 		rep, err := datadir.Verify(d.dir)
 		if err != nil || rep.OK || rep.Violation != auditor.ViolationHashMismatch || rep.FirstBad != d.entries[2].ID {
-			t.Errorf("VerifyDataDir = %+v, %v; want hash_mismatch at %s", rep, err, d.entries[2].ID)
+			t.Errorf("datadir.Verify = %+v, %v; want hash_mismatch at %s", rep, err, d.entries[2].ID)
 		}
 	})
 	t.Run("object removed", func(t *testing.T) {
@@ -162,7 +162,7 @@ func TestVerifyDataDir(t *testing.T) {
 		})
 		rep, err := datadir.Verify(d.dir)
 		if err != nil || rep.OK || rep.Violation != auditor.ViolationMissingObject || rep.FirstBad != entryID {
-			t.Errorf("VerifyDataDir = %+v, %v; want missing_object at %s", rep, err, entryID)
+			t.Errorf("datadir.Verify = %+v, %v; want missing_object at %s", rep, err, entryID)
 		}
 	})
 	t.Run("no signed tree head", func(t *testing.T) {
@@ -170,7 +170,7 @@ func TestVerifyDataDir(t *testing.T) {
 		update(t, d.dir, func(txn *badger.Txn) error { return txn.Delete([]byte("m/sth")) })
 		rep, err := datadir.Verify(d.dir)
 		if err != nil || rep.OK || rep.Violation != auditor.ViolationSignatureInvalid || rep.FirstBad != "sth" {
-			t.Errorf("VerifyDataDir = %+v, %v; want signature_invalid at sth", rep, err)
+			t.Errorf("datadir.Verify = %+v, %v; want signature_invalid at sth", rep, err)
 		}
 	})
 	t.Run("another public key", func(t *testing.T) {
@@ -181,23 +181,23 @@ func TestVerifyDataDir(t *testing.T) {
 		}
 		rep, err := datadir.Verify(d.dir)
 		if err != nil || rep.OK || rep.Violation != auditor.ViolationSignatureInvalid || rep.FirstBad != "sth" {
-			t.Errorf("VerifyDataDir = %+v, %v; want signature_invalid at sth", rep, err)
+			t.Errorf("datadir.Verify = %+v, %v; want signature_invalid at sth", rep, err)
 		}
 		rep, err = datadir.VerifyWithKey(d.dir, d.key.vkey)
 		if err != nil || rep.OK || rep.Violation != auditor.ViolationSignatureInvalid {
-			t.Errorf("VerifyDataDirWithKey(the signing key, trail.pub another) = %+v, %v; want signature_invalid", rep, err)
+			t.Errorf("datadir.VerifyWithKey(the signing key, trail.pub another) = %+v, %v; want signature_invalid", rep, err)
 		}
 	})
 	t.Run("no public key", func(t *testing.T) {
 		d := newDataDir(t, -1)
 		os.Remove(filepath.Join(d.dir, datadir.PublicKeyFile))
 		if rep, err := datadir.Verify(d.dir); err == nil {
-			t.Errorf("VerifyDataDir(no trail.pub) = %+v, nil; want an error", rep)
+			t.Errorf("datadir.Verify(no trail.pub) = %+v, nil; want an error", rep)
 		}
 	})
 	t.Run("not a data dir", func(t *testing.T) {
 		if rep, err := datadir.Verify(t.TempDir()); err == nil {
-			t.Errorf("VerifyDataDir(empty dir) = %+v, nil; want an error", rep)
+			t.Errorf("datadir.Verify(empty dir) = %+v, nil; want an error", rep)
 		}
 	})
 	t.Run("daemon still running", func(t *testing.T) {
@@ -205,7 +205,7 @@ func TestVerifyDataDir(t *testing.T) {
 		e := openEngine(t, filepath.Join(d.dir, datadir.DatabaseDir))
 		_ = e
 		if rep, err := datadir.Verify(d.dir); err == nil {
-			t.Errorf("VerifyDataDir(open database) = %+v, nil; want an error", rep)
+			t.Errorf("datadir.Verify(open database) = %+v, nil; want an error", rep)
 		}
 	})
 }

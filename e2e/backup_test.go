@@ -88,7 +88,7 @@ func TestBackupAndRestore(t *testing.T) {
 	copyDir(t, dir, backup)
 	rep, err := datadir.Verify(backup)
 	if err != nil || !rep.OK {
-		t.Fatalf("VerifyDataDir(backup) = %+v, %v", rep, err)
+		t.Fatalf("datadir.Verify(backup) = %+v, %v", rep, err)
 	}
 
 	// The original goes on after the backup.
@@ -121,6 +121,6 @@ func TestBackupAndRestore(t *testing.T) {
 	coord.Close()
 	d.stop()
 	if rep, err := datadir.Verify(backup); err != nil || !rep.OK {
-		t.Fatalf("VerifyDataDir(restored) = %+v, %v", rep, err)
+		t.Fatalf("datadir.Verify(restored) = %+v, %v", rep, err)
 	}
 }

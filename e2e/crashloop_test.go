@@ -72,7 +72,7 @@ type crashWorker struct{ id, token string }
 // Every fifth round the restarting daemon itself is killed while it is
 // still starting (opening its database, recovering or starting NATS).
 // After the last round the daemon stops cleanly and the data dir verifies
-// offline (auditor.VerifyDataDir).
+// offline (datadir.Verify).
 func TestCrashLoop(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), *crashDuration+10*time.Minute)
 	defer cancel()
@@ -104,7 +104,7 @@ func TestCrashLoop(t *testing.T) {
 	d.stop()
 	rep, err := datadir.Verify(cl.dir)
 	if err != nil || !rep.OK || rep.Size != uint64(rep.Entries) {
-		t.Fatalf("VerifyDataDir after the last clean stop = %+v, %v; want ok with every entry signed", rep, err)
+		t.Fatalf("datadir.Verify after the last clean stop = %+v, %v; want ok with every entry signed", rep, err)
 	}
 	cl.mu.Lock()
 	defer cl.mu.Unlock()

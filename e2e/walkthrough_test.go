@@ -177,7 +177,7 @@ func TestWalkthrough(t *testing.T) {
 	// After a clean stop the data dir verifies on its own, every entry signed.
 	rep, err = datadir.Verify(d.dir)
 	if err != nil || !rep.OK || rep.Size != uint64(rep.Entries) {
-		t.Fatalf("VerifyDataDir after a clean stop = %+v, %v; want ok with every entry under the signed head", rep, err)
+		t.Fatalf("datadir.Verify after a clean stop = %+v, %v; want ok with every entry under the signed head", rep, err)
 	}
 }
 

@@ -1,7 +1,7 @@
 // Package integrity is wacpd's one verifier of a stored database: every
 // structure the daemon relies on, checked with one rule set, for the
 // recovery procedure at start (and -full-check), the daemon's
-// audit.trail.verify and the offline auditor (auditor.VerifyDataDir).
+// audit.trail.verify and the offline auditor (datadir.Verify).
 //
 // # Model
 //
@@ -42,5 +42,5 @@
 // previous check are read (the check at every start: traillog.MarkChecked
 // says why that is sound); storage and checkpoint store are read only by a
 // full check. Check does not verify the tree head's signature: the caller
-// that knows the key does (auditor.VerifyDataDir; the daemon signed it).
+// that knows the key does (datadir.Verify; the daemon signed it).
 package integrity
