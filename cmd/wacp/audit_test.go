@@ -162,7 +162,7 @@ func TestTrailAudit(t *testing.T) {
 	}
 }
 
-// TestTraildatadir.Verify: verify --dir checks a stopped daemon's data dir,
+// TestTrailVerifyDataDir: verify --dir checks a stopped daemon's data dir,
 // and refuses a running one's.
 func TestTrailVerifyDataDir(t *testing.T) {
 	dir, url, stop := stoppable(t)
