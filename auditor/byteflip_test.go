@@ -13,11 +13,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wacpd/wacpd/auditor/datadir"
-
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
 
+	"github.com/wacpd/wacpd/auditor/datadir"
 	"github.com/wacpd/wacpd/runtime"
 )
 

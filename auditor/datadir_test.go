@@ -7,11 +7,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/wacpd/wacpd/auditor/datadir"
-
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/wacpd/wacpd/auditor"
+	"github.com/wacpd/wacpd/auditor/datadir"
 	"github.com/wacpd/wacpd/runtime"
 	"github.com/wacpd/wacpd/trail"
 )

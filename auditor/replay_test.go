@@ -8,14 +8,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wacpd/wacpd/trail/traillog"
-
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/wacpd/wacpd/auditor"
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/runtime"
 	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/trail/traillog"
 )
 
 func seq(entries []trail.Entry) iter.Seq2[trail.Entry, error] {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 
 	"github.com/wacpd/wacpd/casstore"
-
 	"github.com/wacpd/wacpd/taxonomy"
 )
 

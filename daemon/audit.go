@@ -1,13 +1,12 @@
 package daemon
 
 import (
-	"github.com/wacpd/wacpd/runtime"
-
 	"context"
 	"errors"
 	"time"
 
 	"github.com/wacpd/wacpd/clock"
+	"github.com/wacpd/wacpd/runtime"
 	"github.com/wacpd/wacpd/trail"
 )
 

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/wacpd/wacpd/auditor/datadir"
-
 	"github.com/wacpd/wacpd/client"
 	"github.com/wacpd/wacpd/envelope"
 	"github.com/wacpd/wacpd/trail"

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/wacpd/wacpd/auditor/datadir"
-
 	"github.com/wacpd/wacpd/client"
 	"github.com/wacpd/wacpd/envelope"
 	"github.com/wacpd/wacpd/signal"

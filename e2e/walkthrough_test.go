@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wacpd/wacpd/auditor/datadir"
-
 	"github.com/wacpd/wacpd/auditor"
+	"github.com/wacpd/wacpd/auditor/datadir"
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/client"
 	"github.com/wacpd/wacpd/envelope"

@@ -5,14 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/wacpd/wacpd/checkpointchain/chainstore"
-
-	"github.com/wacpd/wacpd/trail/traillog"
-
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/wacpd/wacpd/casstore"
+	"github.com/wacpd/wacpd/checkpointchain/chainstore"
 	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/trail/traillog"
 )
 
 // Options says what Check compares the database with and how much it reads.

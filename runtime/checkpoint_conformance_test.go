@@ -17,11 +17,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wacpd/wacpd/casstore/badgerstore"
-
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/wacpd/wacpd/casstore"
+	"github.com/wacpd/wacpd/casstore/badgerstore"
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/clock"
 	"github.com/wacpd/wacpd/taxonomy"

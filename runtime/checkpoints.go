@@ -9,12 +9,11 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/wacpd/wacpd/checkpointchain/chainstore"
-
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/wacpd/wacpd/casstore"
 	"github.com/wacpd/wacpd/checkpointchain"
+	"github.com/wacpd/wacpd/checkpointchain/chainstore"
 	"github.com/wacpd/wacpd/clock"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"

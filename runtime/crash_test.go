@@ -11,11 +11,10 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/wacpd/wacpd/checkpointchain/chainstore"
-
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/wacpd/wacpd/checkpointchain"
+	"github.com/wacpd/wacpd/checkpointchain/chainstore"
 	"github.com/wacpd/wacpd/trail"
 )
 

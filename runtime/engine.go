@@ -10,20 +10,18 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/wacpd/wacpd/checkpointchain/chainstore"
-	"github.com/wacpd/wacpd/workspace/wsstore"
-
-	"github.com/wacpd/wacpd/trail/traillog"
-
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
 
 	"github.com/wacpd/wacpd/checkpointchain"
+	"github.com/wacpd/wacpd/checkpointchain/chainstore"
 	"github.com/wacpd/wacpd/clock"
 	"github.com/wacpd/wacpd/integrity"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/trail/traillog"
 	"github.com/wacpd/wacpd/workspace"
+	"github.com/wacpd/wacpd/workspace/wsstore"
 )
 
 // Engine is the transactional core of wacpd: workspaces, checkpoint chains,

@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	"github.com/wacpd/wacpd/trail/traillog"
-
 	"github.com/wacpd/wacpd/casstore"
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/internal/strictjson"
 	"github.com/wacpd/wacpd/taxonomy"
+	"github.com/wacpd/wacpd/trail/traillog"
 	"github.com/wacpd/wacpd/workspace"
 )
 

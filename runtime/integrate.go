@@ -6,9 +6,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/wacpd/wacpd/checkpointchain/chainstore"
-
 	"github.com/wacpd/wacpd/casstore"
+	"github.com/wacpd/wacpd/checkpointchain/chainstore"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/workspace"

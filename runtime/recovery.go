@@ -7,13 +7,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/wacpd/wacpd/trail/traillog"
-
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/wacpd/wacpd/clock"
 	"github.com/wacpd/wacpd/integrity"
 	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/trail/traillog"
 )
 
 // The recovery procedure at start (WACP Recovery §3, digest §3.13).

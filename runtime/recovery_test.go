@@ -14,14 +14,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wacpd/wacpd/trail/traillog"
-
 	"github.com/dgraph-io/badger/v4"
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/wacpd/wacpd/clock"
 	"github.com/wacpd/wacpd/internal/trailtest"
 	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/trail/traillog"
 	"github.com/wacpd/wacpd/workspace"
 )
 

@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/wacpd/wacpd/trail/traillog"
-
 	"github.com/dgraph-io/badger/v4"
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/wacpd/wacpd/clock"
 	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/trail/traillog"
 )
 
 var keySTH = []byte("m/sth") // the latest signed tree head (JSON of trail.TreeHead)

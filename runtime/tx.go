@@ -4,16 +4,14 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/wacpd/wacpd/workspace/wsstore"
-
-	"github.com/wacpd/wacpd/trail/traillog"
-
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/clock"
 	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/trail/traillog"
 	"github.com/wacpd/wacpd/workspace"
+	"github.com/wacpd/wacpd/workspace/wsstore"
 )
 
 // tx is one commit in the making: a layer over the open batch (see

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/wacpd/wacpd/trail/traillog"
-
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/wacpd/wacpd/trail/traillog"
 )
 
 // Quarantine returns the trail entries the recovery procedure moved out of

@@ -10,6 +10,7 @@ import (
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
+
 	"github.com/wacpd/wacpd/casstore"
 )
 

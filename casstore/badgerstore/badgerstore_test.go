@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
+
 	"github.com/wacpd/wacpd/casstore"
 	"github.com/wacpd/wacpd/casstore/badgerstore"
 	"github.com/wacpd/wacpd/casstore/casstoretest"

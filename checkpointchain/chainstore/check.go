@@ -7,12 +7,11 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/wacpd/wacpd/casstore/badgerstore"
-	"github.com/wacpd/wacpd/checkpointchain"
-
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/wacpd/wacpd/casstore"
+	"github.com/wacpd/wacpd/casstore/badgerstore"
+	"github.com/wacpd/wacpd/checkpointchain"
 )
 
 // Claim is what the trail says of one checkpoint: its checkpoint_created

@@ -12,12 +12,11 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/wacpd/wacpd/casstore/badgerstore"
-	"github.com/wacpd/wacpd/checkpointchain"
-
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/wacpd/wacpd/casstore"
+	"github.com/wacpd/wacpd/casstore/badgerstore"
+	"github.com/wacpd/wacpd/checkpointchain"
 )
 
 // Key layout (prefix "k/"); the objects themselves are in casstore.

@@ -8,13 +8,12 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/wacpd/wacpd/casstore/badgerstore"
-	"github.com/wacpd/wacpd/checkpointchain/chainstore"
-
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/wacpd/wacpd/casstore"
+	"github.com/wacpd/wacpd/casstore/badgerstore"
 	"github.com/wacpd/wacpd/checkpointchain"
+	"github.com/wacpd/wacpd/checkpointchain/chainstore"
 	"github.com/wacpd/wacpd/taxonomy"
 )
 

@@ -10,9 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wacpd/wacpd/auditor/datadir"
-
 	"github.com/wacpd/wacpd/auditor"
+	"github.com/wacpd/wacpd/auditor/datadir"
 	"github.com/wacpd/wacpd/trail"
 )
 

@@ -11,13 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wacpd/wacpd/auditor/datadir"
-
-	wacpd "github.com/wacpd/wacpd/daemon"
-
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/wacpd/wacpd/auditor"
+	"github.com/wacpd/wacpd/auditor/datadir"
+	wacpd "github.com/wacpd/wacpd/daemon"
 	"github.com/wacpd/wacpd/internal/daemontest"
 	"github.com/wacpd/wacpd/trail"
 )

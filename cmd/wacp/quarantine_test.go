@@ -7,10 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wacpd/wacpd/trail/traillog"
-
 	"github.com/wacpd/wacpd/internal/daemontest"
 	"github.com/wacpd/wacpd/runtime"
+	"github.com/wacpd/wacpd/trail/traillog"
 )
 
 // TestTrailQuarantine: wacp trail quarantine --dir lists what the recovery

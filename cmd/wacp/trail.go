@@ -7,7 +7,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/wacpd/wacpd/auditor/datadir"
-
 	"github.com/wacpd/wacpd/client"
 	"github.com/wacpd/wacpd/trail"
 )

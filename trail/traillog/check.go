@@ -11,6 +11,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/y"
 	"github.com/transparency-dev/merkle/compact"
+
 	"github.com/wacpd/wacpd/trail"
 )
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
+
 	"github.com/wacpd/wacpd/trail"
 )
 

@@ -9,8 +9,9 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/transparency-dev/merkle/compact"
-	"github.com/wacpd/wacpd/trail"
 	"github.com/zeebo/blake3"
+
+	"github.com/wacpd/wacpd/trail"
 )
 
 // prefixQuarantine holds the entries Repair moved out of the trail:

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/gowebpki/jcs"
+
 	"github.com/wacpd/wacpd/internal/canon"
 	"github.com/wacpd/wacpd/trail"
 )

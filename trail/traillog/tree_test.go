@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/transparency-dev/merkle/proof"
+
 	"github.com/wacpd/wacpd/trail"
 )
 

@@ -10,8 +10,9 @@ import (
 	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/wacpd/wacpd/trail"
 	"github.com/zeebo/blake3"
+
+	"github.com/wacpd/wacpd/trail"
 )
 
 // fast is Check's accelerator for a check from entry #1: it applies the

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
+
 	"github.com/wacpd/wacpd/trail"
 )
 

@@ -13,8 +13,9 @@ import (
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/wacpd/wacpd/trail"
 	"github.com/zeebo/blake3"
+
+	"github.com/wacpd/wacpd/trail"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/entry.golden from the current encoding")

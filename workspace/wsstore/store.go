@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
+
 	"github.com/wacpd/wacpd/workspace"
 )
 
