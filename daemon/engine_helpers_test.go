@@ -3,10 +3,9 @@ package daemon
 import (
 	"context"
 	"encoding/json"
-	"sync"
 	"testing"
-	"time"
 
+	"github.com/wacpd/wacpd/internal/clocktest"
 	"github.com/wacpd/wacpd/runtime"
 	"github.com/wacpd/wacpd/workspace"
 )
@@ -64,27 +63,10 @@ func wantCode(t testing.TB, what string, err error, want string) {
 }
 
 // fakeClock is a settable wall clock for Config.Now.
-type fakeClock struct {
-	mu  sync.Mutex // guards now
-	now time.Time
-}
+type fakeClock = clocktest.Fake
 
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
+func newFakeClock() *fakeClock { return clocktest.New() }
 
 func withFakeClock(c *fakeClock) func(*runtime.Config) {
 	return func(cfg *runtime.Config) { cfg.Now = c.Now }
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wacpd/wacpd/checkpointchain"
+	"github.com/wacpd/wacpd/internal/clocktest"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/workspace"
@@ -262,26 +263,9 @@ func anyOf(s *string) any {
 }
 
 // fakeClock is a settable wall clock for Config.Now.
-type fakeClock struct {
-	mu  sync.Mutex // guards now
-	now time.Time
-}
+type fakeClock = clocktest.Fake
 
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+func newFakeClock() *fakeClock { return clocktest.New() }
 
 // fakeMeter is a runtime.Meter with readings set by the test.
 type fakeMeter struct {
