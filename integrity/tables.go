@@ -1,7 +1,9 @@
 package integrity
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -42,8 +44,8 @@ func holds(db *badger.DB, id uint64) bool {
 	return false
 }
 
-// CheckTableFiles opens every table file (*.sst) of the Badger database
-// in dir, read-only and one at a time, as Badger itself would open it with
+// CheckTableFiles opens every table file (*.sst) the MANIFEST of the
+// Badger database in dir lists, read-only and one at a time, as Badger itself would open it with
 // opts (its index, checked against its checksum, and its last block), and
 // with full also checks every block's checksum. It returns the first
 // damaged table's file name and what is wrong ("" when none is).
@@ -52,6 +54,10 @@ func holds(db *badger.DB, id uint64) bool {
 // own, where a damaged table's panic cannot be recovered and ends the
 // process; here it is recovered and reported.
 func CheckTableFiles(dir string, opts badger.Options, full bool) (where, detail string) {
+	live, where, detail := manifestTables(dir, opts)
+	if detail != "" {
+		return where, detail
+	}
 	names, err := filepath.Glob(filepath.Join(dir, "*.sst"))
 	if err != nil {
 		return dir, err.Error()
@@ -59,11 +65,47 @@ func CheckTableFiles(dir string, opts badger.Options, full bool) (where, detail 
 	slices.Sort(names)
 	topts := tableOptions(opts, full)
 	for _, name := range names {
+		id, ok := table.ParseFileID(filepath.Base(name))
+		if ok && !live[id] {
+			// Not in the MANIFEST: a table a crash cut short (a flush or
+			// compaction killed before it was recorded). Badger deletes
+			// it on open; it holds nothing the database relies on.
+			continue
+		}
 		if err := verifyTable(name, topts); err != nil {
 			return filepath.Base(name), fmt.Sprintf("table %s: %v", filepath.Base(name), err)
 		}
 	}
 	return "", ""
+}
+
+// manifestTables returns the IDs of the tables the MANIFEST of the
+// database in dir lists: the tables Badger opens. A directory without a
+// MANIFEST holds no database yet (none). A MANIFEST that cannot be read is
+// reported as damaged, with its name as where.
+func manifestTables(dir string, opts badger.Options) (live map[uint64]bool, where, detail string) {
+	f, err := os.Open(filepath.Join(dir, badger.ManifestFilename))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, "", ""
+	}
+	if err != nil {
+		return nil, badger.ManifestFilename, err.Error()
+	}
+	defer f.Close()
+	defer func() {
+		if p := recover(); p != nil {
+			live, where, detail = nil, badger.ManifestFilename, fmt.Sprintf("%s: damaged: badger cannot read it (%v)", badger.ManifestFilename, p)
+		}
+	}()
+	m, _, err := badger.ReplayManifestFile(f, opts.ExternalMagicVersion, opts)
+	if err != nil {
+		return nil, badger.ManifestFilename, fmt.Sprintf("%s: damaged: %v", badger.ManifestFilename, err)
+	}
+	live = make(map[uint64]bool, len(m.Tables))
+	for id := range m.Tables {
+		live[id] = true
+	}
+	return live, "", ""
 }
 
 // tableOptions returns the options to open a table of a database opened
