@@ -12,7 +12,6 @@ import (
 	"github.com/wacpd/wacpd/auditor"
 	"github.com/wacpd/wacpd/casstore"
 	"github.com/wacpd/wacpd/checkpointchain"
-	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/wire"
 )
@@ -133,7 +132,7 @@ func (c *Client) FindCheckpointEntry(ctx context.Context, checkpointID string) (
 			}
 		}
 		if page.Next == nil || *page.Next == "" {
-			return trail.Entry{}, &Error{Code: "not_found", Status: taxonomy.LookupCode("not_found").Status,
+			return trail.Entry{}, &Error{Code: "not_found", Status: wire.LookupCode("not_found").Status,
 				Message: fmt.Sprintf("no checkpoint_created entry for checkpoint %s in the trail", checkpointID)}
 		}
 		q.After = *page.Next

@@ -12,7 +12,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/wire"
 )
 
@@ -91,7 +90,7 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 		nats.Token(first(opts.NATSToken, os.Getenv(EnvNATSToken), d.token)), nats.Name("wacp"), nats.Timeout(connect),
 		// The server lets each token receive replies only under its own
 		// inbox prefix.
-		nats.CustomInboxPrefix(taxonomy.InboxPrefix(d.token)),
+		nats.CustomInboxPrefix(wire.InboxPrefix(d.token)),
 		nats.PermissionErrOnSubscribe(true), nats.ErrorHandler(c.asyncError))
 	if err != nil {
 		if errors.Is(err, nats.ErrAuthorization) {
@@ -130,7 +129,7 @@ func (c *Client) Close() error {
 
 // InboxPrefix returns the reply inbox prefix of the client's token; other
 // NATS clients using the same token must use it (nats CLI: --inbox-prefix).
-func (c *Client) InboxPrefix() string { return taxonomy.InboxPrefix(c.token) }
+func (c *Client) InboxPrefix() string { return wire.InboxPrefix(c.token) }
 
 // Workspace returns the id of the workspace the client acts as.
 func (c *Client) Workspace() string { return c.ws }

@@ -7,15 +7,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wacpd/wacpd/daemon"
-
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/client"
+	"github.com/wacpd/wacpd/daemon"
 	"github.com/wacpd/wacpd/envelope"
 	"github.com/wacpd/wacpd/internal/daemontest"
 	"github.com/wacpd/wacpd/signal"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/wire"
 	"github.com/wacpd/wacpd/workspace"
 )
 
@@ -268,8 +268,8 @@ func TestCheckpointRejections(t *testing.T) {
 			if !errors.As(err, &e) || e.Code != tt.want {
 				t.Fatalf("CreateCheckpoint = %v, want *client.Error %s", err, tt.want)
 			}
-			if e.Status != taxonomy.LookupCode(tt.want).Status || e.Message == "" {
-				t.Errorf("error = %+v, want status %d and a message", e, taxonomy.LookupCode(tt.want).Status)
+			if e.Status != wire.LookupCode(tt.want).Status || e.Message == "" {
+				t.Errorf("error = %+v, want status %d and a message", e, wire.LookupCode(tt.want).Status)
 			}
 			if !errors.Is(err, client.ErrRefused) {
 				t.Errorf("errors.Is(%v, ErrRefused) = false, want true", err)

@@ -14,7 +14,7 @@
 // dialed with its own workspace id (Options.Workspace or $WACP_WORKSPACE).
 // Every request also carries the token in the Wacp-Token header, which the
 // daemon requires when it runs on an external NATS server. Replies come
-// back under the token's own inbox prefix (taxonomy.InboxPrefix), the only
+// back under the token's own inbox prefix (wire.InboxPrefix), the only
 // one the server lets the token subscribe to.
 //
 // # Discovery

@@ -11,14 +11,13 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/wire"
 )
 
 // These errors can be returned by Client methods and Dial. Test with errors.Is.
 var (
 	// ErrRefused is matched by every *Error whose code is a refusal by the
-	// protocol (taxonomy.LookupCode(code).Refusal): a rejection, a denial,
+	// protocol (wire.LookupCode(code).Refusal): a rejection, a denial,
 	// an unknown token. The wacp command exits 2 for it.
 	ErrRefused = errors.New("client: refused by the daemon")
 	// ErrPermission is wrapped by the *Error (code permission_denied) a
@@ -50,7 +49,7 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Is reports whether target is ErrRefused and e's code is a refusal.
 func (e *Error) Is(target error) bool {
-	return target == ErrRefused && taxonomy.LookupCode(e.Code).Refusal
+	return target == ErrRefused && wire.LookupCode(e.Code).Refusal
 }
 
 // ExitCode returns the exit code of the wacp command for err (wire-v1 §1):
@@ -98,7 +97,7 @@ func replyError(m *nats.Msg) error {
 		e.Message = string(m.Data)
 	}
 	if e.Status == 0 {
-		e.Status = taxonomy.LookupCode(e.Code).Status
+		e.Status = wire.LookupCode(e.Code).Status
 	}
 	return e
 }

@@ -10,15 +10,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wacpd/wacpd/daemon"
-	"github.com/wacpd/wacpd/runtime"
-
 	"github.com/nats-io/nats.go"
 
 	"github.com/wacpd/wacpd/client"
+	"github.com/wacpd/wacpd/daemon"
 	"github.com/wacpd/wacpd/envelope"
 	"github.com/wacpd/wacpd/internal/daemontest"
+	"github.com/wacpd/wacpd/runtime"
 	"github.com/wacpd/wacpd/taxonomy"
+	"github.com/wacpd/wacpd/wire"
 )
 
 // leaseWorld is a daemon with the given base lease, its coordinator, and a
@@ -43,7 +43,7 @@ func newLeaseWorld(t *testing.T, ctx context.Context, lease time.Duration) *leas
 // rawConn is a plain nats.go connection with token's own reply prefix.
 func rawConn(t *testing.T, url, token string) *nats.Conn {
 	t.Helper()
-	nc, err := nats.Connect(url, nats.Token(token), nats.CustomInboxPrefix(taxonomy.InboxPrefix(token)))
+	nc, err := nats.Connect(url, nats.Token(token), nats.CustomInboxPrefix(wire.InboxPrefix(token)))
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}

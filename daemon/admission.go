@@ -1,9 +1,10 @@
 package daemon
 
 import (
-	"github.com/wacpd/wacpd/runtime"
-
 	"sync"
+
+	"github.com/wacpd/wacpd/runtime"
+	"github.com/wacpd/wacpd/wire"
 )
 
 // Admission (docs/security.md, "Fair admission"). Config.MaxInFlight (N)
@@ -88,16 +89,16 @@ func (a *admission) admit(p runtime.Principal) (*ticket, error) {
 func (a *admission) fitsLocked(key string, cl class) error {
 	switch {
 	case a.busy >= a.n:
-		return runtime.Refuse(runtime.CodeUnavailable, "the daemon is at its limit of %d requests in flight; retry", a.n)
+		return runtime.Refuse(wire.CodeUnavailable, "the daemon is at its limit of %d requests in flight; retry", a.n)
 	case cl != classCoordinator && a.byKey[key] >= a.perPrincipal:
-		return runtime.Refuse(runtime.CodeUnavailable, "this principal has %d requests in flight, its share; retry when one ends", a.perPrincipal)
+		return runtime.Refuse(wire.CodeUnavailable, "this principal has %d requests in flight, its share; retry when one ends", a.perPrincipal)
 	}
 	held := 0 // slots held by this class and the classes below it
 	for c := classAgent; c <= cl; c++ {
 		held += a.byClass[c]
 	}
 	if held >= a.classMax[cl] {
-		return runtime.Refuse(runtime.CodeUnavailable, "the daemon's slots for %s requests are in use; retry", [...]string{"agent", "user and auditor", "coordinator"}[cl])
+		return runtime.Refuse(wire.CodeUnavailable, "the daemon's slots for %s requests are in use; retry", [...]string{"agent", "user and auditor", "coordinator"}[cl])
 	}
 	return nil
 }
@@ -121,10 +122,10 @@ func (t *ticket) park() error {
 		return nil
 	}
 	if a.parkedBy[t.key] >= a.perPrincipal {
-		return runtime.Refuse(runtime.CodeUnavailable, "this principal has %d waits open, its share; retry when one ends", a.perPrincipal)
+		return runtime.Refuse(wire.CodeUnavailable, "this principal has %d waits open, its share; retry when one ends", a.perPrincipal)
 	}
 	if a.parked >= a.parkedMax {
-		return runtime.Refuse(runtime.CodeUnavailable, "the daemon has %d waits open, its limit; retry", a.parkedMax)
+		return runtime.Refuse(wire.CodeUnavailable, "the daemon has %d waits open, its limit; retry", a.parkedMax)
 	}
 	a.takeLocked(t.key, t.cl, -1)
 	a.parked++

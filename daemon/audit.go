@@ -8,6 +8,7 @@ import (
 	"github.com/wacpd/wacpd/clock"
 	"github.com/wacpd/wacpd/runtime"
 	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/wire"
 )
 
 // treeHeadReply is the reply of audit.sth.
@@ -47,7 +48,7 @@ func (r *Daemon) auditInclusion(ctx context.Context, c caller, body []byte) (any
 		return nil, err
 	}
 	if (req.Entry == "") == (req.Index == nil) {
-		return nil, runtime.Refuse(runtime.CodeInvalidStructure, "give exactly one of entry and index")
+		return nil, runtime.Refuse(wire.CodeInvalidStructure, "give exactly one of entry and index")
 	}
 	size, err := r.defaultSize(req.Size)
 	if err != nil {
@@ -65,7 +66,7 @@ func (r *Daemon) auditInclusion(ctx context.Context, c caller, body []byte) (any
 		index = seq - 1
 	}
 	if index >= size || size > log.Len() {
-		return nil, runtime.Refuse(runtime.CodeNotFound, "no leaf %d in a tree of %d entries (the trail has %d)", index, size, log.Len())
+		return nil, runtime.Refuse(wire.CodeNotFound, "no leaf %d in a tree of %d entries (the trail has %d)", index, size, log.Len())
 	}
 	e, err := log.At(index + 1)
 	if err != nil {
@@ -132,7 +133,7 @@ func (r *Daemon) auditCheckpoint(ctx context.Context, c caller, body []byte) (an
 
 func treeErr(err error) error {
 	if errors.Is(err, runtime.ErrTreeSize) {
-		return &runtime.Error{Code: runtime.CodeNotFound, Message: err.Error(), Err: err}
+		return &runtime.Error{Code: wire.CodeNotFound, Message: err.Error(), Err: err}
 	}
 	return err
 }
@@ -174,7 +175,7 @@ func (r *Daemon) auditRead(ctx context.Context, c caller, body []byte) (any, err
 		Actor: req.Actor, Since: req.Since, Until: req.Until, Body: req.Body, MaxBytes: r.replyBudget(),
 	})
 	if errors.Is(err, runtime.ErrNoSuchEntry) {
-		return nil, runtime.Refuse(runtime.CodeNotFound, "no trail entry %s", req.After)
+		return nil, runtime.Refuse(wire.CodeNotFound, "no trail entry %s", req.After)
 	}
 	if err != nil {
 		return nil, err
@@ -204,7 +205,7 @@ func filterTime(name, s string) (string, error) {
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil || t.UTC().Year() < 0 || t.UTC().Year() > 9999 {
-		return "", runtime.Refuse(runtime.CodeInvalidStructure, "%s %q is not an RFC 3339 timestamp such as %s", name, s, clock.Layout)
+		return "", runtime.Refuse(wire.CodeInvalidStructure, "%s %q is not an RFC 3339 timestamp such as %s", name, s, clock.Layout)
 	}
 	return clock.Format(t), nil
 }
@@ -213,7 +214,7 @@ func filterTime(name, s string) (string, error) {
 // which would match nothing.
 func checkEventType(t trail.EventType) error {
 	if t != "" && !t.Valid() {
-		return runtime.Refuse(runtime.CodeInvalidStructure, "event_type %q is not one of the %d registered trail event types", t, len(trail.EventTypes()))
+		return runtime.Refuse(wire.CodeInvalidStructure, "event_type %q is not one of the %d registered trail event types", t, len(trail.EventTypes()))
 	}
 	return nil
 }

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wacpd/wacpd/runtime"
 	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/wire"
 )
 
 // TestAuditReadTimeFilters checks that since and until take any RFC 3339
@@ -55,6 +55,6 @@ func TestAuditReadTimeFilters(t *testing.T) {
 		`{"until":"12:00:10"}`, `{"since":"2026-03-01T12:00:10"}`,
 	} {
 		_, err := read(body)
-		wantCode(t, "audit.trail.read "+body, err, runtime.CodeInvalidStructure)
+		wantCode(t, "audit.trail.read "+body, err, wire.CodeInvalidStructure)
 	}
 }

@@ -10,11 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wacpd/wacpd/daemon"
-
 	"github.com/nats-io/nats.go"
 
-	"github.com/wacpd/wacpd/taxonomy"
+	"github.com/wacpd/wacpd/daemon"
+	"github.com/wacpd/wacpd/wire"
 )
 
 // The probes connect as one principal, try one thing and return the answer
@@ -38,7 +37,7 @@ func (s server) connect(t *testing.T, token string, onErr func(error)) (*nats.Co
 	opts := []nats.Option{nats.Timeout(5 * time.Second), nats.NoReconnect(), nats.PermissionErrOnSubscribe(true),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { onErr(err) })}
 	if token != "" {
-		opts = append(opts, nats.CustomInboxPrefix(taxonomy.InboxPrefix(token)))
+		opts = append(opts, nats.CustomInboxPrefix(wire.InboxPrefix(token)))
 	}
 	switch {
 	case s.token != "":

@@ -6,12 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wacpd/wacpd/daemon"
-
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
-	"github.com/wacpd/wacpd/taxonomy"
+	"github.com/wacpd/wacpd/daemon"
+	"github.com/wacpd/wacpd/wire"
 )
 
 // TestAuthz sends every request of the authorization table with every
@@ -141,7 +140,7 @@ func (w *authzWorld) subjectCell(t *testing.T, row subjectRow, col string) (answ
 	default:
 		f := w.fixture(t, stActive)
 		token, ws = w.principal(t, f, col)
-		r = strings.NewReplacer("<ws>", ws, "<W>", f.W.id, "<D>", f.D.id, "<W inbox>", taxonomy.InboxPrefix(f.W.token))
+		r = strings.NewReplacer("<ws>", ws, "<W>", f.W.id, "<D>", f.D.id, "<W inbox>", wire.InboxPrefix(f.W.token))
 	}
 	subject, body := r.Replace(row.subject), r.Replace(row.body)
 	switch row.action {
@@ -185,7 +184,7 @@ func (w *authzWorld) principal(t *testing.T, f *authzFixture, col string) (token
 func TestAuthzPublishDeniedLooksLikeATimeout(t *testing.T) {
 	w := newAuthzWorld(t)
 	f := w.fixture(t, stActive)
-	nc, err := nats.Connect(w.server.url, nats.Token(f.X.token), nats.CustomInboxPrefix(taxonomy.InboxPrefix(f.X.token)))
+	nc, err := nats.Connect(w.server.url, nats.Token(f.X.token), nats.CustomInboxPrefix(wire.InboxPrefix(f.X.token)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,12 @@
 package daemon
 
 import (
-	"github.com/wacpd/wacpd/runtime"
-
 	"bytes"
 	"encoding/json"
 	"strings"
+
+	"github.com/wacpd/wacpd/runtime"
+	"github.com/wacpd/wacpd/wire"
 )
 
 // Bounds on what a client sends (issue 11 §2; docs/api.md, "Bounds").
@@ -62,14 +63,14 @@ func checkStrings(op string, body []byte) error {
 		case string:
 			if top >= 0 && stack[top].wantKey {
 				if len(t) > runtime.MaxString {
-					return runtime.Refuse(runtime.CodeInvalidStructure, "a key of %d bytes; keys are at most %d bytes", len(t), runtime.MaxString)
+					return runtime.Refuse(wire.CodeInvalidStructure, "a key of %d bytes; keys are at most %d bytes", len(t), runtime.MaxString)
 				}
 				path = append(path, t)
 				stack[top].wantKey = false
 				continue
 			}
 			if len(t) > runtime.MaxString && !isLong(long, path) {
-				return runtime.Refuse(runtime.CodeInvalidStructure, "%s is %d bytes; it may be at most %d bytes", fieldName(path), len(t), runtime.MaxString)
+				return runtime.Refuse(wire.CodeInvalidStructure, "%s is %d bytes; it may be at most %d bytes", fieldName(path), len(t), runtime.MaxString)
 			}
 		}
 		// A value ended: an object member's key is done.

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/wacpd/wacpd/runtime"
+	"github.com/wacpd/wacpd/wire"
 )
 
 func TestCheckStrings(t *testing.T) {
@@ -34,7 +35,7 @@ func TestCheckStrings(t *testing.T) {
 	}
 	for _, tt := range tests {
 		err := checkStrings(tt.op, []byte(tt.body))
-		if (err == nil) != tt.ok || (err != nil && runtime.Code(err) != runtime.CodeInvalidStructure) {
+		if (err == nil) != tt.ok || (err != nil && runtime.Code(err) != wire.CodeInvalidStructure) {
 			t.Errorf("checkStrings(%s, %.80s…) = %v, want ok %v", tt.op, tt.body, err, tt.ok)
 		}
 	}

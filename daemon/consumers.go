@@ -1,8 +1,6 @@
 package daemon
 
 import (
-	"github.com/wacpd/wacpd/runtime"
-
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -11,6 +9,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/wacpd/wacpd/runtime"
+	"github.com/wacpd/wacpd/wire"
 )
 
 // Consumers of the signal stream are made by the daemon, never by a
@@ -57,7 +58,7 @@ func (r *Daemon) signalsConsumer(ctx context.Context, c caller, body []byte) (an
 	}
 	coordinator := c.ws == r.eng.Root()
 	if ws != c.ws && !coordinator {
-		return nil, runtime.Refuse(runtime.CodePermissionDenied, "only the coordinator may follow another workspace's signals")
+		return nil, runtime.Refuse(wire.CodePermissionDenied, "only the coordinator may follow another workspace's signals")
 	}
 	if _, err := r.eng.GetWorkspace(ctx, c.ws, ws); err != nil {
 		return nil, err
@@ -65,7 +66,7 @@ func (r *Daemon) signalsConsumer(ctx context.Context, c caller, body []byte) (an
 	name, durable := req.Durable, true
 	switch {
 	case !coordinator && name != "" && name != c.ws:
-		return nil, runtime.Refuse(runtime.CodePermissionDenied, "an agent's consumer is named after its workspace: %s", c.ws)
+		return nil, runtime.Refuse(wire.CodePermissionDenied, "an agent's consumer is named after its workspace: %s", c.ws)
 	case !coordinator:
 		name = c.ws
 	case name == "":
@@ -75,13 +76,13 @@ func (r *Daemon) signalsConsumer(ctx context.Context, c caller, body []byte) (an
 		}
 		name, durable = "watch_"+hex.EncodeToString(b), false
 	case len(name) > maxConsumerName || strings.ContainsAny(name, ".*> \t\r\n/\\"):
-		return nil, runtime.Refuse(runtime.CodeInvalidStructure, "durable name must be 1-%d characters without spaces, '.', '*', '>', '/' or '\\\\'", maxConsumerName)
+		return nil, runtime.Refuse(wire.CodeInvalidStructure, "durable name must be 1-%d characters without spaces, '.', '*', '>', '/' or '\\\\'", maxConsumerName)
 	}
 	switch {
 	case r.js == nil: // the service without NATS (the package's fuzz tests)
-		return nil, runtime.Refuse(runtime.CodeUnavailable, "the daemon has no JetStream connection")
+		return nil, runtime.Refuse(wire.CodeUnavailable, "the daemon has no JetStream connection")
 	case r.ns != nil && !r.ns.JetStreamEnabled():
-		return nil, runtime.Refuse(runtime.CodeUnavailable, "JetStream is off (the server turned it off); the daemon turns it on again once the disk has room")
+		return nil, runtime.Refuse(wire.CodeUnavailable, "JetStream is off (the server turned it off); the daemon turns it on again once the disk has room")
 	}
 	filter := "wacp.v1.sig." + ws + ".>"
 	out := ConsumerInfo{Stream: signalStream, Consumer: name, Filter: filter, Durable: durable}
@@ -93,11 +94,11 @@ func (r *Daemon) signalsConsumer(ctx context.Context, c caller, body []byte) (an
 		switch {
 		case err == nil:
 			if got := cons.CachedInfo().Config.FilterSubject; got != filter {
-				return nil, runtime.Refuse(runtime.CodeInvalidStructure, "durable consumer %s follows %q, not %q; use another name", name, got, filter)
+				return nil, runtime.Refuse(wire.CodeInvalidStructure, "durable consumer %s follows %q, not %q; use another name", name, got, filter)
 			}
 			return out, nil
 		case !errors.Is(err, jetstream.ErrConsumerNotFound):
-			return nil, runtime.Refuse(runtime.CodeUnavailable, "look up consumer %s: %v", name, err)
+			return nil, runtime.Refuse(wire.CodeUnavailable, "look up consumer %s: %v", name, err)
 		}
 	}
 	cfg := jetstream.ConsumerConfig{
@@ -114,7 +115,7 @@ func (r *Daemon) signalsConsumer(ctx context.Context, c caller, body []byte) (an
 		cfg.DeliverPolicy = jetstream.DeliverAllPolicy
 	}
 	if _, err := r.js.CreateConsumer(cctx, signalStream, cfg); err != nil {
-		return nil, runtime.Refuse(runtime.CodeUnavailable, "create consumer %s: %v", name, err)
+		return nil, runtime.Refuse(wire.CodeUnavailable, "create consumer %s: %v", name, err)
 	}
 	return out, nil
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/wacpd/wacpd/runtime"
 	"github.com/wacpd/wacpd/taxonomy"
+	"github.com/wacpd/wacpd/wire"
 )
 
 // Daemon is the wacpd daemon: the runtime.Engine served over NATS (wire-v1). New
@@ -367,7 +368,7 @@ func (r *Daemon) startNATS(dir, internal string) error {
 	addr := ns.Addr().(*net.TCPAddr)
 	r.url = fmt.Sprintf("nats://%s", net.JoinHostPort(host, strconv.Itoa(addr.Port)))
 	nc, err := nats.Connect(r.url, nats.Name("wacpd"), nats.Token(internal), nats.InProcessServer(ns),
-		nats.CustomInboxPrefix(taxonomy.InboxPrefix(internal)))
+		nats.CustomInboxPrefix(wire.InboxPrefix(internal)))
 	if err != nil {
 		ns.Shutdown()
 		return fmt.Errorf("connect to the embedded server: %w", err)

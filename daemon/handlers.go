@@ -1,15 +1,15 @@
 package daemon
 
 import (
-	"github.com/wacpd/wacpd/runtime"
-
 	"context"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/wacpd/wacpd/runtime"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/wire"
 	"github.com/wacpd/wacpd/workspace"
 )
 
@@ -51,7 +51,7 @@ func (r *Daemon) inboxNext(ctx context.Context, c caller, body []byte) (any, err
 	if req.Wait != "" {
 		d, err := time.ParseDuration(req.Wait)
 		if err != nil || d < 0 || d > MaxWait {
-			return nil, runtime.Refuse(runtime.CodeInvalidStructure, "wait %q is not a duration between 0 and %s", req.Wait, MaxWait)
+			return nil, runtime.Refuse(wire.CodeInvalidStructure, "wait %q is not a duration between 0 and %s", req.Wait, MaxWait)
 		}
 		wait = d
 	}
@@ -220,7 +220,7 @@ func (r *Daemon) workspaceOp(op string) handlerFunc {
 			return nil, err
 		}
 		if req.ID == "" {
-			return nil, runtime.Refuse(runtime.CodeInvalidStructure, "id is required")
+			return nil, runtime.Refuse(wire.CodeInvalidStructure, "id is required")
 		}
 		switch op {
 		case "abort":
@@ -345,10 +345,10 @@ func (r *Daemon) tokenRevoke(ctx context.Context, c caller, body []byte) (any, e
 		return nil, err
 	}
 	if req.Kind != runtime.KindUser && req.Kind != runtime.KindAuditor {
-		return nil, runtime.Refuse(runtime.CodeInvalidStructure, "kind must be user or auditor")
+		return nil, runtime.Refuse(wire.CodeInvalidStructure, "kind must be user or auditor")
 	}
 	if req.Name == "" {
-		return nil, runtime.Refuse(runtime.CodeInvalidStructure, "name is required")
+		return nil, runtime.Refuse(wire.CodeInvalidStructure, "name is required")
 	}
 	if req.Reason == "" {
 		req.Reason = "coordinator_request"
@@ -377,10 +377,10 @@ func (r *Daemon) tokenCreate(ctx context.Context, c caller, body []byte) (any, e
 		return nil, err
 	}
 	if req.Kind != runtime.KindUser && req.Kind != runtime.KindAuditor {
-		return nil, runtime.Refuse(runtime.CodeInvalidStructure, "kind must be user or auditor")
+		return nil, runtime.Refuse(wire.CodeInvalidStructure, "kind must be user or auditor")
 	}
 	if req.Name == "" || len(req.Name) > 128 || strings.ContainsAny(req.Name, " .*>\t\r\n") {
-		return nil, runtime.Refuse(runtime.CodeInvalidStructure, "name must be 1-128 characters without spaces, '.', '*' or '>'")
+		return nil, runtime.Refuse(wire.CodeInvalidStructure, "name must be 1-128 characters without spaces, '.', '*' or '>'")
 	}
 	tok, err := newToken()
 	if err != nil {

@@ -8,13 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wacpd/wacpd/daemon"
-
 	"github.com/nats-io/nats.go"
 
+	"github.com/wacpd/wacpd/daemon"
 	"github.com/wacpd/wacpd/internal/daemontest"
-	"github.com/wacpd/wacpd/runtime"
-	"github.com/wacpd/wacpd/taxonomy"
+	"github.com/wacpd/wacpd/wire"
 )
 
 // TestHostileInputOverNATS sends hostile bodies to the real daemon over
@@ -24,7 +22,7 @@ import (
 // trail does not grow.
 func TestHostileInputOverNATS(t *testing.T) {
 	d := daemontest.Start(t, daemon.Config{})
-	nc, err := nats.Connect(d.URL, nats.Token(d.AdminToken), nats.CustomInboxPrefix(taxonomy.InboxPrefix(d.AdminToken)))
+	nc, err := nats.Connect(d.URL, nats.Token(d.AdminToken), nats.CustomInboxPrefix(wire.InboxPrefix(d.AdminToken)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,12 +52,12 @@ func TestHostileInputOverNATS(t *testing.T) {
 		body          []byte
 		code          string
 	}{
-		{"just over the limit", create, withContext(1 << 20), runtime.CodeTooLarge},
-		{"3 MiB", create, withContext(3 << 20), runtime.CodeTooLarge},
-		{"3 MiB checkpoint", "wacp.v1.agent." + info.Root + ".checkpoint", withContext(3 << 20), runtime.CodeTooLarge},
-		{"3 MiB audit read", "wacp.v1.audit.trail.read", withContext(3 << 20), runtime.CodeTooLarge},
-		{"deep nesting", create, []byte(`{"role":"worker","context":` + strings.Repeat("[", 65) + strings.Repeat("]", 65) + `}`), runtime.CodeInvalidStructure},
-		{"invalid UTF-8", create, []byte("{\"role\":\"w\xff\"}"), runtime.CodeInvalidStructure},
+		{"just over the limit", create, withContext(1 << 20), wire.CodeTooLarge},
+		{"3 MiB", create, withContext(3 << 20), wire.CodeTooLarge},
+		{"3 MiB checkpoint", "wacp.v1.agent." + info.Root + ".checkpoint", withContext(3 << 20), wire.CodeTooLarge},
+		{"3 MiB audit read", "wacp.v1.audit.trail.read", withContext(3 << 20), wire.CodeTooLarge},
+		{"deep nesting", create, []byte(`{"role":"worker","context":` + strings.Repeat("[", 65) + strings.Repeat("]", 65) + `}`), wire.CodeInvalidStructure},
+		{"invalid UTF-8", create, []byte("{\"role\":\"w\xff\"}"), wire.CodeInvalidStructure},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -70,7 +68,7 @@ func TestHostileInputOverNATS(t *testing.T) {
 			if got := msg.Header.Get("Nats-Service-Error"); got != tt.code {
 				t.Fatalf("reply to %d bytes: error %q (%s), want %q", len(tt.body), got, msg.Data, tt.code)
 			}
-			want := taxonomy.LookupCode(tt.code).Status
+			want := wire.LookupCode(tt.code).Status
 			if got := msg.Header.Get("Nats-Service-Error-Code"); got != strconv.Itoa(want) {
 				t.Errorf("status header %q, want %d", got, want)
 			}

@@ -7,6 +7,7 @@ import (
 	"github.com/wacpd/wacpd/runtime"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/wire"
 )
 
 // The hostile-input rules (docs/hostile-input.md), one test per rule, each
@@ -48,14 +49,14 @@ func TestHostileInputTooLargeIsTooLarge(t *testing.T) {
 			if op == "checkpoint" {
 				record = trail.EventCheckpointRejected // the engine records oversized checkpoints
 			}
-			msg := s.wantRefused(t, op, padded(limit+1), runtime.CodeTooLarge, record)
+			msg := s.wantRefused(t, op, padded(limit+1), wire.CodeTooLarge, record)
 			if !strings.Contains(msg, "1048575 bytes") {
 				t.Errorf("%s too_large message %q does not name the limit", op, msg)
 			}
 			// The same padding with the whitespace the decoder would skip
 			// is counted too: the limit is on the bytes that arrive.
-			s.wantRefused(t, op, append([]byte("{}"), make([]byte, limit)...), runtime.CodeTooLarge, record)
-			if _, err := s.call(ctx, op, padded(limit)); runtime.Code(err) == runtime.CodeTooLarge {
+			s.wantRefused(t, op, append([]byte("{}"), make([]byte, limit)...), wire.CodeTooLarge, record)
+			if _, err := s.call(ctx, op, padded(limit)); runtime.Code(err) == wire.CodeTooLarge {
 				t.Errorf("%s(a body of exactly %d bytes) = %v, want no too_large", op, limit, err)
 			}
 		})
@@ -65,7 +66,7 @@ func TestHostileInputTooLargeIsTooLarge(t *testing.T) {
 func TestHostileInputTooLargeFollowsConfig(t *testing.T) {
 	e := openTest(t, func(c *runtime.Config) { c.MaxObjectBytes = 200 })
 	s := newService(t, e)
-	s.wantRefused(t, "workspace.create", padded(201), runtime.CodeTooLarge, "")
+	s.wantRefused(t, "workspace.create", padded(201), wire.CodeTooLarge, "")
 	body := []byte(`{"role":"worker","context":"` + strings.Repeat("x", 150) + `"}`)
 	if _, err := s.call(ctx, "workspace.create", body); err != nil {
 		t.Fatalf("workspace.create(%d bytes, limit 200) = %v, want success", len(body), err)
@@ -82,7 +83,7 @@ func TestHostileInputDeepNestingIsInvalidStructure(t *testing.T) {
 			if op == "checkpoint" {
 				record = trail.EventCheckpointRejected
 			}
-			msg := s.wantRefused(t, op, deep, runtime.CodeInvalidStructure, record)
+			msg := s.wantRefused(t, op, deep, wire.CodeInvalidStructure, record)
 			if !strings.Contains(msg, "deeper than 64 levels") {
 				t.Errorf("%s message %q does not say the body nests too deeply", op, msg)
 			}
@@ -106,11 +107,11 @@ func TestHostileInputDeepNestingLimit(t *testing.T) {
 	if _, err := s.call(ctx, "workspace.create", context(n-1)); err != nil {
 		t.Errorf("workspace.create with a context %d deep = %v, want success", n-1, err)
 	}
-	s.wantRefused(t, "workspace.create", context(n), runtime.CodeInvalidStructure, "")
+	s.wantRefused(t, "workspace.create", context(n), wire.CodeInvalidStructure, "")
 	if _, err := s.call(ctx, "checkpoint", payload(n-2)); err != nil {
 		t.Errorf("checkpoint with a payload field %d deep = %v, want success", n-2, err)
 	}
-	s.wantRefused(t, "checkpoint", payload(n-1), runtime.CodeInvalidStructure, trail.EventCheckpointRejected)
+	s.wantRefused(t, "checkpoint", payload(n-1), wire.CodeInvalidStructure, trail.EventCheckpointRejected)
 }
 
 func TestHostileInputInvalidUTF8IsInvalidStructure(t *testing.T) {
@@ -124,7 +125,7 @@ func TestHostileInputInvalidUTF8IsInvalidStructure(t *testing.T) {
 				if op == "checkpoint" {
 					record = trail.EventCheckpointRejected
 				}
-				msg := s.wantRefused(t, op, []byte(body), runtime.CodeInvalidStructure, record)
+				msg := s.wantRefused(t, op, []byte(body), wire.CodeInvalidStructure, record)
 				if !strings.Contains(msg, "UTF-8") {
 					t.Errorf("%s message %q does not say UTF-8", op, msg)
 				}
@@ -146,7 +147,7 @@ func TestHostileInputMalformedJSONIsInvalidStructure(t *testing.T) {
 		}
 		t.Run(op, func(t *testing.T) {
 			for _, body := range bodies {
-				s.wantRefused(t, op, []byte(body), runtime.CodeInvalidStructure, decoderRecord(op))
+				s.wantRefused(t, op, []byte(body), wire.CodeInvalidStructure, decoderRecord(op))
 			}
 		})
 	}
@@ -196,7 +197,7 @@ func TestHostileInputWrongTypesIsInvalidStructure(t *testing.T) {
 			continue
 		}
 		t.Run(op, func(t *testing.T) {
-			s.wantRefused(t, op, []byte(body), runtime.CodeInvalidStructure, decoderRecord(op))
+			s.wantRefused(t, op, []byte(body), wire.CodeInvalidStructure, decoderRecord(op))
 		})
 	}
 	if _, err := s.call(ctx, "system.info", []byte(`[1,"x"]`)); err != nil {
@@ -220,23 +221,23 @@ func TestHostileInputUnknownEnumIsInvalidStructure(t *testing.T) {
 	tests := []struct {
 		name, op, body, want string
 	}{
-		{"checkpoint status", "checkpoint", cp("status", "done"), runtime.CodeInvalidStructure},
-		{"checkpoint confidence", "checkpoint", cp("confidence", "certain"), runtime.CodeInvalidStructure},
-		{"envelope priority", "envelope", `{"to":"` + w + `","type":"directive","priority":"asap","payload":{"content":"x"}}`, runtime.CodeInvalidStructure},
-		{"workspace priority", "workspace.create", `{"role":"worker","priority":"asap"}`, runtime.CodeInvalidStructure},
-		{"workspace state", "workspace.list", `{"state":"sleeping"}`, runtime.CodeInvalidStructure},
-		{"integrate decision", "integrate", `{"workspace":"` + w + `","decision":"maybe"}`, runtime.CodeInvalidStructure},
-		{"integrate strategy", "integrate", `{"workspace":"` + w + `","decision":"accept","strategy":"magic"}`, runtime.CodeInvalidStructure},
-		{"integrate mode", "integrate", `{"workspace":"` + w + `","decision":"accept","mode":"partial"}`, runtime.CodeInvalidStructure},
-		{"conflict type", "integrate", `{"workspace":"` + w + `","decision":"accept","strategy":"evaluated","conflicts":[{"conflict_type":"bogus","resources":[]}]}`, runtime.CodeInvalidStructure},
-		{"resolution strategy", "conflict.resolve", `{"workspace":"` + w + `","resolution_strategy":"vote"}`, runtime.CodeInvalidStructure},
-		{"token kind", "token.create", `{"kind":"admin","name":"eve"}`, runtime.CodeInvalidStructure},
-		{"trail event type", "trail", `{"event_type":"no_such_event"}`, runtime.CodeInvalidStructure},
-		{"audit event type", "audit.trail.read", `{"event_type":"no_such_event"}`, runtime.CodeInvalidStructure},
-		{"checkpoint type", "checkpoint", cp("type", "poem"), runtime.CodeInvalidType},
-		{"signal type", "signal", `{"type":"dance"}`, runtime.CodeInvalidType},
-		{"envelope type", "envelope", `{"to":"` + w + `","type":"memo","payload":{"content":"x"}}`, runtime.CodeInvalidType},
-		{"role", "workspace.create", `{"role":"wizard"}`, runtime.CodeInvalidType},
+		{"checkpoint status", "checkpoint", cp("status", "done"), wire.CodeInvalidStructure},
+		{"checkpoint confidence", "checkpoint", cp("confidence", "certain"), wire.CodeInvalidStructure},
+		{"envelope priority", "envelope", `{"to":"` + w + `","type":"directive","priority":"asap","payload":{"content":"x"}}`, wire.CodeInvalidStructure},
+		{"workspace priority", "workspace.create", `{"role":"worker","priority":"asap"}`, wire.CodeInvalidStructure},
+		{"workspace state", "workspace.list", `{"state":"sleeping"}`, wire.CodeInvalidStructure},
+		{"integrate decision", "integrate", `{"workspace":"` + w + `","decision":"maybe"}`, wire.CodeInvalidStructure},
+		{"integrate strategy", "integrate", `{"workspace":"` + w + `","decision":"accept","strategy":"magic"}`, wire.CodeInvalidStructure},
+		{"integrate mode", "integrate", `{"workspace":"` + w + `","decision":"accept","mode":"partial"}`, wire.CodeInvalidStructure},
+		{"conflict type", "integrate", `{"workspace":"` + w + `","decision":"accept","strategy":"evaluated","conflicts":[{"conflict_type":"bogus","resources":[]}]}`, wire.CodeInvalidStructure},
+		{"resolution strategy", "conflict.resolve", `{"workspace":"` + w + `","resolution_strategy":"vote"}`, wire.CodeInvalidStructure},
+		{"token kind", "token.create", `{"kind":"admin","name":"eve"}`, wire.CodeInvalidStructure},
+		{"trail event type", "trail", `{"event_type":"no_such_event"}`, wire.CodeInvalidStructure},
+		{"audit event type", "audit.trail.read", `{"event_type":"no_such_event"}`, wire.CodeInvalidStructure},
+		{"checkpoint type", "checkpoint", cp("type", "poem"), wire.CodeInvalidType},
+		{"signal type", "signal", `{"type":"dance"}`, wire.CodeInvalidType},
+		{"envelope type", "envelope", `{"to":"` + w + `","type":"memo","payload":{"content":"x"}}`, wire.CodeInvalidType},
+		{"role", "workspace.create", `{"role":"wizard"}`, wire.CodeInvalidType},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -300,8 +301,8 @@ func TestHostileInputEngineDecoders(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			before := takeDBState(t, e)
 			err := tt.call()
-			if got := runtime.Code(err); got != runtime.CodeInvalidStructure {
-				t.Fatalf("%s = %v (code %q), want %q", tt.name, err, got, runtime.CodeInvalidStructure)
+			if got := runtime.Code(err); got != wire.CodeInvalidStructure {
+				t.Fatalf("%s = %v (code %q), want %q", tt.name, err, got, wire.CodeInvalidStructure)
 			}
 			checkUnchanged(t, e, tt.name, before, takeDBState(t, e), tt.record)
 		})

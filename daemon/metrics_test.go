@@ -11,13 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wacpd/wacpd/daemon"
-
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/client"
+	"github.com/wacpd/wacpd/daemon"
 	"github.com/wacpd/wacpd/envelope"
-	"github.com/wacpd/wacpd/runtime"
 	"github.com/wacpd/wacpd/taxonomy"
+	"github.com/wacpd/wacpd/wire"
 )
 
 // TestMetrics runs the daemon with a metrics listener, drives a checkpoint
@@ -82,7 +81,7 @@ func TestMetrics(t *testing.T) {
 	bogus := "01JBOGUSBOGUSBOGUSBOGUSBOGU"
 	req.Parent = &bogus
 	var ce *client.Error
-	if _, err := worker.CreateCheckpoint(ctx, req); !errors.As(err, &ce) || ce.Code != runtime.CodeInvalidParent {
+	if _, err := worker.CreateCheckpoint(ctx, req); !errors.As(err, &ce) || ce.Code != wire.CodeInvalidParent {
 		t.Fatalf("CreateCheckpoint(parent %s) = %v, want invalid_parent", bogus, err)
 	}
 

@@ -8,7 +8,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/wacpd/wacpd/runtime"
-	"github.com/wacpd/wacpd/taxonomy"
+	"github.com/wacpd/wacpd/wire"
 )
 
 // signalStream is the JetStream stream of delivered signals (wire-v1 §5).
@@ -92,7 +92,7 @@ func grantsOf(p runtime.Principal) []grant {
 
 // permissions returns what principal p may publish and subscribe to: the
 // services and deliveries of its grants, and replies under the account's
-// own _INBOX. or the token's inbox prefix (taxonomy.InboxPrefix, which
+// own _INBOX. or the token's inbox prefix (wire.InboxPrefix, which
 // wire-v1 §2 names; clients of an external server need it).
 func permissions(p runtime.Principal, inbox string) *server.Permissions {
 	if p.Kind == kindDaemon {
@@ -230,7 +230,7 @@ func (a *authenticator) Check(c server.ClientAuthentication) bool {
 		return false
 	}
 	c.RegisterUser(&server.User{Username: p.String(), Account: acc,
-		Permissions: permissions(p, taxonomy.InboxPrefix(opts.Token))})
+		Permissions: permissions(p, wire.InboxPrefix(opts.Token))})
 	return true
 }
 

@@ -1,10 +1,11 @@
 package daemon
 
 import (
-	"github.com/wacpd/wacpd/runtime"
-
 	"encoding/json"
 	"fmt"
+
+	"github.com/wacpd/wacpd/runtime"
+	"github.com/wacpd/wacpd/wire"
 )
 
 // Replies never exceed the server's max payload (issue 11 §2). Every list
@@ -54,5 +55,5 @@ func pageOf[T any](items []T, limit, budget int) ([]T, bool, error) {
 
 // tooLarge is the refusal of a reply over the max payload.
 func tooLarge(n, max int) error {
-	return runtime.Refuse(runtime.CodeTooLarge, "reply too large: %d bytes, over the server's max payload of %d bytes; ask for fewer items (limit) and page with after", n, max)
+	return runtime.Refuse(wire.CodeTooLarge, "reply too large: %d bytes, over the server's max payload of %d bytes; ask for fewer items (limit) and page with after", n, max)
 }

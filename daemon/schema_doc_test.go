@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	"github.com/wacpd/wacpd/wire"
-
-	"github.com/wacpd/wacpd/taxonomy"
 )
 
 // The API documentation lives in ../docs (api.md and schema/*.json). These
@@ -136,7 +134,7 @@ func TestSchemaDocCoversEveryEndpoint(t *testing.T) {
 func TestSchemaDocMentionsEveryErrorCode(t *testing.T) {
 	api := readDoc(t, "api.md")
 	common := readDoc(t, filepath.Join("schema", "common.json"))
-	for _, c := range taxonomy.Codes {
+	for _, c := range wire.Codes {
 		if !strings.Contains(api, "`"+c.Name+"`") {
 			t.Errorf("docs/api.md does not mention error code `%s`", c.Name)
 		}

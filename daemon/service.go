@@ -1,9 +1,6 @@
 package daemon
 
 import (
-	"github.com/wacpd/wacpd/runtime"
-	"github.com/wacpd/wacpd/wire"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -16,7 +13,9 @@ import (
 
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/wacpd/wacpd/runtime"
 	"github.com/wacpd/wacpd/taxonomy"
+	"github.com/wacpd/wacpd/wire"
 )
 
 // TokenHeader carries the caller's token on each request when the daemon
@@ -171,7 +170,7 @@ func (r *Daemon) serve(ep endpoint) micro.HandlerFunc {
 		if r.closing {
 			r.handlersMu.Unlock()
 			c.t.release()
-			r.replyErr(ep.name, req, runtime.Refuse(runtime.CodeUnavailable, "the daemon is shutting down"))
+			r.replyErr(ep.name, req, runtime.Refuse(wire.CodeUnavailable, "the daemon is shutting down"))
 			return
 		}
 		r.handlers.Add(1)
@@ -214,17 +213,17 @@ func (r *Daemon) serve(ep endpoint) micro.HandlerFunc {
 // (Checkpoint spec §8).
 func (r *Daemon) handle(ctx context.Context, ep endpoint, c caller, body []byte) (any, error) {
 	if limit := r.eng.Config().MaxObjectBytes; len(body) > limit && !ep.checksOwnBody {
-		return nil, runtime.Refuse(runtime.CodeTooLarge, "request of %d bytes exceeds the limit of %d bytes; store large artifacts elsewhere and pass references", len(body), limit)
+		return nil, runtime.Refuse(wire.CodeTooLarge, "request of %d bytes exceeds the limit of %d bytes; store large artifacts elsewhere and pass references", len(body), limit)
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		body = []byte("{}")
 	}
 	if !ep.checksOwnBody {
 		if !utf8.Valid(body) {
-			return nil, runtime.Refuse(runtime.CodeInvalidStructure, "request body is not valid UTF-8")
+			return nil, runtime.Refuse(wire.CodeInvalidStructure, "request body is not valid UTF-8")
 		}
 		if taxonomy.Nesting(body) > taxonomy.MaxNesting {
-			return nil, runtime.Refuse(runtime.CodeInvalidStructure, "request body nests objects and arrays deeper than %d levels", taxonomy.MaxNesting)
+			return nil, runtime.Refuse(wire.CodeInvalidStructure, "request body nests objects and arrays deeper than %d levels", taxonomy.MaxNesting)
 		}
 		if err := checkStrings(ep.op, body); err != nil {
 			return nil, err
@@ -245,32 +244,32 @@ func (r *Daemon) identify(req micro.Request, aud audience) (caller, error) {
 	if aud == agents {
 		parts := strings.Split(req.Subject(), ".")
 		if len(parts) < 5 {
-			return c, runtime.Refuse(runtime.CodeInvalidStructure, "subject %q is not wacp.v1.agent.<ws>.<op>", req.Subject())
+			return c, runtime.Refuse(wire.CodeInvalidStructure, "subject %q is not wacp.v1.agent.<ws>.<op>", req.Subject())
 		}
 		c.ws = parts[3]
 	}
 	if r.external {
 		p, ok := r.tok.lookup(req.Headers().Get(TokenHeader))
 		if !ok || !r.live(p) {
-			return c, runtime.Refuse(runtime.CodeUnauthorized, "missing, unknown or ended %s header", TokenHeader)
+			return c, runtime.Refuse(wire.CodeUnauthorized, "missing, unknown or ended %s header", TokenHeader)
 		}
 		c.p = p
 	} else {
 		acc := requestAccount(req.Headers().Get(requestInfoHeader))
 		p, ok := r.accts.principal(acc)
 		if !ok {
-			return c, runtime.Refuse(runtime.CodeUnauthorized, "the request did not come from a principal's account")
+			return c, runtime.Refuse(wire.CodeUnauthorized, "the request did not come from a principal's account")
 		}
 		c.p = p
 	}
 	switch aud {
 	case agents:
 		if (c.p.Kind != runtime.KindAgent && c.p.Kind != runtime.KindCoordinator) || c.p.Workspace != c.ws {
-			return c, runtime.Refuse(runtime.CodePermissionDenied, "this token may not act for workspace %s", c.ws)
+			return c, runtime.Refuse(wire.CodePermissionDenied, "this token may not act for workspace %s", c.ws)
 		}
 	case auditors:
 		if c.p.Kind == runtime.KindAgent {
-			return c, runtime.Refuse(runtime.CodePermissionDenied, "audit endpoints need a coordinator, user or auditor token")
+			return c, runtime.Refuse(wire.CodePermissionDenied, "audit endpoints need a coordinator, user or auditor token")
 		}
 	}
 	return c, nil
@@ -292,10 +291,10 @@ func (r *Daemon) replyErr(endpoint string, req micro.Request, err error) {
 	var b errorBody
 	b.Error.Code, b.Error.Details = code, map[string]any{}
 	switch code {
-	case runtime.CodeInternal:
+	case wire.CodeInternal:
 		r.cfg.Logger.Error("request failed", "subject", req.Subject(), "err", err)
 		b.Error.Message = "internal error; the daemon log has the details"
-	case runtime.CodeUnavailable:
+	case wire.CodeUnavailable:
 		if errors.Is(err, runtime.ErrStorage) {
 			b.Error.Message = "the daemon could not store the request durably; nothing was changed; retry: " + err.Error()
 		} else {
@@ -305,7 +304,7 @@ func (r *Daemon) replyErr(endpoint string, req micro.Request, err error) {
 		b.Error.Message = runtime.Message(err)
 	}
 	data, _ := json.Marshal(b)
-	status := strconv.Itoa(taxonomy.LookupCode(code).Status)
+	status := strconv.Itoa(wire.LookupCode(code).Status)
 	// The headers micro's Error sets, sent with Respond: Error records its
 	// result in the request, which micro reads once the handler returns,
 	// and this reply comes from the request's own goroutine.

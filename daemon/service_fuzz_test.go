@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wacpd/wacpd/runtime"
+	"github.com/wacpd/wacpd/wire"
 	"github.com/wacpd/wacpd/workspace"
 )
 
@@ -107,11 +108,11 @@ func FuzzServiceRequest(f *testing.F) {
 		switch {
 		case !isWireCode(code):
 			t.Fatalf("%s(%q) = %v: code %q is not in the wire table", op, body, err, code)
-		case code == runtime.CodeInternal:
+		case code == wire.CodeInternal:
 			t.Fatalf("%s(%q) = %v: internal", op, body, err)
 		// signals.consumer ends at JetStream, which this harness has none
 		// of: a request that passes its checks is unavailable here.
-		case code == runtime.CodeUnavailable && !(op == "inbox.next" && errors.Is(err, context.DeadlineExceeded)) && op != "signals.consumer":
+		case code == wire.CodeUnavailable && !(op == "inbox.next" && errors.Is(err, context.DeadlineExceeded)) && op != "signals.consumer":
 			t.Fatalf("%s(%q) = %v: unavailable", op, body, err)
 		}
 		after := take()

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/wacpd/wacpd/runtime"
-	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/wire"
 	"github.com/wacpd/wacpd/workspace"
 )
 
@@ -143,5 +143,5 @@ func (s *service) wantRefused(t testing.TB, op string, body []byte, want string,
 
 // isWireCode reports whether code is a row of the wire contract's table.
 func isWireCode(code string) bool {
-	return slices.ContainsFunc(taxonomy.Codes, func(c taxonomy.Code) bool { return c.Name == code })
+	return slices.ContainsFunc(wire.Codes, func(c wire.Code) bool { return c.Name == code })
 }

@@ -14,6 +14,7 @@
 //
 // # Format
 //
-// The runtime stores envelopes under e/e/<id>, inbox positions under
-// e/i/<ws>/<rank byte><id> and queued envelopes under e/q/<ws>/<id>.
+// Package envstore stores envelopes, inbox positions (e/i/<ws>/<rank
+// byte><id>), queues and lease deadlines; package runtime/delivery writes
+// delivery's effects inside the engine's transaction.
 package envelope

@@ -11,6 +11,7 @@ import (
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/wire"
 	"github.com/wacpd/wacpd/workspace"
 )
 
@@ -27,11 +28,11 @@ func TestCheckpointConformance_ActiveWorkspaceOnly(t *testing.T) {
 			ws := workerIn(t, e, state)
 			n := len(listCheckpoints(t, e, ws))
 			_, err := e.CreateCheckpoint(ctx, ws, cpReq(nil, "final"))
-			wantCode(t, fmt.Sprintf("CreateCheckpoint in %s", state), err, CodeWorkspaceNotActive)
+			wantCode(t, fmt.Sprintf("CreateCheckpoint in %s", state), err, wire.CodeWorkspaceNotActive)
 			if got := len(listCheckpoints(t, e, ws)); got != n {
 				t.Errorf("checkpoints = %d, want %d", got, n)
 			}
-			if got := trailWhere(t, e, trail.EventCheckpointRejected, map[string]string{"workspace": ws, "reason": CodeWorkspaceNotActive}); len(got) != 1 {
+			if got := trailWhere(t, e, trail.EventCheckpointRejected, map[string]string{"workspace": ws, "reason": wire.CodeWorkspaceNotActive}); len(got) != 1 {
 				t.Errorf("checkpoint_rejected(workspace_not_active) = %d entries, want 1", len(got))
 			}
 			if got := wsState(t, e, ws); got != state {
@@ -50,10 +51,10 @@ func TestCheckpointConformance_TaxonomyValidation(t *testing.T) {
 		typ      string
 		wantCode string
 	}{
-		{"unregistered type", nil, "worker", "review", CodeInvalidType},
-		{"base type in another case", nil, "worker", "Artifact", CodeInvalidType},
-		{"base type with a trailing space", nil, "worker", "artifact ", CodeInvalidType},
-		{"type unregistered in the custom taxonomy", confTaxonomy(t), "reviewer", "decision", CodeInvalidType},
+		{"unregistered type", nil, "worker", "review", wire.CodeInvalidType},
+		{"base type in another case", nil, "worker", "Artifact", wire.CodeInvalidType},
+		{"base type with a trailing space", nil, "worker", "artifact ", wire.CodeInvalidType},
+		{"type unregistered in the custom taxonomy", confTaxonomy(t), "reviewer", "decision", wire.CodeInvalidType},
 		{"type registered in the custom taxonomy", confTaxonomy(t), "reviewer", "review", ""},
 	}
 	for _, tt := range tests {
@@ -76,7 +77,7 @@ func TestCheckpointConformance_TaxonomyValidation(t *testing.T) {
 		e := openVerified(t, withTaxonomy(confTaxonomy(t)))
 		w := activeWorkspace(t, e, "reviewer")
 		_, err := e.CreateCheckpoint(ctx, w.ID, cpBody(nil, func(m map[string]any) { m["type"] = "review" }))
-		wantCode(t, "CreateCheckpoint(review without verdict)", err, CodeInvalidStructure)
+		wantCode(t, "CreateCheckpoint(review without verdict)", err, wire.CodeInvalidStructure)
 		cp, err := e.CreateCheckpoint(ctx, w.ID, cpBody(nil, func(m map[string]any) {
 			m["type"] = "review"
 			m["payload"].(map[string]any)["verdict"] = "approve"
@@ -251,11 +252,11 @@ func TestCheckpoint_RejectionCodes(t *testing.T) {
 		reason checkpointchain.Reason
 		code   string
 	}{
-		{checkpointchain.ReasonPermissionDenied, CodePermissionDenied},
-		{checkpointchain.ReasonInvalidType, CodeInvalidType},
-		{checkpointchain.ReasonInvalidStructure, CodeInvalidStructure},
-		{checkpointchain.ReasonInvalidParent, CodeInvalidParent},
-		{checkpointchain.ReasonWorkspaceNotActive, CodeWorkspaceNotActive},
+		{checkpointchain.ReasonPermissionDenied, wire.CodePermissionDenied},
+		{checkpointchain.ReasonInvalidType, wire.CodeInvalidType},
+		{checkpointchain.ReasonInvalidStructure, wire.CodeInvalidStructure},
+		{checkpointchain.ReasonInvalidParent, wire.CodeInvalidParent},
+		{checkpointchain.ReasonWorkspaceNotActive, wire.CodeWorkspaceNotActive},
 	}
 	for _, tt := range tests {
 		if string(tt.reason) != tt.code {
@@ -294,9 +295,9 @@ func TestCheckpoint_RejectionCodes(t *testing.T) {
 		}
 	}
 	_, err = e.CreateCheckpoint(ctx, "no-such-workspace", cpReq(nil, "final"))
-	wantCode(t, "CreateCheckpoint(unknown workspace)", err, CodeNotFound)
+	wantCode(t, "CreateCheckpoint(unknown workspace)", err, wire.CodeNotFound)
 	_, err = e.GetCheckpoint(ctx, e.Root(), "no-such-checkpoint")
-	wantCode(t, "GetCheckpoint(unknown id)", err, CodeNotFound)
+	wantCode(t, "GetCheckpoint(unknown id)", err, wire.CodeNotFound)
 }
 
 // Row: No payload in trail (Full).
@@ -323,9 +324,9 @@ func TestCheckpointConformance_NoPayloadInTrail(t *testing.T) {
 	}
 	// Rejected requests carrying the payload.
 	_, err = e.CreateCheckpoint(ctx, w.ID, cpBody(ptr("nope"), func(m map[string]any) { m["payload"] = payload() }))
-	wantCode(t, "CreateCheckpoint(bad parent)", err, CodeInvalidParent)
+	wantCode(t, "CreateCheckpoint(bad parent)", err, wire.CodeInvalidParent)
 	_, err = e.CreateCheckpoint(ctx, w.ID, cpBody(&cp2.ID, func(m map[string]any) { m["payload"], m["intent"] = payload(), "" }))
-	wantCode(t, "CreateCheckpoint(no intent)", err, CodeInvalidStructure)
+	wantCode(t, "CreateCheckpoint(no intent)", err, wire.CodeInvalidStructure)
 	emitOK(t, e, w.ID, `{"type":"complete"}`)
 	if _, err := e.Integrate(ctx, e.Root(), mustJSON(map[string]any{"workspace": w.ID, "decision": "accept"})); err != nil {
 		t.Fatal(err)
@@ -367,7 +368,7 @@ func TestCheckpoint_TooLargeRecordedAsRejected(t *testing.T) {
 	_, err := e.CreateCheckpoint(ctx, w.ID, cpBody(nil, func(m map[string]any) {
 		m["payload"].(map[string]any)["content"] = strings.Repeat("x", 2048)
 	}))
-	wantCode(t, "CreateCheckpoint(2 KiB content, limit 1 KiB)", err, CodeTooLarge)
+	wantCode(t, "CreateCheckpoint(2 KiB content, limit 1 KiB)", err, wire.CodeTooLarge)
 	if got := trailWhere(t, e, trail.EventCheckpointRejected, map[string]string{"workspace": w.ID}); len(got) != 1 {
 		t.Errorf("checkpoint_rejected entries after a too_large refusal = %d, want 1", len(got))
 	}

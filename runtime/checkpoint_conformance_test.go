@@ -25,6 +25,7 @@ import (
 	"github.com/wacpd/wacpd/clock"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/wire"
 	"github.com/wacpd/wacpd/workspace"
 )
 
@@ -144,11 +145,11 @@ func TestCheckpointConformance_CheckpointSchema(t *testing.T) {
 			e := openVerified(t)
 			w := newWorker(t, e)
 			_, err := e.CreateCheckpoint(ctx, w.ID, cpBody(nil, tt.mod))
-			wantCode(t, "CreateCheckpoint", err, CodeInvalidStructure)
+			wantCode(t, "CreateCheckpoint", err, wire.CodeInvalidStructure)
 			if n := len(listCheckpoints(t, e, w.ID)); n != 0 {
 				t.Errorf("checkpoints after a refused request = %d, want 0", n)
 			}
-			if got := trailWhere(t, e, trail.EventCheckpointRejected, map[string]string{"workspace": w.ID, "reason": CodeInvalidStructure}); len(got) != 1 {
+			if got := trailWhere(t, e, trail.EventCheckpointRejected, map[string]string{"workspace": w.ID, "reason": wire.CodeInvalidStructure}); len(got) != 1 {
 				t.Errorf("checkpoint_rejected(invalid_structure) entries = %d, want 1", len(got))
 			}
 		})
@@ -215,7 +216,7 @@ func TestCheckpointConformance_Immutability(t *testing.T) {
 	}
 	// Resending the exact first request changes nothing.
 	_, err = e.CreateCheckpoint(ctx, w.ID, body1)
-	wantCode(t, "CreateCheckpoint(first request again)", err, CodeInvalidParent)
+	wantCode(t, "CreateCheckpoint(first request again)", err, wire.CodeInvalidParent)
 	checkSame("after more checkpoints", e)
 
 	// A provisional checkpoint is not promoted: a final one supersedes it.
@@ -344,12 +345,12 @@ func TestCheckpointConformance_FinalCheckpointForIntegration(t *testing.T) {
 				parent = &cp.ID
 			}
 			_, err := e.Head(ctx, e.Root(), w.ID, true)
-			wantCode(t, "Head(final)", err, CodeNoFinalCheckpoint)
+			wantCode(t, "Head(final)", err, wire.CodeNoFinalCheckpoint)
 			if _, err := e.EmitSignal(ctx, w.ID, []byte(`{"type":"complete"}`)); err != nil {
 				t.Fatal(err)
 			}
 			_, err = e.Integrate(ctx, e.Root(), mustJSON(map[string]any{"workspace": w.ID, "decision": "accept"}))
-			wantCode(t, "Integrate", err, CodeNoFinalCheckpoint)
+			wantCode(t, "Integrate", err, wire.CodeNoFinalCheckpoint)
 			if got := wsState(t, e, w.ID); got != workspace.Integrating {
 				t.Errorf("state after refused integration = %s, want integrating", got)
 			}
@@ -404,7 +405,7 @@ func TestCheckpointConformance_TypeRoleCompatibility(t *testing.T) {
 		}
 		_, err = e.SendEnvelope(ctx, e.Root(), mustJSON(map[string]any{
 			"to": obs.ID, "type": "directive", "payload": map[string]any{"content": "watch"}}))
-		wantCode(t, "SendEnvelope(directive to observer)", err, CodePermissionDenied)
+		wantCode(t, "SendEnvelope(directive to observer)", err, wire.CodePermissionDenied)
 		if got := wsState(t, e, obs.ID); got != workspace.Idle {
 			t.Fatalf("observer state after refused directive = %s, want idle", got)
 		}
@@ -422,9 +423,9 @@ func TestCheckpointConformance_TypeRoleCompatibility(t *testing.T) {
 		typ      string
 		wantCode string
 	}{
-		{"worker creates observation", nil, "worker", "observation", CodePermissionDenied},
-		{"observer creates artifact", nil, "observer", "artifact", CodePermissionDenied},
-		{"worker creates a type only a derived role may", confTaxonomy(t), "worker", "review", CodePermissionDenied},
+		{"worker creates observation", nil, "worker", "observation", wire.CodePermissionDenied},
+		{"observer creates artifact", nil, "observer", "artifact", wire.CodePermissionDenied},
+		{"worker creates a type only a derived role may", confTaxonomy(t), "worker", "review", wire.CodePermissionDenied},
 		{"worker creates artifact", nil, "worker", "artifact", ""},
 		{"observer creates observation", nil, "observer", "observation", ""},
 		{"derived role creates its type", confTaxonomy(t), "reviewer", "review", ""},
@@ -471,7 +472,7 @@ func TestCheckpointConformance_AutoSignalEmission(t *testing.T) {
 	c2 := checkpoint(t, e, w.ID, &c1.ID, "final")
 	c3 := checkpoint(t, e, child.ID, nil, "final")
 	_, err = e.CreateCheckpoint(ctx, w.ID, cpReq(ptr("nope"), "final")) // rejected: no signal
-	wantCode(t, "CreateCheckpoint(bad parent)", err, CodeInvalidParent)
+	wantCode(t, "CreateCheckpoint(bad parent)", err, wire.CodeInvalidParent)
 
 	tests := []struct {
 		name   string
@@ -527,7 +528,7 @@ func TestCheckpointConformance_LinearChains(t *testing.T) {
 	o1 := checkpoint(t, e, other.ID, nil, "provisional")
 
 	_, err := e.CreateCheckpoint(ctx, w.ID, cpReq(&o1.ID, "provisional"))
-	wantCode(t, "first checkpoint with a parent", err, CodeInvalidParent)
+	wantCode(t, "first checkpoint with a parent", err, wire.CodeInvalidParent)
 	c1 := checkpoint(t, e, w.ID, nil, "provisional")
 	c2 := checkpoint(t, e, w.ID, &c1.ID, "provisional")
 
@@ -543,7 +544,7 @@ func TestCheckpointConformance_LinearChains(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := e.CreateCheckpoint(ctx, w.ID, cpReq(tt.parent, "provisional"))
-			wantCode(t, "CreateCheckpoint", err, CodeInvalidParent)
+			wantCode(t, "CreateCheckpoint", err, wire.CodeInvalidParent)
 		})
 	}
 
@@ -564,7 +565,7 @@ func TestCheckpointConformance_LinearChains(t *testing.T) {
 		switch Code(err) {
 		case "":
 			won++
-		case CodeInvalidParent:
+		case wire.CodeInvalidParent:
 		default:
 			t.Errorf("racing CreateCheckpoint = %v, want success or invalid_parent", err)
 		}
@@ -651,7 +652,7 @@ func TestCheckpointConformance_AppendOnlyChains(t *testing.T) {
 	}
 	// The recovered register still enforces the head.
 	_, err = e2.CreateCheckpoint(ctx, w.ID, cpReq(&made[1], "provisional"))
-	wantCode(t, "CreateCheckpoint(non-head parent) after reopening", err, CodeInvalidParent)
+	wantCode(t, "CreateCheckpoint(non-head parent) after reopening", err, wire.CodeInvalidParent)
 	checkpoint(t, e2, w.ID, &made[len(made)-1], "final")
 	verify(t, e2)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/wacpd/wacpd/clock"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/wire"
 	"github.com/wacpd/wacpd/workspace"
 )
 
@@ -49,7 +50,7 @@ func (e *Engine) CreateCheckpoint(ctx context.Context, ws string, body []byte) (
 func (e *Engine) createCheckpointLocked(ctx context.Context, ws string, body []byte, req checkpointchain.Request, derr error) (checkpointchain.Checkpoint, error) {
 	w := e.get(ws)
 	if w == nil {
-		return checkpointchain.Checkpoint{}, Refuse(CodeNotFound, "workspace %s does not exist", ws)
+		return checkpointchain.Checkpoint{}, Refuse(wire.CodeNotFound, "workspace %s does not exist", ws)
 	}
 	if e.open.stale && hasCheckpointLimit(w) {
 		// Reaching the limit fails the workspace, and a transition may read
@@ -77,7 +78,7 @@ func (e *Engine) createCheckpointLocked(ctx context.Context, ws string, body []b
 			return err
 		}
 		if len(b) > e.cfg.MaxObjectBytes {
-			rejection = Refuse(CodeTooLarge, "checkpoint of %d bytes", len(b))
+			rejection = Refuse(wire.CodeTooLarge, "checkpoint of %d bytes", len(b))
 			return rejection
 		}
 		if err := t.step("object"); err != nil {
@@ -111,7 +112,7 @@ func (e *Engine) createCheckpointLocked(ctx context.Context, ws string, body []b
 	if errors.As(rejection, &rj) {
 		return checkpointchain.Checkpoint{}, e.rejectCheckpoint(w, req.Type, rejection)
 	}
-	if Code(rejection) == CodeTooLarge {
+	if Code(rejection) == wire.CodeTooLarge {
 		return checkpointchain.Checkpoint{}, e.rejectTooLarge(w, req.Type, e.cfg.MaxObjectBytes+1)
 	}
 	if err != nil {
@@ -144,10 +145,10 @@ func (e *Engine) rejectCheckpoint(w *workspace.Workspace, typ string, cause erro
 // no size) and returns too_large, the wire code. Caller holds e.mu.
 func (e *Engine) rejectTooLarge(w *workspace.Workspace, typ string, size int) error {
 	err := e.rejectCheckpoint(w, typ, checkpointchain.Reject(checkpointchain.ReasonInvalidStructure, "too large"))
-	if Code(err) == CodeUnavailable {
+	if Code(err) == wire.CodeUnavailable {
 		return err
 	}
-	return Refuse(CodeTooLarge, "checkpoint of %d bytes or more exceeds the limit of %d bytes; store large artifacts elsewhere and pass references in payload.artifacts", size, e.cfg.MaxObjectBytes)
+	return Refuse(wire.CodeTooLarge, "checkpoint of %d bytes or more exceeds the limit of %d bytes; store large artifacts elsewhere and pass references in payload.artifacts", size, e.cfg.MaxObjectBytes)
 }
 
 // checkUsage compares the agent's resource_usage with the runtime's own
@@ -223,7 +224,7 @@ func (e *Engine) GetCheckpoint(ctx context.Context, actor, id string) (checkpoin
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if !e.canSee(actor, cp.Workspace) {
-		return checkpointchain.Checkpoint{}, Refuse(CodePermissionDenied, "workspace %s is not visible to %s", cp.Workspace, actor)
+		return checkpointchain.Checkpoint{}, Refuse(wire.CodePermissionDenied, "workspace %s is not visible to %s", cp.Workspace, actor)
 	}
 	return cp, nil
 }
@@ -246,7 +247,7 @@ func (e *Engine) ListCheckpoints(ctx context.Context, actor, ws, after string, l
 				return err
 			}
 			if w != ws {
-				return Refuse(CodeInvalidStructure, "checkpoint %s is not in workspace %s", after, ws)
+				return Refuse(wire.CodeInvalidStructure, "checkpoint %s is not in workspace %s", after, ws)
 			}
 			from = n
 		}
@@ -273,9 +274,9 @@ func (e *Engine) Head(ctx context.Context, actor, ws string, final bool) (checkp
 	}
 	if id == "" {
 		if final {
-			return checkpointchain.Checkpoint{}, Refuse(CodeNoFinalCheckpoint, "workspace %s has no final checkpoint", ws)
+			return checkpointchain.Checkpoint{}, Refuse(wire.CodeNoFinalCheckpoint, "workspace %s has no final checkpoint", ws)
 		}
-		return checkpointchain.Checkpoint{}, Refuse(CodeNotFound, "workspace %s has no checkpoints", ws)
+		return checkpointchain.Checkpoint{}, Refuse(wire.CodeNotFound, "workspace %s has no checkpoints", ws)
 	}
 	var cp checkpointchain.Checkpoint
 	err := e.db.View(func(txn *badger.Txn) error {
@@ -291,9 +292,9 @@ func (e *Engine) visible(actor, ws string) error {
 	defer e.mu.Unlock()
 	switch {
 	case e.get(ws) == nil:
-		return Refuse(CodeNotFound, "workspace %s does not exist", ws)
+		return Refuse(wire.CodeNotFound, "workspace %s does not exist", ws)
 	case !e.canSee(actor, ws):
-		return Refuse(CodePermissionDenied, "workspace %s is not visible to %s", ws, actor)
+		return Refuse(wire.CodePermissionDenied, "workspace %s is not visible to %s", ws, actor)
 	}
 	return nil
 }

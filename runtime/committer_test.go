@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/wacpd/wacpd/wire"
 )
 
 // batchObserver records the operations of each durable commit.
@@ -74,7 +76,7 @@ func TestGroupCommit(t *testing.T) {
 			t.Fatalf("operation %d: %v", i, errs[i])
 		}
 	}
-	if Code(errs[0]) != CodeInvalidParent {
+	if Code(errs[0]) != wire.CodeInvalidParent {
 		t.Fatalf("the stale-parent checkpoint: %v, want invalid_parent alone", errs[0])
 	}
 	obs.mu.Lock()
@@ -139,7 +141,7 @@ func TestGroupCommitFailureFailsTheBatch(t *testing.T) {
 	if e1 != nil {
 		t.Fatalf("first batch: %v", e1)
 	}
-	if Code(e2) != CodeUnavailable || Code(e3) != CodeUnavailable {
+	if Code(e2) != wire.CodeUnavailable || Code(e3) != wire.CodeUnavailable {
 		t.Fatalf("failed batch: %v, %v; want unavailable for both", e2, e3)
 	}
 	if list, _ := e.ListCheckpoints(ctx, e.Root(), w2.ID, "", 0); len(list) != 0 {

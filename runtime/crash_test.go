@@ -16,6 +16,7 @@ import (
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/checkpointchain/chainstore"
 	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/wire"
 )
 
 // state is what a commit can change, read back from the database.
@@ -94,7 +95,7 @@ func TestCrashConsistencyEveryStep(t *testing.T) {
 			}
 			_, err = e.CreateCheckpoint(ctx, w.ID, cpReq(&c1.ID, "final"))
 			e.cfg.failAt = nil
-			if Code(err) != CodeUnavailable {
+			if Code(err) != wire.CodeUnavailable {
 				t.Fatalf("CreateCheckpoint with a failure at %s: err = %v (code %q), want unavailable", step, err, Code(err))
 			}
 			// Degraded mode ends with system_degraded; nothing else changed.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/wacpd/wacpd/clock"
 	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/wire"
 )
 
 // Degraded mode (WACP Recovery §2.4). When a batch's durable write fails (or
@@ -89,7 +90,7 @@ func (c *committer) probeC() <-chan time.Time {
 
 // refusal is the error of an operation refused in degraded mode.
 func (c *committer) refusal() error {
-	return Refuse(CodeUnavailable, "degraded mode since %s: storage is unusable (%s); nothing was done; retry later",
+	return Refuse(wire.CodeUnavailable, "degraded mode since %s: storage is unusable (%s); nothing was done; retry later",
 		c.degraded.since.UTC().Format(time.RFC3339), c.degraded.reason)
 }
 

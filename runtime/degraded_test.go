@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/wacpd/wacpd/wire"
 )
 
 // TestDegradedMode (WACP Recovery §2.4, conformance row "Degraded mode",
@@ -29,21 +31,21 @@ func TestDegradedMode(t *testing.T) {
 	before := e.Trail().Len()
 
 	failing.Store(true)
-	if _, err := e.CreateCheckpoint(ctx, w.ID, cpReq(&c1.ID, "provisional")); Code(err) != CodeUnavailable {
+	if _, err := e.CreateCheckpoint(ctx, w.ID, cpReq(&c1.ID, "provisional")); Code(err) != wire.CodeUnavailable {
 		t.Fatalf("checkpoint while writes fail: %v, want unavailable", err)
 	}
 	if d, _ := e.Degraded(); !d {
 		t.Fatal("not in degraded mode after a failed write")
 	}
 	// New work is refused at once, whatever it is; reads go on.
-	if _, err := e.CreateCheckpoint(ctx, w.ID, cpReq(&c1.ID, "provisional")); Code(err) != CodeUnavailable ||
+	if _, err := e.CreateCheckpoint(ctx, w.ID, cpReq(&c1.ID, "provisional")); Code(err) != wire.CodeUnavailable ||
 		!strings.Contains(err.Error(), "degraded mode") {
 		t.Fatalf("checkpoint in degraded mode: %v, want unavailable naming degraded mode", err)
 	}
-	if _, err := e.EmitSignal(ctx, w.ID, []byte(`{"type":"progress"}`)); Code(err) != CodeUnavailable {
+	if _, err := e.EmitSignal(ctx, w.ID, []byte(`{"type":"progress"}`)); Code(err) != wire.CodeUnavailable {
 		t.Fatalf("signal in degraded mode: %v, want unavailable", err)
 	}
-	if _, err := e.CreateWorkspace(ctx, e.Root(), []byte(`{"role":"worker"}`)); Code(err) != CodeUnavailable {
+	if _, err := e.CreateWorkspace(ctx, e.Root(), []byte(`{"role":"worker"}`)); Code(err) != wire.CodeUnavailable {
 		t.Fatalf("workspace in degraded mode: %v, want unavailable", err)
 	}
 	if list := listCheckpoints(t, e, w.ID); len(list) != 1 {
@@ -92,7 +94,7 @@ func TestDegradedModeReloadsAWriteThatLanded(t *testing.T) {
 	w := newWorker(t, e)
 	c1 := checkpoint(t, e, w.ID, nil, "provisional")
 	once.Store(true)
-	if _, err := e.CreateCheckpoint(ctx, w.ID, cpReq(&c1.ID, "provisional")); Code(err) != CodeUnavailable {
+	if _, err := e.CreateCheckpoint(ctx, w.ID, cpReq(&c1.ID, "provisional")); Code(err) != wire.CodeUnavailable {
 		t.Fatalf("checkpoint whose write is reported failed: %v, want unavailable", err)
 	}
 	waitAdmitting(t, e)
@@ -105,7 +107,7 @@ func TestDegradedModeReloadsAWriteThatLanded(t *testing.T) {
 		t.Fatalf("head = %v, %v; want %s", head.ID, err, list[1].ID)
 	}
 	// A retry with the old parent is refused; one on the head goes on.
-	if _, err := e.CreateCheckpoint(ctx, w.ID, cpReq(&c1.ID, "provisional")); Code(err) != CodeInvalidParent {
+	if _, err := e.CreateCheckpoint(ctx, w.ID, cpReq(&c1.ID, "provisional")); Code(err) != wire.CodeInvalidParent {
 		t.Fatalf("retry on the old head: %v, want invalid_parent", err)
 	}
 	if _, err := e.CreateCheckpoint(ctx, w.ID, cpReq(&head.ID, "final")); err != nil {
@@ -142,7 +144,7 @@ func TestDegradedModeOnLowDiskSpace(t *testing.T) {
 	free.Store(10 << 20)
 	clk.Advance(spaceCheckEvery) // the guard reads the space at most this often (Config.Now)
 	_, err := e.CreateCheckpoint(ctx, w.ID, cpReq(&c1.ID, "provisional"))
-	if Code(err) != CodeUnavailable || !strings.Contains(err.Error(), "below the reserve") {
+	if Code(err) != wire.CodeUnavailable || !strings.Contains(err.Error(), "below the reserve") {
 		t.Fatalf("checkpoint with 10 MiB free: %v, want unavailable naming the reserve", err)
 	}
 	if d, _ := e.Degraded(); !d {

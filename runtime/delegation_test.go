@@ -3,6 +3,7 @@ package runtime
 import (
 	"testing"
 
+	"github.com/wacpd/wacpd/wire"
 	"github.com/wacpd/wacpd/workspace"
 )
 
@@ -48,7 +49,7 @@ func TestDelegationEndsWhenTheDelegateIsTerminal(t *testing.T) {
 			t.Fatalf("child state after the cascade = %s, want failed", got)
 		}
 		_, err := e.Integrate(ctx, d.ID, integrateBody(child.ID, DecisionAccept, "mode", ModeSalvage, "strategy", StrategyEvaluated))
-		wantCode(t, "failed delegate salvages its child", err, CodePermissionDenied)
+		wantCode(t, "failed delegate salvages its child", err, wire.CodePermissionDenied)
 		if _, err := e.Integrate(ctx, e.Root(), integrateBody(child.ID, DecisionAccept, "mode", ModeSalvage, "strategy", StrategyEvaluated)); err != nil {
 			t.Errorf("coordinator salvage of the child = %v", err)
 		}
@@ -71,7 +72,7 @@ func refused(t *testing.T, e *Engine, d, live, done string) {
 		{"integrate", func() error { _, err := e.Integrate(ctx, d, integrateBody(done, DecisionAccept)); return err }},
 	}
 	for _, c := range calls {
-		wantCode(t, "terminal delegate: "+c.name, c.call(), CodePermissionDenied)
+		wantCode(t, "terminal delegate: "+c.name, c.call(), wire.CodePermissionDenied)
 	}
 	if got := wsState(t, e, live); got != workspace.Active {
 		t.Errorf("state of %s after refused calls = %s, want active", live, got)

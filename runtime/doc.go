@@ -26,8 +26,8 @@
 // # Format
 //
 // Key prefixes: cas/ (casstore), t/ (trail), w/ (workspace), k/
-// (checkpointchain), e/ (envelopes: e/e/<id>, inbox e/i/<ws>/<rank><id>,
-// queue e/q/<ws>/<id>, lease deadlines e/x/<deadline><id>; see lease.go), o/ (signal outbox, o/<signal id>), m/ (metadata:
+// (checkpointchain), e/ (envelopes, inboxes, queues and lease deadlines:
+// envelope/envstore), o/ (signal outbox, o/<signal id>), m/ (metadata:
 // m/root).
 //
 // # Caveats

@@ -11,27 +11,8 @@ import (
 	"github.com/wacpd/wacpd/internal/strictjson"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail/traillog"
+	"github.com/wacpd/wacpd/wire"
 	"github.com/wacpd/wacpd/workspace"
-)
-
-// Codes are the error codes of the wire contract (wire-v1 §3). Every error an
-// Engine method returns maps to one through Code.
-const (
-	CodePermissionDenied   = "permission_denied"
-	CodeInvalidType        = "invalid_type"
-	CodeInvalidStructure   = "invalid_structure"
-	CodeInvalidParent      = "invalid_parent"
-	CodeWorkspaceNotActive = "workspace_not_active"
-	CodeNoSendRight        = "no_send_right"
-	CodeTargetNotFound     = "target_not_found"
-	CodeTargetTerminal     = "target_terminal"
-	CodeInvalidTransition  = "invalid_transition"
-	CodeNoFinalCheckpoint  = "no_final_checkpoint"
-	CodeNotFound           = "not_found"
-	CodeUnauthorized       = "unauthorized"
-	CodeTooLarge           = "too_large"
-	CodeUnavailable        = "unavailable"
-	CodeInternal           = "internal"
 )
 
 // These errors can be returned by Engine methods. Test with errors.Is.
@@ -87,21 +68,21 @@ func Code(err error) string {
 	}
 	switch {
 	case errors.Is(err, workspace.ErrInvalidTransition):
-		return CodeInvalidTransition
+		return wire.CodeInvalidTransition
 	case errors.Is(err, workspace.ErrInvalidRequest), errors.Is(err, workspace.ErrContainment):
-		return CodeInvalidStructure
+		return wire.CodeInvalidStructure
 	case errors.Is(err, workspace.ErrParentTerminal):
-		return CodeTargetTerminal
+		return wire.CodeTargetTerminal
 	case errors.Is(err, workspace.ErrNotFound), errors.Is(err, checkpointchain.ErrNotFound),
 		errors.Is(err, traillog.ErrNotFound), errors.Is(err, casstore.ErrNotFound):
-		return CodeNotFound
+		return wire.CodeNotFound
 	case errors.Is(err, casstore.ErrTooLarge):
-		return CodeTooLarge
+		return wire.CodeTooLarge
 	case errors.Is(err, ErrStorage), errors.Is(err, ErrClosed), errors.Is(err, ErrNotTaken),
 		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return CodeUnavailable
+		return wire.CodeUnavailable
 	}
-	return CodeInternal
+	return wire.CodeInternal
 }
 
 // Message returns the human part of err for an error reply: a rejection's
@@ -136,13 +117,13 @@ func typed(err error) (code, msg string, ok bool) {
 // wrong types and trailing data are invalid_structure.
 func Decode(body []byte, v any) error {
 	if !utf8.Valid(body) {
-		return Refuse(CodeInvalidStructure, "request body is not valid UTF-8")
+		return Refuse(wire.CodeInvalidStructure, "request body is not valid UTF-8")
 	}
 	if taxonomy.Nesting(body) > taxonomy.MaxNesting {
-		return Refuse(CodeInvalidStructure, "request body nests objects and arrays deeper than %d levels", taxonomy.MaxNesting)
+		return Refuse(wire.CodeInvalidStructure, "request body nests objects and arrays deeper than %d levels", taxonomy.MaxNesting)
 	}
 	if err := strictjson.Decode(body, v); err != nil {
-		return Refuse(CodeInvalidStructure, "malformed request: %v", err)
+		return Refuse(wire.CodeInvalidStructure, "malformed request: %v", err)
 	}
 	return nil
 }

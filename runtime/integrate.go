@@ -10,6 +10,7 @@ import (
 	"github.com/wacpd/wacpd/checkpointchain/chainstore"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/wire"
 	"github.com/wacpd/wacpd/workspace"
 )
 
@@ -60,37 +61,37 @@ func decodeIntegrate(body []byte) (IntegrateRequest, error) {
 	}
 	switch {
 	case r.Workspace == "":
-		return r, Refuse(CodeInvalidStructure, "workspace is required")
+		return r, Refuse(wire.CodeInvalidStructure, "workspace is required")
 	case r.Decision != DecisionAccept && r.Decision != DecisionRevise && r.Decision != DecisionReject:
-		return r, Refuse(CodeInvalidStructure, "decision %q is not accept, revise or reject", r.Decision)
+		return r, Refuse(wire.CodeInvalidStructure, "decision %q is not accept, revise or reject", r.Decision)
 	case r.Strategy != StrategyDirect && r.Strategy != StrategyLayered && r.Strategy != StrategyEvaluated:
-		return r, Refuse(CodeInvalidStructure, "strategy %q is not direct, layered or evaluated", r.Strategy)
+		return r, Refuse(wire.CodeInvalidStructure, "strategy %q is not direct, layered or evaluated", r.Strategy)
 	case r.Mode != ModeNormal && r.Mode != ModeSalvage:
-		return r, Refuse(CodeInvalidStructure, "mode %q is not normal or salvage", r.Mode)
+		return r, Refuse(wire.CodeInvalidStructure, "mode %q is not normal or salvage", r.Mode)
 	case r.Mode == ModeSalvage && r.Strategy != StrategyEvaluated:
-		return r, Refuse(CodeInvalidStructure, "salvage integration uses the evaluated strategy only")
+		return r, Refuse(wire.CodeInvalidStructure, "salvage integration uses the evaluated strategy only")
 	case r.Mode == ModeSalvage && r.Decision != DecisionAccept:
-		return r, Refuse(CodeInvalidStructure, "salvage integration only accepts work from a failed workspace")
+		return r, Refuse(wire.CodeInvalidStructure, "salvage integration only accepts work from a failed workspace")
 	case len(r.Result) > 0 && !json.Valid(r.Result):
-		return r, Refuse(CodeInvalidStructure, "result is not JSON")
+		return r, Refuse(wire.CodeInvalidStructure, "result is not JSON")
 	case len(r.Conflicts) > 0 && (r.Decision != DecisionAccept || r.Mode != ModeNormal):
-		return r, Refuse(CodeInvalidStructure, "conflicts are reported only when accepting in normal mode")
+		return r, Refuse(wire.CodeInvalidStructure, "conflicts are reported only when accepting in normal mode")
 	}
 	for _, c := range r.Conflicts {
 		switch c.ConflictType {
 		case workspace.ConflictContentOverlap:
 		case workspace.ConflictSemanticContradiction, workspace.ConflictDependencyViolation, workspace.ConflictConstraintBreach:
 			if r.Strategy != StrategyEvaluated {
-				return r, Refuse(CodeInvalidStructure, "the %s strategy cannot detect %s conflicts", r.Strategy, c.ConflictType)
+				return r, Refuse(wire.CodeInvalidStructure, "the %s strategy cannot detect %s conflicts", r.Strategy, c.ConflictType)
 			}
 		default:
-			return r, Refuse(CodeInvalidStructure, "conflict_type %q is not one of the four WACP conflict types", c.ConflictType)
+			return r, Refuse(wire.CodeInvalidStructure, "conflict_type %q is not one of the four WACP conflict types", c.ConflictType)
 		}
 		if r.Strategy == StrategyDirect {
-			return r, Refuse(CodeInvalidStructure, "the direct strategy detects no conflicts")
+			return r, Refuse(wire.CodeInvalidStructure, "the direct strategy detects no conflicts")
 		}
 		if c.Resources == nil {
-			return r, Refuse(CodeInvalidStructure, "a conflict lists its resources")
+			return r, Refuse(wire.CodeInvalidStructure, "a conflict lists its resources")
 		}
 	}
 	return r, nil
@@ -123,15 +124,15 @@ func (e *Engine) integrateLocked(ctx context.Context, actor string, body []byte)
 	cpID := chain.LastFinal
 	switch {
 	case req.Mode == ModeNormal && w.State != workspace.Integrating:
-		return IntegrateResult{}, Refuse(CodeInvalidTransition, "workspace %s is %s; normal integration needs integrating", w.ID, w.State)
+		return IntegrateResult{}, Refuse(wire.CodeInvalidTransition, "workspace %s is %s; normal integration needs integrating", w.ID, w.State)
 	case req.Mode == ModeSalvage && w.State != workspace.Failed:
-		return IntegrateResult{}, Refuse(CodeInvalidTransition, "workspace %s is %s; salvage needs a failed workspace", w.ID, w.State)
+		return IntegrateResult{}, Refuse(wire.CodeInvalidTransition, "workspace %s is %s; salvage needs a failed workspace", w.ID, w.State)
 	case req.Mode == ModeSalvage && cpID == "":
 		cpID = chain.Head
 	}
 	if cpID == "" {
 		if req.Decision == DecisionAccept {
-			return IntegrateResult{}, Refuse(CodeNoFinalCheckpoint, "workspace %s has no final checkpoint to integrate; fail it (reject or revise) and salvage a provisional one, or abort it", w.ID)
+			return IntegrateResult{}, Refuse(wire.CodeNoFinalCheckpoint, "workspace %s has no final checkpoint to integrate; fail it (reject or revise) and salvage a provisional one, or abort it", w.ID)
 		}
 		// Checkpoint spec rule 2: with no final checkpoint normal
 		// integration cannot proceed, and the coordinator fails the
@@ -157,7 +158,7 @@ func (e *Engine) integrateLocked(ctx context.Context, actor string, body []byte)
 		}); rerr != nil {
 			return IntegrateResult{}, rerr
 		}
-		return IntegrateResult{}, &Error{Code: CodeInternal, Err: err,
+		return IntegrateResult{}, &Error{Code: wire.CodeInternal, Err: err,
 			Message: fmt.Sprintf("checkpoint %s failed its integrity check and was not integrated (recorded as integrity_violation)", cpID)}
 	}
 	res := IntegrateResult{Checkpoint: cpID}

@@ -11,6 +11,7 @@ import (
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/wire"
 	"github.com/wacpd/wacpd/workspace"
 )
 
@@ -86,7 +87,7 @@ func TestIntegrateEngine_Accept(t *testing.T) {
 			}
 			// Closed is terminal: no reopening.
 			_, err = e.Integrate(ctx, root, integrateBody(w.ID, DecisionAccept))
-			wantCode(t, "Integrate(closed)", err, CodeInvalidTransition)
+			wantCode(t, "Integrate(closed)", err, wire.CodeInvalidTransition)
 		})
 	}
 }
@@ -129,7 +130,7 @@ func TestIntegrateEngine_ReviseAndReject(t *testing.T) {
 			})
 			// Never reopened.
 			_, err = e.Integrate(ctx, e.Root(), integrateBody(w.ID, DecisionAccept))
-			wantCode(t, "Integrate(failed, normal mode)", err, CodeInvalidTransition)
+			wantCode(t, "Integrate(failed, normal mode)", err, wire.CodeInvalidTransition)
 		})
 	}
 }
@@ -172,7 +173,7 @@ func TestIntegrateEngine_NotIntegrating(t *testing.T) {
 			ws := tt.setup(t, e)
 			for _, d := range []string{DecisionAccept, DecisionRevise, DecisionReject} {
 				_, err := e.Integrate(ctx, e.Root(), integrateBody(ws, d))
-				wantCode(t, fmt.Sprintf("Integrate(%s, %s)", tt.state, d), err, CodeInvalidTransition)
+				wantCode(t, fmt.Sprintf("Integrate(%s, %s)", tt.state, d), err, wire.CodeInvalidTransition)
 			}
 			if got := wsState(t, e, ws); got != tt.state {
 				t.Errorf("state = %s, want %s", got, tt.state)
@@ -201,11 +202,11 @@ func TestIntegrateEngine_Salvage(t *testing.T) {
 		}
 		for _, body := range [][]byte{salvage(w.ID), salvage(w.ID, "strategy", StrategyDirect), salvage(w.ID, "strategy", StrategyLayered)} {
 			_, err := e.Integrate(ctx, e.Root(), body)
-			wantCode(t, fmt.Sprintf("Integrate(%s)", body), err, CodeInvalidStructure)
+			wantCode(t, fmt.Sprintf("Integrate(%s)", body), err, wire.CodeInvalidStructure)
 		}
 		for _, d := range []string{DecisionRevise, DecisionReject} {
 			_, err := e.Integrate(ctx, e.Root(), integrateBody(w.ID, d, "mode", ModeSalvage, "strategy", StrategyEvaluated))
-			wantCode(t, "Integrate(salvage, "+d+")", err, CodeInvalidStructure)
+			wantCode(t, "Integrate(salvage, "+d+")", err, wire.CodeInvalidStructure)
 		}
 		res, err := e.Integrate(ctx, e.Root(), salvage(w.ID, "strategy", StrategyEvaluated))
 		if err != nil {
@@ -246,13 +247,13 @@ func TestIntegrateEngine_Salvage(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := e.Integrate(ctx, e.Root(), salvage(w.ID, "strategy", StrategyEvaluated))
-		wantCode(t, "Integrate(salvage, no checkpoints)", err, CodeNoFinalCheckpoint)
+		wantCode(t, "Integrate(salvage, no checkpoints)", err, wire.CodeNoFinalCheckpoint)
 	})
 	t.Run("not failed", func(t *testing.T) {
 		e := openVerified(t)
 		w, _ := integratingWorker(t, e, e.Root())
 		_, err := e.Integrate(ctx, e.Root(), salvage(w.ID, "strategy", StrategyEvaluated))
-		wantCode(t, "Integrate(salvage, integrating)", err, CodeInvalidTransition)
+		wantCode(t, "Integrate(salvage, integrating)", err, wire.CodeInvalidTransition)
 		if got := wsState(t, e, w.ID); got != workspace.Integrating {
 			t.Errorf("state = %s, want integrating", got)
 		}
@@ -290,7 +291,7 @@ func TestIntegrateEngine_Authorization(t *testing.T) {
 	}
 	for _, tt := range denied {
 		t.Run(tt.name, func(t *testing.T) {
-			wantCode(t, tt.name, tt.call(tt.actor), CodePermissionDenied)
+			wantCode(t, tt.name, tt.call(tt.actor), wire.CodePermissionDenied)
 		})
 	}
 	if got := wsState(t, e, worker.ID); got != workspace.Integrating {
@@ -338,7 +339,7 @@ func TestIntegrateEngine_AbortFromEveryLiveState(t *testing.T) {
 				"from_state": string(state), "to_state": "failed", "trigger": string(workspace.Abort),
 			})
 			_, err = e.Abort(ctx, e.Root(), ws, "")
-			wantCode(t, "Abort(failed)", err, CodeInvalidTransition)
+			wantCode(t, "Abort(failed)", err, wire.CodeInvalidTransition)
 		})
 	}
 }
@@ -365,7 +366,7 @@ func TestIntegrateEngine_AbortRefused(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			before := len(globalTrail(t, e))
 			_, err := e.Abort(ctx, root, tt.id, "")
-			wantCode(t, "Abort("+tt.name+")", err, CodeInvalidTransition)
+			wantCode(t, "Abort("+tt.name+")", err, wire.CodeInvalidTransition)
 			if got := wsState(t, e, tt.id); got != tt.want {
 				t.Errorf("state = %s, want %s", got, tt.want)
 			}
@@ -375,7 +376,7 @@ func TestIntegrateEngine_AbortRefused(t *testing.T) {
 		})
 	}
 	_, err := e.Abort(ctx, root, "no-such-workspace", "")
-	wantCode(t, "Abort(unknown)", err, CodeNotFound)
+	wantCode(t, "Abort(unknown)", err, wire.CodeNotFound)
 }
 
 func TestIntegrateEngine_MalformedRequests(t *testing.T) {
@@ -386,14 +387,14 @@ func TestIntegrateEngine_MalformedRequests(t *testing.T) {
 		body string
 		want string
 	}{
-		{"unknown decision", fmt.Sprintf(`{"workspace":%q,"decision":"merge"}`, w.ID), CodeInvalidStructure},
-		{"no workspace", `{"decision":"accept"}`, CodeInvalidStructure},
-		{"unknown field", fmt.Sprintf(`{"workspace":%q,"decision":"accept","force":true}`, w.ID), CodeInvalidStructure},
-		{"unknown strategy", fmt.Sprintf(`{"workspace":%q,"decision":"accept","strategy":"magic"}`, w.ID), CodeInvalidStructure},
-		{"unknown mode", fmt.Sprintf(`{"workspace":%q,"decision":"accept","mode":"rescue"}`, w.ID), CodeInvalidStructure},
-		{"result not JSON", fmt.Sprintf(`{"workspace":%q,"decision":"accept","result":nope}`, w.ID), CodeInvalidStructure},
-		{"unknown workspace", `{"workspace":"no-such-workspace","decision":"accept"}`, CodeNotFound},
-		{"the root", fmt.Sprintf(`{"workspace":%q,"decision":"accept"}`, e.Root()), CodeInvalidTransition},
+		{"unknown decision", fmt.Sprintf(`{"workspace":%q,"decision":"merge"}`, w.ID), wire.CodeInvalidStructure},
+		{"no workspace", `{"decision":"accept"}`, wire.CodeInvalidStructure},
+		{"unknown field", fmt.Sprintf(`{"workspace":%q,"decision":"accept","force":true}`, w.ID), wire.CodeInvalidStructure},
+		{"unknown strategy", fmt.Sprintf(`{"workspace":%q,"decision":"accept","strategy":"magic"}`, w.ID), wire.CodeInvalidStructure},
+		{"unknown mode", fmt.Sprintf(`{"workspace":%q,"decision":"accept","mode":"rescue"}`, w.ID), wire.CodeInvalidStructure},
+		{"result not JSON", fmt.Sprintf(`{"workspace":%q,"decision":"accept","result":nope}`, w.ID), wire.CodeInvalidStructure},
+		{"unknown workspace", `{"workspace":"no-such-workspace","decision":"accept"}`, wire.CodeNotFound},
+		{"the root", fmt.Sprintf(`{"workspace":%q,"decision":"accept"}`, e.Root()), wire.CodeInvalidTransition},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

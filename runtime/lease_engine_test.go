@@ -14,6 +14,7 @@ import (
 	"github.com/wacpd/wacpd/envelope"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/wire"
 )
 
 const testLease = time.Minute
@@ -110,7 +111,7 @@ func TestLeaseEngine_AckRemoves(t *testing.T) {
 
 	env := leaseOK(t, e, w.ID, a.ID, 1)
 	_, err := e.AckEnvelope(ctx, x.ID, a.ID)
-	wantCode(t, "AckEnvelope by another workspace", err, CodeNotFound)
+	wantCode(t, "AckEnvelope by another workspace", err, wire.CodeNotFound)
 	if res, err := e.AckEnvelope(ctx, w.ID, a.ID); err != nil || !res.Removed {
 		t.Fatalf("AckEnvelope(%s) = %+v, %v; want removed", a.ID, res, err)
 	}

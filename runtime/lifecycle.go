@@ -5,8 +5,10 @@ import (
 	"time"
 
 	"github.com/wacpd/wacpd/clock"
+	"github.com/wacpd/wacpd/runtime/delivery"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/wire"
 	"github.com/wacpd/wacpd/workspace"
 )
 
@@ -39,13 +41,13 @@ func (e *Engine) ResolveConflict(ctx context.Context, actor string, body []byte)
 	switch req.ResolutionStrategy {
 	case ResolveCoordinator, ResolveAgentRework:
 	case ResolveEscalate:
-		return nil, Refuse(CodeInvalidStructure, "escalate needs the human highway, which this wacpd does not have yet")
+		return nil, Refuse(wire.CodeInvalidStructure, "escalate needs the human highway, which this wacpd does not have yet")
 	default:
-		return nil, Refuse(CodeInvalidStructure, "resolution_strategy %q is not coordinator_resolve, escalate or agent_rework", req.ResolutionStrategy)
+		return nil, Refuse(wire.CodeInvalidStructure, "resolution_strategy %q is not coordinator_resolve, escalate or agent_rework", req.ResolutionStrategy)
 	}
 	return e.coordinate(ctx, actor, req.Workspace, func(w *workspace.Workspace) error {
 		if w.State != workspace.Conflicted {
-			return Refuse(CodeInvalidTransition, "workspace %s is %s, not conflicted", w.ID, w.State)
+			return Refuse(wire.CodeInvalidTransition, "workspace %s is %s, not conflicted", w.ID, w.State)
 		}
 		return nil
 	}, func(t *tx, a, c *workspace.Workspace) error {
@@ -103,14 +105,14 @@ func (t *tx) endIntegration(c *workspace.Workspace, actor, strategy, resolution 
 // CompleteMigration.
 func (e *Engine) Migrate(ctx context.Context, actor, id, newAgent, reason string) (*workspace.Workspace, error) {
 	if newAgent == "" {
-		return nil, Refuse(CodeInvalidStructure, "new_agent is required")
+		return nil, Refuse(wire.CodeInvalidStructure, "new_agent is required")
 	}
 	if reason == "" {
 		reason = "coordinator_request"
 	}
 	return e.coordinate(ctx, actor, id, func(w *workspace.Workspace) error {
 		if w.State != workspace.Active && w.State != workspace.Blocked {
-			return Refuse(CodeInvalidTransition, "workspace %s is %s; only active or blocked workspaces migrate", id, w.State)
+			return Refuse(wire.CodeInvalidTransition, "workspace %s is %s; only active or blocked workspaces migrate", id, w.State)
 		}
 		return nil
 	}, func(t *tx, a, c *workspace.Workspace) error {
@@ -141,10 +143,10 @@ func (e *Engine) CompleteMigration(ctx context.Context, actor, id, newAgent, err
 func (e *Engine) CompleteMigrationGranting(ctx context.Context, actor, id, newAgent, errMsg string, bind func(Grants, *workspace.Workspace) error) (*workspace.Workspace, error) {
 	return e.coordinate(ctx, actor, id, func(w *workspace.Workspace) error {
 		if w.State != workspace.Migrating {
-			return Refuse(CodeInvalidTransition, "workspace %s is %s, not migrating", id, w.State)
+			return Refuse(wire.CodeInvalidTransition, "workspace %s is %s, not migrating", id, w.State)
 		}
 		if newAgent == "" && errMsg == "" {
-			return Refuse(CodeInvalidStructure, "new_agent is required to complete a migration")
+			return Refuse(wire.CodeInvalidStructure, "new_agent is required to complete a migration")
 		}
 		return nil
 	}, func(t *tx, a, c *workspace.Workspace) error {
@@ -181,7 +183,7 @@ func (e *Engine) CompleteMigrationGranting(ctx context.Context, actor, id, newAg
 				return err
 			}
 		}
-		return t.deliverQueued(c)
+		return delivery.DeliverQueued(deliveryTx{t}, c.ID)
 	})
 }
 

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/wacpd/wacpd/wire"
 )
 
 // holdSeam holds the batch whose write it sees while armed, until released,
@@ -108,7 +110,7 @@ func TestGroupCommitPipelinedBatchFailsWithTheOneBelow(t *testing.T) {
 	waitFor(t, "the second checkpoint run behind the held batch", func() bool { return e.pipelinedOps.Load() > before })
 	close(seam.release)
 	wg.Wait()
-	if Code(e1) != CodeUnavailable || Code(e2) != CodeUnavailable {
+	if Code(e1) != wire.CodeUnavailable || Code(e2) != wire.CodeUnavailable {
 		t.Fatalf("got %v and %v; want unavailable for both", e1, e2)
 	}
 	if err := e.Close(); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	agentsignal "github.com/wacpd/wacpd/signal"
 	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/wire"
 	"github.com/wacpd/wacpd/workspace"
 )
 
@@ -106,7 +107,7 @@ func TestSignalEngine_ReasonRequired(t *testing.T) {
 			e := openVerified(t)
 			w := newWorker(t, e)
 			_, err := e.EmitSignal(ctx, w.ID, []byte(fmt.Sprintf(`{"type":%q}`, typ)))
-			wantCode(t, fmt.Sprintf("EmitSignal(%s without reason)", typ), err, CodeInvalidStructure)
+			wantCode(t, fmt.Sprintf("EmitSignal(%s without reason)", typ), err, wire.CodeInvalidStructure)
 			if got := wsState(t, e, w.ID); got != workspace.Active {
 				t.Errorf("state after a refused signal = %s, want active", got)
 			}
@@ -156,7 +157,7 @@ func TestSignalEngine_FailedCascade(t *testing.T) {
 	e := openVerified(t)
 	root := e.Root()
 	tr := newDelegateTree(t, e)
-	if _, err := e.CreateWorkspace(ctx, tr.d.ID, []byte(`{"role":"worker","delegate":true}`)); Code(err) != CodePermissionDenied {
+	if _, err := e.CreateWorkspace(ctx, tr.d.ID, []byte(`{"role":"worker","delegate":true}`)); Code(err) != wire.CodePermissionDenied {
 		t.Errorf("delegate granting delegation: Code(%v) = %q, want permission_denied", err, Code(err))
 	}
 
@@ -260,7 +261,7 @@ func TestSignalEngine_NoSignalsOutsideIdleActiveBlocked(t *testing.T) {
 				before := len(trailWhere(t, e, trail.EventSignalEmitted, map[string]string{"from": w.ID}))
 				_, err := e.EmitSignal(ctx, w.ID, []byte(body))
 				var rj *agentsignal.Rejection
-				if !errors.As(err, &rj) || Code(err) != CodeInvalidTransition {
+				if !errors.As(err, &rj) || Code(err) != wire.CodeInvalidTransition {
 					t.Fatalf("EmitSignal(%s) in %s = %v (Code %q), want invalid_transition", body, tt.state, err, Code(err))
 				}
 				if got := wsState(t, e, w.ID); got != tt.state {
@@ -378,19 +379,19 @@ func TestSignalEngine_EmitPermissions(t *testing.T) {
 		body string
 		want string
 	}{
-		{"worker checkpoint", "worker", `{"type":"checkpoint","ref":"x"}`, CodePermissionDenied},
-		{"worker acknowledged", "worker", `{"type":"acknowledged","ref":"x"}`, CodePermissionDenied},
-		{"worker integrate", "worker", `{"type":"integrate"}`, CodePermissionDenied},
-		{"worker suspend", "worker", `{"type":"suspend","reason":"r"}`, CodePermissionDenied},
-		{"worker migrate", "worker", `{"type":"migrate","reason":"r"}`, CodePermissionDenied},
-		{"observer blocked", "observer", `{"type":"blocked","reason":"r"}`, CodePermissionDenied},
-		{"coordinator complete", "", `{"type":"complete"}`, CodePermissionDenied},
-		{"coordinator blocked", "", `{"type":"blocked","reason":"r"}`, CodePermissionDenied},
-		{"coordinator checkpoint", "", `{"type":"checkpoint"}`, CodePermissionDenied},
-		{"unknown type", "worker", `{"type":"paused"}`, CodeInvalidType},
-		{"type in another case", "worker", `{"type":"Ready"}`, CodeInvalidType},
-		{"no type", "worker", `{"reason":"r"}`, CodeInvalidStructure},
-		{"unknown field", "worker", `{"type":"ready","to":"x"}`, CodeInvalidStructure},
+		{"worker checkpoint", "worker", `{"type":"checkpoint","ref":"x"}`, wire.CodePermissionDenied},
+		{"worker acknowledged", "worker", `{"type":"acknowledged","ref":"x"}`, wire.CodePermissionDenied},
+		{"worker integrate", "worker", `{"type":"integrate"}`, wire.CodePermissionDenied},
+		{"worker suspend", "worker", `{"type":"suspend","reason":"r"}`, wire.CodePermissionDenied},
+		{"worker migrate", "worker", `{"type":"migrate","reason":"r"}`, wire.CodePermissionDenied},
+		{"observer blocked", "observer", `{"type":"blocked","reason":"r"}`, wire.CodePermissionDenied},
+		{"coordinator complete", "", `{"type":"complete"}`, wire.CodePermissionDenied},
+		{"coordinator blocked", "", `{"type":"blocked","reason":"r"}`, wire.CodePermissionDenied},
+		{"coordinator checkpoint", "", `{"type":"checkpoint"}`, wire.CodePermissionDenied},
+		{"unknown type", "worker", `{"type":"paused"}`, wire.CodeInvalidType},
+		{"type in another case", "worker", `{"type":"Ready"}`, wire.CodeInvalidType},
+		{"no type", "worker", `{"reason":"r"}`, wire.CodeInvalidStructure},
+		{"unknown field", "worker", `{"type":"ready","to":"x"}`, wire.CodeInvalidStructure},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -427,7 +428,7 @@ func TestSignalEngine_RejectionCodes(t *testing.T) {
 	}
 	e := openVerified(t)
 	_, err := e.EmitSignal(ctx, "no-such-workspace", []byte(`{"type":"ready"}`))
-	wantCode(t, "EmitSignal(unknown workspace)", err, CodeNotFound)
+	wantCode(t, "EmitSignal(unknown workspace)", err, wire.CodeNotFound)
 }
 
 // TestSignalEngine_FailedFromIdle: an agent that fails before its first

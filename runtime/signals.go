@@ -5,6 +5,7 @@ import (
 
 	agentsignal "github.com/wacpd/wacpd/signal"
 	"github.com/wacpd/wacpd/taxonomy"
+	"github.com/wacpd/wacpd/wire"
 	"github.com/wacpd/wacpd/workspace"
 )
 
@@ -28,7 +29,7 @@ func (e *Engine) emitSignalLocked(ctx context.Context, ws string, body []byte) (
 	}
 	w := e.get(ws)
 	if w == nil {
-		return agentsignal.Signal{}, Refuse(CodeNotFound, "workspace %s does not exist", ws)
+		return agentsignal.Signal{}, Refuse(wire.CodeNotFound, "workspace %s does not exist", ws)
 	}
 	if err := agentsignal.Check(e.tax, w.Role, req); err != nil {
 		return agentsignal.Signal{}, err

@@ -6,6 +6,7 @@ import (
 
 	"github.com/wacpd/wacpd/integrity"
 	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/wire"
 )
 
 // ReadTrail returns the trail entries the agent of actor may read (WACP
@@ -21,7 +22,7 @@ func (e *Engine) ReadTrail(ctx context.Context, actor string, q trail.Query) ([]
 	e.mu.Unlock()
 	switch {
 	case a == nil:
-		return nil, "", Refuse(CodeNotFound, "workspace %s does not exist", actor)
+		return nil, "", Refuse(wire.CodeNotFound, "workspace %s does not exist", actor)
 	case a.IsRoot():
 		return e.log.Read(ctx, q)
 	case denied:
@@ -58,7 +59,7 @@ func (e *Engine) VerifyTrail(ctx context.Context, ws string) (trail.VerifyResult
 				Detail: fmt.Sprintf("the signed tree head has no valid root: %v", err)}, nil
 		}
 		opts.SignedSize, opts.SignedRoot = th.Size, root
-	case Code(err) != CodeNotFound:
+	case Code(err) != wire.CodeNotFound:
 		return trail.VerifyResult{}, err
 	}
 	rep, err := integrity.Check(ctx, e.db, opts)

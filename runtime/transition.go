@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/wacpd/wacpd/clock"
+	"github.com/wacpd/wacpd/runtime/delivery"
 	agentsignal "github.com/wacpd/wacpd/signal"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
@@ -50,7 +51,7 @@ func (t *tx) transition(w *workspace.Workspace, trig workspace.Trigger, actor, r
 		return err
 	}
 	if to.Terminal() {
-		if err := t.undeliverQueued(w); err != nil {
+		if err := delivery.UndeliverQueued(deliveryTx{t}, w.ID); err != nil {
 			return err
 		}
 	}

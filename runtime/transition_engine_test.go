@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wacpd/wacpd/wire"
 	"github.com/wacpd/wacpd/workspace"
 )
 
@@ -193,7 +194,7 @@ func TestWorkspaceTransitionsIllegal(t *testing.T) {
 			before := must[*workspace.Workspace](t)(e.GetWorkspace(ctx, e.Root(), c.ws))
 			n := e.Trail().Len()
 			err := c.call(c.ws)
-			if Code(err) != CodeInvalidTransition {
+			if Code(err) != wire.CodeInvalidTransition {
 				t.Fatalf("err = %v (code %q), want invalid_transition", err, Code(err))
 			}
 			after := must[*workspace.Workspace](t)(e.GetWorkspace(ctx, e.Root(), c.ws))

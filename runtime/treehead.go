@@ -11,6 +11,7 @@ import (
 	"github.com/wacpd/wacpd/clock"
 	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/trail/traillog"
+	"github.com/wacpd/wacpd/wire"
 )
 
 var keySTH = []byte("m/sth") // the latest signed tree head (JSON of trail.TreeHead)
@@ -62,7 +63,7 @@ func (e *Engine) TreeHead() (th trail.TreeHead, err error) {
 		return item.Value(func(v []byte) error { return json.Unmarshal(v, &th) })
 	})
 	if errors.Is(err, badger.ErrKeyNotFound) {
-		return th, Refuse(CodeNotFound, "no tree head has been signed yet")
+		return th, Refuse(wire.CodeNotFound, "no tree head has been signed yet")
 	}
 	return th, err
 }

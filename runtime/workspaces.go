@@ -5,8 +5,10 @@ import (
 	"sort"
 
 	"github.com/wacpd/wacpd/clock"
+	"github.com/wacpd/wacpd/runtime/delivery"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/wire"
 	"github.com/wacpd/wacpd/workspace"
 )
 
@@ -41,16 +43,16 @@ func (e *Engine) CreateWorkspaceGranting(ctx context.Context, actor string, body
 func (e *Engine) createWorkspaceLocked(ctx context.Context, actor string, body []byte, grant func(Grants, *workspace.Workspace) error) (*workspace.Workspace, error) {
 	req, err := workspace.DecodeCreateRequest(body)
 	if err != nil {
-		return nil, &Error{Code: CodeInvalidStructure, Message: err.Error(), Err: err}
+		return nil, &Error{Code: wire.CodeInvalidStructure, Message: err.Error(), Err: err}
 	}
 	a := e.get(actor)
 	switch {
 	case a == nil:
-		return nil, Refuse(CodeNotFound, "workspace %s does not exist", actor)
+		return nil, Refuse(wire.CodeNotFound, "workspace %s does not exist", actor)
 	case !a.IsRoot() && !a.Delegate:
-		return nil, Refuse(CodePermissionDenied, "only the coordinator or a delegate creates workspaces")
+		return nil, Refuse(wire.CodePermissionDenied, "only the coordinator or a delegate creates workspaces")
 	case a.State.Terminal():
-		return nil, Refuse(CodePermissionDenied, "workspace %s is %s", actor, a.State)
+		return nil, Refuse(wire.CodePermissionDenied, "workspace %s is %s", actor, a.State)
 	}
 	parentID := req.Parent
 	if parentID == "" {
@@ -59,15 +61,15 @@ func (e *Engine) createWorkspaceLocked(ctx context.Context, actor string, body [
 	parent := e.get(parentID)
 	switch {
 	case parent == nil:
-		return nil, Refuse(CodeNotFound, "parent workspace %s does not exist", parentID)
+		return nil, Refuse(wire.CodeNotFound, "parent workspace %s does not exist", parentID)
 	case !a.IsRoot() && !e.inSubtree(actor, parentID):
-		return nil, Refuse(CodePermissionDenied, "a delegate creates workspaces only in its own subtree")
+		return nil, Refuse(wire.CodePermissionDenied, "a delegate creates workspaces only in its own subtree")
 	case !e.tax.HasRole(req.Role):
-		return nil, Refuse(CodeInvalidType, "role %q is not registered in taxonomy %s", req.Role, e.tax.ID())
+		return nil, Refuse(wire.CodeInvalidType, "role %q is not registered in taxonomy %s", req.Role, e.tax.ID())
 	case req.Role == taxonomy.RoleCoordinator:
-		return nil, Refuse(CodePermissionDenied, "there is exactly one coordinator, assigned by the runtime")
+		return nil, Refuse(wire.CodePermissionDenied, "there is exactly one coordinator, assigned by the runtime")
 	case req.Delegate && !a.IsRoot():
-		return nil, Refuse(CodePermissionDenied, "only the coordinator grants delegation")
+		return nil, Refuse(wire.CodePermissionDenied, "only the coordinator grants delegation")
 	}
 	var created *workspace.Workspace
 	err = e.commit(func(t *tx) error {
@@ -137,10 +139,10 @@ func (e *Engine) GetWorkspace(ctx context.Context, actor, id string) (*workspace
 	defer e.mu.Unlock()
 	w := e.get(id)
 	if w == nil {
-		return nil, Refuse(CodeNotFound, "workspace %s does not exist", id)
+		return nil, Refuse(wire.CodeNotFound, "workspace %s does not exist", id)
 	}
 	if !e.canSee(actor, id) {
-		return nil, Refuse(CodePermissionDenied, "workspace %s is not visible to %s", id, actor)
+		return nil, Refuse(wire.CodePermissionDenied, "workspace %s is not visible to %s", id, actor)
 	}
 	return w.Clone(), nil
 }
@@ -151,10 +153,10 @@ func (e *Engine) ListWorkspaces(ctx context.Context, actor, parent string, state
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.get(actor) == nil {
-		return nil, Refuse(CodeNotFound, "workspace %s does not exist", actor)
+		return nil, Refuse(wire.CodeNotFound, "workspace %s does not exist", actor)
 	}
 	if state != "" && !state.Valid() {
-		return nil, Refuse(CodeInvalidStructure, "state %q is not a workspace state", state)
+		return nil, Refuse(wire.CodeInvalidStructure, "state %q is not a workspace state", state)
 	}
 	var out []*workspace.Workspace
 	for id, w := range e.ws {
@@ -174,15 +176,15 @@ func (e *Engine) authorize(actor, target string) (*workspace.Workspace, *workspa
 	a, w := e.get(actor), e.get(target)
 	switch {
 	case a == nil:
-		return nil, nil, Refuse(CodeNotFound, "workspace %s does not exist", actor)
+		return nil, nil, Refuse(wire.CodeNotFound, "workspace %s does not exist", actor)
 	case w == nil:
-		return nil, nil, Refuse(CodeNotFound, "workspace %s does not exist", target)
+		return nil, nil, Refuse(wire.CodeNotFound, "workspace %s does not exist", target)
 	case !a.IsRoot() && !(a.Delegate && target != actor && e.inSubtree(actor, target)):
-		return nil, nil, Refuse(CodePermissionDenied, "only the coordinator or a delegate over %s may do this", target)
+		return nil, nil, Refuse(wire.CodePermissionDenied, "only the coordinator or a delegate over %s may do this", target)
 	case a.State.Terminal():
-		return nil, nil, Refuse(CodePermissionDenied, "workspace %s is %s and acts on nothing", actor, a.State)
+		return nil, nil, Refuse(wire.CodePermissionDenied, "workspace %s is %s and acts on nothing", actor, a.State)
 	case w.IsRoot():
-		return nil, nil, Refuse(CodeInvalidTransition, "the root workspace ends with the run")
+		return nil, nil, Refuse(wire.CodeInvalidTransition, "the root workspace ends with the run")
 	}
 	return a, w, nil
 }
@@ -194,7 +196,7 @@ func (e *Engine) Abort(ctx context.Context, actor, id, reason string) (*workspac
 	const why = "aborted_by_coordinator"
 	return e.coordinate(ctx, actor, id, func(w *workspace.Workspace) error {
 		if w.State.Terminal() {
-			return Refuse(CodeInvalidTransition, "workspace %s is already %s", id, w.State)
+			return Refuse(wire.CodeInvalidTransition, "workspace %s is already %s", id, w.State)
 		}
 		return nil
 	}, func(t *tx, a, c *workspace.Workspace) error {
@@ -215,7 +217,7 @@ func (e *Engine) Suspend(ctx context.Context, actor, id, reason string) (*worksp
 	}
 	return e.coordinate(ctx, actor, id, func(w *workspace.Workspace) error {
 		if w.State != workspace.Active && w.State != workspace.Blocked {
-			return Refuse(CodeInvalidTransition, "workspace %s is %s; only active or blocked workspaces are suspended", id, w.State)
+			return Refuse(wire.CodeInvalidTransition, "workspace %s is %s; only active or blocked workspaces are suspended", id, w.State)
 		}
 		return nil
 	}, func(t *tx, a, c *workspace.Workspace) error {
@@ -237,7 +239,7 @@ func (e *Engine) Suspend(ctx context.Context, actor, id, reason string) (*worksp
 func (e *Engine) Resume(ctx context.Context, actor, id string) (*workspace.Workspace, error) {
 	return e.coordinate(ctx, actor, id, func(w *workspace.Workspace) error {
 		if w.State != workspace.Suspended {
-			return Refuse(CodeInvalidTransition, "workspace %s is %s, not suspended", id, w.State)
+			return Refuse(wire.CodeInvalidTransition, "workspace %s is %s, not suspended", id, w.State)
 		}
 		return nil
 	}, func(t *tx, a, c *workspace.Workspace) error {
@@ -252,7 +254,7 @@ func (e *Engine) Resume(ctx context.Context, actor, id string) (*workspace.Works
 		if err := t.transition(c, workspace.Resume, e.actorOf(a), "", false); err != nil {
 			return err
 		}
-		return t.deliverQueued(c)
+		return delivery.DeliverQueued(deliveryTx{t}, c.ID)
 	})
 }
 
@@ -294,7 +296,7 @@ func (e *Engine) RevokeUser(ctx context.Context, actor, name, reason string, n i
 	return e.run(ctx, 0, func() error {
 		a := e.get(actor)
 		if a == nil || !a.IsRoot() {
-			return Refuse(CodePermissionDenied, "only the coordinator revokes user and auditor tokens")
+			return Refuse(wire.CodePermissionDenied, "only the coordinator revokes user and auditor tokens")
 		}
 		if n == 0 {
 			return nil
@@ -324,7 +326,7 @@ func (e *Engine) CreateUser(ctx context.Context, actor, name string, write func(
 func (e *Engine) createUserLocked(ctx context.Context, actor, name string, write func(Grants) error) error {
 	a := e.get(actor)
 	if a == nil || !a.IsRoot() {
-		return Refuse(CodePermissionDenied, "only the coordinator mints user and auditor tokens")
+		return Refuse(wire.CodePermissionDenied, "only the coordinator mints user and auditor tokens")
 	}
 	return e.commit(func(t *tx) error {
 		if _, err := t.append("", e.actorOf(a), trail.EventUserCreated, map[string]any{

@@ -5,12 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wacpd/wacpd/daemon"
-
 	"github.com/nats-io/nats.go"
 
+	"github.com/wacpd/wacpd/daemon"
 	"github.com/wacpd/wacpd/internal/daemontest"
-	"github.com/wacpd/wacpd/taxonomy"
+	"github.com/wacpd/wacpd/wire"
 )
 
 func TestStart(t *testing.T) {
@@ -18,7 +17,7 @@ func TestStart(t *testing.T) {
 	if d.Dir == "" || d.URL == "" || d.AdminToken == "" {
 		t.Fatalf("Start = %+v, want Dir, URL and AdminToken set", d)
 	}
-	nc, err := nats.Connect(d.URL, nats.Token(d.AdminToken), nats.CustomInboxPrefix(taxonomy.InboxPrefix(d.AdminToken)))
+	nc, err := nats.Connect(d.URL, nats.Token(d.AdminToken), nats.CustomInboxPrefix(wire.InboxPrefix(d.AdminToken)))
 	if err != nil {
 		t.Fatalf("nats.Connect = %v", err)
 	}
