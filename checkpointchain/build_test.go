@@ -11,6 +11,7 @@ import (
 	"github.com/wacpd/wacpd/casstore"
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/taxonomy"
+	"github.com/wacpd/wacpd/taxonomy/taxfile"
 )
 
 // reviewTaxonomy registers a derived role reviewer (extends worker, so it
@@ -36,9 +37,9 @@ taxonomy:
 
 func loadReviewTaxonomy(t testing.TB) *taxonomy.Taxonomy {
 	t.Helper()
-	tax, err := taxonomy.Parse("review.yaml", []byte(reviewTaxonomy))
+	tax, err := taxfile.Parse("review.yaml", []byte(reviewTaxonomy))
 	if err != nil {
-		t.Fatalf("taxonomy.Parse(review.yaml) error = %v", err)
+		t.Fatalf("taxfile.Parse(review.yaml) error = %v", err)
 	}
 	return tax
 }

@@ -7,9 +7,9 @@ import (
 )
 
 // TestDeps checks that the client pulls in neither the daemon, the NATS
-// server nor any storage: a program using it stays a small NATS client
-// that reads the formats (trail, checkpointchain, casstore, auditor) and
-// links no database.
+// server, any storage nor YAML: a program using it stays a small NATS
+// client that reads the formats (trail, checkpointchain, casstore,
+// auditor) and links no database and no taxonomy file parser.
 func TestDeps(t *testing.T) {
 	deptest.Check(t, "github.com/wacpd/wacpd/client", deptest.Rules{
 		OwnAllowed: []string{"github.com/wacpd/wacpd/..."},
@@ -22,6 +22,10 @@ func TestDeps(t *testing.T) {
 			"github.com/wacpd/wacpd/checkpointchain/chainstore",
 			"github.com/wacpd/wacpd/workspace/wsstore",
 			"github.com/wacpd/wacpd/auditor/datadir",
+			"github.com/wacpd/wacpd/envelope/envstore",
+			"github.com/wacpd/wacpd/runtime/delivery",
+			"github.com/wacpd/wacpd/taxonomy/taxfile",
+			"gopkg.in/yaml.v3",
 			"github.com/dgraph-io/",
 			"testing",
 			"github.com/nats-io/nats-server/",

@@ -18,7 +18,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/wacpd/wacpd/runtime"
-	"github.com/wacpd/wacpd/taxonomy"
+	"github.com/wacpd/wacpd/taxonomy/taxfile"
 	"github.com/wacpd/wacpd/wire"
 )
 
@@ -92,7 +92,7 @@ func New(cfg Config) (*Daemon, error) {
 		cfg.MaxInFlight = 256
 	}
 	if cfg.Taxonomy == nil && cfg.TaxonomyFile != "" {
-		tax, err := taxonomy.Load(cfg.TaxonomyFile)
+		tax, err := taxfile.Load(cfg.TaxonomyFile)
 		if err != nil {
 			return nil, err
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/internal/clocktest"
 	"github.com/wacpd/wacpd/taxonomy"
+	"github.com/wacpd/wacpd/taxonomy/taxfile"
 	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/workspace"
 )
@@ -52,7 +53,7 @@ func withFakeClock(c *fakeClock) func(*Config) {
 // required field, and an envelope type that workers may send to workers.
 func confTaxonomy(t testing.TB) *taxonomy.Taxonomy {
 	t.Helper()
-	tax, err := taxonomy.Parse("conformance.yaml", []byte(`taxonomy:
+	tax, err := taxfile.Parse("conformance.yaml", []byte(`taxonomy:
   id: conformance-test
   version: 1.0.0
   protocol_version: "0.1"

@@ -47,7 +47,11 @@ func set[T comparable](vs ...T) map[T]bool {
 }
 
 var base = sync.OnceValue(func() *Taxonomy {
-	t, err := parse(BaseID, []byte(BaseDocument), formatJSON)
+	root, err := DecodeJSON([]byte(BaseDocument))
+	var t *Taxonomy
+	if err == nil {
+		t, err = FromNode(BaseID, []byte(BaseDocument), root)
+	}
 	if err != nil {
 		panic("taxonomy: base document invalid: " + err.Error())
 	}

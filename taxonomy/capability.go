@@ -23,15 +23,15 @@ func (c rawCap) String() string {
 // "action: target", a one-key mapping {action: target} (how YAML reads the
 // unquoted spec form "- send: report → coordinator"), or a mapping
 // {action: ..., target: ...}.
-func capList(n *node, label string) ([]rawCap, *ValidationError) {
-	if n == nil || n.kind == kindNull {
+func capList(n *Node, label string) ([]rawCap, *ValidationError) {
+	if n == nil || n.Kind == NullNode {
 		return nil, nil
 	}
-	if n.kind != kindList {
-		return nil, invalid(label, RuleFieldType, "must be a list of capabilities, got %v", n.kind)
+	if n.Kind != ListNode {
+		return nil, invalid(label, RuleFieldType, "must be a list of capabilities, got %v", n.Kind)
 	}
-	out := make([]rawCap, 0, len(n.items))
-	for i, item := range n.items {
+	out := make([]rawCap, 0, len(n.Items))
+	for i, item := range n.Items {
 		c, err := decodeCap(item, label+"["+strconv.Itoa(i)+"]")
 		if err != nil {
 			return nil, err
@@ -41,14 +41,14 @@ func capList(n *node, label string) ([]rawCap, *ValidationError) {
 	return out, nil
 }
 
-func decodeCap(n *node, label string) (rawCap, *ValidationError) {
+func decodeCap(n *Node, label string) (rawCap, *ValidationError) {
 	c := rawCap{entry: label}
 	switch {
-	case n.kind == kindString:
-		a, t, _ := strings.Cut(n.text, ":")
+	case n.Kind == StringNode:
+		a, t, _ := strings.Cut(n.Text, ":")
 		c.action, c.target = strings.TrimSpace(a), strings.TrimSpace(t)
 		return c, nil
-	case n.kind == kindMap && indexOf(n.keys, "action") >= 0:
+	case n.Kind == MapNode && indexOf(n.Keys, "action") >= 0:
 		f, err := fields(n, label, []string{"action", "target"})
 		if err != nil {
 			return c, err
@@ -58,22 +58,22 @@ func decodeCap(n *node, label string) (rawCap, *ValidationError) {
 		}
 		c.action = strings.TrimSpace(c.action)
 		if t := f["target"]; t != nil && isText(t) {
-			c.target = strings.TrimSpace(t.text)
-		} else if t != nil && t.kind != kindNull && !isCoordinatorAction(c.action) {
-			return c, invalid(label+".target", RuleFieldType, "must be a string, got %v", t.kind)
+			c.target = strings.TrimSpace(t.Text)
+		} else if t != nil && t.Kind != NullNode && !isCoordinatorAction(c.action) {
+			return c, invalid(label+".target", RuleFieldType, "must be a string, got %v", t.Kind)
 		}
 		return c, nil
-	case n.kind == kindMap && len(n.keys) == 1 && n.keys[0] != "target":
-		c.action = strings.TrimSpace(n.keys[0])
-		if v := n.values[0]; isText(v) {
-			c.target = strings.TrimSpace(v.text)
-		} else if v.kind != kindNull && !isCoordinatorAction(c.action) {
-			return c, invalid(label, RuleCapabilitySyntax, "target of %q must be a string, got %v", c.action, v.kind)
+	case n.Kind == MapNode && len(n.Keys) == 1 && n.Keys[0] != "target":
+		c.action = strings.TrimSpace(n.Keys[0])
+		if v := n.Values[0]; isText(v) {
+			c.target = strings.TrimSpace(v.Text)
+		} else if v.Kind != NullNode && !isCoordinatorAction(c.action) {
+			return c, invalid(label, RuleCapabilitySyntax, "target of %q must be a string, got %v", c.action, v.Kind)
 		}
 		return c, nil
 	}
 	return c, invalid(label, RuleCapabilitySyntax,
-		`capability must be a string like "send: report → coordinator" or a mapping {action, target}, got %v`, n.kind)
+		`capability must be a string like "send: report → coordinator" or a mapping {action, target}, got %v`, n.Kind)
 }
 
 // splitArrow splits a send or receive target "<envelope_type> → <role>"

@@ -55,45 +55,45 @@ var (
 // signalKeys are the keys that would register signal types.
 var signalKeys = map[string]bool{"signal_types": true, "signals": true}
 
-func decodeTaxonomy(root *node) (*rawTaxonomy, *ValidationError) {
-	switch root.kind {
-	case kindNull:
+func decodeTaxonomy(root *Node) (*rawTaxonomy, *ValidationError) {
+	switch root.Kind {
+	case NullNode:
 		return &rawTaxonomy{empty: true}, nil
-	case kindMap:
+	case MapNode:
 	default:
-		return nil, invalid("", RuleFieldType, "top level must be a mapping, got %v", root.kind)
+		return nil, invalid("", RuleFieldType, "top level must be a mapping, got %v", root.Kind)
 	}
 	body := root
-	if i := indexOf(root.keys, "taxonomy"); i >= 0 {
-		for _, k := range root.keys {
+	if i := indexOf(root.Keys, "taxonomy"); i >= 0 {
+		for _, k := range root.Keys {
 			if k != "taxonomy" {
 				return nil, unknownField("", k, []string{"taxonomy"})
 			}
 		}
-		if len(root.keys) > 1 {
+		if len(root.Keys) > 1 {
 			return nil, invalid("taxonomy", RuleDuplicateKey, "key \"taxonomy\" appears more than once")
 		}
-		body = root.values[i]
-		switch body.kind {
-		case kindNull:
+		body = root.Values[i]
+		switch body.Kind {
+		case NullNode:
 			return &rawTaxonomy{empty: true}, nil
-		case kindMap:
+		case MapNode:
 		default:
-			return nil, invalid("taxonomy", RuleFieldType, "must be a mapping, got %v", body.kind)
+			return nil, invalid("taxonomy", RuleFieldType, "must be a mapping, got %v", body.Kind)
 		}
 	}
 	f, err := fields(body, "", topKeys)
 	if err != nil {
 		return nil, err
 	}
-	t := &rawTaxonomy{empty: len(body.keys) == 0}
+	t := &rawTaxonomy{empty: len(body.Keys) == 0}
 	if t.id, err = str(f["id"], "id"); err != nil {
 		return nil, err
 	}
 	if t.version, err = str(f["version"], "version"); err != nil {
 		return nil, err
 	}
-	if pv := f["protocol_version"]; pv != nil && pv.kind != kindNull {
+	if pv := f["protocol_version"]; pv != nil && pv.Kind != NullNode {
 		t.hasPV = true
 		if t.protocolVersion, err = str(pv, "protocol_version"); err != nil {
 			return nil, err
@@ -112,7 +112,7 @@ func decodeTaxonomy(root *node) (*rawTaxonomy, *ValidationError) {
 }
 
 // decodeEntries decodes each entry of the registry n (named name) with decode.
-func decodeEntries[T any](n *node, name string, decode func(entry) (T, *ValidationError)) ([]T, *ValidationError) {
+func decodeEntries[T any](n *Node, name string, decode func(entry) (T, *ValidationError)) ([]T, *ValidationError) {
 	es, err := entries(n, name)
 	if err != nil {
 		return nil, err
@@ -134,49 +134,49 @@ type entry struct {
 	label   string // "roles[reviewer]", or "roles[2]" for an unnamed list item
 	key     string // the mapping key, for map-style registries
 	fromMap bool
-	body    *node
+	body    *Node
 }
 
-func entries(n *node, registry string) ([]entry, *ValidationError) {
+func entries(n *Node, registry string) ([]entry, *ValidationError) {
 	if n == nil {
 		return nil, nil
 	}
 	var out []entry
-	switch n.kind {
-	case kindNull:
-	case kindList:
-		for i, item := range n.items {
+	switch n.Kind {
+	case NullNode:
+	case ListNode:
+		for i, item := range n.Items {
 			label := registry + "[" + strconv.Itoa(i) + "]"
-			if item.kind == kindMap {
-				if j := indexOf(item.keys, "name"); j >= 0 && isText(item.values[j]) && item.values[j].text != "" {
-					label = registry + "[" + item.values[j].text + "]"
+			if item.Kind == MapNode {
+				if j := indexOf(item.Keys, "name"); j >= 0 && isText(item.Values[j]) && item.Values[j].Text != "" {
+					label = registry + "[" + item.Values[j].Text + "]"
 				}
 			}
 			out = append(out, entry{label: label, body: item})
 		}
-	case kindMap:
-		for i, k := range n.keys {
-			body := n.values[i]
-			if body.kind == kindNull { // "reviewer:" with nothing under it
-				body = &node{kind: kindMap}
+	case MapNode:
+		for i, k := range n.Keys {
+			body := n.Values[i]
+			if body.Kind == NullNode { // "reviewer:" with nothing under it
+				body = &Node{Kind: MapNode}
 			}
 			out = append(out, entry{label: registry + "[" + k + "]", key: k, fromMap: true, body: body})
 		}
 	default:
-		return nil, invalid(registry, RuleFieldType, "must be a list or a mapping keyed by name, got %v", n.kind)
+		return nil, invalid(registry, RuleFieldType, "must be a list or a mapping keyed by name, got %v", n.Kind)
 	}
 	return out, nil
 }
 
 // name returns the entry's name, checking a map-style entry's optional name
 // field against its key.
-func (e entry) name(f map[string]*node) (string, *ValidationError) {
+func (e entry) name(f map[string]*Node) (string, *ValidationError) {
 	v, err := str(f["name"], e.label+".name")
 	if err != nil {
 		return "", err
 	}
 	if e.fromMap {
-		if f["name"] != nil && f["name"].kind != kindNull && v != e.key {
+		if f["name"] != nil && f["name"].Kind != NullNode && v != e.key {
 			return "", invalid(e.label, RuleNameMismatch, "name %q does not match its key %q", v, e.key)
 		}
 		return e.key, nil
@@ -205,12 +205,12 @@ func decodeRole(e entry) (rawRole, *ValidationError) {
 	if r.remove, err = capList(f["remove"], e.label+".remove"); err != nil {
 		return r, err
 	}
-	if o := f["override"]; o != nil && o.kind != kindNull {
+	if o := f["override"]; o != nil && o.Kind != NullNode {
 		of, err := fields(o, e.label+".override", overrideKeys)
 		if err != nil {
 			return r, err
 		}
-		if ct := of["checkpoint_types"]; ct != nil && ct.kind != kindNull {
+		if ct := of["checkpoint_types"]; ct != nil && ct.Kind != NullNode {
 			r.hasOverride = true
 			r.overrideTypes, err = strList(ct, e.label+".override.checkpoint_types")
 			if err != nil {
@@ -237,13 +237,13 @@ func decodeEnvelope(e entry) (rawEnvelope, *ValidationError) {
 		return r, err
 	}
 	p := f["permissions"]
-	if p == nil || p.kind == kindNull {
+	if p == nil || p.Kind == NullNode {
 		return r, nil
 	}
-	if p.kind != kindList {
-		return r, invalid(e.label+".permissions", RuleFieldType, "must be a list, got %v", p.kind)
+	if p.Kind != ListNode {
+		return r, invalid(e.label+".permissions", RuleFieldType, "must be a list, got %v", p.Kind)
 	}
-	for i, item := range p.items {
+	for i, item := range p.Items {
 		label := e.label + ".permissions[" + strconv.Itoa(i) + "]"
 		pf, err := fields(item, label, permissionKeys)
 		if err != nil {
@@ -284,23 +284,23 @@ func decodeCheckpoint(e entry) (rawCheckpoint, *ValidationError) {
 
 // fields checks that n is a mapping whose keys are all in allowed, each at
 // most once, and returns it as a map. A missing key maps to nil.
-func fields(n *node, label string, allowed []string) (map[string]*node, *ValidationError) {
-	if n == nil || n.kind != kindMap {
-		kind := kindNull
+func fields(n *Node, label string, allowed []string) (map[string]*Node, *ValidationError) {
+	if n == nil || n.Kind != MapNode {
+		kind := NullNode
 		if n != nil {
-			kind = n.kind
+			kind = n.Kind
 		}
 		return nil, invalid(label, RuleFieldType, "must be a mapping, got %v", kind)
 	}
-	f := make(map[string]*node, len(n.keys))
-	for i, k := range n.keys {
+	f := make(map[string]*Node, len(n.Keys))
+	for i, k := range n.Keys {
 		if indexOf(allowed, k) < 0 {
 			return nil, unknownField(label, k, allowed)
 		}
 		if _, dup := f[k]; dup {
 			return nil, invalid(join(label, k), RuleDuplicateKey, "key %q appears more than once", k)
 		}
-		f[k] = n.values[i]
+		f[k] = n.Values[i]
 	}
 	return f, nil
 }
@@ -322,33 +322,33 @@ func join(label, key string) string {
 
 // isText reports whether n is a scalar read as a string: a string or a number
 // (YAML reads protocol_version: 0.1 as a number).
-func isText(n *node) bool { return n.kind == kindString || n.kind == kindNumber }
+func isText(n *Node) bool { return n.Kind == StringNode || n.Kind == NumberNode }
 
 // str decodes an optional string field; absent and null read as "".
-func str(n *node, label string) (string, *ValidationError) {
-	if n == nil || n.kind == kindNull {
+func str(n *Node, label string) (string, *ValidationError) {
+	if n == nil || n.Kind == NullNode {
 		return "", nil
 	}
 	if !isText(n) {
-		return "", invalid(label, RuleFieldType, "must be a string, got %v", n.kind)
+		return "", invalid(label, RuleFieldType, "must be a string, got %v", n.Kind)
 	}
-	return n.text, nil
+	return n.Text, nil
 }
 
 // strList decodes an optional list of strings; absent and null read as nil.
-func strList(n *node, label string) ([]string, *ValidationError) {
-	if n == nil || n.kind == kindNull {
+func strList(n *Node, label string) ([]string, *ValidationError) {
+	if n == nil || n.Kind == NullNode {
 		return nil, nil
 	}
-	if n.kind != kindList {
-		return nil, invalid(label, RuleFieldType, "must be a list of strings, got %v", n.kind)
+	if n.Kind != ListNode {
+		return nil, invalid(label, RuleFieldType, "must be a list of strings, got %v", n.Kind)
 	}
-	out := make([]string, 0, len(n.items))
-	for i, item := range n.items {
+	out := make([]string, 0, len(n.Items))
+	for i, item := range n.Items {
 		if !isText(item) {
-			return nil, invalid(fmt.Sprintf("%s[%d]", label, i), RuleFieldType, "must be a string, got %v", item.kind)
+			return nil, invalid(fmt.Sprintf("%s[%d]", label, i), RuleFieldType, "must be a string, got %v", item.Kind)
 		}
-		out = append(out, item.text)
+		out = append(out, item.Text)
 	}
 	return out, nil
 }

@@ -1,10 +1,12 @@
 // Package taxonomy holds the WACP protocol's vocabulary and its extension
 // registry: the protocol version, the base roles and their permissions, the
 // base envelope and checkpoint types, the closed set of signal types, and the
-// loader and validator for a taxonomy file (TAXONOMY.md), which it reduces to
-// O(1) lookup tables.
+// validator of a taxonomy document (TAXONOMY.md), which it reduces to O(1)
+// lookup tables. Package taxfile reads taxonomy files (YAML or JSON) into
+// it; this package decodes only JSON (the base document) and links no YAML,
+// so a client that needs the names links no file parser.
 //
-// It is a leaf: it imports only the standard library, gopkg.in/yaml.v3 and
+// It is a leaf: it imports only the standard library and
 // github.com/zeebo/blake3.
 //
 // # Model
@@ -31,7 +33,7 @@
 //
 // # File format
 //
-// A taxonomy file is YAML or JSON: Load reads *.yaml and *.yml as YAML, *.json
+// A taxonomy file is YAML or JSON: taxfile.Load reads *.yaml and *.yml as YAML, *.json
 // as JSON, and tries anything else as JSON, then YAML. It holds one document,
 // either wrapped ("taxonomy: {...}") or with the fields at the top level:
 //
@@ -94,7 +96,8 @@
 //
 // # Validation
 //
-// Validation is all-or-nothing: Parse and Load return either a Taxonomy or a
+// Validation is all-or-nothing: FromNode (and so taxfile.Parse and
+// taxfile.Load) returns either a Taxonomy or a
 // *ValidationError naming the file, the entry and the rule, never both. The
 // checks run in a fixed order (document shape; protocol_version, id, version;
 // names of roles, envelope types, checkpoint types; then each role, envelope

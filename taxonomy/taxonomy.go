@@ -2,9 +2,7 @@ package taxonomy
 
 import (
 	"encoding/hex"
-	"fmt"
 	"maps"
-	"os"
 	"slices"
 
 	"github.com/zeebo/blake3"
@@ -22,47 +20,27 @@ type Taxonomy struct {
 	checkpointTypes map[string][]string // base and registered → required_fields
 }
 
-// Load reads the taxonomy file at path and parses it with Parse. Files named
-// *.yaml or *.yml are read as YAML and *.json as JSON; any other name is
-// tried as JSON, then as YAML. A validation error names path as its File.
-func Load(path string) (*Taxonomy, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("taxonomy: %w", err)
-	}
-	return Parse(path, data)
-}
-
-// Parse decodes and validates a taxonomy document. name selects the format as
-// in Load and names the document in errors. Validation is all-or-nothing: on
-// any failure Parse returns a *ValidationError and no Taxonomy.
-func Parse(name string, data []byte) (*Taxonomy, error) {
-	t, err := parse(name, data, formatOf(name))
+// FromNode validates a decoded taxonomy document and reduces it to lookup
+// tables. data is the document as read (the taxonomy's checksum is its
+// BLAKE3-256) and name names it in errors. Validation is all-or-nothing:
+// on any failure it returns a *ValidationError and no Taxonomy. Files are
+// read by package taxfile (Load, Parse), which decodes YAML or JSON and
+// calls it.
+func FromNode(name string, data []byte, root *Node) (*Taxonomy, error) {
+	t, err := fromNode(name, data, root)
 	if err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
-func parse(name string, data []byte, f format) (*Taxonomy, *ValidationError) {
-	t, err := parseDocument(data, f)
+func fromNode(name string, data []byte, root *Node) (*Taxonomy, *ValidationError) {
+	raw, err := decodeTaxonomy(root)
+	if err == nil {
+		err = validate(raw)
+	}
 	if err != nil {
 		err.File = name
-		return nil, err
-	}
-	return t, nil
-}
-
-func parseDocument(data []byte, f format) (*Taxonomy, *ValidationError) {
-	root, err := decodeDocument(data, f)
-	if err != nil {
-		return nil, err
-	}
-	raw, err := decodeTaxonomy(root)
-	if err != nil {
-		return nil, err
-	}
-	if err := validate(raw); err != nil {
 		return nil, err
 	}
 	sum := blake3.Sum256(data)

@@ -1,4 +1,4 @@
-package taxonomy
+package taxfile
 
 import (
 	"encoding/hex"
@@ -12,9 +12,11 @@ import (
 	"testing"
 
 	"github.com/zeebo/blake3"
+
+	"github.com/wacpd/wacpd/taxonomy"
 )
 
-func mustLoad(t testing.TB, path string) *Taxonomy {
+func mustLoad(t testing.TB, path string) *taxonomy.Taxonomy {
 	t.Helper()
 	tax, err := Load(path)
 	if err != nil {
@@ -36,7 +38,7 @@ func TestLoad_Valid(t *testing.T) {
 		{"list_roles.yaml", "list-style", "0.3.0", []string{"coordinator", "observer", "scribe", "tester", "worker"}},
 		{"senior_auditor.yaml", "example-senior-auditor", "1.2.0", []string{"auditor", "coordinator", "observer", "senior_worker", "worker"}},
 		{"minimal.json", "minimal", "1", []string{"coordinator", "observer", "worker"}},
-		{"empty.yaml", BaseID, BaseVersion, []string{"coordinator", "observer", "worker"}},
+		{"empty.yaml", taxonomy.BaseID, taxonomy.BaseVersion, []string{"coordinator", "observer", "worker"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -125,8 +127,8 @@ func TestParse_EmptyDocuments(t *testing.T) {
 			t.Errorf("Parse(%q, %q) = %v, want the empty taxonomy", d.name, d.data, err)
 			continue
 		}
-		if tax.ID() != BaseID || tax.Version() != BaseVersion || len(tax.Roles()) != 3 {
-			t.Errorf("Parse(%q) = %s %s %v, want %s %s and the base roles", d.name, tax.ID(), tax.Version(), tax.Roles(), BaseID, BaseVersion)
+		if tax.ID() != taxonomy.BaseID || tax.Version() != taxonomy.BaseVersion || len(tax.Roles()) != 3 {
+			t.Errorf("Parse(%q) = %s %s %v, want %s %s and the base roles", d.name, tax.ID(), tax.Version(), tax.Roles(), taxonomy.BaseID, taxonomy.BaseVersion)
 		}
 	}
 }
@@ -145,17 +147,17 @@ func TestParse_AliasBomb(t *testing.T) {
 		doc += n + ": &" + n + " [*" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + "]\n"
 		prev = n
 	}
-	if _, err := Parse("bomb.yaml", []byte(doc)); !errors.Is(err, ErrSyntax) {
+	if _, err := Parse("bomb.yaml", []byte(doc)); !errors.Is(err, taxonomy.ErrSyntax) {
 		t.Errorf("Parse(alias bomb) = %v, want ErrSyntax", err)
 	}
 }
 
 func TestBase(t *testing.T) {
-	b := Base()
-	if b != Base() {
+	b := taxonomy.Base()
+	if b != taxonomy.Base() {
 		t.Errorf("Base() returned different values on two calls")
 	}
-	sum := blake3.Sum256([]byte(BaseDocument))
+	sum := blake3.Sum256([]byte(taxonomy.BaseDocument))
 	want := "blake3:" + hex.EncodeToString(sum[:])
 	if b.ID() != "wacp-base" || b.Version() != "0.1.0" || b.Checksum() != want {
 		t.Errorf("Base() = %s %s %s, want wacp-base 0.1.0 %s", b.ID(), b.Version(), b.Checksum(), want)
@@ -225,30 +227,30 @@ func TestTaxonomy_SlicesAreCopies(t *testing.T) {
 	if got := tax.RequiredFields("analysis"); !slices.Equal(got, []string{"summary", "confidence"}) {
 		t.Errorf(`RequiredFields("analysis") = %v, want [summary confidence]`, got)
 	}
-	if got := tax.RequiredFields(CheckpointArtifact); got != nil {
+	if got := tax.RequiredFields(taxonomy.CheckpointArtifact); got != nil {
 		t.Errorf("RequiredFields(artifact) = %v, want nil", got)
 	}
 }
 
 func TestParse_Shapes(t *testing.T) {
 	tests := []struct{ name, data, rule, entry string }{
-		{"list.yaml", "- a\n- b\n", RuleFieldType, ""},
-		{"scalar.json", `"taxonomy"`, RuleFieldType, ""},
-		{"wrapped-scalar.yaml", "taxonomy: 5\n", RuleFieldType, "taxonomy"},
-		{"wrapper-plus.yaml", "taxonomy: {}\nid: x\n", RuleUnknownField, "id"},
-		{"nested-wrapper.yaml", "taxonomy:\n  taxonomy: {}\n", RuleUnknownField, "taxonomy"},
-		{"bool-name.yaml", string(doc("  roles:\n    - {name: true, extends: worker}\n")), RuleFieldType, "roles[0].name"},
-		{"cap-number.yaml", string(doc("  roles:\n    r: {extends: worker, add: [5]}\n")), RuleCapabilitySyntax, "roles[r].add[0]"},
-		{"cap-list-value.yaml", string(doc("  roles:\n    r: {extends: worker, add: [{send: [a]}]}\n")), RuleCapabilitySyntax, "roles[r].add[0]"},
-		{"cap-object-extra.yaml", string(doc("  roles:\n    r: {extends: worker, add: [{action: read, target: x, why: y}]}\n")), RuleUnknownField, "roles[r].add[0].why"},
-		{"override-extra.yaml", string(doc("  roles:\n    r: {extends: worker, override: {emit: [ready]}}\n")), RuleUnknownField, "roles[r].override.emit"},
-		{"permitted-scalar.yaml", string(doc("  checkpoint_types:\n    - {name: c, permitted_roles: worker}\n")), RuleFieldType, "checkpoint_types[c].permitted_roles"},
-		{"unnamed.yaml", string(doc("  checkpoint_types:\n    - {permitted_roles: [worker]}\n")), RuleRequiredField, "checkpoint_types[0]"},
-		{"empty-key.yaml", string(doc("  roles:\n    \"\": {extends: worker}\n")), RuleNameSyntax, "roles[]"},
+		{"list.yaml", "- a\n- b\n", taxonomy.RuleFieldType, ""},
+		{"scalar.json", `"taxonomy"`, taxonomy.RuleFieldType, ""},
+		{"wrapped-scalar.yaml", "taxonomy: 5\n", taxonomy.RuleFieldType, "taxonomy"},
+		{"wrapper-plus.yaml", "taxonomy: {}\nid: x\n", taxonomy.RuleUnknownField, "id"},
+		{"nested-wrapper.yaml", "taxonomy:\n  taxonomy: {}\n", taxonomy.RuleUnknownField, "taxonomy"},
+		{"bool-name.yaml", string(doc("  roles:\n    - {name: true, extends: worker}\n")), taxonomy.RuleFieldType, "roles[0].name"},
+		{"cap-number.yaml", string(doc("  roles:\n    r: {extends: worker, add: [5]}\n")), taxonomy.RuleCapabilitySyntax, "roles[r].add[0]"},
+		{"cap-list-value.yaml", string(doc("  roles:\n    r: {extends: worker, add: [{send: [a]}]}\n")), taxonomy.RuleCapabilitySyntax, "roles[r].add[0]"},
+		{"cap-object-extra.yaml", string(doc("  roles:\n    r: {extends: worker, add: [{action: read, target: x, why: y}]}\n")), taxonomy.RuleUnknownField, "roles[r].add[0].why"},
+		{"override-extra.yaml", string(doc("  roles:\n    r: {extends: worker, override: {emit: [ready]}}\n")), taxonomy.RuleUnknownField, "roles[r].override.emit"},
+		{"permitted-scalar.yaml", string(doc("  checkpoint_types:\n    - {name: c, permitted_roles: worker}\n")), taxonomy.RuleFieldType, "checkpoint_types[c].permitted_roles"},
+		{"unnamed.yaml", string(doc("  checkpoint_types:\n    - {permitted_roles: [worker]}\n")), taxonomy.RuleRequiredField, "checkpoint_types[0]"},
+		{"empty-key.yaml", string(doc("  roles:\n    \"\": {extends: worker}\n")), taxonomy.RuleNameSyntax, "roles[]"},
 	}
 	for _, tt := range tests {
 		_, err := Parse(tt.name, []byte(tt.data))
-		var ve *ValidationError
+		var ve *taxonomy.ValidationError
 		if !errors.As(err, &ve) || ve.Rule != tt.rule || ve.Entry != tt.entry {
 			t.Errorf("Parse(%s) = %v, want rule %s at entry %q", tt.name, err, tt.rule, tt.entry)
 		}

@@ -1,9 +1,11 @@
-package taxonomy
+package taxfile
 
 import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/wacpd/wacpd/taxonomy"
 )
 
 // FuzzTaxonomyParse checks that Parse never panics, whatever the input and
@@ -38,7 +40,7 @@ func FuzzTaxonomyParse(f *testing.F) {
 	})
 }
 
-func checkInvariants(t *testing.T, tax *Taxonomy) {
+func checkInvariants(t *testing.T, tax *taxonomy.Taxonomy) {
 	t.Helper()
 	if len(tax.Checksum()) != len("blake3:")+64 {
 		t.Fatalf("Checksum() = %q", tax.Checksum())
@@ -50,10 +52,10 @@ func checkInvariants(t *testing.T, tax *Taxonomy) {
 		if !tax.HasRole(r) {
 			t.Fatalf("HasRole(%q) = false for a role in Roles()", r)
 		}
-		if b := tax.BaseOf(r); !IsBaseRole(b) {
+		if b := tax.BaseOf(r); !taxonomy.IsBaseRole(b) {
 			t.Fatalf("BaseOf(%q) = %q, want a base role", r, b)
 		}
-		for _, s := range SignalTypes() {
+		for _, s := range taxonomy.SignalTypes() {
 			if tax.CanEmit(r, s) && !tax.CanEmit(tax.BaseOf(r), s) {
 				t.Fatalf("CanEmit(%q, %s) exceeds its base role", r, s)
 			}
@@ -69,7 +71,7 @@ func checkInvariants(t *testing.T, tax *Taxonomy) {
 				if tax.CanSend(r, e, to) && !tax.HasEnvelopeType(e) {
 					t.Fatalf("CanSend(%q, %q, %q) for an unregistered type", r, e, to)
 				}
-				if r != RoleCoordinator && (e == EnvelopeDirective || e == EnvelopeFeedback) && tax.CanSend(r, e, to) {
+				if r != taxonomy.RoleCoordinator && (e == taxonomy.EnvelopeDirective || e == taxonomy.EnvelopeFeedback) && tax.CanSend(r, e, to) {
 					t.Fatalf("CanSend(%q, %q, %q): only the coordinator sends %s", r, e, to, e)
 				}
 			}
@@ -77,11 +79,11 @@ func checkInvariants(t *testing.T, tax *Taxonomy) {
 		tax.ReadScopes(r)
 	}
 	for _, c := range cps {
-		if tax.CanCreateCheckpoint(RoleCoordinator, c) {
+		if tax.CanCreateCheckpoint(taxonomy.RoleCoordinator, c) {
 			t.Fatalf("the coordinator can create %q", c)
 		}
 	}
-	for _, b := range BaseRoles() {
+	for _, b := range taxonomy.BaseRoles() {
 		if !tax.HasRole(b) {
 			t.Fatalf("HasRole(%q) = false", b)
 		}

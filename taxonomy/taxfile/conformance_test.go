@@ -1,10 +1,12 @@
-package taxonomy
+package taxfile
 
 import (
 	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/wacpd/wacpd/taxonomy"
 )
 
 // The tests in this file are named after the conformance rows of TAXONOMY §10.
@@ -19,7 +21,7 @@ func doc(body string) []byte {
 func wantRule(t *testing.T, name string, data []byte, rule string) {
 	t.Helper()
 	tax, err := Parse(name, data)
-	var ve *ValidationError
+	var ve *taxonomy.ValidationError
 	if !errors.As(err, &ve) {
 		t.Errorf("Parse(%s) = %v, %v; want *ValidationError with rule %s", name, tax != nil, err, rule)
 		return
@@ -35,7 +37,7 @@ func wantRule(t *testing.T, name string, data []byte, rule string) {
 	}
 }
 
-func mustParse(t *testing.T, name string, data []byte) *Taxonomy {
+func mustParse(t *testing.T, name string, data []byte) *taxonomy.Taxonomy {
 	t.Helper()
 	tax, err := Parse(name, data)
 	if err != nil {
@@ -54,9 +56,9 @@ func TestTaxonomy_SignalTypesNotExtensible(t *testing.T) {
 		{"emit-unknown.yaml", string(doc("  roles:\n    r:\n      extends: worker\n      add: [\"emit: ping\"]\n"))},
 	}
 	for _, tt := range tests {
-		wantRule(t, tt.name, []byte(tt.data), RuleSignalNotExtensible)
+		wantRule(t, tt.name, []byte(tt.data), taxonomy.RuleSignalNotExtensible)
 	}
-	if n := len(SignalTypes()); n != 11 {
+	if n := len(taxonomy.SignalTypes()); n != 11 {
 		t.Errorf("len(SignalTypes()) = %d, want 11", n)
 	}
 }
@@ -87,15 +89,15 @@ func TestTaxonomy_DerivedRoleResolution_BaseRemoveAdd(t *testing.T) {
 		got  bool
 		want bool
 	}{
-		{"add after remove restores send", tax.CanSend("readd", EnvelopeQuery, RoleCoordinator), true},
-		{"add after remove restores create", tax.CanCreateCheckpoint("readd", CheckpointArtifact), true},
+		{"add after remove restores send", tax.CanSend("readd", taxonomy.EnvelopeQuery, taxonomy.RoleCoordinator), true},
+		{"add after remove restores create", tax.CanCreateCheckpoint("readd", taxonomy.CheckpointArtifact), true},
 		{"remove applies after override", tax.CanCreateCheckpoint("narrowed", "review"), false},
-		{"override kept what remove spared", tax.CanCreateCheckpoint("narrowed", CheckpointArtifact), true},
-		{"override replaces the base create set", tax.CanCreateCheckpoint("replaced", CheckpointArtifact), false},
+		{"override kept what remove spared", tax.CanCreateCheckpoint("narrowed", taxonomy.CheckpointArtifact), true},
+		{"override replaces the base create set", tax.CanCreateCheckpoint("replaced", taxonomy.CheckpointArtifact), false},
 		{"override grants", tax.CanCreateCheckpoint("replaced", "review"), true},
-		{"add applies after override and remove", tax.CanCreateCheckpoint("regranted", CheckpointArtifact), true},
+		{"add applies after override and remove", tax.CanCreateCheckpoint("regranted", taxonomy.CheckpointArtifact), true},
 		{"permitted_roles naming the base role do not pass to derived roles", tax.CanCreateCheckpoint("regranted", "review"), false},
-		{"base role keeps its permitted custom type", tax.CanCreateCheckpoint(RoleWorker, "review"), true},
+		{"base role keeps its permitted custom type", tax.CanCreateCheckpoint(taxonomy.RoleWorker, "review"), true},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {
@@ -106,7 +108,7 @@ func TestTaxonomy_DerivedRoleResolution_BaseRemoveAdd(t *testing.T) {
 		t.Errorf("ReadScopes(readd) = %v, want [peer_workspace]", got)
 	}
 	reviewer := mustLoad(t, validFile("reviewer.yaml"))
-	if reviewer.CanSend("reviewer", EnvelopeQuery, RoleCoordinator) || reviewer.CanCreateCheckpoint("reviewer", CheckpointArtifact) {
+	if reviewer.CanSend("reviewer", taxonomy.EnvelopeQuery, taxonomy.RoleCoordinator) || reviewer.CanCreateCheckpoint("reviewer", taxonomy.CheckpointArtifact) {
 		t.Errorf("reviewer kept a capability its remove list revokes")
 	}
 }
@@ -114,10 +116,10 @@ func TestTaxonomy_DerivedRoleResolution_BaseRemoveAdd(t *testing.T) {
 func TestTaxonomy_SingleLevelInheritance(t *testing.T) {
 	for _, extends := range []string{"senior", "coordinator", "", "Worker", "reviewer"} {
 		data := doc("  roles:\n    senior: {extends: worker}\n    r: {extends: \"" + extends + "\"}\n")
-		wantRule(t, "extends-"+extends+".yaml", data, RuleExtendsBase)
+		wantRule(t, "extends-"+extends+".yaml", data, taxonomy.RuleExtendsBase)
 	}
 	tax := mustParse(t, "ok.yaml", doc("  roles:\n    w: {extends: worker}\n    o: {extends: observer}\n"))
-	if tax.BaseOf("w") != RoleWorker || tax.BaseOf("o") != RoleObserver {
+	if tax.BaseOf("w") != taxonomy.RoleWorker || tax.BaseOf("o") != taxonomy.RoleObserver {
 		t.Errorf("BaseOf(w), BaseOf(o) = %q, %q, want worker, observer", tax.BaseOf("w"), tax.BaseOf("o"))
 	}
 }
@@ -144,7 +146,7 @@ func TestTaxonomy_NoPrivilegeEscalation(t *testing.T) {
 	}
 	for i, tt := range refused {
 		data := doc("  roles:\n    r:\n      extends: " + tt.extends + "\n      add:\n        - " + tt.capability + "\n")
-		wantRule(t, "escalation-"+string(rune('a'+i))+".yaml", data, RuleNoPrivilegeEscalation)
+		wantRule(t, "escalation-"+string(rune('a'+i))+".yaml", data, taxonomy.RuleNoPrivilegeEscalation)
 	}
 	allowed := []struct{ extends, capability string }{
 		{"worker", `"emit: blocked"`},
@@ -158,20 +160,20 @@ func TestTaxonomy_NoPrivilegeEscalation(t *testing.T) {
 		mustParse(t, "allowed.yaml", data)
 	}
 	// A removed coordinator-level name is not an escalation, but it is not a capability either.
-	wantRule(t, "remove.yaml", doc("  roles:\n    r:\n      extends: worker\n      remove: [create_workspace]\n"), RuleCapabilitySyntax)
+	wantRule(t, "remove.yaml", doc("  roles:\n    r:\n      extends: worker\n      remove: [create_workspace]\n"), taxonomy.RuleCapabilitySyntax)
 }
 
 func TestTaxonomy_NameUniqueness(t *testing.T) {
 	tests := []struct{ name, body, rule string }{
-		{"roles-list.yaml", "  roles:\n    - {name: r, extends: worker}\n    - {name: r, extends: worker}\n", RuleNameUnique},
-		{"envelopes-map.yaml", "  envelope_types:\n    e: {permissions: [{sender_role: worker, receiver_role: coordinator}]}\n    e: {permissions: [{sender_role: worker, receiver_role: coordinator}]}\n", RuleNameUnique},
-		{"checkpoints-list.yaml", "  checkpoint_types:\n    - {name: c, permitted_roles: [worker]}\n    - {name: c, permitted_roles: [worker]}\n", RuleNameUnique},
-		{"role-coordinator.yaml", "  roles:\n    coordinator: {extends: worker}\n", RuleNameCollidesBase},
-		{"role-observer.yaml", "  roles:\n    - {name: observer, extends: observer}\n", RuleNameCollidesBase},
-		{"envelope-directive.yaml", "  envelope_types:\n    - {name: directive, permissions: [{sender_role: worker, receiver_role: coordinator}]}\n", RuleNameCollidesBase},
-		{"envelope-feedback.yaml", "  envelope_types:\n    - {name: feedback, permissions: [{sender_role: worker, receiver_role: coordinator}]}\n", RuleNameCollidesBase},
-		{"checkpoint-artifact.yaml", "  checkpoint_types:\n    - {name: artifact, permitted_roles: [worker]}\n", RuleNameCollidesBase},
-		{"checkpoint-observation.yaml", "  checkpoint_types:\n    observation: {permitted_roles: [observer]}\n", RuleNameCollidesBase},
+		{"roles-list.yaml", "  roles:\n    - {name: r, extends: worker}\n    - {name: r, extends: worker}\n", taxonomy.RuleNameUnique},
+		{"envelopes-map.yaml", "  envelope_types:\n    e: {permissions: [{sender_role: worker, receiver_role: coordinator}]}\n    e: {permissions: [{sender_role: worker, receiver_role: coordinator}]}\n", taxonomy.RuleNameUnique},
+		{"checkpoints-list.yaml", "  checkpoint_types:\n    - {name: c, permitted_roles: [worker]}\n    - {name: c, permitted_roles: [worker]}\n", taxonomy.RuleNameUnique},
+		{"role-coordinator.yaml", "  roles:\n    coordinator: {extends: worker}\n", taxonomy.RuleNameCollidesBase},
+		{"role-observer.yaml", "  roles:\n    - {name: observer, extends: observer}\n", taxonomy.RuleNameCollidesBase},
+		{"envelope-directive.yaml", "  envelope_types:\n    - {name: directive, permissions: [{sender_role: worker, receiver_role: coordinator}]}\n", taxonomy.RuleNameCollidesBase},
+		{"envelope-feedback.yaml", "  envelope_types:\n    - {name: feedback, permissions: [{sender_role: worker, receiver_role: coordinator}]}\n", taxonomy.RuleNameCollidesBase},
+		{"checkpoint-artifact.yaml", "  checkpoint_types:\n    - {name: artifact, permitted_roles: [worker]}\n", taxonomy.RuleNameCollidesBase},
+		{"checkpoint-observation.yaml", "  checkpoint_types:\n    observation: {permitted_roles: [observer]}\n", taxonomy.RuleNameCollidesBase},
 	}
 	for _, tt := range tests {
 		wantRule(t, tt.name, doc(tt.body), tt.rule)
@@ -187,13 +189,13 @@ func TestTaxonomy_NameUniqueness(t *testing.T) {
 }
 
 func TestTaxonomy_BaseTypesAlwaysValid(t *testing.T) {
-	taxes := map[string]*Taxonomy{"Base()": Base()}
+	taxes := map[string]*taxonomy.Taxonomy{"Base()": taxonomy.Base()}
 	files, _ := filepath.Glob(filepath.Join("testdata", "valid", "*"))
 	for _, f := range files {
 		taxes[f] = mustLoad(t, f)
 	}
 	for name, tax := range taxes {
-		for _, r := range BaseRoles() {
+		for _, r := range taxonomy.BaseRoles() {
 			if !tax.HasRole(r) || tax.BaseOf(r) != r {
 				t.Errorf("%s: HasRole(%s), BaseOf(%s) = %v, %q", name, r, r, tax.HasRole(r), tax.BaseOf(r))
 			}
@@ -203,12 +205,12 @@ func TestTaxonomy_BaseTypesAlwaysValid(t *testing.T) {
 				t.Errorf("%s: HasEnvelopeType(%s) = false", name, e)
 			}
 		}
-		for _, c := range []string{CheckpointArtifact, CheckpointObservation} {
+		for _, c := range []string{taxonomy.CheckpointArtifact, taxonomy.CheckpointObservation} {
 			if !tax.HasCheckpointType(c) {
 				t.Errorf("%s: HasCheckpointType(%s) = false", name, c)
 			}
 		}
-		if !tax.CanSend(RoleCoordinator, EnvelopeDirective, RoleWorker) || !tax.CanCreateCheckpoint(RoleObserver, CheckpointObservation) {
+		if !tax.CanSend(taxonomy.RoleCoordinator, taxonomy.EnvelopeDirective, taxonomy.RoleWorker) || !tax.CanCreateCheckpoint(taxonomy.RoleObserver, taxonomy.CheckpointObservation) {
 			t.Errorf("%s: base permissions missing", name)
 		}
 	}
@@ -216,12 +218,12 @@ func TestTaxonomy_BaseTypesAlwaysValid(t *testing.T) {
 
 func TestTaxonomy_CrossRegistryConsistency(t *testing.T) {
 	tests := []struct{ name, body, rule string }{
-		{"no-report.yaml", "  roles:\n    reviewer: {extends: worker, add: [\"send: report → coordinator\"]}\n", RuleCrossRegistry},
-		{"no-review.yaml", "  roles:\n    reviewer: {extends: worker, add: [\"create: review\"]}\n", RuleCrossRegistry},
-		{"no-override-type.yaml", "  roles:\n    reviewer: {extends: worker, override: {checkpoint_types: [review]}}\n", RuleCrossRegistry},
-		{"remove-unknown.yaml", "  roles:\n    reviewer: {extends: worker, remove: [\"create: review\"]}\n", RuleCrossRegistry},
-		{"receive-unknown.yaml", "  roles:\n    reviewer: {extends: worker, add: [\"receive: memo → coordinator\"]}\n", RuleCrossRegistry},
-		{"send-unknown-role.yaml", "  roles:\n    reviewer: {extends: worker, add: [\"send: query → boss\"]}\n", RuleRoleReference},
+		{"no-report.yaml", "  roles:\n    reviewer: {extends: worker, add: [\"send: report → coordinator\"]}\n", taxonomy.RuleCrossRegistry},
+		{"no-review.yaml", "  roles:\n    reviewer: {extends: worker, add: [\"create: review\"]}\n", taxonomy.RuleCrossRegistry},
+		{"no-override-type.yaml", "  roles:\n    reviewer: {extends: worker, override: {checkpoint_types: [review]}}\n", taxonomy.RuleCrossRegistry},
+		{"remove-unknown.yaml", "  roles:\n    reviewer: {extends: worker, remove: [\"create: review\"]}\n", taxonomy.RuleCrossRegistry},
+		{"receive-unknown.yaml", "  roles:\n    reviewer: {extends: worker, add: [\"receive: memo → coordinator\"]}\n", taxonomy.RuleCrossRegistry},
+		{"send-unknown-role.yaml", "  roles:\n    reviewer: {extends: worker, add: [\"send: query → boss\"]}\n", taxonomy.RuleRoleReference},
 	}
 	for _, tt := range tests {
 		wantRule(t, tt.name, doc(tt.body), tt.rule)
@@ -251,15 +253,15 @@ func TestTaxonomy_EnvelopePermissionMatrixExtension(t *testing.T) {
 		from, typ, to string
 		want          bool
 	}{
-		{RoleWorker, "memo", RoleCoordinator, true},
-		{"reviewer", "memo", RoleCoordinator, true}, // sender's base row
-		{RoleCoordinator, "memo", "auditor", true},
-		{RoleCoordinator, "memo", RoleObserver, false}, // a derived receiver row does not widen to the base
-		{"auditor", "memo", RoleObserver, true},
+		{taxonomy.RoleWorker, "memo", taxonomy.RoleCoordinator, true},
+		{"reviewer", "memo", taxonomy.RoleCoordinator, true}, // sender's base row
+		{taxonomy.RoleCoordinator, "memo", "auditor", true},
+		{taxonomy.RoleCoordinator, "memo", taxonomy.RoleObserver, false}, // a derived receiver row does not widen to the base
+		{"auditor", "memo", taxonomy.RoleObserver, true},
 		{"auditor", "memo", "auditor", true}, // receiver's base row
-		{RoleObserver, "memo", RoleObserver, false},
-		{RoleCoordinator, "memo", RoleWorker, false},
-		{RoleWorker, "memo", "reviewer", false},
+		{taxonomy.RoleObserver, "memo", taxonomy.RoleObserver, false},
+		{taxonomy.RoleCoordinator, "memo", taxonomy.RoleWorker, false},
+		{taxonomy.RoleWorker, "memo", "reviewer", false},
 	}
 	for _, tt := range tests {
 		if got := tax.CanSend(tt.from, tt.typ, tt.to); got != tt.want {
@@ -268,9 +270,9 @@ func TestTaxonomy_EnvelopePermissionMatrixExtension(t *testing.T) {
 	}
 	// Base rows are unchanged by the extension.
 	n := 0
-	for _, from := range BaseRoles() {
+	for _, from := range taxonomy.BaseRoles() {
 		for _, typ := range baseEnvelopeTypes {
-			for _, to := range BaseRoles() {
+			for _, to := range taxonomy.BaseRoles() {
 				if tax.CanSend(from, typ, to) {
 					n++
 				}
@@ -280,9 +282,9 @@ func TestTaxonomy_EnvelopePermissionMatrixExtension(t *testing.T) {
 	if n != 3 {
 		t.Errorf("base matrix has %d rows after extension, want 3", n)
 	}
-	wantRule(t, "no-rows.yaml", doc("  envelope_types:\n    - {name: memo}\n"), RulePermissionsNonEmpty)
-	wantRule(t, "bad-row.yaml", doc("  envelope_types:\n    - {name: memo, permissions: [{sender_role: ghost, receiver_role: coordinator}]}\n"), RuleRoleReference)
-	wantRule(t, "half-row.yaml", doc("  envelope_types:\n    - {name: memo, permissions: [{sender_role: worker}]}\n"), RuleRequiredField)
+	wantRule(t, "no-rows.yaml", doc("  envelope_types:\n    - {name: memo}\n"), taxonomy.RulePermissionsNonEmpty)
+	wantRule(t, "bad-row.yaml", doc("  envelope_types:\n    - {name: memo, permissions: [{sender_role: ghost, receiver_role: coordinator}]}\n"), taxonomy.RuleRoleReference)
+	wantRule(t, "half-row.yaml", doc("  envelope_types:\n    - {name: memo, permissions: [{sender_role: worker}]}\n"), taxonomy.RuleRequiredField)
 }
 
 func TestTaxonomy_CheckpointRoleValidation(t *testing.T) {
@@ -297,12 +299,12 @@ func TestTaxonomy_CheckpointRoleValidation(t *testing.T) {
 		want      bool
 	}{
 		{"reviewer", "review", true},
-		{RoleWorker, "review", false},
-		{RoleObserver, "note", true},
-		{RoleWorker, "note", true},
+		{taxonomy.RoleWorker, "review", false},
+		{taxonomy.RoleObserver, "note", true},
+		{taxonomy.RoleWorker, "note", true},
 		{"reviewer", "note", false},
-		{"reviewer", CheckpointArtifact, true},
-		{RoleCoordinator, "note", false},
+		{"reviewer", taxonomy.CheckpointArtifact, true},
+		{taxonomy.RoleCoordinator, "note", false},
 		{"reviewer", "unregistered", false},
 	}
 	for _, tt := range tests {
@@ -313,16 +315,16 @@ func TestTaxonomy_CheckpointRoleValidation(t *testing.T) {
 	if got := tax.RequiredFields("review"); len(got) != 1 || got[0] != "verdict" {
 		t.Errorf(`RequiredFields("review") = %v, want [verdict]`, got)
 	}
-	wantRule(t, "empty-roles.yaml", doc("  checkpoint_types:\n    - {name: c, permitted_roles: []}\n"), RulePermittedRolesNonEmpty)
-	wantRule(t, "ghost.yaml", doc("  checkpoint_types:\n    - {name: c, permitted_roles: [ghost]}\n"), RuleRoleReference)
-	wantRule(t, "coordinator.yaml", doc("  checkpoint_types:\n    - {name: c, permitted_roles: [coordinator]}\n"), RuleCoordinatorCreatesNothing)
-	wantRule(t, "blank-field.yaml", doc("  checkpoint_types:\n    - {name: c, permitted_roles: [worker], required_fields: [\" \"]}\n"), RuleRequiredFields)
+	wantRule(t, "empty-roles.yaml", doc("  checkpoint_types:\n    - {name: c, permitted_roles: []}\n"), taxonomy.RulePermittedRolesNonEmpty)
+	wantRule(t, "ghost.yaml", doc("  checkpoint_types:\n    - {name: c, permitted_roles: [ghost]}\n"), taxonomy.RuleRoleReference)
+	wantRule(t, "coordinator.yaml", doc("  checkpoint_types:\n    - {name: c, permitted_roles: [coordinator]}\n"), taxonomy.RuleCoordinatorCreatesNothing)
+	wantRule(t, "blank-field.yaml", doc("  checkpoint_types:\n    - {name: c, permitted_roles: [worker], required_fields: [\" \"]}\n"), taxonomy.RuleRequiredFields)
 }
 
 func TestTaxonomy_EmptyTaxonomyValid(t *testing.T) {
 	empty := mustLoad(t, validFile("empty.yaml"))
-	base := Base()
-	roles := append(BaseRoles(), "ghost")
+	base := taxonomy.Base()
+	roles := append(taxonomy.BaseRoles(), "ghost")
 	types := append(baseEnvelopeTypes, "memo")
 	for _, from := range roles {
 		for _, typ := range types {
@@ -332,19 +334,19 @@ func TestTaxonomy_EmptyTaxonomyValid(t *testing.T) {
 				}
 			}
 		}
-		for _, c := range []string{CheckpointArtifact, CheckpointObservation, "review"} {
+		for _, c := range []string{taxonomy.CheckpointArtifact, taxonomy.CheckpointObservation, "review"} {
 			if empty.CanCreateCheckpoint(from, c) != base.CanCreateCheckpoint(from, c) {
 				t.Errorf("CanCreateCheckpoint(%s, %s) differs between empty file and Base()", from, c)
 			}
 		}
-		for _, s := range SignalTypes() {
+		for _, s := range taxonomy.SignalTypes() {
 			if empty.CanEmit(from, s) != base.CanEmit(from, s) {
 				t.Errorf("CanEmit(%s, %s) differs between empty file and Base()", from, s)
 			}
 		}
 	}
 	// Only a non-empty file must declare protocol_version.
-	wantRule(t, "no-pv.yaml", []byte("taxonomy:\n  id: x\n  version: \"1\"\n"), RuleProtocolVersion)
+	wantRule(t, "no-pv.yaml", []byte("taxonomy:\n  id: x\n  version: \"1\"\n"), taxonomy.RuleProtocolVersion)
 	mustParse(t, "registries-empty.yaml", doc("  roles: []\n  envelope_types: []\n  checkpoint_types: []\n"))
 }
 
@@ -353,7 +355,7 @@ func TestTaxonomy_RegistrationBeforeUse(t *testing.T) {
 	if tax.HasRole("auditor") || tax.HasEnvelopeType("memo") || tax.HasCheckpointType("decision") {
 		t.Errorf("unregistered names reported as registered")
 	}
-	if tax.CanSend("auditor", "report", RoleCoordinator) || tax.CanCreateCheckpoint("auditor", "review") || tax.CanEmit("auditor", SignalReady) {
+	if tax.CanSend("auditor", "report", taxonomy.RoleCoordinator) || tax.CanCreateCheckpoint("auditor", "review") || tax.CanEmit("auditor", taxonomy.SignalReady) {
 		t.Errorf("an unregistered role was granted a permission")
 	}
 }
