@@ -3,6 +3,7 @@ package daemon
 import (
 	"sync"
 
+	"github.com/wacpd/wacpd/principal"
 	"github.com/wacpd/wacpd/runtime"
 	"github.com/wacpd/wacpd/wire"
 )
@@ -33,11 +34,11 @@ const (
 	classCoordinator
 )
 
-func classOf(p runtime.Principal) class {
+func classOf(p principal.Principal) class {
 	switch p.Kind {
-	case runtime.KindCoordinator, kindDaemon:
+	case principal.KindCoordinator, kindDaemon:
 		return classCoordinator
-	case runtime.KindUser, runtime.KindAuditor:
+	case principal.KindUser, principal.KindAuditor:
 		return classReader
 	}
 	return classAgent
@@ -75,7 +76,7 @@ type ticket struct {
 }
 
 // admit takes a slot for a request of p, or reports why not.
-func (a *admission) admit(p runtime.Principal) (*ticket, error) {
+func (a *admission) admit(p principal.Principal) (*ticket, error) {
 	key, cl := p.String(), classOf(p)
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/wacpd/wacpd/principal"
 	"github.com/wacpd/wacpd/runtime"
 	"github.com/wacpd/wacpd/taxonomy/taxfile"
 	"github.com/wacpd/wacpd/wire"
@@ -184,7 +185,7 @@ func (r *Daemon) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	r.tok.add(internal, runtime.Principal{Kind: kindDaemon})
+	r.tok.add(internal, principal.Principal{Kind: kindDaemon})
 
 	if err := r.startNATS(dir, internal); err != nil {
 		return err
@@ -305,8 +306,8 @@ func (r *Daemon) recoverJetStream(ctx context.Context) error {
 
 // live reports whether principal p may connect now: an agent's token ends
 // with its workspace (closed or failed).
-func (r *Daemon) live(p runtime.Principal) bool {
-	return p.Kind != runtime.KindAgent || !r.eng.Ended(p.Workspace)
+func (r *Daemon) live(p principal.Principal) bool {
+	return p.Kind != principal.KindAgent || !r.eng.Ended(p.Workspace)
 }
 
 // setupTokens loads the stored tokens and the admin token.
@@ -319,7 +320,7 @@ func (r *Daemon) setupTokens(dir string) error {
 	if err != nil {
 		return err
 	}
-	r.tok.add(admin, runtime.Principal{Kind: runtime.KindCoordinator, Workspace: r.eng.Root()})
+	r.tok.add(admin, principal.Principal{Kind: principal.KindCoordinator, Workspace: r.eng.Root()})
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"sync"
 
+	"github.com/wacpd/wacpd/principal"
 	"github.com/wacpd/wacpd/runtime"
 	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/workspace"
@@ -46,7 +47,7 @@ func (e *endedAgents) onCommit(c runtime.Commit) {
 }
 
 // run disconnects the queued agents until ctx ends.
-func (e *endedAgents) run(ctx context.Context, disconnect func(runtime.Principal)) {
+func (e *endedAgents) run(ctx context.Context, disconnect func(principal.Principal)) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -58,7 +59,7 @@ func (e *endedAgents) run(ctx context.Context, disconnect func(runtime.Principal
 		e.ws = nil
 		e.mu.Unlock()
 		for _, id := range ws {
-			disconnect(runtime.Principal{Kind: runtime.KindAgent, Workspace: id})
+			disconnect(principal.Principal{Kind: principal.KindAgent, Workspace: id})
 		}
 	}
 }

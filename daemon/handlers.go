@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wacpd/wacpd/principal"
 	"github.com/wacpd/wacpd/runtime"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
@@ -150,9 +151,9 @@ func (r *Daemon) workspaceCreate(ctx context.Context, c caller, body []byte) (an
 	if err != nil {
 		return nil, err
 	}
-	var p runtime.Principal
+	var p principal.Principal
 	w, err := r.eng.CreateWorkspaceGranting(ctx, c.ws, body, func(g runtime.Grants, w *workspace.Workspace) error {
-		p = runtime.Principal{Kind: runtime.KindAgent, Workspace: w.ID}
+		p = principal.Principal{Kind: principal.KindAgent, Workspace: w.ID}
 		return g.Put(hashToken(tok), p)
 	})
 	if err != nil {
@@ -269,10 +270,10 @@ func (r *Daemon) migrateComplete(ctx context.Context, c caller, body []byte) (an
 	if err != nil {
 		return nil, err
 	}
-	var p runtime.Principal
+	var p principal.Principal
 	var old [][32]byte
 	w, err := r.eng.CompleteMigrationGranting(ctx, c.ws, req.ID, req.NewAgent, "", func(g runtime.Grants, w *workspace.Workspace) error {
-		p = runtime.Principal{Kind: runtime.KindAgent, Workspace: w.ID}
+		p = principal.Principal{Kind: principal.KindAgent, Workspace: w.ID}
 		old = r.tok.hashesOf(p)
 		if err := g.Delete(old...); err != nil {
 			return err
@@ -337,14 +338,14 @@ func (r *Daemon) agentTrail(ctx context.Context, c caller, body []byte) (any, er
 // with those tokens. A principal without tokens is answered revoked 0.
 func (r *Daemon) tokenRevoke(ctx context.Context, c caller, body []byte) (any, error) {
 	var req struct {
-		Kind   runtime.Kind `json:"kind"`
-		Name   string       `json:"name"`
-		Reason string       `json:"reason"`
+		Kind   principal.Kind `json:"kind"`
+		Name   string         `json:"name"`
+		Reason string         `json:"reason"`
 	}
 	if err := runtime.Decode(body, &req); err != nil {
 		return nil, err
 	}
-	if req.Kind != runtime.KindUser && req.Kind != runtime.KindAuditor {
+	if req.Kind != principal.KindUser && req.Kind != principal.KindAuditor {
 		return nil, runtime.Refuse(wire.CodeInvalidStructure, "kind must be user or auditor")
 	}
 	if req.Name == "" {
@@ -353,7 +354,7 @@ func (r *Daemon) tokenRevoke(ctx context.Context, c caller, body []byte) (any, e
 	if req.Reason == "" {
 		req.Reason = "coordinator_request"
 	}
-	p := runtime.Principal{Kind: req.Kind, Name: req.Name}
+	p := principal.Principal{Kind: req.Kind, Name: req.Name}
 	old := r.tok.hashesOf(p)
 	err := r.eng.RevokeUser(ctx, c.ws, req.Name, req.Reason, len(old), func(g runtime.Grants) error {
 		return g.Delete(old...)
@@ -370,13 +371,13 @@ func (r *Daemon) tokenRevoke(ctx context.Context, c caller, body []byte) (any, e
 
 func (r *Daemon) tokenCreate(ctx context.Context, c caller, body []byte) (any, error) {
 	var req struct {
-		Kind runtime.Kind `json:"kind"`
-		Name string       `json:"name"`
+		Kind principal.Kind `json:"kind"`
+		Name string         `json:"name"`
 	}
 	if err := runtime.Decode(body, &req); err != nil {
 		return nil, err
 	}
-	if req.Kind != runtime.KindUser && req.Kind != runtime.KindAuditor {
+	if req.Kind != principal.KindUser && req.Kind != principal.KindAuditor {
 		return nil, runtime.Refuse(wire.CodeInvalidStructure, "kind must be user or auditor")
 	}
 	if req.Name == "" || len(req.Name) > 128 || strings.ContainsAny(req.Name, " .*>\t\r\n") {
@@ -386,7 +387,7 @@ func (r *Daemon) tokenCreate(ctx context.Context, c caller, body []byte) (any, e
 	if err != nil {
 		return nil, err
 	}
-	p := runtime.Principal{Kind: req.Kind, Name: req.Name}
+	p := principal.Principal{Kind: req.Kind, Name: req.Name}
 	err = r.eng.CreateUser(ctx, c.ws, req.Name, func(g runtime.Grants) error { return g.Put(hashToken(tok), p) })
 	if err != nil {
 		return nil, err

@@ -7,7 +7,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
-	"github.com/wacpd/wacpd/runtime"
+	"github.com/wacpd/wacpd/principal"
 	"github.com/wacpd/wacpd/wire"
 )
 
@@ -19,7 +19,7 @@ const signalStream = "WACP_SIGNALS"
 // The daemon's own connection, its micro service, the live feeds and the
 // WACP_SIGNALS stream are in the server's global account. Every other
 // principal connects into an account of its own, named after it
-// (runtime.Principal.String), which imports exactly the services it may call and
+// (principal.Principal.String), which imports exactly the services it may call and
 // the deliveries it may read (grantsOf). A message crosses from a
 // principal's account into the daemon's only as a request to an imported
 // service, and the answer goes back through the import into the caller's
@@ -58,7 +58,7 @@ var (
 // signal stream are made by the daemon (the signals.consumer endpoint), never
 // by a principal: a consumer's configuration could name a delivery subject
 // in the daemon's account.
-func grantsOf(p runtime.Principal) []grant {
+func grantsOf(p principal.Principal) []grant {
 	svc := func(s ...string) []grant {
 		out := make([]grant, len(s))
 		for i := range s {
@@ -68,20 +68,20 @@ func grantsOf(p runtime.Principal) []grant {
 	}
 	g := svc("wacp.v1.system.>")
 	switch p.Kind {
-	case runtime.KindCoordinator:
+	case principal.KindCoordinator:
 		g = append(g, svc("wacp.v1.agent."+p.Workspace+".>", "wacp.v1.audit.>", "$SRV.>",
 			"$JS.API.INFO", "$JS.API.STREAM.INFO."+signalStream,
 			consumerAPI("INFO", "*"), consumerAPI("DELETE", "*"), "$JS.API.CONSUMER.NAMES."+signalStream,
 			consumerAPI("MSG.NEXT", "*"), "$JS.ACK."+signalStream+".>")...)
 		g = append(g, grant{"wacp.v1.sig.>", true}, grant{"wacp.v1.trail.>", true})
-	case runtime.KindAgent:
+	case principal.KindAgent:
 		ws := p.Workspace
 		// One consumer per workspace, named after it, filtered to the
 		// workspace's own signals (made by signals.consumer).
 		g = append(g, svc("wacp.v1.agent."+ws+".>",
 			consumerAPI("INFO", ws), consumerAPI("MSG.NEXT", ws), "$JS.ACK."+signalStream+"."+ws+".>")...)
 		g = append(g, grant{"wacp.v1.sig." + ws + ".>", true}, grant{"wacp.v1.trail." + ws + ".>", true})
-	case runtime.KindAuditor, runtime.KindUser:
+	case principal.KindAuditor, principal.KindUser:
 		g = append(g, svc("wacp.v1.audit.>")...)
 		g = append(g, grant{"wacp.v1.trail.>", true})
 	default:
@@ -94,7 +94,7 @@ func grantsOf(p runtime.Principal) []grant {
 // services and deliveries of its grants, and replies under the account's
 // own _INBOX. or the token's inbox prefix (wire.InboxPrefix, which
 // wire-v1 §2 names; clients of an external server need it).
-func permissions(p runtime.Principal, inbox string) *server.Permissions {
+func permissions(p principal.Principal, inbox string) *server.Permissions {
 	if p.Kind == kindDaemon {
 		return nil // no restrictions
 	}
@@ -119,7 +119,7 @@ type accounts struct {
 	daemon *server.Account // the global account
 
 	mu     sync.Mutex // guards byName; held while an account is set up
-	byName map[string]runtime.Principal
+	byName map[string]principal.Principal
 }
 
 // newAccounts exports the daemon account's services and deliveries on ns.
@@ -138,12 +138,12 @@ func newAccounts(ns *server.Server) (*accounts, error) {
 			return nil, fmt.Errorf("export %s: %w", s, err)
 		}
 	}
-	return &accounts{ns: ns, daemon: g, byName: map[string]runtime.Principal{}}, nil
+	return &accounts{ns: ns, daemon: g, byName: map[string]principal.Principal{}}, nil
 }
 
 // of returns p's account, made with p's imports the first time. The
 // daemon's own connection stays in the global account (nil).
-func (a *accounts) of(p runtime.Principal) (*server.Account, error) {
+func (a *accounts) of(p principal.Principal) (*server.Account, error) {
 	if p.Kind == kindDaemon {
 		return nil, nil
 	}
@@ -172,7 +172,7 @@ func (a *accounts) of(p runtime.Principal) (*server.Account, error) {
 }
 
 // principal returns the principal whose account is named acc.
-func (a *accounts) principal(acc string) (runtime.Principal, bool) {
+func (a *accounts) principal(acc string) (principal.Principal, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	p, ok := a.byName[acc]
@@ -201,9 +201,9 @@ func requestAccount(h string) string {
 // server itself enforces who may publish and subscribe where (wire-v1 §2).
 type authenticator struct {
 	tokens *tokens
-	accts  *accounts                      // set before the server starts
-	live   func(p runtime.Principal) bool // reports whether p may connect now (a closed workspace's agent may not)
-	failed func(remote, why string)       // called on a refused connection; never gets the token
+	accts  *accounts                        // set before the server starts
+	live   func(p principal.Principal) bool // reports whether p may connect now (a closed workspace's agent may not)
+	failed func(remote, why string)         // called on a refused connection; never gets the token
 }
 
 var _ server.Authentication = (*authenticator)(nil)
@@ -245,7 +245,7 @@ func (a *authenticator) fail(remote, why string) {
 // With an external server (Config.NATSURL) the daemon cannot see its
 // connections; a replaced token is refused at each request there (the
 // Wacp-Token check), but subscriptions made with it stay.
-func (r *Daemon) disconnect(p runtime.Principal) {
+func (r *Daemon) disconnect(p principal.Principal) {
 	if r.ns == nil {
 		return
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/wacpd/wacpd/principal"
 	"github.com/wacpd/wacpd/runtime"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/wire"
@@ -28,9 +29,9 @@ const MaxWait = wire.MaxWait
 
 // caller is who made a request.
 type caller struct {
-	ws string            // the workspace whose agent calls (agent endpoints)
-	p  runtime.Principal // who called (the account's principal, or the token header's)
-	t  *ticket           // the request's admission; nil outside serve
+	ws string              // the workspace whose agent calls (agent endpoints)
+	p  principal.Principal // who called (the account's principal, or the token header's)
+	t  *ticket             // the request's admission; nil outside serve
 }
 
 type handlerFunc func(ctx context.Context, c caller, body []byte) (any, error)
@@ -264,11 +265,11 @@ func (r *Daemon) identify(req micro.Request, aud audience) (caller, error) {
 	}
 	switch aud {
 	case agents:
-		if (c.p.Kind != runtime.KindAgent && c.p.Kind != runtime.KindCoordinator) || c.p.Workspace != c.ws {
+		if (c.p.Kind != principal.KindAgent && c.p.Kind != principal.KindCoordinator) || c.p.Workspace != c.ws {
 			return c, runtime.Refuse(wire.CodePermissionDenied, "this token may not act for workspace %s", c.ws)
 		}
 	case auditors:
-		if c.p.Kind == runtime.KindAgent {
+		if c.p.Kind == principal.KindAgent {
 			return c, runtime.Refuse(wire.CodePermissionDenied, "audit endpoints need a coordinator, user or auditor token")
 		}
 	}

@@ -7,17 +7,17 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/wacpd/wacpd/runtime"
+	"github.com/wacpd/wacpd/principal"
 )
 
 // tokens maps token hashes to principals. Lookups compare hashes in
 // constant time; the tokens themselves are never kept.
 type tokens struct {
 	mu     sync.RWMutex // guards byHash
-	byHash map[[32]byte]runtime.Principal
+	byHash map[[32]byte]principal.Principal
 }
 
-func newTokens() *tokens { return &tokens{byHash: map[[32]byte]runtime.Principal{}} }
+func newTokens() *tokens { return &tokens{byHash: map[[32]byte]principal.Principal{}} }
 
 func hashToken(tok string) [32]byte { return sha256.Sum256([]byte(tok)) }
 
@@ -30,20 +30,20 @@ func newToken() (string, error) {
 	return "wacp_" + base64.RawURLEncoding.EncodeToString(b), nil
 }
 
-func (ts *tokens) add(tok string, p runtime.Principal) {
+func (ts *tokens) add(tok string, p principal.Principal) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	ts.byHash[hashToken(tok)] = p
 }
 
-func (ts *tokens) addHash(h [32]byte, p runtime.Principal) {
+func (ts *tokens) addHash(h [32]byte, p principal.Principal) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	ts.byHash[h] = p
 }
 
 // hashesOf returns the hashes of every token of p.
-func (ts *tokens) hashesOf(p runtime.Principal) [][32]byte {
+func (ts *tokens) hashesOf(p principal.Principal) [][32]byte {
 	ts.mu.RLock()
 	defer ts.mu.RUnlock()
 	var out [][32]byte
@@ -67,9 +67,9 @@ func (ts *tokens) remove(hs [][32]byte) {
 // lookup returns the principal of tok. The map is keyed by the token's
 // SHA-256: a lookup's timing can tell at most something about a digest,
 // which gives nothing towards a token.
-func (ts *tokens) lookup(tok string) (runtime.Principal, bool) {
+func (ts *tokens) lookup(tok string) (principal.Principal, bool) {
 	if tok == "" {
-		return runtime.Principal{}, false
+		return principal.Principal{}, false
 	}
 	h := hashToken(tok)
 	ts.mu.RLock()
@@ -79,4 +79,4 @@ func (ts *tokens) lookup(tok string) (runtime.Principal, bool) {
 }
 
 // kindDaemon is the daemon's own connection; it never leaves the process.
-const kindDaemon runtime.Kind = "daemon"
+const kindDaemon principal.Kind = "daemon"

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wacpd/wacpd/checkpointchain"
+	agentsignal "github.com/wacpd/wacpd/signal"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/wire"
@@ -126,7 +127,7 @@ func TestCheckpointConformance_ConfidencePreserved(t *testing.T) {
 		if len(created) != 1 || entryBody(t, created[0])["confidence"] != levels[i].confidence {
 			t.Errorf("checkpoint_created(%s).confidence != %s", cp.ID, levels[i].confidence)
 		}
-		sig := outboxWhere(t, e, func(o OutboxItem) bool { return o.Signal.Ref != nil && *o.Signal.Ref == cp.ID })
+		sig := outboxWhere(t, e, func(o agentsignal.OutboxItem) bool { return o.Signal.Ref != nil && *o.Signal.Ref == cp.ID })
 		if len(sig) != 1 {
 			t.Errorf("checkpoint signals for %s (confidence %s) = %d, want 1", cp.ID, cp.Confidence, len(sig))
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/wacpd/wacpd/casstore/badgerstore"
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/clock"
+	agentsignal "github.com/wacpd/wacpd/signal"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/wire"
@@ -486,7 +487,7 @@ func TestCheckpointConformance_AutoSignalEmission(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ws := tt.cp.Workspace
-			items := outboxWhere(t, e, func(o OutboxItem) bool {
+			items := outboxWhere(t, e, func(o agentsignal.OutboxItem) bool {
 				return o.Signal.Type == taxonomy.SignalCheckpoint && o.Signal.Ref != nil && *o.Signal.Ref == tt.cp.ID
 			})
 			if len(items) != 1 {
@@ -514,7 +515,7 @@ func TestCheckpointConformance_AutoSignalEmission(t *testing.T) {
 			}
 		})
 	}
-	all := outboxWhere(t, e, func(o OutboxItem) bool { return o.Signal.Type == taxonomy.SignalCheckpoint })
+	all := outboxWhere(t, e, func(o agentsignal.OutboxItem) bool { return o.Signal.Type == taxonomy.SignalCheckpoint })
 	if len(all) != 3 {
 		t.Errorf("checkpoint signals in outbox = %d, want 3 (none for the rejected request)", len(all))
 	}

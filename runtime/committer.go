@@ -131,7 +131,7 @@ func (e *Engine) enqueue(ctx context.Context, r *request) error {
 // committer is the state of the committer goroutine.
 type committer struct {
 	e        *Engine
-	space    *spaceGuard
+	space    spaceGuard
 	inflight *flight
 	spare    *badger.Txn // opened before inflight was submitted
 	carry    *request    // taken from the queue, for the next batch

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/wacpd/wacpd/internal/diskspace"
 	"github.com/wacpd/wacpd/wire"
 )
 
@@ -142,7 +143,7 @@ func TestDegradedModeOnLowDiskSpace(t *testing.T) {
 	before := e.Trail().Len()
 
 	free.Store(10 << 20)
-	clk.Advance(spaceCheckEvery) // the guard reads the space at most this often (Config.Now)
+	clk.Advance(diskspace.CheckEvery) // the guard reads the space at most this often (Config.Now)
 	_, err := e.CreateCheckpoint(ctx, w.ID, cpReq(&c1.ID, "provisional"))
 	if Code(err) != wire.CodeUnavailable || !strings.Contains(err.Error(), "below the reserve") {
 		t.Fatalf("checkpoint with 10 MiB free: %v, want unavailable naming the reserve", err)

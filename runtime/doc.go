@@ -25,10 +25,12 @@
 //
 // # Format
 //
-// Key prefixes: cas/ (casstore), t/ (trail), w/ (workspace), k/
-// (checkpointchain), e/ (envelopes, inboxes, queues and lease deadlines:
-// envelope/envstore), o/ (signal outbox, o/<signal id>), m/ (metadata:
-// m/root).
+// Key prefixes, each owned by one storage package: cas/ (casstore/
+// badgerstore), t/ (trail/traillog), w/ (workspace/wsstore), k/
+// (checkpointchain/chainstore), e/ (envelopes, inboxes, queues and lease
+// deadlines: envelope/envstore), o/ (the signal outbox: signal/outboxstore),
+// a/ (token records: principal/tokenstore); m/ (metadata: m/root) is the
+// engine's own.
 //
 // # Caveats
 //

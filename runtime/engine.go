@@ -17,6 +17,7 @@ import (
 	"github.com/wacpd/wacpd/checkpointchain/chainstore"
 	"github.com/wacpd/wacpd/clock"
 	"github.com/wacpd/wacpd/integrity"
+	agentsignal "github.com/wacpd/wacpd/signal"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/trail/traillog"
@@ -73,7 +74,7 @@ type Engine struct {
 // publishes its entries and outbox signals).
 type Commit struct {
 	Entries []trail.Entry
-	Outbox  []OutboxItem
+	Outbox  []agentsignal.OutboxItem
 	// Reloaded is set on the commit that ends degraded mode: the engine
 	// reloaded its state from the database, where a write reported failed
 	// may have landed with entries and outbox items no commit announced.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wacpd/wacpd/envelope"
+	agentsignal "github.com/wacpd/wacpd/signal"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/workspace"
@@ -148,7 +149,7 @@ func TestEnvelopeEngine_Rejections(t *testing.T) {
 			from, body := tt.setup(t, e)
 			rejBefore := localEntries(t, e, from, trail.EventEnvelopeRejected)
 			createdBefore := len(localEntries(t, e, from, trail.EventEnvelopeCreated))
-			acksBefore := len(outboxWhere(t, e, func(o OutboxItem) bool { return o.Signal.Type == taxonomy.SignalAcknowledged }))
+			acksBefore := len(outboxWhere(t, e, func(o agentsignal.OutboxItem) bool { return o.Signal.Type == taxonomy.SignalAcknowledged }))
 
 			_, err := e.SendEnvelope(ctx, from, body)
 			var rj *envelope.Rejection
@@ -166,7 +167,7 @@ func TestEnvelopeEngine_Rejections(t *testing.T) {
 			if n := len(localEntries(t, e, from, trail.EventEnvelopeCreated)); n != createdBefore {
 				t.Errorf("envelope_created entries = %d, want %d", n, createdBefore)
 			}
-			if n := len(outboxWhere(t, e, func(o OutboxItem) bool { return o.Signal.Type == taxonomy.SignalAcknowledged })); n != acksBefore {
+			if n := len(outboxWhere(t, e, func(o agentsignal.OutboxItem) bool { return o.Signal.Type == taxonomy.SignalAcknowledged })); n != acksBefore {
 				t.Errorf("acknowledged signals = %d, want %d", n, acksBefore)
 			}
 		})
@@ -233,7 +234,7 @@ func TestEnvelopeEngine_AcknowledgedToSender(t *testing.T) {
 		(env.Status != envelope.StatusDelivered && env.Status != envelope.StatusAcknowledged) {
 		t.Errorf("SendEnvelope = %+v, want a delivered record", env)
 	}
-	acks := outboxWhere(t, e, func(o OutboxItem) bool {
+	acks := outboxWhere(t, e, func(o agentsignal.OutboxItem) bool {
 		return o.Signal.Type == taxonomy.SignalAcknowledged && o.Signal.Ref != nil && *o.Signal.Ref == env.ID
 	})
 	if len(acks) != 1 {
@@ -375,7 +376,7 @@ func TestEnvelopeEngine_SuspendedQueuesUntilResume(t *testing.T) {
 				if got := trailWhere(t, e, trail.EventEnvelopeDelivered, map[string]string{"envelope_id": id}); len(got) != 0 {
 					t.Errorf("envelope %s delivered to a suspended workspace", id)
 				}
-				if got := outboxWhere(t, e, func(o OutboxItem) bool { return o.Signal.Ref != nil && *o.Signal.Ref == id }); len(got) != 0 {
+				if got := outboxWhere(t, e, func(o agentsignal.OutboxItem) bool { return o.Signal.Ref != nil && *o.Signal.Ref == id }); len(got) != 0 {
 					t.Errorf("envelope %s acknowledged while queued", id)
 				}
 				if got := trailWhere(t, e, trail.EventEnvelopeCreated, map[string]string{"envelope_id": id}); len(got) != 1 {
@@ -402,7 +403,7 @@ func TestEnvelopeEngine_SuspendedQueuesUntilResume(t *testing.T) {
 				t.Errorf("envelope_delivered order on Resume = %v, want %v", order, queued)
 			}
 			for _, id := range queued {
-				if got := outboxWhere(t, e, func(o OutboxItem) bool {
+				if got := outboxWhere(t, e, func(o agentsignal.OutboxItem) bool {
 					return o.Signal.Type == taxonomy.SignalAcknowledged && o.Signal.Ref != nil && *o.Signal.Ref == id
 				}); len(got) != 1 {
 					t.Errorf("acknowledged for %s after Resume = %d, want 1", id, len(got))
@@ -431,7 +432,7 @@ func TestEnvelopeEngine_QueryToCoordinator(t *testing.T) {
 	if err != nil || env == nil || env.ID != q.ID || env.From != w.ID || env.Type != "query" {
 		t.Fatalf("NextEnvelope(root) = %+v, %v; want the query %s", env, err, q.ID)
 	}
-	acks := outboxWhere(t, e, func(o OutboxItem) bool { return o.Signal.Ref != nil && *o.Signal.Ref == q.ID })
+	acks := outboxWhere(t, e, func(o agentsignal.OutboxItem) bool { return o.Signal.Ref != nil && *o.Signal.Ref == q.ID })
 	if len(acks) != 1 || acks[0].Subject != fmt.Sprintf("wacp.v1.sig.%s.%s.acknowledged", w.ID, root) {
 		t.Errorf("acknowledged for the query = %+v, want one to the sender %s", acks, w.ID)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/internal/clocktest"
+	agentsignal "github.com/wacpd/wacpd/signal"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/taxonomy/taxfile"
 	"github.com/wacpd/wacpd/trail"
@@ -219,13 +220,13 @@ func entryBody(t testing.TB, en trail.Entry) map[string]any {
 	return b
 }
 
-func outboxWhere(t testing.TB, e *Engine, keep func(OutboxItem) bool) []OutboxItem {
+func outboxWhere(t testing.TB, e *Engine, keep func(agentsignal.OutboxItem) bool) []agentsignal.OutboxItem {
 	t.Helper()
 	all, err := e.OutboxAfter("", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []OutboxItem
+	var out []agentsignal.OutboxItem
 	for _, o := range all {
 		if keep(o) {
 			out = append(out, o)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/wacpd/wacpd/checkpointchain"
+	agentsignal "github.com/wacpd/wacpd/signal"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/wire"
@@ -326,7 +327,9 @@ func TestIntegrateEngine_AbortFromEveryLiveState(t *testing.T) {
 			if w.State != workspace.Failed || w.Reason != "aborted_by_coordinator" || wsState(t, e, ws) != workspace.Failed {
 				t.Errorf("Abort(%s) = %s (%q), want failed (aborted_by_coordinator)", state, w.State, w.Reason)
 			}
-			sig := outboxWhere(t, e, func(o OutboxItem) bool { return o.Signal.From == ws && o.Signal.Type == taxonomy.SignalFailed })
+			sig := outboxWhere(t, e, func(o agentsignal.OutboxItem) bool {
+				return o.Signal.From == ws && o.Signal.Type == taxonomy.SignalFailed
+			})
 			if len(sig) != 1 || sig[0].Signal.Reason == nil || *sig[0].Signal.Reason != "aborted_by_coordinator" ||
 				sig[0].Signal.DeliveredTo == nil || *sig[0].Signal.DeliveredTo != e.Root() {
 				t.Fatalf("failed signals from %s = %+v, want one with reason aborted_by_coordinator to the root", ws, sig)
@@ -417,7 +420,9 @@ func TestIntegrateEngine_AbortSignalReasonIsAbortedByCoordinator(t *testing.T) {
 	if _, err := e.Abort(ctx, e.Root(), w.ID, "operator changed plans"); err != nil {
 		t.Fatal(err)
 	}
-	sig := outboxWhere(t, e, func(o OutboxItem) bool { return o.Signal.From == w.ID && o.Signal.Type == taxonomy.SignalFailed })
+	sig := outboxWhere(t, e, func(o agentsignal.OutboxItem) bool {
+		return o.Signal.From == w.ID && o.Signal.Type == taxonomy.SignalFailed
+	})
 	if len(sig) != 1 {
 		t.Fatalf("failed signals = %d, want 1", len(sig))
 	}

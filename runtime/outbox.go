@@ -1,37 +1,25 @@
 package runtime
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
 
 	agentsignal "github.com/wacpd/wacpd/signal"
+	"github.com/wacpd/wacpd/signal/outboxstore"
 )
 
-// OutboxItem is a delivered signal waiting to be published on NATS. It is
-// written in the transaction that delivers the signal and removed by
-// AckOutbox once the publish is confirmed, so a signal whose trail entries
-// are durable is published at least once, also across crashes.
-type OutboxItem struct {
-	ID      string             `json:"id"` // the signal id; also Nats-Msg-Id
-	Subject string             `json:"subject"`
-	Signal  agentsignal.Signal `json:"signal"`
-}
-
-var prefixOutbox = []byte("o/") // o/<signal id> -> OutboxItem
+// The outbox (package outboxstore): a delivered signal's item is written in
+// the transaction that delivers it and removed by AckOutbox once the
+// daemon's publish is confirmed.
 
 func (t *tx) queueSignal(s agentsignal.Signal) error {
 	if err := t.step("outbox"); err != nil {
 		return err
 	}
-	it := OutboxItem{ID: s.ID, Subject: agentsignal.Subject(s), Signal: s}
-	b, err := json.Marshal(it)
-	if err != nil {
-		return err
-	}
-	if err := t.txn.Set(append([]byte("o/"), s.ID...), b); err != nil {
+	it := agentsignal.OutboxItem{ID: s.ID, Subject: agentsignal.Subject(s), Signal: s}
+	if err := outboxstore.Put(t.txn, it); err != nil {
 		return err
 	}
 	t.outbox = append(t.outbox, it)
@@ -39,26 +27,11 @@ func (t *tx) queueSignal(s agentsignal.Signal) error {
 }
 
 // OutboxAfter returns up to limit unconfirmed signals emitted after signal
-// after ("" = from the start), in emission order. Signal ids increase in
-// commit order, so a publisher that remembers the last id it confirmed never
-// walks over the deleted records of earlier ones.
-func (e *Engine) OutboxAfter(after string, limit int) ([]OutboxItem, error) {
-	var out []OutboxItem
-	err := e.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixOutbox, PrefetchValues: true})
-		defer it.Close()
-		start := prefixOutbox
-		if after != "" {
-			start = append(append([]byte("o/"), after...), 0)
-		}
-		for it.Seek(start); it.Valid() && (limit <= 0 || len(out) < limit); it.Next() {
-			var o OutboxItem
-			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &o) }); err != nil {
-				return err
-			}
-			out = append(out, o)
-		}
-		return nil
+// after ("" = from the start), in emission order (outboxstore.After).
+func (e *Engine) OutboxAfter(after string, limit int) (out []agentsignal.OutboxItem, err error) {
+	err = e.db.View(func(txn *badger.Txn) error {
+		out, err = outboxstore.After(txn, after, limit)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read outbox: %w", err)
@@ -95,7 +68,7 @@ func (e *Engine) AckOutbox(ids ...string) error {
 // holds e.mu. If a delete cannot join txn, the rest stay pending.
 func (e *Engine) takeAcks(txn *badger.Txn) {
 	for i, id := range e.acks {
-		if err := txn.Delete(append([]byte("o/"), id...)); err != nil {
+		if err := outboxstore.Delete(txn, id); err != nil {
 			e.acks = e.acks[i:]
 			return
 		}
@@ -120,14 +93,9 @@ func (e *Engine) flushAcks() {
 }
 
 // OutboxLen counts the outbox's items, reading keys only.
-func (e *Engine) OutboxLen() (int, error) {
-	n := 0
-	err := e.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixOutbox})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			n++
-		}
+func (e *Engine) OutboxLen() (n int, err error) {
+	err = e.db.View(func(txn *badger.Txn) error {
+		n = outboxstore.Count(txn)
 		return nil
 	})
 	if err != nil {

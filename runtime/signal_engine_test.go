@@ -193,7 +193,7 @@ func TestSignalEngine_FailedCascade(t *testing.T) {
 		if got := trailWhere(t, e, trail.EventSignalDelivered, map[string]string{"signal_id": id}); len(got) != 0 {
 			t.Errorf("failed signal %s of %s delivered to a failed parent: %d entries", id, w.ID, len(got))
 		}
-		if got := outboxWhere(t, e, func(o OutboxItem) bool { return o.ID == id }); len(got) != 0 {
+		if got := outboxWhere(t, e, func(o agentsignal.OutboxItem) bool { return o.ID == id }); len(got) != 0 {
 			t.Errorf("failed signal %s of %s queued for publishing to a failed parent", id, w.ID)
 		}
 	}
@@ -331,7 +331,7 @@ func TestSignalEngine_ImmediateParentOnly(t *testing.T) {
 			t.Errorf("grandchild's signal %s delivered into the root's trail", s.ID)
 		}
 	}
-	items := outboxWhere(t, e, func(o OutboxItem) bool { return o.ID == s.ID })
+	items := outboxWhere(t, e, func(o agentsignal.OutboxItem) bool { return o.ID == s.ID })
 	if want := fmt.Sprintf("wacp.v1.sig.%s.%s.ready", tr.d.ID, tr.a.ID); len(items) != 1 || items[0].Subject != want {
 		t.Errorf("outbox for %s = %+v, want one on %s", s.ID, items, want)
 	}
@@ -353,7 +353,7 @@ func TestSignalEngine_RootSignalsHaveNoRecipient(t *testing.T) {
 		if s.DeliveredAt == "" || s.DeliveredAt != s.Timestamp {
 			t.Errorf("root signal %s delivered_at = %q, want its timestamp %q", body, s.DeliveredAt, s.Timestamp)
 		}
-		if got := outboxWhere(t, e, func(o OutboxItem) bool { return o.ID == s.ID }); len(got) != 0 {
+		if got := outboxWhere(t, e, func(o agentsignal.OutboxItem) bool { return o.ID == s.ID }); len(got) != 0 {
 			t.Errorf("root signal %s in the outbox: %+v", s.ID, got)
 		}
 		if got := trailWhere(t, e, trail.EventSignalDelivered, map[string]string{"signal_id": s.ID}); len(got) != 0 {
@@ -401,13 +401,13 @@ func TestSignalEngine_EmitPermissions(t *testing.T) {
 				ws = activeWorkspace(t, e, tt.role).ID
 			}
 			before := len(trailWhere(t, e, trail.EventSignalEmitted, map[string]string{"from": ws}))
-			outBefore := len(outboxWhere(t, e, func(o OutboxItem) bool { return o.Signal.From == ws }))
+			outBefore := len(outboxWhere(t, e, func(o agentsignal.OutboxItem) bool { return o.Signal.From == ws }))
 			_, err := e.EmitSignal(ctx, ws, []byte(tt.body))
 			wantCode(t, fmt.Sprintf("EmitSignal(%s) by %s", tt.body, tt.role), err, tt.want)
 			if n := len(trailWhere(t, e, trail.EventSignalEmitted, map[string]string{"from": ws})); n != before {
 				t.Errorf("signal_emitted entries = %d, want %d", n, before)
 			}
-			if n := len(outboxWhere(t, e, func(o OutboxItem) bool { return o.Signal.From == ws })); n != outBefore {
+			if n := len(outboxWhere(t, e, func(o agentsignal.OutboxItem) bool { return o.Signal.From == ws })); n != outBefore {
 				t.Errorf("outbox signals from %s = %d, want %d", ws, n, outBefore)
 			}
 		})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/clock"
+	agentsignal "github.com/wacpd/wacpd/signal"
 	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/trail/traillog"
 	"github.com/wacpd/wacpd/workspace"
@@ -28,7 +29,7 @@ type tx struct {
 	dirty    map[string]*workspace.Workspace // changed copies, by id
 	created  map[string]*workspace.Workspace // new workspaces (also in dirty)
 	chains   map[string]checkpointchain.Chain
-	outbox   []OutboxItem
+	outbox   []agentsignal.OutboxItem
 	inboxed  map[string]bool // workspaces whose inbox got an envelope
 	leased   bool            // a delivery lease was taken (lease.go)
 	later    []func()        // run after a successful commit
