@@ -198,7 +198,12 @@ func Leased(txn *badger.Txn, ws string) ([]Entry, error) {
 // Lookup returns envelope env's entry in its receiver's inbox; ok is false
 // when it is not there (acknowledged, undeliverable or still queued).
 func Lookup(txn *badger.Txn, env envelope.Envelope) (e Entry, ok bool, err error) {
-	key := InboxKey(env.To, envelope.Rank(env.Priority), env.ID)
+	return entryAt(txn, InboxKey(env.To, envelope.Rank(env.Priority), env.ID), env.ID)
+}
+
+// entryAt reads the inbox entry at key, of envelope id; ok is false when
+// there is none.
+func entryAt(txn *badger.Txn, key []byte, id string) (e Entry, ok bool, err error) {
 	item, err := txn.Get(key)
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return Entry{}, false, nil
@@ -212,9 +217,9 @@ func Lookup(txn *badger.Txn, env envelope.Envelope) (e Entry, ok bool, err error
 	}
 	d, err := DecodeDelivery(v)
 	if err != nil {
-		return Entry{}, false, fmt.Errorf("envelope %s: %w", env.ID, err)
+		return Entry{}, false, fmt.Errorf("envelope %s: %w", id, err)
 	}
-	return Entry{Key: key, ID: env.ID, Delivery: d}, true, nil
+	return Entry{Key: key, ID: id, Delivery: d}, true, nil
 }
 
 // Lease records hand-over e.Delivery.Attempt+1 of the entry's envelope, a
@@ -305,25 +310,11 @@ func Expire(txn *badger.Txn, u Due) (e Entry, ok bool, err error) {
 	if err := txn.Delete(u.key); err != nil {
 		return Entry{}, false, err
 	}
-	item, err := txn.Get(u.InboxKey)
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return Entry{}, false, nil
-	}
-	if err != nil {
-		return Entry{}, false, err
-	}
-	v, err := item.ValueCopy(nil)
-	if err != nil {
-		return Entry{}, false, err
-	}
-	d, err := DecodeDelivery(v)
-	if err != nil {
-		return Entry{}, false, fmt.Errorf("envelope %s: %w", u.ID, err)
-	}
+	e, ok, err = entryAt(txn, u.InboxKey, u.ID)
 	// The deadline key is gone already: Release and Remove must not
 	// delete it again from a record that still names it.
-	d.Until = ""
-	return Entry{Key: u.InboxKey, ID: u.ID, Delivery: d}, true, nil
+	e.Delivery.Until = ""
+	return e, ok, err
 }
 
 // NextDeadline returns the earliest lease deadline; ok is false when no
