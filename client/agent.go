@@ -34,7 +34,7 @@ func (c *Client) CreateCheckpoint(ctx context.Context, req CheckpointRequest) (c
 // GetCheckpoint returns the checkpoint id, if the client's workspace sees it.
 func (c *Client) GetCheckpoint(ctx context.Context, id string) (checkpointchain.Checkpoint, error) {
 	var cp checkpointchain.Checkpoint
-	err := c.call(ctx, c.agent("checkpoint.get"), map[string]string{"id": id}, &cp, 0)
+	err := c.call(ctx, c.agent("checkpoint.get"), wire.GetRequest{ID: id}, &cp, 0)
 	return cp, err
 }
 
@@ -49,15 +49,8 @@ func (c *Client) ListCheckpoints(ctx context.Context, ws, after string, limit in
 	// max payload): follow next until limit checkpoints or the end.
 	var out []checkpointchain.Checkpoint
 	for {
-		req := struct {
-			Workspace string `json:"workspace,omitempty"`
-			After     string `json:"after,omitempty"`
-			Limit     int    `json:"limit,omitempty"`
-		}{ws, after, limit - len(out)}
-		var reply struct {
-			Checkpoints []checkpointchain.Checkpoint `json:"checkpoints"`
-			Next        *string                      `json:"next"`
-		}
+		req := wire.CheckpointListRequest{Workspace: ws, After: after, Limit: limit - len(out)}
+		var reply wire.CheckpointPage
 		if err := c.call(ctx, c.agent("checkpoint.list"), req, &reply, 0); err != nil {
 			return out, err
 		}
@@ -73,10 +66,7 @@ func (c *Client) ListCheckpoints(ctx context.Context, ws, after string, limit in
 // recent final checkpoint. ws "" is the client's workspace. An empty chain
 // is an *Error with code not_found.
 func (c *Client) Head(ctx context.Context, ws string, final bool) (checkpointchain.Checkpoint, error) {
-	req := struct {
-		Workspace string `json:"workspace,omitempty"`
-		Final     bool   `json:"final,omitempty"`
-	}{ws, final}
+	req := wire.HeadRequest{Workspace: ws, Final: final}
 	var cp checkpointchain.Checkpoint
 	err := c.call(ctx, c.agent("checkpoint.head"), req, &cp, 0)
 	return cp, err
@@ -126,10 +116,7 @@ func (c *Client) NextEnvelope(ctx context.Context, wait time.Duration) (*envelop
 
 // takeEnvelope is one inbox.next call.
 func (c *Client) takeEnvelope(ctx context.Context, wait time.Duration) (*envelope.Envelope, error) {
-	req := struct {
-		Wait        string `json:"wait,omitempty"`
-		AckPrevious bool   `json:"ack_previous"`
-	}{}
+	req := wire.InboxNextRequest{AckPrevious: new(false)}
 	if wait > 0 {
 		req.Wait = wait.String()
 	}
@@ -154,10 +141,8 @@ func (c *Client) takeEnvelope(ctx context.Context, wait time.Duration) (*envelop
 // NextEnvelope drops it.
 func (c *Client) Ack(ctx context.Context, id string) (removed bool, err error) {
 	c.handled.add(id)
-	var reply struct {
-		Removed bool `json:"removed"`
-	}
-	err = c.call(ctx, c.agent("inbox.ack"), map[string]string{"id": id}, &reply, 0)
+	var reply wire.AckResult
+	err = c.call(ctx, c.agent("inbox.ack"), wire.GetRequest{ID: id}, &reply, 0)
 	return reply.Removed, err
 }
 

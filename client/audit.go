@@ -16,14 +16,6 @@ import (
 	"github.com/wacpd/wacpd/wire"
 )
 
-// TreeHead is the reply of audit.sth: the daemon's latest signed tree head
-// and the key it says signs it. Check the note with trail.OpenTreeHead and
-// a key you trust, not only PublicKey.
-type TreeHead struct {
-	trail.TreeHead
-	PublicKey string `json:"public_key"` // note verifier key
-}
-
 // TreeHead returns the latest signed tree head (audit.sth).
 func (c *Client) TreeHead(ctx context.Context) (TreeHead, error) {
 	var th TreeHead
@@ -44,27 +36,6 @@ func (c *Client) AuditInfo(ctx context.Context) (AuditInfo, error) {
 	return ai, err
 }
 
-// InclusionRequest asks for the audit path of one entry: by id (Entry) or
-// by leaf index (Index, entry #Index+1), in the tree of Size entries (0:
-// the latest signed size).
-type InclusionRequest struct {
-	Entry string  `json:"entry,omitempty"`
-	Index *uint64 `json:"index,omitempty"`
-	Size  uint64  `json:"size,omitempty"`
-}
-
-// InclusionProof is the reply of audit.proof.inclusion. Check it with
-// auditor.VerifyInclusion against the entry's own entry_hash and a signed
-// root, not against LeafHash and Root alone.
-type InclusionProof struct {
-	Entry    string   `json:"entry"`
-	Index    uint64   `json:"index"`
-	Size     uint64   `json:"size"`
-	LeafHash string   `json:"leaf_hash"`
-	Proof    []string `json:"proof"`
-	Root     string   `json:"root"`
-}
-
 // InclusionProof returns an inclusion proof (audit.proof.inclusion).
 func (c *Client) InclusionProof(ctx context.Context, req InclusionRequest) (InclusionProof, error) {
 	var p InclusionProof
@@ -72,22 +43,10 @@ func (c *Client) InclusionProof(ctx context.Context, req InclusionRequest) (Incl
 	return p, err
 }
 
-// ConsistencyProof is the reply of audit.proof.consistency.
-type ConsistencyProof struct {
-	From     uint64   `json:"from"`
-	To       uint64   `json:"to"`
-	Proof    []string `json:"proof"`
-	FromRoot string   `json:"from_root"`
-	ToRoot   string   `json:"to_root"`
-}
-
 // ConsistencyProof returns the proof that the tree of size from is a
 // prefix of the tree of size to (0: the latest signed size).
 func (c *Client) ConsistencyProof(ctx context.Context, from, to uint64) (ConsistencyProof, error) {
-	req := struct {
-		From uint64 `json:"from"`
-		To   uint64 `json:"to,omitempty"`
-	}{from, to}
+	req := wire.ConsistencyRequest{From: from, To: to}
 	var p ConsistencyProof
 	err := c.call(ctx, wire.Subject("audit.proof.consistency"), req, &p, 0)
 	return p, err
@@ -97,24 +56,17 @@ func (c *Client) ConsistencyProof(ctx context.Context, from, to uint64) (Consist
 // (audit.checkpoint.get), whatever workspace it belongs to.
 func (c *Client) AuditCheckpoint(ctx context.Context, id string) (checkpointchain.Checkpoint, error) {
 	var cp checkpointchain.Checkpoint
-	err := c.call(ctx, wire.Subject("audit.checkpoint.get"), map[string]string{"id": id}, &cp, 0)
+	err := c.call(ctx, wire.Subject("audit.checkpoint.get"), wire.GetRequest{ID: id}, &cp, 0)
 	return cp, err
-}
-
-// bodyQuery is a TrailQuery with audit.trail.read's body filter: string
-// equality on top-level body fields, AND-combined.
-type bodyQuery struct {
-	TrailQuery
-	Body map[string]string `json:"body,omitempty"`
 }
 
 // FindCheckpointEntry returns the checkpoint_created entry of checkpoint
 // checkpointID (global view). No such entry is an *Error with code
 // not_found.
 func (c *Client) FindCheckpointEntry(ctx context.Context, checkpointID string) (trail.Entry, error) {
-	q := bodyQuery{
-		TrailQuery: TrailQuery{EventType: trail.EventCheckpointCreated, Limit: trail.MaxLimit},
-		Body:       map[string]string{"checkpoint_id": checkpointID},
+	q := TrailQuery{
+		EventType: trail.EventCheckpointCreated, Limit: trail.MaxLimit,
+		Body: map[string]string{"checkpoint_id": checkpointID},
 	}
 	for {
 		var page TrailPage

@@ -23,14 +23,6 @@ const (
 	EnvNATSToken = "WACP_NATS_TOKEN"
 )
 
-// DaemonFile is the content of wacpd.json, written by a running daemon.
-type DaemonFile struct {
-	URL           string `json:"url"`
-	PID           int    `json:"pid"`
-	RootWorkspace string `json:"root_workspace"`
-	Version       string `json:"version"`
-}
-
 // found is where discovery found the daemon.
 type found struct {
 	url, token, workspace string

@@ -84,13 +84,7 @@ func replyError(m *nats.Msg) error {
 	}
 	e := &Error{Code: code}
 	e.Status, _ = strconv.Atoi(m.Header.Get(headerErrorCode))
-	var body struct {
-		Error struct {
-			Code    string         `json:"code"`
-			Message string         `json:"message"`
-			Details map[string]any `json:"details"`
-		} `json:"error"`
-	}
+	var body wire.ErrorBody
 	if err := json.Unmarshal(m.Data, &body); err == nil && body.Error.Code != "" {
 		e.Code, e.Message, e.Details = body.Error.Code, body.Error.Message, body.Error.Details
 	} else {

@@ -18,11 +18,7 @@ import (
 // after ("" from the start), at most limit (0: the daemon's default),
 // only of eventType when it is set.
 func (c *Client) Trail(ctx context.Context, after string, limit int, eventType trail.EventType) (TrailPage, error) {
-	req := struct {
-		After     string          `json:"after,omitempty"`
-		Limit     int             `json:"limit,omitempty"`
-		EventType trail.EventType `json:"event_type,omitempty"`
-	}{after, limit, eventType}
+	req := wire.AgentTrailRequest{After: after, Limit: limit, EventType: eventType}
 	var page TrailPage
 	err := c.call(ctx, c.agent("trail"), req, &page, 0)
 	return page, err
@@ -46,9 +42,7 @@ const VerifyWait = 5 * time.Minute
 // ws is set. A broken trail is a result with OK false, not an error. It
 // waits up to VerifyWait longer than other calls.
 func (c *Client) VerifyTrail(ctx context.Context, ws string) (trail.VerifyResult, error) {
-	req := struct {
-		Workspace string `json:"workspace,omitempty"`
-	}{ws}
+	req := wire.VerifyRequest{Workspace: ws}
 	var res trail.VerifyResult
 	err := c.call(ctx, wire.Subject("audit.trail.verify"), req, &res, VerifyWait)
 	return res, err

@@ -182,23 +182,13 @@ func (c *Client) dropConsumer(ctx context.Context, cons jetstream.Consumer) {
 	js.DeleteConsumer(dctx, SignalStream, cons.CachedInfo().Name)
 }
 
-// ConsumerInfo is the daemon's reply to signals.consumer: the consumer of
-// stream WACP_SIGNALS through which a workspace's signals are read with
-// the JetStream pull API.
-type ConsumerInfo struct {
-	Stream   string `json:"stream"`
-	Consumer string `json:"consumer"`
-	Filter   string `json:"filter"`
-	Durable  bool   `json:"durable"`
-}
-
 // SignalsConsumer asks the daemon for the consumer of the signals delivered
 // to workspace ws (default the client's), durable when durable is set; see
 // Watch, which uses it. Other NATS clients read the consumer it names with
 // the JetStream pull API (nats consumer next WACP_SIGNALS <consumer>).
 func (c *Client) SignalsConsumer(ctx context.Context, ws, durable string, deliverAll bool) (ConsumerInfo, error) {
 	var info ConsumerInfo
-	req := map[string]any{"workspace": first(ws, c.ws), "durable": durable, "deliver_all": deliverAll}
+	req := wire.ConsumerRequest{Workspace: first(ws, c.ws), Durable: durable, DeliverAll: deliverAll}
 	err := c.call(ctx, c.agent("signals.consumer"), req, &info, 0)
 	return info, err
 }

@@ -3,6 +3,8 @@ package client
 import (
 	"context"
 
+	"github.com/wacpd/wacpd/principal"
+	"github.com/wacpd/wacpd/wire"
 	"github.com/wacpd/wacpd/workspace"
 )
 
@@ -17,7 +19,7 @@ func (c *Client) CreateWorkspace(ctx context.Context, req CreateRequest) (Create
 // GetWorkspace returns workspace id's record; id "" is the client's own.
 func (c *Client) GetWorkspace(ctx context.Context, id string) (*workspace.Workspace, error) {
 	var w workspace.Workspace
-	if err := c.call(ctx, c.agent("workspace.get"), idRequest{ID: id}, &w, 0); err != nil {
+	if err := c.call(ctx, c.agent("workspace.get"), wire.IDRequest{ID: id}, &w, 0); err != nil {
 		return nil, err
 	}
 	return &w, nil
@@ -30,15 +32,8 @@ func (c *Client) ListWorkspaces(ctx context.Context, parent string, state worksp
 	var out []*workspace.Workspace
 	after := ""
 	for {
-		req := struct {
-			Parent string          `json:"parent,omitempty"`
-			State  workspace.State `json:"state,omitempty"`
-			After  string          `json:"after,omitempty"`
-		}{parent, state, after}
-		var reply struct {
-			Workspaces []*workspace.Workspace `json:"workspaces"`
-			Next       *string                `json:"next"`
-		}
+		req := wire.ListRequest{Parent: parent, State: state, After: after}
+		var reply wire.WorkspacePage
 		if err := c.call(ctx, c.agent("workspace.list"), req, &reply, 0); err != nil {
 			return out, err
 		}
@@ -50,54 +45,33 @@ func (c *Client) ListWorkspaces(ctx context.Context, parent string, state worksp
 	}
 }
 
-type idRequest struct {
-	ID     string `json:"id,omitempty"`
-	Reason string `json:"reason,omitempty"`
-}
-
 // Abort aborts workspace id and its subtree.
 func (c *Client) Abort(ctx context.Context, id, reason string) (*workspace.Workspace, error) {
-	return c.workspaceOp(ctx, "workspace.abort", idRequest{id, reason})
+	return c.workspaceOp(ctx, "workspace.abort", wire.IDRequest{ID: id, Reason: reason})
 }
 
 // Suspend suspends workspace id.
 func (c *Client) Suspend(ctx context.Context, id, reason string) (*workspace.Workspace, error) {
-	return c.workspaceOp(ctx, "workspace.suspend", idRequest{id, reason})
+	return c.workspaceOp(ctx, "workspace.suspend", wire.IDRequest{ID: id, Reason: reason})
 }
 
 // Resume resumes suspended workspace id; reason is recorded nowhere by
 // this version of the daemon and may be "".
 func (c *Client) Resume(ctx context.Context, id, reason string) (*workspace.Workspace, error) {
-	return c.workspaceOp(ctx, "workspace.resume", idRequest{id, reason})
+	return c.workspaceOp(ctx, "workspace.resume", wire.IDRequest{ID: id, Reason: reason})
 }
 
 // Migrate starts moving workspace id to a new agent.
 func (c *Client) Migrate(ctx context.Context, id, newAgent, reason string) (*workspace.Workspace, error) {
-	req := struct {
-		ID       string `json:"id"`
-		NewAgent string `json:"new_agent,omitempty"`
-		Reason   string `json:"reason,omitempty"`
-	}{id, newAgent, reason}
+	req := wire.MigrateRequest{ID: id, NewAgent: newAgent, Reason: reason}
 	return c.workspaceOp(ctx, "workspace.migrate", req)
-}
-
-// Migrated is the result of CompleteMigration.
-type Migrated struct {
-	Workspace *workspace.Workspace `json:"workspace"`
-	// Token is the workspace's new agent token, for the new agent; the old
-	// one no longer authenticates. Empty after a failed migration.
-	Token string `json:"token"`
 }
 
 // CompleteMigration ends the migration of workspace id: successfully to
 // newAgent, which binds it (the workspace gets a new token and the old one
 // stops working), or failed with errMsg when it is not "".
 func (c *Client) CompleteMigration(ctx context.Context, id, newAgent, errMsg string) (Migrated, error) {
-	req := struct {
-		ID       string `json:"id"`
-		NewAgent string `json:"new_agent,omitempty"`
-		Error    string `json:"error,omitempty"`
-	}{id, newAgent, errMsg}
+	req := wire.MigrateCompleteRequest{ID: id, NewAgent: newAgent, Error: errMsg}
 	var m Migrated
 	err := c.call(ctx, c.agent("workspace.migrate.complete"), req, &m, 0)
 	return m, err
@@ -118,13 +92,8 @@ func (c *Client) Integrate(ctx context.Context, req IntegrateRequest) (Integrate
 // CreateToken creates a token for a human user or an auditor (kind "user"
 // or "auditor") named name, and returns it (coordinator).
 func (c *Client) CreateToken(ctx context.Context, kind, name string) (string, error) {
-	req := struct {
-		Kind string `json:"kind"`
-		Name string `json:"name"`
-	}{kind, name}
-	var reply struct {
-		Token string `json:"token"`
-	}
+	req := wire.TokenCreateRequest{Kind: principal.Kind(kind), Name: name}
+	var reply wire.TokenCreated
 	err := c.call(ctx, c.agent("token.create"), req, &reply, 0)
 	return reply.Token, err
 }
@@ -135,14 +104,8 @@ func (c *Client) CreateToken(ctx context.Context, kind, name string) (string, er
 // principal had none. reason, if not empty, goes into the trail's
 // user_deactivated entry.
 func (c *Client) RevokeToken(ctx context.Context, kind, name, reason string) (int, error) {
-	req := struct {
-		Kind   string `json:"kind"`
-		Name   string `json:"name"`
-		Reason string `json:"reason,omitempty"`
-	}{kind, name, reason}
-	var reply struct {
-		Revoked int `json:"revoked"`
-	}
+	req := wire.TokenRevokeRequest{Kind: principal.Kind(kind), Name: name, Reason: reason}
+	var reply wire.TokenRevoked
 	err := c.call(ctx, c.agent("token.revoke"), req, &reply, 0)
 	return reply.Revoked, err
 }

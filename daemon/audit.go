@@ -11,12 +11,6 @@ import (
 	"github.com/wacpd/wacpd/wire"
 )
 
-// treeHeadReply is the reply of audit.sth.
-type treeHeadReply struct {
-	trail.TreeHead
-	PublicKey string `json:"public_key"`
-}
-
 func (r *Daemon) auditSTH(ctx context.Context, c caller, body []byte) (any, error) {
 	var req struct{}
 	if err := runtime.Decode(body, &req); err != nil {
@@ -26,7 +20,7 @@ func (r *Daemon) auditSTH(ctx context.Context, c caller, body []byte) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	return treeHeadReply{th, r.publicKey}, nil
+	return wire.TreeHead{TreeHead: th, PublicKey: r.publicKey}, nil
 }
 
 // defaultSize returns size, or the latest signed size when it is 0.
@@ -39,11 +33,7 @@ func (r *Daemon) defaultSize(size uint64) (uint64, error) {
 }
 
 func (r *Daemon) auditInclusion(ctx context.Context, c caller, body []byte) (any, error) {
-	var req struct {
-		Entry string  `json:"entry"`
-		Index *uint64 `json:"index"`
-		Size  uint64  `json:"size"`
-	}
+	var req wire.InclusionRequest
 	if err := runtime.Decode(body, &req); err != nil {
 		return nil, err
 	}
@@ -84,17 +74,14 @@ func (r *Daemon) auditInclusion(ctx context.Context, c caller, body []byte) (any
 	if err != nil {
 		return nil, treeErr(err)
 	}
-	return map[string]any{
-		"entry": e.ID, "index": index, "size": size, "leaf_hash": trail.FormatHash(trail.Hasher{}.HashLeaf(leaf)),
-		"proof": formatHashes(p), "root": trail.FormatHash(root),
+	return wire.InclusionProof{
+		Entry: e.ID, Index: index, Size: size, LeafHash: trail.FormatHash(trail.Hasher{}.HashLeaf(leaf)),
+		Proof: formatHashes(p), Root: trail.FormatHash(root),
 	}, nil
 }
 
 func (r *Daemon) auditConsistency(ctx context.Context, c caller, body []byte) (any, error) {
-	var req struct {
-		From uint64 `json:"from"`
-		To   uint64 `json:"to"`
-	}
+	var req wire.ConsistencyRequest
 	if err := runtime.Decode(body, &req); err != nil {
 		return nil, err
 	}
@@ -115,16 +102,14 @@ func (r *Daemon) auditConsistency(ctx context.Context, c caller, body []byte) (a
 	if err != nil {
 		return nil, treeErr(err)
 	}
-	return map[string]any{
-		"from": req.From, "to": to, "proof": formatHashes(p),
-		"from_root": trail.FormatHash(fromRoot), "to_root": trail.FormatHash(toRoot),
+	return wire.ConsistencyProof{
+		From: req.From, To: to, Proof: formatHashes(p),
+		FromRoot: trail.FormatHash(fromRoot), ToRoot: trail.FormatHash(toRoot),
 	}, nil
 }
 
 func (r *Daemon) auditCheckpoint(ctx context.Context, c caller, body []byte) (any, error) {
-	var req struct {
-		ID string `json:"id"`
-	}
+	var req wire.GetRequest
 	if err := runtime.Decode(body, &req); err != nil {
 		return nil, err
 	}
@@ -147,16 +132,7 @@ func formatHashes(hs [][]byte) []string {
 }
 
 func (r *Daemon) auditRead(ctx context.Context, c caller, body []byte) (any, error) {
-	var req struct {
-		After     string            `json:"after"`
-		Limit     int               `json:"limit"`
-		Workspace string            `json:"workspace"`
-		EventType trail.EventType   `json:"event_type"`
-		Actor     string            `json:"actor"`
-		Since     string            `json:"since"`
-		Until     string            `json:"until"`
-		Body      map[string]string `json:"body"`
-	}
+	var req wire.TrailQuery
 	if err := runtime.Decode(body, &req); err != nil {
 		return nil, err
 	}
@@ -184,9 +160,7 @@ func (r *Daemon) auditRead(ctx context.Context, c caller, body []byte) (any, err
 }
 
 func (r *Daemon) auditVerify(ctx context.Context, c caller, body []byte) (any, error) {
-	var req struct {
-		Workspace string `json:"workspace"`
-	}
+	var req wire.VerifyRequest
 	if err := runtime.Decode(body, &req); err != nil {
 		return nil, err
 	}

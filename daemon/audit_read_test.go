@@ -30,7 +30,7 @@ func TestAuditReadTimeFilters(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return v.(trailPage).Entries, nil
+		return v.(wire.TrailPage).Entries, nil
 	}
 	tests := []struct {
 		body string

@@ -26,14 +26,6 @@ const ephemeralIdle = 2 * time.Minute
 // maxConsumerName bounds a durable consumer's name.
 const maxConsumerName = 64
 
-// ConsumerInfo is the reply of signals.consumer.
-type ConsumerInfo struct {
-	Stream   string `json:"stream"`
-	Consumer string `json:"consumer"`
-	Filter   string `json:"filter"`
-	Durable  bool   `json:"durable"`
-}
-
 // signalsConsumer makes, or finds, the pull consumer through which the
 // caller reads the signals delivered to a workspace (its children's).
 //
@@ -44,11 +36,7 @@ type ConsumerInfo struct {
 // instead of the next one; an existing durable consumer resumes where it
 // stopped.
 func (r *Daemon) signalsConsumer(ctx context.Context, c caller, body []byte) (any, error) {
-	var req struct {
-		Workspace  string `json:"workspace"`
-		Durable    string `json:"durable"`
-		DeliverAll bool   `json:"deliver_all"`
-	}
+	var req wire.ConsumerRequest
 	if err := runtime.Decode(body, &req); err != nil {
 		return nil, err
 	}
@@ -85,7 +73,7 @@ func (r *Daemon) signalsConsumer(ctx context.Context, c caller, body []byte) (an
 		return nil, runtime.Refuse(wire.CodeUnavailable, "JetStream is off (the server turned it off); the daemon turns it on again once the disk has room")
 	}
 	filter := "wacp.v1.sig." + ws + ".>"
-	out := ConsumerInfo{Stream: signalStream, Consumer: name, Filter: filter, Durable: durable}
+	out := wire.ConsumerInfo{Stream: signalStream, Consumer: name, Filter: filter, Durable: durable}
 
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()

@@ -249,7 +249,7 @@ func (r *Daemon) Run(ctx context.Context) (err error) {
 		}
 		stack = append(stack, stopMetrics)
 	}
-	info := Info{URL: r.url, PID: os.Getpid(), RootWorkspace: r.eng.Root(), Version: r.cfg.Version}
+	info := wire.DaemonFile{URL: r.url, PID: os.Getpid(), RootWorkspace: r.eng.Root(), Version: r.cfg.Version}
 	if err := writeInfo(dir, info); err != nil {
 		return fmt.Errorf("write %s: %w", InfoFile, err)
 	}

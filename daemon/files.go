@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/wacpd/wacpd/wire"
 )
 
 // Files the daemon keeps in its data dir (wire-v1 §1).
@@ -15,14 +17,6 @@ const (
 	AdminTokenFile = "admin.token" // the coordinator's bearer token, mode 0600
 	InfoFile       = "wacpd.json"  // written once the daemon accepts requests
 )
-
-// Info is the content of wacpd.json.
-type Info struct {
-	URL           string `json:"url"`
-	PID           int    `json:"pid"`
-	RootWorkspace string `json:"root_workspace"`
-	Version       string `json:"version"`
-}
 
 // adminToken returns the admin token of dir, creating admin.token (0600) on
 // the first start. A token file readable by others is refused.
@@ -57,7 +51,7 @@ func adminToken(dir string) (string, error) {
 }
 
 // writeInfo writes wacpd.json atomically.
-func writeInfo(dir string, info Info) error {
+func writeInfo(dir string, info wire.DaemonFile) error {
 	b, err := json.MarshalIndent(info, "", "  ")
 	if err != nil {
 		return err

@@ -18,11 +18,11 @@ import (
 
 func (r *Daemon) systemInfo(ctx context.Context, c caller, body []byte) (any, error) {
 	tax := r.eng.Taxonomy()
-	return map[string]any{
-		"version": r.cfg.Version, "root_workspace": r.eng.Root(),
-		"taxonomy":       map[string]string{"id": tax.ID(), "version": tax.Version(), "checksum": tax.Checksum()},
-		"hash_algorithm": trail.Algorithm, "protocol_version": taxonomy.ProtocolVersion,
-		"public_key": r.publicKey, "origin": r.eng.Origin(),
+	return wire.Info{
+		Version: r.cfg.Version, RootWorkspace: r.eng.Root(),
+		Taxonomy:      wire.TaxonomyInfo{ID: tax.ID(), Version: tax.Version(), Checksum: tax.Checksum()},
+		HashAlgorithm: trail.Algorithm, ProtocolVersion: taxonomy.ProtocolVersion,
+		PublicKey: r.publicKey, Origin: r.eng.Origin(),
 	}, nil
 }
 
@@ -39,12 +39,7 @@ func (r *Daemon) envelope(ctx context.Context, c caller, body []byte) (any, erro
 }
 
 func (r *Daemon) inboxNext(ctx context.Context, c caller, body []byte) (any, error) {
-	var req struct {
-		Wait string `json:"wait"`
-		// AckPrevious (default true): asking for the next envelope
-		// acknowledges those leased to the caller (lease.go).
-		AckPrevious *bool `json:"ack_previous"`
-	}
+	var req wire.InboxNextRequest
 	if err := runtime.Decode(body, &req); err != nil {
 		return nil, err
 	}
@@ -81,9 +76,7 @@ func (r *Daemon) inboxNext(ctx context.Context, c caller, body []byte) (any, err
 // inboxAck acknowledges one envelope of the caller's inbox (extension,
 // lease.go).
 func (r *Daemon) inboxAck(ctx context.Context, c caller, body []byte) (any, error) {
-	var req struct {
-		ID string `json:"id"`
-	}
+	var req wire.GetRequest
 	if err := runtime.Decode(body, &req); err != nil {
 		return nil, err
 	}
@@ -91,9 +84,7 @@ func (r *Daemon) inboxAck(ctx context.Context, c caller, body []byte) (any, erro
 }
 
 func (r *Daemon) checkpointGet(ctx context.Context, c caller, body []byte) (any, error) {
-	var req struct {
-		ID string `json:"id"`
-	}
+	var req wire.GetRequest
 	if err := runtime.Decode(body, &req); err != nil {
 		return nil, err
 	}
@@ -101,11 +92,7 @@ func (r *Daemon) checkpointGet(ctx context.Context, c caller, body []byte) (any,
 }
 
 func (r *Daemon) checkpointList(ctx context.Context, c caller, body []byte) (any, error) {
-	var req struct {
-		Workspace string `json:"workspace"`
-		After     string `json:"after"`
-		Limit     int    `json:"limit"`
-	}
+	var req wire.CheckpointListRequest
 	if err := runtime.Decode(body, &req); err != nil {
 		return nil, err
 	}
@@ -129,14 +116,11 @@ func (r *Daemon) checkpointList(ctx context.Context, c caller, body []byte) (any
 	if more {
 		next = &list[len(list)-1].ID
 	}
-	return map[string]any{"checkpoints": nonNil(list), "next": next}, nil
+	return wire.CheckpointPage{Checkpoints: nonNil(list), Next: next}, nil
 }
 
 func (r *Daemon) checkpointHead(ctx context.Context, c caller, body []byte) (any, error) {
-	var req struct {
-		Workspace string `json:"workspace"`
-		Final     bool   `json:"final"`
-	}
+	var req wire.HeadRequest
 	if err := runtime.Decode(body, &req); err != nil {
 		return nil, err
 	}
@@ -160,16 +144,11 @@ func (r *Daemon) workspaceCreate(ctx context.Context, c caller, body []byte) (an
 		return nil, err
 	}
 	r.tok.add(tok, p)
-	return map[string]any{"workspace": w, "token": tok}, nil
-}
-
-type idRequest struct {
-	ID     string `json:"id"`
-	Reason string `json:"reason"`
+	return wire.Created{Workspace: w, Token: tok}, nil
 }
 
 func (r *Daemon) workspaceGet(ctx context.Context, c caller, body []byte) (any, error) {
-	var req idRequest
+	var req wire.IDRequest
 	if err := runtime.Decode(body, &req); err != nil {
 		return nil, err
 	}
@@ -180,12 +159,7 @@ func (r *Daemon) workspaceGet(ctx context.Context, c caller, body []byte) (any, 
 }
 
 func (r *Daemon) workspaceList(ctx context.Context, c caller, body []byte) (any, error) {
-	var req struct {
-		Parent string          `json:"parent"`
-		State  workspace.State `json:"state"`
-		After  string          `json:"after"`
-		Limit  int             `json:"limit"`
-	}
+	var req wire.ListRequest
 	if err := runtime.Decode(body, &req); err != nil {
 		return nil, err
 	}
@@ -211,12 +185,12 @@ func (r *Daemon) workspaceList(ctx context.Context, c caller, body []byte) (any,
 	if more {
 		next = &list[len(list)-1].ID
 	}
-	return map[string]any{"workspaces": nonNil(list), "next": next}, nil
+	return wire.WorkspacePage{Workspaces: nonNil(list), Next: next}, nil
 }
 
 func (r *Daemon) workspaceOp(op string) handlerFunc {
 	return func(ctx context.Context, c caller, body []byte) (any, error) {
-		var req idRequest
+		var req wire.IDRequest
 		if err := runtime.Decode(body, &req); err != nil {
 			return nil, err
 		}
@@ -234,11 +208,7 @@ func (r *Daemon) workspaceOp(op string) handlerFunc {
 }
 
 func (r *Daemon) migrate(ctx context.Context, c caller, body []byte) (any, error) {
-	var req struct {
-		ID       string `json:"id"`
-		NewAgent string `json:"new_agent"`
-		Reason   string `json:"reason"`
-	}
+	var req wire.MigrateRequest
 	if err := runtime.Decode(body, &req); err != nil {
 		return nil, err
 	}
@@ -251,11 +221,7 @@ func (r *Daemon) migrate(ctx context.Context, c caller, body []byte) (any, error
 // unbound (WACP Workspace §13). The reply carries the new token for the new
 // agent; after a failed migration it is null.
 func (r *Daemon) migrateComplete(ctx context.Context, c caller, body []byte) (any, error) {
-	var req struct {
-		ID       string `json:"id"`
-		NewAgent string `json:"new_agent"`
-		Error    string `json:"error"`
-	}
+	var req wire.MigrateCompleteRequest
 	if err := runtime.Decode(body, &req); err != nil {
 		return nil, err
 	}
@@ -264,7 +230,7 @@ func (r *Daemon) migrateComplete(ctx context.Context, c caller, body []byte) (an
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"workspace": w, "token": nil}, nil
+		return wire.Migrated{Workspace: w}, nil
 	}
 	tok, err := newToken()
 	if err != nil {
@@ -286,7 +252,7 @@ func (r *Daemon) migrateComplete(ctx context.Context, c caller, body []byte) (an
 	r.tok.remove(old)
 	r.tok.add(tok, p)
 	r.disconnect(p)
-	return map[string]any{"workspace": w, "token": tok}, nil
+	return wire.Migrated{Workspace: w, Token: &tok}, nil
 }
 
 func (r *Daemon) conflictResolve(ctx context.Context, c caller, body []byte) (any, error) {
@@ -297,13 +263,8 @@ func (r *Daemon) integrate(ctx context.Context, c caller, body []byte) (any, err
 	return r.eng.Integrate(ctx, c.ws, body)
 }
 
-type trailPage struct {
-	Entries []trail.Entry `json:"entries"`
-	Next    *string       `json:"next"`
-}
-
-func page(entries []trail.Entry, next string) trailPage {
-	p := trailPage{Entries: nonNil(entries)}
+func page(entries []trail.Entry, next string) wire.TrailPage {
+	p := wire.TrailPage{Entries: nonNil(entries)}
 	if next != "" {
 		p.Next = &next
 	}
@@ -311,12 +272,7 @@ func page(entries []trail.Entry, next string) trailPage {
 }
 
 func (r *Daemon) agentTrail(ctx context.Context, c caller, body []byte) (any, error) {
-	var req struct {
-		After     string          `json:"after"`
-		Limit     int             `json:"limit"`
-		EventType trail.EventType `json:"event_type"`
-		Workspace string          `json:"workspace"`
-	}
+	var req wire.AgentTrailRequest
 	if err := runtime.Decode(body, &req); err != nil {
 		return nil, err
 	}
@@ -337,11 +293,7 @@ func (r *Daemon) agentTrail(ctx context.Context, c caller, body []byte) (any, er
 // user_deactivated in the same commit, and closes the connections made
 // with those tokens. A principal without tokens is answered revoked 0.
 func (r *Daemon) tokenRevoke(ctx context.Context, c caller, body []byte) (any, error) {
-	var req struct {
-		Kind   principal.Kind `json:"kind"`
-		Name   string         `json:"name"`
-		Reason string         `json:"reason"`
-	}
+	var req wire.TokenRevokeRequest
 	if err := runtime.Decode(body, &req); err != nil {
 		return nil, err
 	}
@@ -366,14 +318,11 @@ func (r *Daemon) tokenRevoke(ctx context.Context, c caller, body []byte) (any, e
 		r.tok.remove(old)
 		r.disconnect(p)
 	}
-	return map[string]any{"principal": p, "revoked": len(old)}, nil
+	return wire.TokenRevoked{Principal: p, Revoked: len(old)}, nil
 }
 
 func (r *Daemon) tokenCreate(ctx context.Context, c caller, body []byte) (any, error) {
-	var req struct {
-		Kind principal.Kind `json:"kind"`
-		Name string         `json:"name"`
-	}
+	var req wire.TokenCreateRequest
 	if err := runtime.Decode(body, &req); err != nil {
 		return nil, err
 	}
@@ -393,5 +342,5 @@ func (r *Daemon) tokenCreate(ctx context.Context, c caller, body []byte) (any, e
 		return nil, err
 	}
 	r.tok.add(tok, p)
-	return map[string]any{"token": tok, "principal": p}, nil
+	return wire.TokenCreated{Token: tok, Principal: p}, nil
 }

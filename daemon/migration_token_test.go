@@ -3,10 +3,9 @@ package daemon_test
 import (
 	"testing"
 
-	"github.com/wacpd/wacpd/daemon"
-
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/client"
+	"github.com/wacpd/wacpd/daemon"
 	"github.com/wacpd/wacpd/internal/daemontest"
 	"github.com/wacpd/wacpd/workspace"
 )
@@ -50,7 +49,7 @@ func TestMigrationUnbindsTheOldAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Token == "" || m.Token == w.Token || m.Workspace == nil || m.Workspace.State != workspace.Active || m.Workspace.Agent != "agent-b" {
+	if m.Token == nil || *m.Token == "" || *m.Token == w.Token || m.Workspace == nil || m.Workspace.State != workspace.Active || m.Workspace.Agent != "agent-b" {
 		t.Fatalf("CompleteMigration = %+v, want a new token and the workspace active with agent-b", m)
 	}
 	if _, err := checkpoint(old, &first.ID); err == nil {
@@ -64,7 +63,7 @@ func TestMigrationUnbindsTheOldAgent(t *testing.T) {
 				t.Error("the old token still authenticates after the migration")
 			}
 		}
-		c, err := dial(url, m.Token, id)
+		c, err := dial(url, *m.Token, id)
 		if err != nil {
 			t.Fatalf("dial with the new token: %v", err)
 		}
@@ -84,7 +83,7 @@ func TestMigrationUnbindsTheOldAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	fm, err := coord.CompleteMigration(ctx, f.Workspace.ID, "agent-c", "cannot bind")
-	if err != nil || fm.Token != "" || fm.Workspace == nil || fm.Workspace.State != workspace.Failed {
+	if err != nil || fm.Token != nil || fm.Workspace == nil || fm.Workspace.State != workspace.Failed {
 		t.Errorf("failed CompleteMigration = %+v, %v; want the workspace failed and no token", fm, err)
 	}
 

@@ -276,20 +276,11 @@ func (r *Daemon) identify(req micro.Request, aud audience) (caller, error) {
 	return c, nil
 }
 
-// errorBody is the JSON body of an error reply (wire-v1 §3).
-type errorBody struct {
-	Error struct {
-		Code    string         `json:"code"`
-		Message string         `json:"message"`
-		Details map[string]any `json:"details"`
-	} `json:"error"`
-}
-
 // replyErr answers req of endpoint with err's wire error and counts it.
 func (r *Daemon) replyErr(endpoint string, req micro.Request, err error) {
 	code := runtime.Code(err)
 	r.metrics.request(endpoint, code)
-	var b errorBody
+	var b wire.ErrorBody
 	b.Error.Code, b.Error.Details = code, map[string]any{}
 	switch code {
 	case wire.CodeInternal:

@@ -28,28 +28,8 @@ const (
 	ModeSalvage = "salvage"
 )
 
-// IntegrateRequest is the body of an integrate call (wire contract §3.2).
-type IntegrateRequest struct {
-	Workspace string          `json:"workspace"`
-	Decision  string          `json:"decision"`
-	Strategy  string          `json:"strategy,omitempty"`
-	Mode      string          `json:"mode,omitempty"`
-	Result    json.RawMessage `json:"result,omitempty"`
-	// Conflicts are the conflicts the coordinator's merge detected (layered:
-	// content_overlap only; evaluated: any of the four types). With
-	// conflicts an accepted workspace goes to conflicted instead of closed.
-	Conflicts []workspace.Conflict `json:"conflicts,omitempty"`
-}
-
-// IntegrateResult is the reply of an integrate call.
-type IntegrateResult struct {
-	Workspace  *workspace.Workspace `json:"workspace"`
-	Checkpoint string               `json:"checkpoint"`
-	Outcome    string               `json:"outcome"` // closed, failed or salvaged
-}
-
-func decodeIntegrate(body []byte) (IntegrateRequest, error) {
-	var r IntegrateRequest
+func decodeIntegrate(body []byte) (wire.IntegrateRequest, error) {
+	var r wire.IntegrateRequest
 	if err := Decode(body, &r); err != nil {
 		return r, err
 	}
@@ -106,33 +86,33 @@ func decodeIntegrate(body []byte) (IntegrateRequest, error) {
 // digest is verified first. One commit holds the integrate signal,
 // integration_started, integration_completed or integration_aborted, and
 // the transition.
-func (e *Engine) Integrate(ctx context.Context, actor string, body []byte) (IntegrateResult, error) {
-	return runAs(ctx, e, len(body), func() (IntegrateResult, error) { return e.integrateLocked(ctx, actor, body) })
+func (e *Engine) Integrate(ctx context.Context, actor string, body []byte) (wire.IntegrateResult, error) {
+	return runAs(ctx, e, len(body), func() (wire.IntegrateResult, error) { return e.integrateLocked(ctx, actor, body) })
 }
 
 // integrateLocked is Integrate run by the committer.
-func (e *Engine) integrateLocked(ctx context.Context, actor string, body []byte) (IntegrateResult, error) {
+func (e *Engine) integrateLocked(ctx context.Context, actor string, body []byte) (wire.IntegrateResult, error) {
 	req, err := decodeIntegrate(body)
 	if err != nil {
-		return IntegrateResult{}, err
+		return wire.IntegrateResult{}, err
 	}
 	a, w, err := e.authorize(actor, req.Workspace)
 	if err != nil {
-		return IntegrateResult{}, err
+		return wire.IntegrateResult{}, err
 	}
 	chain := e.chainOf(w.ID)
 	cpID := chain.LastFinal
 	switch {
 	case req.Mode == ModeNormal && w.State != workspace.Integrating:
-		return IntegrateResult{}, Refuse(wire.CodeInvalidTransition, "workspace %s is %s; normal integration needs integrating", w.ID, w.State)
+		return wire.IntegrateResult{}, Refuse(wire.CodeInvalidTransition, "workspace %s is %s; normal integration needs integrating", w.ID, w.State)
 	case req.Mode == ModeSalvage && w.State != workspace.Failed:
-		return IntegrateResult{}, Refuse(wire.CodeInvalidTransition, "workspace %s is %s; salvage needs a failed workspace", w.ID, w.State)
+		return wire.IntegrateResult{}, Refuse(wire.CodeInvalidTransition, "workspace %s is %s; salvage needs a failed workspace", w.ID, w.State)
 	case req.Mode == ModeSalvage && cpID == "":
 		cpID = chain.Head
 	}
 	if cpID == "" {
 		if req.Decision == DecisionAccept {
-			return IntegrateResult{}, Refuse(wire.CodeNoFinalCheckpoint, "workspace %s has no final checkpoint to integrate; fail it (reject or revise) and salvage a provisional one, or abort it", w.ID)
+			return wire.IntegrateResult{}, Refuse(wire.CodeNoFinalCheckpoint, "workspace %s has no final checkpoint to integrate; fail it (reject or revise) and salvage a provisional one, or abort it", w.ID)
 		}
 		// Checkpoint spec rule 2: with no final checkpoint normal
 		// integration cannot proceed, and the coordinator fails the
@@ -145,7 +125,7 @@ func (e *Engine) integrateLocked(ctx context.Context, actor string, body []byte)
 	if _, err := chainstore.Get(e.open.tx.txn, cpID); err != nil {
 		var ce *casstore.CorruptError
 		if !errors.As(err, &ce) {
-			return IntegrateResult{}, err
+			return wire.IntegrateResult{}, err
 		}
 		// Security §4.3: a checkpoint that fails verification is not
 		// integrated, and the violation is never silent.
@@ -156,12 +136,12 @@ func (e *Engine) integrateLocked(ctx context.Context, actor string, body []byte)
 			})
 			return err
 		}); rerr != nil {
-			return IntegrateResult{}, rerr
+			return wire.IntegrateResult{}, rerr
 		}
-		return IntegrateResult{}, &Error{Code: wire.CodeInternal, Err: err,
+		return wire.IntegrateResult{}, &Error{Code: wire.CodeInternal, Err: err,
 			Message: fmt.Sprintf("checkpoint %s failed its integrity check and was not integrated (recorded as integrity_violation)", cpID)}
 	}
-	res := IntegrateResult{Checkpoint: cpID}
+	res := wire.IntegrateResult{Checkpoint: cpID}
 	err = e.commit(func(t *tx) error {
 		c := t.ws(w.ID)
 		target := c.ParentID()
@@ -220,7 +200,7 @@ func (e *Engine) integrateLocked(ctx context.Context, actor string, body []byte)
 		return t.transition(c, workspace.IntegrationFailed, e.actorOf(a), reason, false)
 	})
 	if err != nil {
-		return IntegrateResult{}, err
+		return wire.IntegrateResult{}, err
 	}
 	res.Workspace = res.Workspace.Clone()
 	return res, nil
@@ -232,12 +212,12 @@ func (e *Engine) integrateLocked(ctx context.Context, actor string, body []byte)
 // and the transition to failed, in one commit. No integration_started is
 // written: there is no checkpoint to start from. Caller holds e.mu (runs
 // in the committer).
-func (e *Engine) failUnintegrated(a, w *workspace.Workspace, req IntegrateRequest) (IntegrateResult, error) {
+func (e *Engine) failUnintegrated(a, w *workspace.Workspace, req wire.IntegrateRequest) (wire.IntegrateResult, error) {
 	reason := "rejected"
 	if req.Decision == DecisionRevise {
 		reason = "revision_required"
 	}
-	var res IntegrateResult
+	var res wire.IntegrateResult
 	err := e.commit(func(t *tx) error {
 		c := t.ws(w.ID)
 		if _, err := t.emit(t.ws(a.ID), taxonomy.SignalIntegrate, "", "", e.actorOf(a)); err != nil {
@@ -253,7 +233,7 @@ func (e *Engine) failUnintegrated(a, w *workspace.Workspace, req IntegrateReques
 		return t.transition(c, workspace.IntegrationFailed, e.actorOf(a), reason, false)
 	})
 	if err != nil {
-		return IntegrateResult{}, err
+		return wire.IntegrateResult{}, err
 	}
 	res.Workspace = res.Workspace.Clone()
 	return res, nil

@@ -22,29 +22,20 @@ import (
 
 const defaultDeliveryLease = 30 * time.Second
 
-// AckResult is the reply of inbox.ack.
-type AckResult struct {
-	ID string `json:"id"`
-	// Removed reports whether this acknowledgement took the envelope out
-	// of the inbox; false when it had already left (acknowledged before,
-	// or undeliverable) or has not arrived yet (queued).
-	Removed bool `json:"removed"`
-}
-
 // AckEnvelope acknowledges envelope id for the agent of workspace ws: the
 // envelope leaves ws's inbox, whether it is leased or back after a lease
 // ended. Acknowledging an envelope that already left the inbox is not an
 // error (a client may repeat an acknowledgement whose reply it lost); an
 // id that is not an envelope addressed to ws is not_found.
-func (e *Engine) AckEnvelope(ctx context.Context, ws, id string) (AckResult, error) {
-	return runAs(ctx, e, len(id), func() (AckResult, error) {
+func (e *Engine) AckEnvelope(ctx context.Context, ws, id string) (wire.AckResult, error) {
+	return runAs(ctx, e, len(id), func() (wire.AckResult, error) {
 		if e.get(ws) == nil {
-			return AckResult{}, Refuse(wire.CodeNotFound, "workspace %s does not exist", ws)
+			return wire.AckResult{}, Refuse(wire.CodeNotFound, "workspace %s does not exist", ws)
 		}
 		if id == "" {
-			return AckResult{}, Refuse(wire.CodeInvalidStructure, "id is required")
+			return wire.AckResult{}, Refuse(wire.CodeInvalidStructure, "id is required")
 		}
-		res := AckResult{ID: id}
+		res := wire.AckResult{ID: id}
 		err := e.commit(func(t *tx) error {
 			removed, err := delivery.Ack(deliveryTx{t}, ws, id)
 			if errors.Is(err, delivery.ErrNotAddressed) {

@@ -20,13 +20,6 @@ const (
 	ResolveAgentRework = "agent_rework"
 )
 
-// ResolveRequest is the body of a conflict resolution.
-type ResolveRequest struct {
-	Workspace          string `json:"workspace"`
-	ResolutionStrategy string `json:"resolution_strategy"`
-	Resolution         string `json:"resolution,omitempty"`
-}
-
 // ResolveConflict ends the conflicts of a conflicted workspace.
 // coordinator_resolve closes it (conflict_resolved per conflict with outcome
 // closed, then integration_completed with result conflict_resolved);
@@ -34,7 +27,7 @@ type ResolveRequest struct {
 // integration_aborted, reason revision_required). escalate needs the human
 // highway, which this version does not have, and is refused.
 func (e *Engine) ResolveConflict(ctx context.Context, actor string, body []byte) (*workspace.Workspace, error) {
-	var req ResolveRequest
+	var req wire.ResolveRequest
 	if err := Decode(body, &req); err != nil {
 		return nil, err
 	}

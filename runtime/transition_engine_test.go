@@ -63,7 +63,7 @@ func TestWorkspaceTransitions(t *testing.T) {
 	abort := func(t *testing.T, e *Engine, w string) { must[*workspace.Workspace](t)(e.Abort(ctx, e.Root(), w, "")) }
 	integrate := func(body string) step {
 		return func(t *testing.T, e *Engine, w string) {
-			must[IntegrateResult](t)(e.Integrate(ctx, e.Root(), []byte(`{"workspace":"`+w+`",`+body+`}`)))
+			must[wire.IntegrateResult](t)(e.Integrate(ctx, e.Root(), []byte(`{"workspace":"`+w+`",`+body+`}`)))
 		}
 	}
 	conflict := integrate(`"decision":"accept","strategy":"layered","conflicts":[{"conflict_type":"content_overlap","resources":["a.go"],"description":"both edit a.go"}]`)
@@ -162,7 +162,7 @@ func TestWorkspaceTransitionsIllegal(t *testing.T) {
 	closed := newWorker(t, e)
 	checkpoint(t, e, closed.ID, nil, "final")
 	signal(t, e, closed.ID, `{"type":"complete"}`)
-	must[IntegrateResult](t)(e.Integrate(ctx, e.Root(), []byte(`{"workspace":"`+closed.ID+`","decision":"accept"}`)))
+	must[wire.IntegrateResult](t)(e.Integrate(ctx, e.Root(), []byte(`{"workspace":"`+closed.ID+`","decision":"accept"}`)))
 
 	calls := []struct {
 		name string

@@ -5,7 +5,10 @@
 // docs/security.md, docs/schema) are derived from the same table, so an
 // endpoint added here without a handler, a row or a schema fails a test.
 //
-// It imports only the standard library.
+// Its request and reply bodies (types.go) are shared by the daemon, the
+// engine and the client; a body that is a record is the record package's
+// type. It imports the record formats, never storage, NATS, the daemon or
+// the client.
 package wire
 
 import (

@@ -1,0 +1,308 @@
+package wire
+
+import (
+	"encoding/json"
+
+	"github.com/wacpd/wacpd/checkpointchain"
+	"github.com/wacpd/wacpd/principal"
+	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/workspace"
+)
+
+// The request and reply bodies of the endpoints (docs/schema holds their
+// JSON Schemas; TestRepliesMatchTheirSchemas checks real replies against
+// them). The daemon decodes requests strictly (an unknown field is
+// invalid_structure), so a field here is a field of the contract. Bodies
+// that are records (a checkpoint, an envelope, a signal, a workspace, a
+// trail entry) are the record packages' types; the record requests are
+// checkpointchain.Request, envelope.Request, signal.Request and
+// workspace.CreateRequest.
+
+// IDRequest names a workspace (workspace.get, .abort, .suspend, .resume;
+// empty for the caller's own in workspace.get) and, for abort and
+// suspend, why.
+type IDRequest struct {
+	ID     string `json:"id,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// ListRequest is the body of workspace.list; zero fields do not filter.
+type ListRequest struct {
+	Parent string          `json:"parent,omitempty"`
+	State  workspace.State `json:"state,omitempty"`
+	After  string          `json:"after,omitempty"`
+	Limit  int             `json:"limit,omitempty"`
+}
+
+// WorkspacePage is the reply of workspace.list; Next, when set, is the
+// After of the next page.
+type WorkspacePage struct {
+	Workspaces []*workspace.Workspace `json:"workspaces"`
+	Next       *string                `json:"next"`
+}
+
+// MigrateRequest is the body of workspace.migrate.
+type MigrateRequest struct {
+	ID       string `json:"id"`
+	NewAgent string `json:"new_agent,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// MigrateCompleteRequest is the body of workspace.migrate.complete: Error
+// set fails the migration.
+type MigrateCompleteRequest struct {
+	ID       string `json:"id"`
+	NewAgent string `json:"new_agent,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// Created is the reply of workspace.create: the new workspace and the
+// bearer token of its agent.
+type Created struct {
+	Workspace *workspace.Workspace `json:"workspace"`
+	Token     string               `json:"token"`
+}
+
+// Migrated is the reply of workspace.migrate.complete.
+type Migrated struct {
+	Workspace *workspace.Workspace `json:"workspace"`
+	// Token is the workspace's new agent token, for the new agent; the old
+	// one no longer authenticates. Empty (null) after a failed migration.
+	Token *string `json:"token"`
+}
+
+// IntegrateRequest is the body of integrate.
+type IntegrateRequest struct {
+	Workspace string          `json:"workspace"`
+	Decision  string          `json:"decision"`           // accept, revise or reject
+	Strategy  string          `json:"strategy,omitempty"` // direct (default), layered or evaluated
+	Mode      string          `json:"mode,omitempty"`     // normal (default) or salvage
+	Result    json.RawMessage `json:"result,omitempty"`
+	// Conflicts are the conflicts the coordinator's merge detected (layered:
+	// content_overlap only; evaluated: any of the four types). With
+	// conflicts an accepted workspace goes to conflicted instead of closed.
+	Conflicts []workspace.Conflict `json:"conflicts,omitempty"`
+}
+
+// IntegrateResult is the reply of integrate.
+type IntegrateResult struct {
+	Workspace  *workspace.Workspace `json:"workspace"`
+	Checkpoint string               `json:"checkpoint"` // the checkpoint integrated
+	Outcome    string               `json:"outcome"`    // closed, failed, salvaged or conflicted
+}
+
+// ResolveRequest is the body of conflict.resolve.
+type ResolveRequest struct {
+	Workspace          string `json:"workspace"`
+	ResolutionStrategy string `json:"resolution_strategy"` // coordinator_resolve or agent_rework
+	Resolution         string `json:"resolution,omitempty"`
+}
+
+// InboxNextRequest is the body of inbox.next: Wait is a Go duration (up to
+// the daemon's maximum); AckPrevious (default true) acknowledges the
+// envelopes leased to the caller first.
+type InboxNextRequest struct {
+	Wait        string `json:"wait,omitempty"`
+	AckPrevious *bool  `json:"ack_previous,omitempty"`
+}
+
+// GetRequest names one record by id (inbox.ack, checkpoint.get,
+// audit.checkpoint.get).
+type GetRequest struct {
+	ID string `json:"id"`
+}
+
+// AckResult is the reply of inbox.ack.
+type AckResult struct {
+	ID string `json:"id"`
+	// Removed reports whether this acknowledgement took the envelope out
+	// of the inbox; false when it had already left (acknowledged before,
+	// or undeliverable) or has not arrived yet (queued).
+	Removed bool `json:"removed"`
+}
+
+// ConsumerRequest is the body of signals.consumer.
+type ConsumerRequest struct {
+	Workspace  string `json:"workspace,omitempty"`
+	Durable    string `json:"durable,omitempty"`
+	DeliverAll bool   `json:"deliver_all,omitempty"`
+}
+
+// ConsumerInfo is the reply of signals.consumer: the consumer of stream
+// WACP_SIGNALS through which a workspace's signals are read with the
+// JetStream pull API.
+type ConsumerInfo struct {
+	Stream   string `json:"stream"`
+	Consumer string `json:"consumer"`
+	Filter   string `json:"filter"`
+	Durable  bool   `json:"durable"`
+}
+
+// Info is the reply of system.info.
+type Info struct {
+	Version         string       `json:"version"`
+	RootWorkspace   string       `json:"root_workspace"`
+	Taxonomy        TaxonomyInfo `json:"taxonomy"`
+	HashAlgorithm   string       `json:"hash_algorithm"`
+	ProtocolVersion string       `json:"protocol_version"`
+	// PublicKey verifies the daemon's signed tree heads (note verifier key);
+	// Origin is their first line.
+	PublicKey string `json:"public_key"`
+	Origin    string `json:"origin"`
+}
+
+// TaxonomyInfo identifies the daemon's taxonomy.
+type TaxonomyInfo struct {
+	ID       string `json:"id"`
+	Version  string `json:"version"`
+	Checksum string `json:"checksum"`
+}
+
+// TrailQuery is the body of audit.trail.read: it selects entries of the
+// global trail. Zero fields do not filter.
+type TrailQuery struct {
+	After     string          `json:"after,omitempty"`
+	Limit     int             `json:"limit,omitempty"`
+	Workspace string          `json:"workspace,omitempty"`
+	EventType trail.EventType `json:"event_type,omitempty"`
+	Actor     string          `json:"actor,omitempty"`
+	Since     string          `json:"since,omitempty"` // RFC 3339, inclusive
+	Until     string          `json:"until,omitempty"` // RFC 3339, exclusive
+	// Body selects entries whose top-level body fields have these values.
+	Body map[string]string `json:"body,omitempty"`
+}
+
+// TrailPage is one page of trail entries (audit.trail.read,
+// trail.read); Next, when set, is the After of the next page.
+type TrailPage struct {
+	Entries []trail.Entry `json:"entries"`
+	Next    *string       `json:"next"`
+}
+
+// TreeHead is the reply of audit.sth: the daemon's latest signed tree head
+// and the key it says signs it. Check the note with trail.OpenTreeHead and
+// a key you trust, not only PublicKey.
+type TreeHead struct {
+	trail.TreeHead
+	PublicKey string `json:"public_key"` // note verifier key
+}
+
+// InclusionRequest asks audit.proof.inclusion for the audit path of one
+// entry: by id (Entry) or by leaf index (Index, entry #Index+1), in the
+// tree of Size entries (0: the latest signed size).
+type InclusionRequest struct {
+	Entry string  `json:"entry,omitempty"`
+	Index *uint64 `json:"index,omitempty"`
+	Size  uint64  `json:"size,omitempty"`
+}
+
+// InclusionProof is the reply of audit.proof.inclusion. Check it with
+// auditor.VerifyInclusion against the entry's own entry_hash and a signed
+// root, not against LeafHash and Root alone.
+type InclusionProof struct {
+	Entry    string   `json:"entry"`
+	Index    uint64   `json:"index"`
+	Size     uint64   `json:"size"`
+	LeafHash string   `json:"leaf_hash"`
+	Proof    []string `json:"proof"`
+	Root     string   `json:"root"`
+}
+
+// ConsistencyRequest asks audit.proof.consistency for the proof that the
+// tree of size From is a prefix of the tree of size To (0: the latest
+// signed size).
+type ConsistencyRequest struct {
+	From uint64 `json:"from"`
+	To   uint64 `json:"to,omitempty"`
+}
+
+// ConsistencyProof is the reply of audit.proof.consistency.
+type ConsistencyProof struct {
+	From     uint64   `json:"from"`
+	To       uint64   `json:"to"`
+	Proof    []string `json:"proof"`
+	FromRoot string   `json:"from_root"`
+	ToRoot   string   `json:"to_root"`
+}
+
+// ErrorBody is the JSON body of an error reply (wire-v1 §3).
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail is an error reply's code, message and details.
+type ErrorDetail struct {
+	Code    string         `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details"`
+}
+
+// DaemonFile is the content of wacpd.json, written by a running daemon in
+// its data dir once it accepts requests.
+type DaemonFile struct {
+	URL           string `json:"url"`
+	PID           int    `json:"pid"`
+	RootWorkspace string `json:"root_workspace"`
+	Version       string `json:"version"`
+}
+
+// CheckpointListRequest is the body of checkpoint.list: workspace (the
+// caller's when empty), after a checkpoint, at most Limit (1000).
+type CheckpointListRequest struct {
+	Workspace string `json:"workspace,omitempty"`
+	After     string `json:"after,omitempty"`
+	Limit     int    `json:"limit,omitempty"`
+}
+
+// CheckpointPage is the reply of checkpoint.list; Next, when set, is the
+// After of the next page.
+type CheckpointPage struct {
+	Checkpoints []checkpointchain.Checkpoint `json:"checkpoints"`
+	Next        *string                      `json:"next"`
+}
+
+// HeadRequest is the body of checkpoint.head: the chain head of Workspace
+// (the caller's when empty), or with Final its latest final checkpoint.
+type HeadRequest struct {
+	Workspace string `json:"workspace,omitempty"`
+	Final     bool   `json:"final,omitempty"`
+}
+
+// AgentTrailRequest is the body of trail (an agent's view of the trail).
+type AgentTrailRequest struct {
+	After     string          `json:"after,omitempty"`
+	Limit     int             `json:"limit,omitempty"`
+	EventType trail.EventType `json:"event_type,omitempty"`
+	Workspace string          `json:"workspace,omitempty"`
+}
+
+// VerifyRequest is the body of audit.trail.verify: one workspace's chain,
+// or everything when Workspace is empty.
+type VerifyRequest struct {
+	Workspace string `json:"workspace,omitempty"`
+}
+
+// TokenCreateRequest is the body of token.create: a user or an auditor.
+type TokenCreateRequest struct {
+	Kind principal.Kind `json:"kind"`
+	Name string         `json:"name"`
+}
+
+// TokenRevokeRequest is the body of token.revoke.
+type TokenRevokeRequest struct {
+	Kind   principal.Kind `json:"kind"`
+	Name   string         `json:"name"`
+	Reason string         `json:"reason,omitempty"`
+}
+
+// TokenCreated is the reply of token.create.
+type TokenCreated struct {
+	Token     string              `json:"token"`
+	Principal principal.Principal `json:"principal"`
+}
+
+// TokenRevoked is the reply of token.revoke: how many tokens went.
+type TokenRevoked struct {
+	Principal principal.Principal `json:"principal"`
+	Revoked   int                 `json:"revoked"`
+}
