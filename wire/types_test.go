@@ -1,0 +1,172 @@
+package wire_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/wacpd/wacpd/checkpointchain"
+	"github.com/wacpd/wacpd/envelope"
+	"github.com/wacpd/wacpd/signal"
+	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/wire"
+	"github.com/wacpd/wacpd/workspace"
+)
+
+// bodies are the Go types of each endpoint's request and reply: the ones
+// the daemon decodes and returns and the client sends and reads. nil: no
+// body.
+var bodies = map[string][2]any{
+	"system.info":                {nil, wire.Info{}},
+	"audit.trail.read":           {wire.TrailQuery{}, wire.TrailPage{}},
+	"audit.trail.verify":         {wire.VerifyRequest{}, trail.VerifyResult{}},
+	"audit.sth":                  {struct{}{}, wire.TreeHead{}},
+	"audit.proof.inclusion":      {wire.InclusionRequest{}, wire.InclusionProof{}},
+	"audit.proof.consistency":    {wire.ConsistencyRequest{}, wire.ConsistencyProof{}},
+	"audit.checkpoint.get":       {wire.GetRequest{}, checkpointchain.Checkpoint{}},
+	"checkpoint":                 {checkpointchain.Request{}, checkpointchain.Checkpoint{}},
+	"checkpoint.get":             {wire.GetRequest{}, checkpointchain.Checkpoint{}},
+	"checkpoint.head":            {wire.HeadRequest{}, checkpointchain.Checkpoint{}},
+	"checkpoint.list":            {wire.CheckpointListRequest{}, wire.CheckpointPage{}},
+	"conflict.resolve":           {wire.ResolveRequest{}, workspace.Workspace{}},
+	"envelope":                   {envelope.Request{}, envelope.Envelope{}},
+	"inbox.ack":                  {wire.GetRequest{}, wire.AckResult{}},
+	"inbox.next":                 {wire.InboxNextRequest{}, envelope.Envelope{}},
+	"integrate":                  {wire.IntegrateRequest{}, wire.IntegrateResult{}},
+	"signal":                     {signal.Request{}, signal.Signal{}},
+	"signals.consumer":           {wire.ConsumerRequest{}, wire.ConsumerInfo{}},
+	"token.create":               {wire.TokenCreateRequest{}, wire.TokenCreated{}},
+	"token.revoke":               {wire.TokenRevokeRequest{}, wire.TokenRevoked{}},
+	"trail":                      {wire.AgentTrailRequest{}, wire.TrailPage{}},
+	"workspace.abort":            {wire.IDRequest{}, workspace.Workspace{}},
+	"workspace.create":           {workspace.CreateRequest{}, wire.Created{}},
+	"workspace.get":              {wire.IDRequest{}, workspace.Workspace{}},
+	"workspace.list":             {wire.ListRequest{}, wire.WorkspacePage{}},
+	"workspace.migrate":          {wire.MigrateRequest{}, workspace.Workspace{}},
+	"workspace.migrate.complete": {wire.MigrateCompleteRequest{}, wire.Migrated{}},
+	"workspace.resume":           {wire.IDRequest{}, workspace.Workspace{}},
+	"workspace.suspend":          {wire.IDRequest{}, workspace.Workspace{}},
+}
+
+// TestBodiesMatchTheirSchemas: every endpoint has its Go bodies here, and
+// each body's JSON fields are exactly the properties of its schema in
+// docs/schema. A field added to a type and not to the schema (or the other
+// way round) fails, and so does an endpoint added without its row.
+func TestBodiesMatchTheirSchemas(t *testing.T) {
+	for _, ep := range wire.Endpoints() {
+		b, ok := bodies[ep.Op]
+		if !ok {
+			t.Errorf("%s: no row in bodies (its request and reply types)", ep.Op)
+			continue
+		}
+		for i, ref := range []string{ep.Request, ep.Reply} {
+			typ := b[i]
+			what := []string{"request", "reply"}[i]
+			if ref == "" || typ == nil {
+				if (ref == "") != (typ == nil) {
+					t.Errorf("%s %s: schema %q, Go type %T: one has a body, the other none", ep.Op, what, ref, typ)
+				}
+				continue
+			}
+			props, ok := properties(t, ref)
+			if !ok {
+				continue // the schema does not list properties (oneOf, …)
+			}
+			fields := jsonFields(reflect.TypeOf(typ))
+			slices.Sort(fields)
+			if !slices.Equal(fields, props) {
+				t.Errorf("%s %s: %T has fields %v, schema %s has properties %v", ep.Op, what, typ, fields, ref, props)
+			}
+		}
+	}
+	for op := range bodies {
+		if !slices.ContainsFunc(wire.Endpoints(), func(e wire.Endpoint) bool { return e.Op == op }) {
+			t.Errorf("bodies has a row for %s, which is no endpoint", op)
+		}
+	}
+}
+
+// jsonFields returns the JSON member names of struct type t, embedded
+// structs flattened.
+func jsonFields(t reflect.Type) []string {
+	var out []string
+	for f := range t.Fields() {
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			out = append(out, jsonFields(f.Type)...)
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
+// properties returns the sorted property names of the object schema ref
+// ("file.json" or "file.json#name", a definition), following $ref and
+// allOf; ok is false when the schema does not list properties.
+func properties(t *testing.T, ref string) (props []string, ok bool) {
+	t.Helper()
+	s := resolve(t, ref)
+	set := map[string]bool{}
+	var walk func(s map[string]any) bool
+	walk = func(s map[string]any) bool {
+		found := false
+		if r, ok := s["$ref"].(string); ok && !strings.Contains(r, "common.json") {
+			found = walk(resolve(t, strings.Replace(r, "#/$defs/", "#", 1))) || found
+		}
+		if p, ok := s["properties"].(map[string]any); ok {
+			for k := range p {
+				set[k] = true
+			}
+			found = true
+		}
+		if all, ok := s["allOf"].([]any); ok {
+			for _, a := range all {
+				found = walk(a.(map[string]any)) || found
+			}
+		}
+		return found
+	}
+	if !walk(s) {
+		return nil, false
+	}
+	for k := range set {
+		props = append(props, k)
+	}
+	slices.Sort(props)
+	return props, true
+}
+
+func resolve(t *testing.T, ref string) map[string]any {
+	t.Helper()
+	file, def, _ := strings.Cut(ref, "#")
+	b, err := os.ReadFile(filepath.Join("..", "docs", "schema", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	if def == "" {
+		return doc
+	}
+	d, ok := doc["$defs"].(map[string]any)[def].(map[string]any)
+	if !ok {
+		t.Fatalf("%s has no definition %s", file, def)
+	}
+	return d
+}
