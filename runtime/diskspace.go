@@ -11,7 +11,7 @@ import (
 // space is back; the probe that ends degraded mode checks it too. The
 // default reserve, 128 MiB, covers what Badger may still need: the rest of
 // the current memtable's log and the table its flush writes, or the next
-// log (memtables are 32 MiB, or 64 MiB in older data dirs: badgeropts.go).
+// log (memtables are 32 MiB, or 64 MiB in older data dirs: dbupkeep.MemTableSizeFor).
 
 // defaultMinFree is the reserve when Config.MinFreeBytes is zero.
 const defaultMinFree = 128 << 20

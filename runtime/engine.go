@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/dgraph-io/badger/v4/options"
 
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/checkpointchain/chainstore"
 	"github.com/wacpd/wacpd/clock"
 	"github.com/wacpd/wacpd/integrity"
+	"github.com/wacpd/wacpd/internal/dbupkeep"
 	agentsignal "github.com/wacpd/wacpd/signal"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
@@ -91,12 +91,7 @@ func Open(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Badger checks each table block's checksum when it reads the block
-	// (and a value-log value's): damage at rest is then an error, which
-	// the integrity check reports, instead of wrong data or a panic.
-	opts := badger.DefaultOptions(cfg.DataDir).WithSyncWrites(true).WithLogger(nil).
-		WithMemTableSize(memTableSizeFor(cfg.DataDir)).
-		WithChecksumVerificationMode(options.OnBlockRead).WithVerifyValueChecksum(true)
+	opts := dbupkeep.Options(cfg.DataDir) // checksums checked on every read
 	if cfg.InMemory {
 		opts = badger.DefaultOptions("").WithInMemory(true).WithLogger(nil)
 	} else if where, detail := integrity.CheckTableFiles(cfg.DataDir, opts, cfg.FullCheck); detail != "" {

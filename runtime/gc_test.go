@@ -3,6 +3,8 @@ package runtime
 import (
 	"testing"
 	"time"
+
+	"github.com/wacpd/wacpd/internal/dbupkeep"
 )
 
 // TestValueLogGCRunsOnSchedule: with a GC interval the engine runs value
@@ -17,8 +19,8 @@ func TestValueLogGCRunsOnSchedule(t *testing.T) {
 		parent = &cp.ID
 	}
 	waitFor(t, "GC passes", func() bool { return e.gcPasses.Load() >= 3 })
-	if _, err := e.gcPass(); err != nil {
-		t.Fatalf("gcPass: %v", err)
+	if _, err := dbupkeep.GCPass(e.db, nil); err != nil {
+		t.Fatalf("GCPass: %v", err)
 	}
 	verify(t, e)
 	if err := e.Close(); err != nil {

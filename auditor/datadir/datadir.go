@@ -15,10 +15,10 @@ import (
 	"strings"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/dgraph-io/badger/v4/options"
 
 	"github.com/wacpd/wacpd/auditor"
 	"github.com/wacpd/wacpd/integrity"
+	"github.com/wacpd/wacpd/internal/dbupkeep"
 	"github.com/wacpd/wacpd/trail"
 )
 
@@ -129,13 +129,12 @@ type openDamage struct {
 
 func (d *openDamage) Error() string { return fmt.Sprint(d.v) }
 
-// openReadOnly opens the database at path read-only, with Badger checking
-// each table block's checksum when it reads it and each value-log value's:
-// damage is then an error, not wrong data. A panic inside Badger is
-// returned as an *openDamage.
+// openReadOnly opens the database at path read-only, with the engine's
+// options (dbupkeep.Options): Badger checks each table block's checksum
+// when it reads it and each value-log value's, so damage is an error, not
+// wrong data. A panic inside Badger is returned as an *openDamage.
 func openReadOnly(path string) (db *badger.DB, err error) {
-	opts := badger.DefaultOptions(path).WithReadOnly(true).WithLogger(nil).
-		WithChecksumVerificationMode(options.OnBlockRead).WithVerifyValueChecksum(true)
+	opts := dbupkeep.Options(path).WithReadOnly(true)
 	// Badger opens the tables on goroutines of its own, where a damaged
 	// table's panic ends the process: check them here first.
 	if where, detail := integrity.CheckTableFiles(path, opts, true); detail != "" {

@@ -1,4 +1,4 @@
-package runtime
+package dbupkeep
 
 import (
 	"os"
@@ -12,8 +12,8 @@ import (
 // used) opens with 64 MiB, so that the log can be replayed.
 func TestMemTableSizeKeepsALargerLog(t *testing.T) {
 	dir := t.TempDir()
-	if got := memTableSizeFor(dir); got != memTableSize {
-		t.Fatalf("empty dir: %d, want %d", got, memTableSize)
+	if got := MemTableSizeFor(dir); got != MemTableSize {
+		t.Fatalf("empty dir: %d, want %d", got, MemTableSize)
 	}
 	mk := func(name string, size int64) {
 		f, err := os.Create(filepath.Join(dir, name))
@@ -25,12 +25,12 @@ func TestMemTableSizeKeepsALargerLog(t *testing.T) {
 		}
 		f.Close()
 	}
-	mk("00001.mem", 2*memTableSize)
-	if got := memTableSizeFor(dir); got != memTableSize {
-		t.Fatalf("a log of the current size: %d, want %d", got, memTableSize)
+	mk("00001.mem", 2*MemTableSize)
+	if got := MemTableSizeFor(dir); got != MemTableSize {
+		t.Fatalf("a log of the current size: %d, want %d", got, MemTableSize)
 	}
 	mk("00002.mem", 2*64<<20)
-	if got := memTableSizeFor(dir); got != 64<<20 {
+	if got := MemTableSizeFor(dir); got != 64<<20 {
 		t.Fatalf("a log written with 64 MiB memtables: %d, want 64 MiB", got)
 	}
 }

@@ -1,0 +1,101 @@
+// Package dbupkeep keeps the engine's Badger database in shape: the
+// options it is opened with and value-log garbage collection.
+package dbupkeep
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
+)
+
+// Options returns the options of the database in dir: synchronous
+// writes, no logger, memtables of MemTableSizeFor(dir), and Badger
+// checking each table block's checksum when it reads the block (and a
+// value-log value's), so that damage at rest is an error, which the
+// integrity check reports, instead of wrong data or a panic.
+func Options(dir string) badger.Options {
+	return badger.DefaultOptions(dir).WithSyncWrites(true).WithLogger(nil).
+		WithMemTableSize(MemTableSizeFor(dir)).
+		WithChecksumVerificationMode(options.OnBlockRead).WithVerifyValueChecksum(true)
+}
+
+// MemTableSize is the size of Badger's memtables (its default is 64 MiB).
+// Flushing a memtable builds its level-0 table in memory, and with 64 MiB
+// memtables that and the memtables themselves made the daemon's peak RSS
+// about 0.8 GiB under load; with 32 MiB it is about 0.45 GiB at the same
+// throughput (docs/performance.md).
+const MemTableSize = 32 << 20
+
+// MemTableSizeFor returns the memtable size to open the database in dir
+// with. Badger replays a memtable's write-ahead log (a .mem file, created
+// at twice the memtable size) into a memtable of the size it is opened
+// with, and a log written with larger memtables may not fit a smaller one.
+// So a data dir that has a larger .mem file (written by an earlier build
+// that used Badger's default) keeps that size; its new logs are created at
+// it too, so such a dir stays at 64 MiB memtables. Checked by hand: a
+// daemon of the earlier build killed with SIGKILL under load left two 128
+// MiB logs, and this build started on them, verified 60,006 entries and
+// wrote recovery_completed.
+func MemTableSizeFor(dir string) int64 {
+	size := int64(MemTableSize)
+	mems, _ := filepath.Glob(filepath.Join(dir, "*.mem"))
+	for _, m := range mems {
+		if fi, err := os.Stat(m); err == nil && fi.Size()/2 > size {
+			size = fi.Size() / 2
+		}
+	}
+	return size
+}
+
+// Value-log garbage collection. Badger keeps values of at least
+// ValueThreshold bytes (1 MiB by default, so large checkpoint objects) in
+// its value log, whose files are reclaimed only by RunValueLogGC; keys and
+// smaller values live in the LSM tree, which its own compactions keep
+// bounded. RunGC runs a pass every interval: RunValueLogGC until it finds
+// no file worth rewriting (half of it discarded). Badger allows it beside
+// writes.
+
+// gcDiscardRatio: a value-log file is rewritten when at least this share
+// of it is garbage.
+const gcDiscardRatio = 0.5
+
+// RunGC runs GC passes on db every interval until stop is closed, and
+// reports each pass's rewritten files and error to done.
+func RunGC(db *badger.DB, interval time.Duration, stop <-chan struct{}, done func(rewritten int, err error)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		done(GCPass(db, stop))
+	}
+}
+
+// GCPass rewrites value-log files until none is worth it, or stop is
+// closed, and returns how many it rewrote.
+func GCPass(db *badger.DB, stop <-chan struct{}) (int, error) {
+	n := 0
+	for {
+		select {
+		case <-stop:
+			return n, nil
+		default:
+		}
+		err := db.RunValueLogGC(gcDiscardRatio)
+		switch {
+		case err == nil:
+			n++
+		case errors.Is(err, badger.ErrNoRewrite), errors.Is(err, badger.ErrRejected):
+			return n, nil // nothing to rewrite, or another pass is running
+		default:
+			return n, err
+		}
+	}
+}
