@@ -159,6 +159,11 @@ func (d deliveryTx) Record(ts time.Time, ws, actor string, typ trail.EventType, 
 	return d.t.appendAt(ts, ws, actor, typ, body)
 }
 
+func (d deliveryTx) Append(ws, actor string, typ trail.EventType, body map[string]any) error {
+	_, err := d.t.append(ws, actor, typ, body)
+	return err
+}
+
 func (d deliveryTx) Activate(id string) error {
 	return d.t.transition(d.t.ws(id), workspace.FirstEnvelope, trail.ActorProtocol, "", false)
 }

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/wacpd/wacpd/internal/fixture"
 )
 
 func TestEntry_MarshalJSON(t *testing.T) {
@@ -68,7 +70,7 @@ func TestEntry_MarshalJSON(t *testing.T) {
 	t.Run("integrity optional fields omitted", func(t *testing.T) {
 		e := system
 		e.Integrity = Integrity{EntryHash: full.Integrity.EntryHash, Algorithm: Algorithm}
-		got := rawField(t, e, "integrity")
+		got := fixture.RawField(t, e, "integrity")
 		want := `{"entry_hash":"` + full.Integrity.EntryHash + `","algorithm":"blake3-256"}`
 		if got != want {
 			t.Errorf("integrity = %s, want %s", got, want)
@@ -83,22 +85,4 @@ func TestEntry_MarshalJSON(t *testing.T) {
 			}
 		}
 	})
-}
-
-// rawField returns field of e's JSON as encoded.
-func rawField(t *testing.T, e Entry, field string) string {
-	t.Helper()
-	b, err := json.Marshal(e)
-	if err != nil {
-		t.Fatalf("json.Marshal(entry %s): %v", e.ID, err)
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatalf("decode %s: %v", b, err)
-	}
-	v, ok := m[field]
-	if !ok {
-		t.Fatalf("entry JSON %s has no field %q", b, field)
-	}
-	return string(v)
 }

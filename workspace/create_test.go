@@ -9,30 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wacpd/wacpd/internal/fixture"
 	"github.com/wacpd/wacpd/workspace"
 )
-
-const fullRequest = `{
-	"role": "worker",
-	"parent": "01PARENT",
-	"delegate": true,
-	"owner": "bob",
-	"timeout": "30m",
-	"budget": {
-		"compute_budget": {"token_limit": 1000, "compute_timeout": "10m"},
-		"memory_budget": {"context_limit": 2000},
-		"storage_budget": {"checkpoint_limit": 3000, "trail_limit": 4000},
-		"network_budget": {"bandwidth_limit": 5000},
-		"cost_limit": 1.5
-	},
-	"priority": "critical",
-	"group": "batch-3",
-	"context": {"k":[1,2]},
-	"visibility": ["01SIBLING"],
-	"authority": ["files/a"],
-	"task_ref": "task-7",
-	"liveness_interval": "5m"
-}`
 
 // nested returns n nested arrays.
 func nested(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
@@ -57,7 +36,7 @@ func TestDecodeCreateRequest(t *testing.T) {
 		want    workspace.CreateRequest
 		wantErr error
 	}{
-		{name: "valid full request", in: fullRequest, want: full},
+		{name: "valid full request", in: fixture.FullCreateRequest, want: full},
 		{name: "valid minimal request", in: `{"role":"worker"}`, want: workspace.CreateRequest{Role: "worker"}},
 		{name: "trailing whitespace", in: "{\"role\":\"worker\"}\n\t ", want: workspace.CreateRequest{Role: "worker"}},
 		{name: "zero budget", in: `{"role":"worker","budget":{"compute_budget":{"token_limit":0}}}`,
@@ -233,7 +212,7 @@ func TestPlan(t *testing.T) {
 // TestPlan_CopiesRequest checks the record carries every creation field and
 // does not share the request's slices.
 func TestPlan_CopiesRequest(t *testing.T) {
-	req, err := workspace.DecodeCreateRequest([]byte(fullRequest))
+	req, err := workspace.DecodeCreateRequest([]byte(fixture.FullCreateRequest))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +274,7 @@ func TestRoot(t *testing.T) {
 // its errors wrap ErrInvalidRequest, and that an accepted request survives
 // json.Marshal and a second decode unchanged.
 func FuzzDecodeCreateRequest(f *testing.F) {
-	f.Add([]byte(fullRequest))
+	f.Add([]byte(fixture.FullCreateRequest))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := workspace.DecodeCreateRequest(data)
 		if err != nil {

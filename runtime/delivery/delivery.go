@@ -60,6 +60,9 @@ type Tx interface {
 	Now() time.Time
 	// Record appends a trail entry at ts to workspace ws's trail.
 	Record(ts time.Time, ws, actor string, typ trail.EventType, body map[string]any) error
+	// Append appends a trail entry at a fresh timestamp; a "timestamp" key
+	// in body is set to it.
+	Append(ws, actor string, typ trail.EventType, body map[string]any) error
 	// Workspace returns workspace id's record as the transaction sees it,
 	// or nil; the caller does not modify it.
 	Workspace(id string) *workspace.Workspace
@@ -72,16 +75,6 @@ type Tx interface {
 	Arrived(ws string)
 	// Leased notes that a lease was taken.
 	Leased()
-}
-
-// record appends a trail entry at a fresh timestamp; a "timestamp" key in
-// body is set to it.
-func record(t Tx, ws, actor string, typ trail.EventType, body map[string]any) error {
-	ts := t.Now()
-	if _, ok := body["timestamp"]; ok {
-		body["timestamp"] = clock.Format(ts)
-	}
-	return t.Record(ts, ws, actor, typ, body)
 }
 
 // Send records env, created at ts by actor (envelope_created in its
@@ -175,7 +168,7 @@ func DeliverQueued(t Tx, ws string) error {
 // validation).
 func UndeliverQueued(t Tx, ws string) error {
 	return drainQueue(t, ws, func(env envelope.Envelope) error {
-		err := record(t, env.From, trail.ActorProtocol, trail.EventEnvelopeUndeliverable, map[string]any{
+		err := t.Append(env.From, trail.ActorProtocol, trail.EventEnvelopeUndeliverable, map[string]any{
 			"envelope_id": env.ID, "from": env.From, "to": env.To, "reason": reasonTargetTerminal, "timestamp": nil,
 		})
 		if err != nil {
@@ -277,14 +270,14 @@ func Expire(t Tx, u envstore.Due) error {
 			return err
 		}
 		t.Arrived(env.To)
-		return record(t, env.To, trail.ActorProtocol, trail.EventEnvelopeRedelivered, map[string]any{
+		return t.Append(env.To, trail.ActorProtocol, trail.EventEnvelopeRedelivered, map[string]any{
 			"envelope_id": env.ID, "from": env.From, "to": env.To, "timestamp": nil,
 		})
 	}
 	if err := envstore.Remove(t.Txn(), en); err != nil {
 		return err
 	}
-	err = record(t, env.From, trail.ActorProtocol, trail.EventEnvelopeUndeliverable, map[string]any{
+	err = t.Append(env.From, trail.ActorProtocol, trail.EventEnvelopeUndeliverable, map[string]any{
 		"envelope_id": env.ID, "from": env.From, "to": env.To, "reason": ReasonDeliveryExhausted, "timestamp": nil,
 	})
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/wacpd/wacpd/clock"
+	"github.com/wacpd/wacpd/internal/fixture"
 	"github.com/wacpd/wacpd/trail"
 )
 
@@ -256,7 +257,7 @@ func TestTrail_FirstEntryPrevHashNull(t *testing.T) {
 	if len(global) != 5 {
 		t.Fatalf("Read returned %d entries, want 5", len(global))
 	}
-	if got := rawField(t, global[0], "prev_hash"); got != "null" {
+	if got := fixture.RawField(t, global[0], "prev_hash"); got != "null" {
 		t.Errorf("first global entry JSON prev_hash = %s, want null", got)
 	}
 	for i, e := range global[1:] {
@@ -272,7 +273,7 @@ func TestTrail_FirstEntryPrevHashNull(t *testing.T) {
 		if local[0].PrevHash != "" {
 			t.Errorf("ReadLocal(%q)[0].PrevHash = %q, want empty (start of scope)", ws, local[0].PrevHash)
 		}
-		if got := rawField(t, local[0], "prev_hash"); got != "null" {
+		if got := fixture.RawField(t, local[0], "prev_hash"); got != "null" {
 			t.Errorf("ReadLocal(%q)[0] JSON prev_hash = %s, want null", ws, got)
 		}
 		// The first local entry is not the first global entry: its global
@@ -288,23 +289,6 @@ func TestTrail_FirstEntryPrevHashNull(t *testing.T) {
 			t.Errorf("ReadLocal(%q)[1].PrevHash = %q, want %q", ws, local[1].PrevHash, local[0].Integrity.EntryHash)
 		}
 	}
-}
-
-func rawField(t *testing.T, e trail.Entry, field string) string {
-	t.Helper()
-	b, err := json.Marshal(e)
-	if err != nil {
-		t.Fatalf("json.Marshal(entry %s): %v", e.ID, err)
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatalf("decode %s: %v", b, err)
-	}
-	v, ok := m[field]
-	if !ok {
-		t.Fatalf("entry JSON %s has no field %q", b, field)
-	}
-	return string(v)
 }
 
 func TestTrail_GlobalChainLinks(t *testing.T) {
@@ -448,7 +432,7 @@ func TestTrail_SystemEntriesHaveNoLocalHash(t *testing.T) {
 		if e.Integrity.LocalHash != "" {
 			t.Errorf("system entry %s local_hash = %q, want none", e.ID, e.Integrity.LocalHash)
 		}
-		if got := rawField(t, e, "workspace"); got != "null" {
+		if got := fixture.RawField(t, e, "workspace"); got != "null" {
 			t.Errorf("system entry %s JSON workspace = %s, want null", e.ID, got)
 		}
 		b, _ := json.Marshal(e)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/wacpd/wacpd/internal/fixture"
 	"github.com/wacpd/wacpd/workspace"
 	"github.com/wacpd/wacpd/workspace/wsstore"
 )
@@ -25,7 +26,7 @@ func openBadger(t *testing.T, dir string) *badger.DB {
 func storeFixture(t *testing.T) map[string]*workspace.Workspace {
 	t.Helper()
 	root := workspace.Root("01ROOT", "operator", now)
-	req, err := workspace.DecodeCreateRequest([]byte(fullRequest))
+	req, err := workspace.DecodeCreateRequest([]byte(fixture.FullCreateRequest))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,26 +157,3 @@ func TestPut_Format(t *testing.T) {
 }
 
 const now = "2026-11-21T22:48:25.123456789Z"
-
-// fullRequest sets every field of a create request.
-const fullRequest = `{
-	"role": "worker",
-	"parent": "01PARENT",
-	"delegate": true,
-	"owner": "bob",
-	"timeout": "30m",
-	"budget": {
-		"compute_budget": {"token_limit": 1000, "compute_timeout": "10m"},
-		"memory_budget": {"context_limit": 2000},
-		"storage_budget": {"checkpoint_limit": 3000, "trail_limit": 4000},
-		"network_budget": {"bandwidth_limit": 5000},
-		"cost_limit": 1.5
-	},
-	"priority": "critical",
-	"group": "batch-3",
-	"context": {"k":[1,2]},
-	"visibility": ["01SIBLING"],
-	"authority": ["files/a"],
-	"task_ref": "task-7",
-	"liveness_interval": "5m"
-}`
