@@ -37,6 +37,9 @@ type Config struct {
 	// BoundsDuration (default 3s) or, if N is set, N requests.
 	Bounds         bool
 	BoundsDuration time.Duration
+	// Window is the number of checkpoints per window of a long load
+	// (Report.Windows); default 100,000.
+	Window int
 	// SignalWait bounds the wait, after the last ack, for the
 	// coordinator to receive the remaining signals; default 30s.
 	SignalWait time.Duration
@@ -60,6 +63,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.BoundsDuration == 0 {
 		c.BoundsDuration = 3 * time.Second
 	}
+	if c.Window == 0 {
+		c.Window = 100_000
+	}
 	if c.SignalWait == 0 {
 		c.SignalWait = 30 * time.Second
 	}
@@ -73,8 +79,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, errors.New("bench: config: Size must not be negative")
 	case c.Duration < 0 || c.FloorDuration < 0 || c.BoundsDuration < 0 || c.SignalWait < 0:
 		return c, errors.New("bench: config: durations must not be negative")
-	case c.N < 0 || c.FloorN < 0:
-		return c, errors.New("bench: config: N and FloorN must not be negative")
+	case c.N < 0 || c.FloorN < 0 || c.Window < 0:
+		return c, errors.New("bench: config: N, FloorN and Window must not be negative")
 	}
 	return c, nil
 }

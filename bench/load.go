@@ -21,7 +21,7 @@ type committed struct {
 
 // worker is one agent's share of the load.
 type worker struct {
-	acks []time.Duration
+	acks []ack
 	cps  []committed
 }
 
@@ -69,7 +69,7 @@ func (w *worker) run(ctx context.Context, c *client.Client, content string, p pl
 		req := checkpointRequest(content, parent)
 		t0 := time.Now()
 		cp, err := c.CreateCheckpoint(ctx, req)
-		d := time.Since(t0)
+		end := time.Now()
 		if err != nil {
 			return fmt.Errorf("checkpoint %d of %s: %w", len(w.acks)+1, c.Workspace(), err)
 		}
@@ -77,7 +77,7 @@ func (w *worker) run(ctx context.Context, c *client.Client, content string, p pl
 		if err != nil {
 			return fmt.Errorf("checkpoint %s: timestamp: %w", cp.ID, err)
 		}
-		w.acks = append(w.acks, d)
+		w.acks = append(w.acks, ack{end: end, d: end.Sub(t0)})
 		w.cps = append(w.cps, committed{cp.ID, at})
 		parent = &cp.ID
 	}
@@ -90,11 +90,13 @@ type loadResult struct {
 	signals []time.Duration
 	elapsed time.Duration
 	verify  VerifyReport
+	windows []Window
 }
 
 // runLoad sets up the workers, runs them under the coordinator's watch,
-// waits for their signals and verifies the trail.
-func runLoad(ctx context.Context, cfg Config, url, token string) (loadResult, error) {
+// waits for their signals and verifies the trail. dataDir is the
+// in-process daemon's data dir, whose size the windows report, or "".
+func runLoad(ctx context.Context, cfg Config, url, token, dataDir string) (loadResult, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	coord, err := dialCoordinator(ctx, url, token)
@@ -123,7 +125,7 @@ func runLoad(ctx context.Context, cfg Config, url, token string) (loadResult, er
 	defer stopWatch()
 
 	cfg.Logger.Info("load", "clients", cfg.Clients, "duration", cfg.Duration, "n", cfg.N)
-	res, cps, err := drive(ctx, cfg, workers, cancel)
+	res, cps, err := drive(ctx, cfg, workers, dataDir, cancel)
 	if err != nil {
 		return loadResult{}, err
 	}
@@ -146,13 +148,14 @@ func runLoad(ctx context.Context, cfg Config, url, token string) (loadResult, er
 	return res, nil
 }
 
-// drive runs one goroutine per worker and returns their acks and
-// checkpoints. The first error cancels the others.
-func drive(ctx context.Context, cfg Config, clients []*client.Client, cancel context.CancelCauseFunc) (loadResult, []committed, error) {
+// drive runs one goroutine per worker and returns their acks, in windows
+// too, and checkpoints. The first error cancels the others.
+func drive(ctx context.Context, cfg Config, clients []*client.Client, dataDir string, cancel context.CancelCauseFunc) (loadResult, []committed, error) {
 	p := newPlan(cfg.Duration, cfg.N)
 	content := string(payload(cfg.Size))
 	ws := make([]worker, len(clients))
 	var wg sync.WaitGroup
+	smp := startSampler(dataDir)
 	start := time.Now()
 	for i, c := range clients {
 		wg.Go(func() {
@@ -163,13 +166,21 @@ func drive(ctx context.Context, cfg Config, clients []*client.Client, cancel con
 	}
 	wg.Wait()
 	res := loadResult{elapsed: time.Since(start)}
+	samples := smp.stop()
 	if ctx.Err() != nil {
 		return res, nil, context.Cause(ctx)
 	}
 	var cps []committed
+	var all []ack
 	for _, w := range ws {
-		res.acks = append(res.acks, w.acks...)
+		for _, a := range w.acks {
+			res.acks = append(res.acks, a.d)
+		}
+		all = append(all, w.acks...)
 		cps = append(cps, w.cps...)
+	}
+	if len(all) >= 2*cfg.Window {
+		res.windows = windows(all, cfg.Window, samples, start)
 	}
 	return res, cps, nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 	"time"
 )
@@ -24,6 +25,14 @@ type Report struct {
 	Floor    FloorReport   `json:"floor"`
 	Bounds   *Bounds       `json:"bounds,omitempty"` // with -bounds
 	Ratios   Ratios        `json:"ratios"`
+	// Windows cut the load into windows of Config.Window checkpoints
+	// (none for a load shorter than two); Growth compares the last with
+	// the first.
+	Windows []Window `json:"windows,omitempty"`
+	Growth  *Growth  `json:"growth,omitempty"`
+	// After is the restart and the store, with the in-process daemon.
+	After   *AfterReport `json:"after,omitempty"`
+	Targets []Target     `json:"targets"`
 }
 
 // VerifyReport is the coordinator's verification of the whole trail.
@@ -53,6 +62,9 @@ type Ratios struct {
 	HandBuiltRate     float64 `json:"hand_built_rate_over_floor_rate,omitempty"`
 	RateOverTransport float64 `json:"throughput_over_transport_rate,omitempty"`
 	RateOverHandBuilt float64 `json:"throughput_over_hand_built_rate,omitempty"`
+	// AckP50OverHandBuilt is the daemon's ack p50 over the hand-built
+	// bound's.
+	AckP50OverHandBuilt float64 `json:"ack_p50_over_hand_built_ack_p50,omitempty"`
 }
 
 // ratios returns the report's ratios.
@@ -67,6 +79,7 @@ func (r *Report) ratios() Ratios {
 		q.HandBuiltRate = ratio(b.HandBuilt.Rate, r.Floor.Rate)
 		q.RateOverTransport = ratio(r.Rate, b.Transport.Rate)
 		q.RateOverHandBuilt = ratio(r.Rate, b.HandBuilt.Rate)
+		q.AckP50OverHandBuilt = ratio(float64(r.Acks.P50), float64(b.HandBuilt.Acks.P50))
 	}
 	return q
 }
@@ -118,9 +131,80 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, "transport rate / floor rate      %.2f\n", q.TransportRate)
 		fmt.Fprintf(w, "hand-built rate / floor rate     %.2f\n", q.HandBuiltRate)
 		fmt.Fprintf(w, "throughput / transport rate      %.2f\n", q.RateOverTransport)
-		_, err = fmt.Fprintf(w, "throughput / hand-built rate     %.2f\n", q.RateOverHandBuilt)
+		fmt.Fprintf(w, "throughput / hand-built rate     %.2f\n", q.RateOverHandBuilt)
+		_, err = fmt.Fprintf(w, "ack p50 / hand-built ack p50     %.2f\n", q.AckP50OverHandBuilt)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	if err := r.writeSoak(w); err != nil {
+		return err
+	}
+	return r.writeTargets(w)
+}
+
+// writeSoak writes the windows, the restart and the store, if measured.
+func (r *Report) writeSoak(w io.Writer) error {
+	if len(r.Windows) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "\nwindow\tcheckpoints/s\tack p50\tack p99\tRSS MiB\tdisk MiB\t\n")
+		for _, x := range r.Windows {
+			fmt.Fprintf(tw, "%d-%d\t%.0f\t%s\t%s\t%.0f\t%.0f\t\n", x.From, x.To, x.Rate, dur(x.Acks.P50), dur(x.Acks.P99),
+				float64(x.RSS)/(1<<20), float64(x.DiskBytes)/(1<<20))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if g := r.Growth; g != nil {
+		fmt.Fprintf(w, "last window / first: throughput %.2f, ack p99 %.2f\n", g.Rate, g.P99)
+	}
+	if a := r.After; a != nil {
+		s := a.Store
+		fmt.Fprintf(w, "\nrestart      %s to the first answer\n", dur(a.Restart))
+		fmt.Fprintf(w, "store        %d checkpoints: %.0f bytes and %.1f keys each after compaction (%.1f MiB, %.1f MiB before; compaction %s)\n",
+			s.Checkpoints, s.BytesPerCheckpoint, s.KeysPerCheckpoint, float64(s.Bytes)/(1<<20), float64(s.BytesBefore)/(1<<20), dur(s.Compaction))
+		keys := make([]string, 0, len(s.KeysByPrefix))
+		for k := range s.KeysByPrefix {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		fmt.Fprintf(w, "keys         ")
+		for _, k := range keys {
+			fmt.Fprintf(w, " %s %d", k, s.KeysByPrefix[k])
+		}
+		fmt.Fprintln(w)
+	}
+	return nil
+}
+
+// writeTargets writes the target rows this run measured.
+func (r *Report) writeTargets(w io.Writer) error {
+	if len(r.Targets) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "\ntarget\tnow\t\tmet\n")
+	for _, t := range r.Targets {
+		met := "yes"
+		if !t.Met {
+			met = "NO"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\n", t.Row, num(t.Value), t.Op, num(t.Limit), met)
+	}
+	return tw.Flush()
+}
+
+// num formats a figure with as many decimals as its size needs.
+func num(v float64) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.2f", v)
+	}
 }
 
 // dur formats d to microseconds, or "-" for zero.

@@ -15,14 +15,15 @@ func peakRSS() int64 {
 	if err != nil {
 		return 0
 	}
-	return parseHWM(b)
+	return statusField(b, "VmHWM:")
 }
 
-// parseHWM returns the VmHWM line of a /proc/<pid>/status in bytes, or 0.
-func parseHWM(status []byte) int64 {
+// statusField returns the line of a /proc/<pid>/status that starts with
+// name (a size in kB, such as "VmHWM:") in bytes, or 0.
+func statusField(status []byte, name string) int64 {
 	sc := bufio.NewScanner(bytes.NewReader(status))
 	for sc.Scan() {
-		v, ok := strings.CutPrefix(sc.Text(), "VmHWM:")
+		v, ok := strings.CutPrefix(sc.Text(), name)
 		if !ok {
 			continue
 		}

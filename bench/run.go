@@ -43,28 +43,62 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	debug.FreeOSMemory()
 	reset := resetPeakRSS()
 
-	url, token := cfg.URL, cfg.Token
+	url, token, dataDir := cfg.URL, cfg.Token, ""
+	var d *inProcess
 	if url == "" {
-		d, err := startDaemon(ctx, filepath.Join(base, "daemon"))
-		if err != nil {
+		dataDir = filepath.Join(base, "daemon")
+		if d, err = startDaemon(ctx, dataDir); err != nil {
 			return nil, err
 		}
 		defer func() {
+			if d == nil {
+				return
+			}
 			if serr := d.stop(); serr != nil {
 				err = errors.Join(err, fmt.Errorf("stop daemon: %w", serr))
 			}
 		}()
 		rep.Daemon, url, token = "in-process", d.url, d.token
 	}
-	res, err := runLoad(ctx, cfg, url, token)
+	res, err := runLoad(ctx, cfg, url, token, dataDir)
 	if err != nil {
 		return nil, err
 	}
 	rep.PeakRSS, rep.RSSScope = peakRSS(), rssScope(cfg.URL == "", reset)
 	rep.Elapsed, rep.Acks, rep.Rate = res.elapsed, Summarize(res.acks), rate(len(res.acks), res.elapsed)
 	rep.Signals, rep.Verify = Summarize(res.signals), res.verify
+	rep.Windows, rep.Growth = res.windows, growth(res.windows)
 	rep.Ratios = rep.ratios()
+	if d != nil {
+		cfg.Logger.Info("restart and store", "dir", dataDir)
+		stopped := d
+		d = nil
+		if rep.After, err = afterLoad(ctx, stopped, dataDir, len(res.acks)); err != nil {
+			return nil, err
+		}
+	}
+	rep.Targets = rep.targets()
 	return rep, nil
+}
+
+// afterLoad stops the daemon d, times a restart on its data dir, stops
+// that one too and measures the store.
+func afterLoad(ctx context.Context, d *inProcess, dataDir string, checkpoints int) (*AfterReport, error) {
+	if err := d.stop(); err != nil {
+		return nil, fmt.Errorf("stop daemon: %w", err)
+	}
+	d, took, err := restartTime(ctx, dataDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.stop(); err != nil {
+		return nil, fmt.Errorf("stop restarted daemon: %w", err)
+	}
+	store, err := measureStore(dataDir, checkpoints)
+	if err != nil {
+		return nil, fmt.Errorf("measure store: %w", err)
+	}
+	return &AfterReport{Restart: took, Store: store}, nil
 }
 
 // rssScope says what the peak RSS covers.

@@ -31,7 +31,7 @@ func TestRun(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			cfg := Config{Dir: t.TempDir(), Clients: tt.clients, N: tt.n, FloorN: 10, Size: 256, Bounds: tt.bounds}
+			cfg := Config{Dir: t.TempDir(), Clients: tt.clients, N: tt.n, FloorN: 10, Size: 256, Bounds: tt.bounds, Window: 5}
 			rep, err := Run(ctx, cfg)
 			if err != nil {
 				t.Fatalf("Run(%+v) = %v", cfg, err)
@@ -72,6 +72,28 @@ func TestRun(t *testing.T) {
 				if got := rep.Bounds.HandBuilt.Stored; got != tt.n {
 					t.Errorf("hand-built bound stored %d, want %d", got, tt.n)
 				}
+			}
+			if len(rep.Windows) != tt.n/5 || rep.Growth == nil {
+				t.Errorf("windows = %+v, growth %+v; want %d windows of 5 and a growth", rep.Windows, rep.Growth, tt.n/5)
+			}
+			for i, w := range rep.Windows {
+				if w.From != 5*i || w.To != 5*i+5 || w.Acks.N != 5 || w.DiskBytes <= 0 {
+					t.Errorf("window %d = %+v, want checkpoints %d-%d and the data dir's size", i, w, 5*i, 5*i+5)
+				}
+			}
+			if a := rep.After; a == nil {
+				t.Error("no restart and store figures with the in-process daemon")
+			} else {
+				s := a.Store
+				// Every checkpoint has its object, and its three trail
+				// entries their global keys.
+				if a.Restart <= 0 || s.Checkpoints != tt.n || s.KeysByPrefix["cas/"] < int64(tt.n) || s.KeysByPrefix["t/g/"] < int64(3*tt.n) ||
+					s.Bytes <= 0 || s.BytesPerCheckpoint != float64(s.Bytes)/float64(tt.n) {
+					t.Errorf("after = %+v", a)
+				}
+			}
+			if len(rep.Targets) == 0 {
+				t.Error("no target rows")
 			}
 			if rep.PeakRSS < 0 {
 				t.Errorf("peak RSS = %d, want >= 0", rep.PeakRSS)

@@ -1,0 +1,162 @@
+package bench
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestWindows(t *testing.T) {
+	start := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
+	// Out of order, as the workers' slices are merged: the windows follow
+	// the ends. The first window ends at 400 ms, the second at 1400 ms; the
+	// seventh ack starts a window that never fills.
+	acks := []ack{
+		{at(1400), 9 * time.Millisecond}, {at(100), time.Millisecond}, {at(400), 3 * time.Millisecond},
+		{at(1000), 7 * time.Millisecond}, {at(200), 2 * time.Millisecond}, {at(1200), 8 * time.Millisecond},
+		{at(1500), time.Second},
+	}
+	samples := []sample{{at(0), 1, 10}, {at(500), 2, 20}, {at(1400), 3, 30}}
+	ws := windows(acks, 3, samples, start)
+	if len(ws) != 2 {
+		t.Fatalf("windows = %+v, want 2", ws)
+	}
+	want := []Window{
+		{From: 0, To: 3, Elapsed: 400 * time.Millisecond, Rate: 7.5, RSS: 2, DiskBytes: 20,
+			Acks: Latency{N: 3, P50: 2 * time.Millisecond, P99: 3 * time.Millisecond, Max: 3 * time.Millisecond}},
+		{From: 3, To: 6, Elapsed: time.Second, Rate: 3, RSS: 3, DiskBytes: 30,
+			Acks: Latency{N: 3, P50: 8 * time.Millisecond, P99: 9 * time.Millisecond, Max: 9 * time.Millisecond}},
+	}
+	for i := range want {
+		if ws[i] != want[i] {
+			t.Errorf("window %d = %+v, want %+v", i, ws[i], want[i])
+		}
+	}
+	g := growth(ws)
+	if g == nil || g.Rate != 0.4 || g.P99 != 3 {
+		t.Errorf("growth = %+v, want rate 0.4, p99 3", g)
+	}
+	if g := growth(ws[:1]); g != nil {
+		t.Errorf("growth of one window = %+v, want nil", g)
+	}
+	if ws := windows(acks, 0, nil, start); ws != nil {
+		t.Errorf("windows of size 0 = %+v", ws)
+	}
+}
+
+func TestSampleAfter(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	s := []sample{{t0, 1, 0}, {t0.Add(time.Second), 2, 0}}
+	for _, tt := range []struct {
+		at   time.Duration
+		want int64
+	}{{-time.Second, 1}, {0, 1}, {time.Millisecond, 2}, {time.Hour, 2}} {
+		if got, ok := sampleAfter(s, t0.Add(tt.at)); !ok || got.rss != tt.want {
+			t.Errorf("sampleAfter(%v) = %+v, %v; want rss %d", tt.at, got, ok, tt.want)
+		}
+	}
+	if _, ok := sampleAfter(nil, t0); ok {
+		t.Error("sampleAfter(nil) reports a sample")
+	}
+}
+
+func TestDiskUsage(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "a"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "a", "f"), bytes.Repeat([]byte{1}, 64<<10), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A sparse file of 1 GiB occupies almost nothing.
+	f, err := os.Create(filepath.Join(dir, "sparse"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(1 << 30); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	n, err := diskUsage(dir)
+	if err != nil || n < 64<<10 || n >= 1<<20 {
+		t.Errorf("diskUsage = %d, %v; want the 64 KiB file's blocks, not the sparse file's size", n, err)
+	}
+	if _, err := diskUsage(filepath.Join(dir, "missing")); err != nil {
+		t.Errorf("diskUsage of a missing dir = %v, want 0 and no error (it vanished)", err)
+	}
+}
+
+func TestKeyPrefix(t *testing.T) {
+	for k, want := range map[string]string{
+		"t/g/\x00\x00\x00\x00\x00\x00\x00\x01": "t/g/",
+		"t/h/w/ws-1":                           "t/h/",
+		"t/c":                                  "t/",
+		"cas/ab/cd":                            "cas/",
+		"w/0196-ws/x":                          "w/",
+		"m/root":                               "m/",
+		"plain":                                "plain",
+	} {
+		if got := keyPrefix([]byte(k)); got != want {
+			t.Errorf("keyPrefix(%q) = %q, want %q", k, got, want)
+		}
+	}
+}
+
+func TestTargets(t *testing.T) {
+	r := withBounds()
+	r.Clients = 64
+	r.PeakRSS = 300 << 20
+	r.Signals.P99 = 10 * time.Millisecond
+	r.Growth = &Growth{Rate: 0.9, P99: 2}
+	r.After = &AfterReport{Restart: time.Second, Store: StoreReport{BytesPerCheckpoint: 2500, KeysPerCheckpoint: 12}}
+	r.Targets = r.targets()
+	want := map[string]bool{
+		"64 clients: throughput / hand-built rate":        false, // 0.5
+		"64 clients: signal p99 (ms)":                     true,
+		"64 clients: peak RSS, daemon and agents (MiB)":   false,
+		"soak: throughput of the last window / the first": true,
+		"soak: ack p99 of the last window / the first":    false,
+		"bytes on disk per checkpoint, after compaction":  true,
+		"keys per checkpoint":                             false,
+		"restart to serving (s)":                          true,
+		"trail verify right after the load (entries/s)":   false, // 30,000
+	}
+	for _, tg := range r.Targets {
+		met, ok := want[tg.Row]
+		if !ok {
+			t.Errorf("unexpected row %+v", tg)
+			continue
+		}
+		if tg.Met != met {
+			t.Errorf("row %q = %+v, want met %v", tg.Row, tg, met)
+		}
+		delete(want, tg.Row)
+	}
+	for row := range want {
+		t.Errorf("row %q missing", row)
+	}
+	var buf bytes.Buffer
+	if err := r.WriteText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if out := buf.String(); !strings.Contains(out, "keys per checkpoint") || !strings.Contains(out, "NO") {
+		t.Errorf("WriteText lacks the targets:\n%s", out)
+	}
+
+	one := withBounds()
+	one.Clients = 1
+	rows := map[string]bool{}
+	for _, tg := range one.targets() {
+		rows[tg.Row] = tg.Met
+	}
+	if met, ok := rows["1 client: ack p50 / hand-built ack p50"]; !ok || met {
+		t.Errorf("1-client rows = %v, want the ack ratio (2.0, not met)", rows)
+	}
+	if _, ok := rows["64 clients: peak RSS, daemon and agents (MiB)"]; ok {
+		t.Errorf("1-client rows include a 64-client row: %v", rows)
+	}
+}

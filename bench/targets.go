@@ -1,0 +1,72 @@
+package bench
+
+// Target is one row of the performance targets (issue 13, docs/performance.md)
+// as this run measured it. A row appears only where the run measures it: the
+// ratios to the hand-built bound need -bounds, the one-client and the
+// 64-client rows their number of clients, the soak rows two windows or more,
+// the store and restart rows the in-process daemon.
+type Target struct {
+	Row   string  `json:"row"`
+	Value float64 `json:"value"`
+	Op    string  `json:"op"` // "<", "<=" or ">="
+	Limit float64 `json:"target"`
+	Met   bool    `json:"met"`
+}
+
+// ManyClients is the number of clients from which the 64-client rows
+// apply.
+const ManyClients = 64
+
+func target(row string, value float64, op string, limit float64) Target {
+	t := Target{Row: row, Value: value, Op: op, Limit: limit}
+	switch op {
+	case "<":
+		t.Met = value < limit
+	case "<=":
+		t.Met = value <= limit
+	case ">=":
+		t.Met = value >= limit
+	}
+	return t
+}
+
+// targets returns the rows r measures.
+func (r *Report) targets() []Target {
+	var out []Target
+	ms := func(v float64) float64 { return v / 1e6 }
+	one, many := r.Clients == 1, r.Clients >= ManyClients
+	if r.Bounds != nil {
+		if many {
+			out = append(out, target("64 clients: throughput / hand-built rate", r.Ratios.RateOverHandBuilt, ">=", 1.5))
+		}
+		if one {
+			out = append(out, target("1 client: ack p50 / hand-built ack p50", r.Ratios.AckP50OverHandBuilt, "<=", 1.2))
+		}
+	}
+	if one {
+		out = append(out, target("1 client: signal p99 (ms)", ms(float64(r.Signals.P99)), "<", 2))
+	}
+	if many {
+		out = append(out, target("64 clients: signal p99 (ms)", ms(float64(r.Signals.P99)), "<", 20))
+		if r.Daemon == "in-process" {
+			out = append(out, target("64 clients: peak RSS, daemon and agents (MiB)", float64(r.PeakRSS)/(1<<20), "<=", 256))
+		}
+	}
+	if g := r.Growth; g != nil {
+		out = append(out,
+			target("soak: throughput of the last window / the first", g.Rate, ">=", 0.8),
+			target("soak: ack p99 of the last window / the first", g.P99, "<=", 1.5))
+	}
+	if a := r.After; a != nil {
+		if r.Size == 1024 {
+			out = append(out,
+				target("bytes on disk per checkpoint, after compaction", a.Store.BytesPerCheckpoint, "<=", 3000),
+				target("keys per checkpoint", a.Store.KeysPerCheckpoint, "<=", 10))
+		}
+		out = append(out, target("restart to serving (s)", a.Restart.Seconds(), "<=", 2))
+	}
+	if r.Verify.Entries > 0 {
+		out = append(out, target("trail verify right after the load (entries/s)", r.Verify.Rate, ">=", 300_000))
+	}
+	return out
+}
