@@ -91,6 +91,34 @@ func Decode(b []byte) (Checkpoint, error) {
 	return c, nil
 }
 
+// Identity is what names a stored checkpoint: its id, workspace, type,
+// status and parent ("" for none).
+type Identity struct {
+	ID, Workspace, Type, Status, Parent string
+}
+
+// DecodeIdentity reads the identity of the checkpoint object b without
+// decoding the rest of it, for checks that hold b's digest already (so b
+// is the object that was stored) and ask only which checkpoint it is.
+// Decode reads and checks the whole object.
+func DecodeIdentity(b []byte) (Identity, error) {
+	var r struct {
+		ID        string  `json:"id"`
+		Workspace string  `json:"workspace"`
+		Type      string  `json:"type"`
+		Status    string  `json:"status"`
+		Parent    *string `json:"parent"`
+	}
+	if err := strictjson.DecodeFields(b, &r); err != nil {
+		return Identity{}, fmt.Errorf("%w: %v", ErrNotCanonical, err)
+	}
+	id := Identity{ID: r.ID, Workspace: r.Workspace, Type: r.Type, Status: r.Status}
+	if r.Parent != nil {
+		id.Parent = *r.Parent
+	}
+	return id, nil
+}
+
 // appendRecord writes the canonical encoding directly, for checkpoints
 // without extra payload fields (whose values would need canonicalizing) and
 // with token counts a double holds exactly; it reports false for others.

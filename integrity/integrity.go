@@ -2,13 +2,13 @@ package integrity
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/wacpd/wacpd/casstore"
 	"github.com/wacpd/wacpd/checkpointchain/chainstore"
+	"github.com/wacpd/wacpd/internal/strictjson"
 	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/trail/traillog"
 )
@@ -84,16 +84,32 @@ func (r *Report) fail(step Step, where, entry string, v trail.Violation, format 
 // order). A problem in the data is a Report with OK false; an error means
 // the check could not run (ctx ended, for example).
 func Check(ctx context.Context, db *badger.DB, opts Options) (Report, error) {
-	rep := Report{OK: true}
-	if opts.Full {
-		if where, detail := storage(ctx, db); detail != "" {
-			if err := ctx.Err(); err != nil {
-				return Report{}, err
-			}
-			rep.fail(StepStorage, where, "", trail.ViolationUnreadable, "%s", detail)
-			return rep, nil
-		}
+	if !opts.Full {
+		return check(ctx, db, opts)
 	}
+	// The storage check reads what the others read too, but apart from
+	// them: it runs beside them, and its finding comes first.
+	type found struct{ where, detail string }
+	st := make(chan found, 1)
+	go func() {
+		where, detail := storage(ctx, db)
+		st <- found{where, detail}
+	}()
+	rep, err := check(ctx, db, opts)
+	if f := <-st; f.detail != "" {
+		if err := ctx.Err(); err != nil {
+			return Report{}, err
+		}
+		rep = Report{OK: true}
+		rep.fail(StepStorage, f.where, "", trail.ViolationUnreadable, "%s", f.detail)
+		return rep, nil
+	}
+	return rep, err
+}
+
+// check is Check after the storage step.
+func check(ctx context.Context, db *badger.DB, opts Options) (Report, error) {
+	rep := Report{OK: true}
 	var claims []seqClaim
 	var bad *claimError
 	visit := func(seq uint64, e trail.Entry) {
@@ -208,7 +224,7 @@ func claimOf(e trail.Entry) (chainstore.Claim, error) {
 		Parent       *string `json:"parent"`
 		Digest       string  `json:"digest"`
 	}
-	if err := json.Unmarshal(e.Body, &b); err != nil {
+	if err := strictjson.DecodeFields(e.Body, &b); err != nil {
 		return chainstore.Claim{}, err
 	}
 	d, err := casstore.Parse(b.Digest)
@@ -226,13 +242,15 @@ func claimOf(e trail.Entry) (chainstore.Claim, error) {
 }
 
 // storage checks Badger's own checksums of every table block and reads
-// every value back. It returns where the first damage is and what it is
-// ("" when there is none).
+// back every value kept in the value log (the others are in the table
+// blocks just checked, or in memtables). It returns where the first damage
+// is and what it is ("" when there is none).
 func storage(ctx context.Context, db *badger.DB) (where, detail string) {
 	if where, detail := verifyTables(db); detail != "" {
 		return where, detail
 	}
 	var at []byte
+	threshold := db.Opts().ValueThreshold
 	err := safe(func() error {
 		return db.View(func(txn *badger.Txn) error {
 			it := txn.NewIterator(badger.IteratorOptions{AllVersions: false})
@@ -240,6 +258,9 @@ func storage(ctx context.Context, db *badger.DB) (where, detail string) {
 			for it.Rewind(); it.Valid(); it.Next() {
 				if err := ctx.Err(); err != nil {
 					return err
+				}
+				if it.Item().ValueSize() < threshold {
+					continue
 				}
 				at = it.Item().KeyCopy(at[:0])
 				if err := it.Item().Value(func([]byte) error { return nil }); err != nil {

@@ -3,15 +3,17 @@ package chainstore
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
 
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/wacpd/wacpd/casstore"
 	"github.com/wacpd/wacpd/casstore/badgerstore"
 	"github.com/wacpd/wacpd/checkpointchain"
+	"github.com/wacpd/wacpd/internal/strictjson"
 )
 
 // Claim is what the trail says of one checkpoint: its checkpoint_created
@@ -50,13 +52,14 @@ type StoreProblem struct {
 func CheckStore(txn *badger.Txn, claims []Claim) (*StoreProblem, error) {
 	chains := map[string]checkpointchain.Chain{}
 	claimed := map[string]bool{}
-	for _, cl := range claims {
-		prev := chains[cl.Workspace]
-		if p, err := checkClaim(txn, cl, prev); p != nil || err != nil {
-			return p, err
-		}
-		chains[cl.Workspace] = prev.Append(checkpointchain.Checkpoint{ID: cl.ID, Status: cl.Status})
+	prevs := make([]checkpointchain.Chain, len(claims))
+	for i, cl := range claims {
+		prevs[i] = chains[cl.Workspace]
+		chains[cl.Workspace] = prevs[i].Append(checkpointchain.Checkpoint{ID: cl.ID, Status: cl.Status})
 		claimed[cl.ID] = true
+	}
+	if p, err := checkClaims(txn, claims, prevs); p != nil || err != nil {
+		return p, err
 	}
 	// The registers.
 	for ws, want := range chains {
@@ -99,6 +102,43 @@ func CheckStore(txn *badger.Txn, claims []Claim) (*StoreProblem, error) {
 	return nil, nil
 }
 
+// claimWorkers is how many goroutines checkClaims reads and hashes with.
+var claimWorkers = max(1, runtime.GOMAXPROCS(0))
+
+// checkClaims checks every claim (claims[i] the next of a chain that is
+// prevs[i] so far) and returns the problem of the first claim that has
+// one. The claims are independent, so they are checked by claimWorkers
+// goroutines, each on every claimWorkers-th claim, reading through txn
+// together: a read-only Badger transaction's reads are safe to share.
+func checkClaims(txn *badger.Txn, claims []Claim, prevs []checkpointchain.Chain) (*StoreProblem, error) {
+	type found struct {
+		at  int
+		p   *StoreProblem
+		err error
+	}
+	results := make([]found, claimWorkers)
+	var wg sync.WaitGroup
+	for w := range claimWorkers {
+		results[w].at = len(claims)
+		wg.Go(func() {
+			for i := w; i < len(claims); i += claimWorkers {
+				if p, err := checkClaim(txn, claims[i], prevs[i]); p != nil || err != nil {
+					results[w] = found{i, p, err}
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	first := found{at: len(claims)}
+	for _, r := range results {
+		if r.at < first.at {
+			first = r
+		}
+	}
+	return first.p, first.err
+}
+
 // checkClaim checks the records and the object of one claimed checkpoint,
 // the next of a chain that is prev so far.
 func checkClaim(txn *badger.Txn, cl Claim, prev checkpointchain.Chain) (*StoreProblem, error) {
@@ -137,14 +177,14 @@ func checkClaim(txn *badger.Txn, cl Claim, prev checkpointchain.Chain) (*StorePr
 	case err != nil:
 		return nil, err
 	}
-	c, err := checkpointchain.Decode(b)
+	c, err := checkpointchain.DecodeIdentity(b)
 	if err != nil {
 		return &StoreProblem{Key: cl.Digest.String(), Entry: cl.Entry, Object: true, Detail: fmt.Sprintf("checkpoint %s: object %s: %v", cl.ID, cl.Digest, err)}, nil
 	}
-	if c.ID != cl.ID || c.Workspace != cl.Workspace || c.Type != cl.Type || c.Status != cl.Status || c.ParentID() != cl.Parent || c.ParentID() != prev.Head {
+	if c.ID != cl.ID || c.Workspace != cl.Workspace || c.Type != cl.Type || c.Status != cl.Status || c.Parent != cl.Parent || c.Parent != prev.Head {
 		return &StoreProblem{Key: cl.Digest.String(), Entry: cl.Entry, Object: true, Detail: fmt.Sprintf(
 			"object %s holds checkpoint %s of %s (%s, %s, parent %q), the trail says %s of %s (%s, %s, parent %q; chain head %q)",
-			cl.Digest, c.ID, c.Workspace, c.Type, c.Status, c.ParentID(), cl.ID, cl.Workspace, cl.Type, cl.Status, cl.Parent, prev.Head)}, nil
+			cl.Digest, c.ID, c.Workspace, c.Type, c.Status, c.Parent, cl.ID, cl.Workspace, cl.Type, cl.Status, cl.Parent, prev.Head)}, nil
 	}
 	return nil, nil
 }
@@ -156,7 +196,7 @@ func getRecord(txn *badger.Txn, k string, v any) *StoreProblem {
 	if err != nil {
 		return &StoreProblem{Key: k, Detail: fmt.Sprintf("record %s: %v", k, err)}
 	}
-	if err := item.Value(func(b []byte) error { return json.Unmarshal(b, v) }); err != nil {
+	if err := item.Value(func(b []byte) error { return strictjson.DecodeFields(b, v) }); err != nil {
 		return &StoreProblem{Key: k, Detail: fmt.Sprintf("record %s: %v", k, err)}
 	}
 	return nil

@@ -56,3 +56,17 @@ func message(err error) string {
 	}
 	return err.Error()
 }
+
+// DecodeFields reads data, one JSON object, into v (a pointer) and ignores
+// members v has no field for: for reading a few fields of a stored record
+// that its owner wrote and checks in full elsewhere. Names still match
+// exactly, a duplicated name and invalid UTF-8 are still refused.
+func DecodeFields(data []byte, v any) error {
+	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		return fmt.Errorf("%w: not a JSON object", ErrInvalid)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalid, message(err))
+	}
+	return nil
+}
