@@ -7,10 +7,12 @@
 //
 // Check runs, in order, and reports the first problem with where it is:
 //
-//  1. storage (full checks only): every block of every Badger table
-//     passes its checksum (db.VerifyChecksum) and every value reads back
-//     (with the database opened WithVerifyValueChecksum, a value-log
-//     value's checksum too); violation unreadable, at the table file;
+//  1. storage (full checks only, run beside the other steps; its finding
+//     comes first): every block of every Badger table passes its checksum
+//     (db.VerifyChecksum; values kept in tables are inside those blocks)
+//     and every value kept in the value log reads back (with the database
+//     opened WithVerifyValueChecksum, its checksum too); violation
+//     unreadable, at the table file;
 //  2. the trail (traillog.Check, the trail's rule set): entries, both chains,
 //     per-workspace timestamps, nothing after a terminal state, the
 //     Merkle root at the signed tree head, and the records derived from
