@@ -110,20 +110,30 @@ var claimWorkers = max(1, runtime.GOMAXPROCS(0))
 // one. The claims are independent, so they are checked by claimWorkers
 // goroutines, each on every claimWorkers-th claim, reading through txn
 // together: a read-only Badger transaction's reads are safe to share.
+// Badger panics on some damaged blocks; a worker's panic is raised again
+// in the caller's goroutine, where the caller can recover it as it could
+// when the claims were checked there.
 func checkClaims(txn *badger.Txn, claims []Claim, prevs []checkpointchain.Chain) (*StoreProblem, error) {
 	type found struct {
-		at  int
-		p   *StoreProblem
-		err error
+		at       int
+		p        *StoreProblem
+		err      error
+		panicked any
 	}
 	results := make([]found, claimWorkers)
 	var wg sync.WaitGroup
 	for w := range claimWorkers {
 		results[w].at = len(claims)
 		wg.Go(func() {
-			for i := w; i < len(claims); i += claimWorkers {
+			i := w
+			defer func() {
+				if v := recover(); v != nil {
+					results[w] = found{at: i, panicked: v}
+				}
+			}()
+			for ; i < len(claims); i += claimWorkers {
 				if p, err := checkClaim(txn, claims[i], prevs[i]); p != nil || err != nil {
-					results[w] = found{i, p, err}
+					results[w] = found{at: i, p: p, err: err}
 					return
 				}
 			}
@@ -135,6 +145,9 @@ func checkClaims(txn *badger.Txn, claims []Claim, prevs []checkpointchain.Chain)
 		if r.at < first.at {
 			first = r
 		}
+	}
+	if first.panicked != nil {
+		panic(first.panicked)
 	}
 	return first.p, first.err
 }

@@ -59,3 +59,19 @@ func TestCheckStoreFirstProblem(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckStorePanicReachesCaller: Badger panics on some damaged blocks,
+// and integrity recovers such a panic around its call to CheckStore. The
+// claims are checked on goroutines of their own; a panic there must come
+// back to the caller's goroutine, not end the process. A nil transaction
+// makes every read panic.
+func TestCheckStorePanicReachesCaller(t *testing.T) {
+	db := openDB(t, t.TempDir())
+	claims := claimsOf(fill(t, db))
+	defer func() {
+		if recover() == nil {
+			t.Error("CheckStore with a transaction that panics returned; want its panic in this goroutine")
+		}
+	}()
+	chainstore.CheckStore(nil, claims)
+}
