@@ -10,12 +10,18 @@ import (
 
 // peakRSS returns this process's peak resident set size (VmHWM), in bytes,
 // or 0 where /proc does not say.
-func peakRSS() int64 {
+func peakRSS() int64 { return selfStatus("VmHWM:") }
+
+// currentRSS returns this process's resident set (VmRSS) in bytes, or 0.
+func currentRSS() int64 { return selfStatus("VmRSS:") }
+
+// selfStatus returns the field name of /proc/self/status in bytes, or 0.
+func selfStatus(name string) int64 {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0
 	}
-	return statusField(b, "VmHWM:")
+	return statusField(b, name)
 }
 
 // statusField returns the line of a /proc/<pid>/status that starts with

@@ -144,15 +144,6 @@ func growth(ws []Window) *Growth {
 	return &Growth{Rate: ratio(last.Rate, first.Rate), P99: ratio(float64(last.Acks.P99), float64(first.Acks.P99))}
 }
 
-// currentRSS returns this process's resident set (VmRSS) in bytes, or 0.
-func currentRSS() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	return statusField(b, "VmRSS:")
-}
-
 // diskUsage returns the bytes the files under dir occupy on disk (their
 // allocated blocks, so preallocated and sparse files count what they use).
 // Files that vanish during the walk (Badger replaces tables as it
