@@ -213,6 +213,12 @@ func startBoundServer(ctx context.Context, url string, db *badger.DB, reply []by
 	if err != nil {
 		return nil, fmt.Errorf("subscribe: %w", err)
 	}
+	// The requesters connect on other connections: the server must have
+	// the subscription before the first request, or it answers "no
+	// responders". A flush's round trip is that guarantee.
+	if err := s.nc.Flush(); err != nil {
+		return nil, fmt.Errorf("flush subscription: %w", err)
+	}
 	return s, nil
 }
 
