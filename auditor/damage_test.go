@@ -196,9 +196,10 @@ func TestDamage_MerkleNodeBlock(t *testing.T) {
 	var node []byte
 	var file string
 	var off int
-	for idx := uint64(0); file == "" && idx < uint64(len(d.entries))/2; idx++ {
+	// Nodes are stored from level 4 (16 entries) up.
+	for idx := uint64(0); file == "" && idx < uint64(len(d.entries))/16; idx++ {
 		update(t, d.dir, func(txn *badger.Txn) error {
-			item, err := txn.Get(binary.BigEndian.AppendUint64([]byte("t/m/\x00"), idx))
+			item, err := txn.Get(binary.BigEndian.AppendUint64([]byte("t/m/\x04"), idx))
 			if err != nil {
 				return err
 			}

@@ -130,8 +130,17 @@ func open(cfg Config, db *badger.DB) (_ *Engine, err error) {
 		tax: cfg.Taxonomy, lg: cfg.Logger, inboxSig: map[string]chan struct{}{},
 		reqs: make(chan *request, maxBatchOps), ackKick: make(chan struct{}, 1), leaseKick: make(chan struct{}, 1), stop: make(chan struct{}), loopDone: make(chan struct{}),
 	}
-	// Recovery step 1, the integrity check, before anything reads the trail
-	// (recovery.go).
+	// The trail's key layout first (a data dir of an earlier release keeps
+	// records this build derives instead), then recovery step 1, the
+	// integrity check, before anything reads the trail (recovery.go).
+	up, err := traillog.Upgrade(db)
+	if err != nil {
+		return nil, err
+	}
+	if up.From != traillog.Layout {
+		cfg.Logger.Info("upgraded the trail's key layout", "from", up.From, "to", traillog.Layout,
+			"removed_id_keys", up.IDKeys, "removed_merkle_nodes", up.Nodes)
+	}
 	rec, err := checkTrail(cfg, db)
 	if err != nil {
 		return nil, err

@@ -113,8 +113,9 @@ func (r CheckResult) Verdict() trail.VerifyResult {
 // a terminal state, the stored local_prev_hash, the Merkle root at the
 // signed size). It stops at the first entry that fails: the entries before
 // it are the valid prefix. It also compares what is derived from the valid
-// entries with the stored records: the global and local heads, the id and
-// local indexes, every Merkle node.
+// entries with the stored records: the global and local heads, the local
+// indexes, every stored Merkle node (and no record the layout does not
+// have, layout.go).
 //
 // A full check first runs an accelerated implementation of the same rules
 // over the stored bytes (checkFast); when that does not pass the trail,
@@ -244,13 +245,11 @@ func (c *checker) localFail(ws, format string, args ...any) {
 }
 
 // entries walks the global entries after the valid prefix found so far,
-// with the id index in step and the Merkle nodes level by level, until the
+// with the stored Merkle nodes level by level, until the
 // first bad entry.
 func (c *checker) entries(txn *badger.Txn) error {
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixGlobal, PrefetchValues: true, PrefetchSize: 256})
 	defer it.Close()
-	ids := newIndexWalk(txn)
-	defer ids.close()
 	nodes := newNodeCheck(txn)
 	defer nodes.close()
 	for it.Seek(globalKey(c.r.Prev.Seq + 1)); it.Valid(); it.Next() {
@@ -277,9 +276,6 @@ func (c *checker) entries(txn *badger.Txn) error {
 		if c.opts.Visit != nil {
 			c.opts.Visit(seq, e)
 		}
-		if where, problem := ids.check(seq, e.ID); problem != "" {
-			c.derivedFail(where, "%s", problem)
-		}
 		if e.Workspace != "" {
 			c.localIndex(txn, seq, e.Workspace)
 		}
@@ -297,8 +293,6 @@ func (c *checker) entries(txn *badger.Txn) error {
 		if last.Valid() {
 			c.res.Last = max(c.res.Last, binary.BigEndian.Uint64(last.Item().Key()[len(prefixGlobal):]))
 		}
-	} else if where, problem := ids.rest(c.r.Prev.ID); problem != "" {
-		c.derivedFail(where, "%s", problem)
 	}
 	return nil
 }
@@ -358,7 +352,11 @@ func (n *nodeCheck) fail(id compact.NodeID, format string, args ...any) {
 }
 
 // visit is a compact.VisitFn: node id of the entries' tree has hash.
+// Nodes below minNodeLevel are not stored.
 func (n *nodeCheck) visit(id compact.NodeID, hash []byte) {
+	if id.Level < minNodeLevel {
+		return
+	}
 	n.key = binary.BigEndian.AppendUint64(append(append(n.key[:0], prefixNode...), byte(id.Level)), id.Index)
 	want := n.key
 	it, ok := n.levels[id.Level]
@@ -380,73 +378,6 @@ func (n *nodeCheck) visit(id compact.NodeID, hash []byte) {
 		n.fail(id, "%v", err)
 	}
 	it.Next()
-}
-
-// indexWalk checks the id index in step with the entries: ids increase
-// with seq, so the index is walked in order.
-type indexWalk struct {
-	it         *badger.Iterator
-	positioned bool
-	key, val   []byte // the key being checked and its value (reused)
-}
-
-func newIndexWalk(txn *badger.Txn) *indexWalk {
-	return &indexWalk{it: txn.NewIterator(badger.IteratorOptions{Prefix: prefixID})}
-}
-
-func (w *indexWalk) close() { w.it.Close() }
-
-// check checks the index entry of entry #seq, id, and returns the first
-// problem with it and the key it concerns ("" when there is none).
-func (w *indexWalk) check(seq uint64, id string) (where, problem string) {
-	return w.checkBytes(seq, []byte(id))
-}
-
-// checkBytes is check for an id given as bytes; it keeps no reference to id.
-func (w *indexWalk) checkBytes(seq uint64, id []byte) (where, problem string) {
-	w.key = append(append(w.key[:0], prefixID...), id...)
-	want := w.key
-	if !w.positioned {
-		w.it.Seek(want)
-		w.positioned = true
-	}
-	for w.it.Valid() && bytes.Compare(w.it.Item().Key(), want) < 0 {
-		k := w.it.Item().KeyCopy(nil)
-		w.it.Next()
-		if problem == "" {
-			where, problem = string(k), fmt.Sprintf("id index holds %s, which is not an entry of the valid trail", k[len(prefixID):])
-		}
-	}
-	if problem != "" {
-		return where, problem
-	}
-	if !w.it.Valid() || !bytes.Equal(w.it.Item().Key(), want) {
-		return string(want), fmt.Sprintf("id index lacks entry #%d (%s)", seq, id)
-	}
-	v, err := w.it.Item().ValueCopy(w.val[:0])
-	w.val = v
-	if err != nil || len(v) != 8 || binary.BigEndian.Uint64(v) != seq {
-		w.it.Next()
-		if err != nil {
-			return string(want), fmt.Sprintf("id index %s: %v", id, err)
-		}
-		return string(want), fmt.Sprintf("id index maps %s to %x, want #%d", id, v, seq)
-	}
-	w.it.Next()
-	return "", ""
-}
-
-// rest reports an id index entry after the last entry checked; lastID is
-// the id of the last entry of the valid prefix.
-func (w *indexWalk) rest(lastID string) (where, problem string) {
-	if !w.positioned {
-		w.it.Seek(append(append(bytes.Clone(prefixID), lastID...), 0))
-	}
-	if w.it.Valid() {
-		k := w.it.Item().KeyCopy(nil)
-		return string(k), fmt.Sprintf("id index holds %s, which is not an entry of the valid trail", k[len(prefixID):])
-	}
-	return "", ""
 }
 
 // localIndex checks that entry #seq, the latest of workspace ws, has its
@@ -518,10 +449,27 @@ func (c *checker) derived(txn *badger.Txn) error {
 		}
 	}
 	// Nothing beyond the last node of each level: a tree of n leaves has
-	// n>>l nodes at level l.
+	// n>>l nodes at level l, of which those below minNodeLevel are not
+	// stored; nor layout 1's id index once the data dir is of layout 2
+	// (a layout-1 dir, read-only here, keeps records nothing reads).
+	layout, err := layoutOf(txn)
+	if err != nil {
+		c.derivedFail(string(keyLayout), "%v", err)
+		return nil
+	}
 	n := c.res.Valid
+	if layout >= 2 && hasPrefix(txn, prefixID) {
+		c.derivedFail(string(prefixID), "an id index (t/i/), which layout %d does not have", layout)
+	}
 	for l := range 64 {
-		k := nodeKey(compact.NewNodeID(uint(l), n>>l))
+		first := n >> l
+		if l < minNodeLevel {
+			if layout < 2 {
+				continue
+			}
+			first = 0
+		}
+		k := nodeKey(compact.NewNodeID(uint(l), first))
 		stray := func() bool {
 			node := txn.NewIterator(badger.IteratorOptions{Prefix: k[:len(prefixNode)+1]})
 			defer node.Close()
@@ -529,7 +477,7 @@ func (c *checker) derived(txn *badger.Txn) error {
 			return node.Valid()
 		}()
 		if stray {
-			c.derivedFail(fmt.Sprintf("t/m/(%d,%d)", l, n>>l), "Merkle node beyond the %d entries at level %d", n, l)
+			c.derivedFail(fmt.Sprintf("t/m/(%d,%d)", l, first), "Merkle node beyond the %d entries at level %d, or below level %d", n, l, minNodeLevel)
 			break
 		}
 	}
@@ -540,3 +488,11 @@ func (c *checker) derived(txn *badger.Txn) error {
 // Repair (decodeStored: the direct parser, encoding/json for older data,
 // whose escaped <, > and & are brought back to the canonical body).
 func readStored(v []byte) (stored, error) { return decodeStored(v) }
+
+// hasPrefix reports whether txn holds a key with prefix p.
+func hasPrefix(txn *badger.Txn, p []byte) bool {
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: p})
+	defer it.Close()
+	it.Rewind()
+	return it.Valid()
+}

@@ -14,17 +14,19 @@
 // # Keys
 //
 // Key prefix "t/": t/g/<seq:8 BE> the stored entry (global view plus
-// local_prev_hash); t/w/<ws>/<n:8 BE> -> seq; t/i/<id> -> seq; t/h/g the
-// global head; t/h/w/<ws> the local heads (trail.Head as JSON);
-// t/m/<level:1><index:8 BE> the Merkle nodes; t/c the mark of the last
-// integrity check (Check, MarkChecked); t/q/<seq:8 BE><8 hash bytes> the
-// entries Repair quarantined.
+// local_prev_hash); t/w/<ws>/<n:8 BE> -> seq; t/h/g the global head;
+// t/h/w/<ws> the local heads (trail.Head as JSON); t/m/<level:1><index:8
+// BE> the Merkle nodes of level 4 and above (the lower ones are computed
+// from at most 15 entries); t/v the key layout (layout.go: an entry is
+// found by id with a binary search, ids increasing along the trail); t/c
+// the mark of the last integrity check (Check, MarkChecked);
+// t/q/<seq:8 BE><8 hash bytes> the entries Repair quarantined.
 //
 // # Integrity check and quarantine
 //
 // Check applies the trail's one rule set (trail.Rules, with the stored
 // local_prev_hash) to the stored trail and also compares the records
-// derived from the entries (heads, id and local indexes, every Merkle
+// derived from the entries (heads, local indexes, every stored Merkle
 // node); a full check runs an accelerated implementation of the same rules
 // first (verify_fast.go) and the reference walk only to word a finding.
 // Verify is Check's verdict. Package integrity joins Check with the other

@@ -20,10 +20,9 @@ import (
 var (
 	prefixGlobal = []byte("t/g/") // t/g/<seq:8BE> -> stored entry
 	prefixLocal  = []byte("t/w/") // t/w/<ws>/<wsseq:8BE> -> <seq:8BE>
-	prefixID     = []byte("t/i/") // t/i/<entry id> -> <seq:8BE>
 	keyHead      = []byte("t/h/g")
 	prefixHeadWS = []byte("t/h/w/") // t/h/w/<ws> -> trail.Head
-	prefixNode   = []byte("t/m/")   // t/m/<level:1><index:8BE> -> Merkle node hash (perfect subtrees only)
+	prefixNode   = []byte("t/m/")   // t/m/<level:1><index:8BE> -> Merkle node hash (perfect subtrees of level >= minNodeLevel only)
 )
 
 // appendHead writes h as encoding/json would (it is read with getJSON), without
@@ -219,7 +218,7 @@ func (b *Batch) Append(ev Event) (trail.Entry, error) {
 	}
 	var nodeErr error
 	if err := b.rng.Append(trail.Hasher{}.HashLeaf(leaf), func(id compact.NodeID, hash []byte) {
-		if nodeErr == nil {
+		if nodeErr == nil && id.Level >= minNodeLevel {
 			nodeErr = b.txn.Set(nodeKey(id), hash)
 		}
 	}); err != nil || nodeErr != nil {
@@ -227,9 +226,6 @@ func (b *Batch) Append(ev Event) (trail.Entry, error) {
 	}
 	val := appendStored(make([]byte, 0, 384+len(e.Body)), stored{Entry: e, LocalPrev: localPrev})
 	if err := b.txn.Set(globalKey(seq), val); err != nil {
-		return trail.Entry{}, fmt.Errorf("append %s: %w", ev.Type, err)
-	}
-	if err := b.txn.Set(append(bytes.Clone(prefixID), ev.ID...), u64(seq)); err != nil {
 		return trail.Entry{}, fmt.Errorf("append %s: %w", ev.Type, err)
 	}
 	b.global = trail.Head{Seq: seq, Hash: e.Integrity.EntryHash, ID: e.ID, Timestamp: e.Timestamp}

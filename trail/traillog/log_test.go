@@ -85,6 +85,9 @@ func startTestLog(t testing.TB, dir string) *testLog {
 func (tl *testLog) open() {
 	tl.t.Helper()
 	tl.db = openBadger(tl.t, tl.dir)
+	if _, err := Upgrade(tl.db); err != nil {
+		tl.t.Fatalf("Upgrade: %v", err)
+	}
 	l, err := Open(tl.db)
 	if err != nil {
 		tl.t.Fatalf("Open: %v", err)

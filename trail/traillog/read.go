@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
@@ -24,7 +23,7 @@ func (l *Log) Read(ctx context.Context, q trail.Query) ([]trail.Entry, string, e
 	err := view(l.db, "read trail", func(txn *badger.Txn) error {
 		after := uint64(0)
 		if q.After != "" {
-			s, err := seqOf(txn, q.After)
+			s, err := seqOf(txn, q.After, l.Len())
 			if err != nil {
 				return err
 			}
@@ -62,7 +61,7 @@ func (l *Log) ReadLocal(ctx context.Context, ws, after string, limit int) ([]tra
 	err := view(l.db, "read trail", func(txn *badger.Txn) error {
 		var from uint64
 		if after != "" {
-			s, err := seqOf(txn, after)
+			s, err := seqOf(txn, after, l.Len())
 			if err != nil {
 				return err
 			}
@@ -86,7 +85,7 @@ func (l *Log) ReadLocal(ctx context.Context, ws, after string, limit int) ([]tra
 func (l *Log) Get(id string) (trail.Entry, error) {
 	var e trail.Entry
 	err := view(l.db, "read trail", func(txn *badger.Txn) error {
-		seq, err := seqOf(txn, id)
+		seq, err := seqOf(txn, id, l.Len())
 		if err != nil {
 			return err
 		}
@@ -146,17 +145,4 @@ func (l *Log) scan(ctx context.Context, txn *badger.Txn, ws string, after uint64
 		}
 	}
 	return nil
-}
-
-func seqOf(txn *badger.Txn, id string) (uint64, error) {
-	item, err := txn.Get(append(bytes.Clone(prefixID), id...))
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return 0, fmt.Errorf("%w: %s", ErrNotFound, id)
-	}
-	if err != nil {
-		return 0, err
-	}
-	var seq uint64
-	err = item.Value(func(v []byte) error { seq = binary.BigEndian.Uint64(v); return nil })
-	return seq, err
 }

@@ -26,8 +26,8 @@ type Quarantined struct {
 	Timestamp string          `json:"timestamp,omitempty"`  // when readable
 	EventType trail.EventType `json:"event_type,omitempty"` // when readable
 	Workspace string          `json:"workspace,omitempty"`  // when readable
-	// Missing is set for an entry the trail's trail.Head or id index counted but
-	// that was not stored; Value is then empty.
+	// Missing is set for an entry the trail's head counted but that was
+	// not stored; Value is then empty (and ID unknown).
 	Missing bool   `json:"missing,omitempty"`
 	Reason  string `json:"reason"`         // why: the violation for the first, "after #N" for the rest
 	At      string `json:"quarantined_at"` // when
@@ -36,7 +36,7 @@ type Quarantined struct {
 
 // Repair makes the stored trail exactly the valid prefix res found: the
 // entries after it move to the quarantine (t/q/), and the global and local
-// heads, the id and local indexes and the Merkle nodes are rebuilt from the
+// heads, the local indexes and the Merkle nodes are rebuilt from the
 // valid entries. It returns the entries it quarantined, in trail order. at
 // is the timestamp recorded with them.
 //
@@ -61,18 +61,8 @@ func quarantine(db *badger.DB, res CheckResult, at string) ([]Quarantined, error
 		return nil, nil
 	}
 	var out []Quarantined
-	ids := map[uint64]string{} // the id index's names for entries past the valid prefix
 	err := view(db, "repair trail", func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixID})
-		for it.Rewind(); it.Valid(); it.Next() {
-			_ = it.Item().Value(func(v []byte) error {
-				if len(v) == 8 && binary.BigEndian.Uint64(v) > res.Valid {
-					ids[binary.BigEndian.Uint64(v)] = string(it.Item().Key()[len(prefixID):])
-				}
-				return nil
-			})
-		}
-		it.Close()
+		ids := tailIDs(txn, res.Valid)
 		next := res.Valid + 1
 		reason := func(seq uint64) string {
 			if seq == res.Valid+1 {
@@ -85,7 +75,7 @@ func quarantine(db *badger.DB, res CheckResult, at string) ([]Quarantined, error
 				out = append(out, Quarantined{Seq: next, ID: ids[next], Missing: true, Reason: reason(next), At: at})
 			}
 		}
-		it = txn.NewIterator(badger.IteratorOptions{Prefix: prefixGlobal, PrefetchValues: true})
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixGlobal, PrefetchValues: true})
 		defer it.Close()
 		for it.Seek(globalKey(res.Valid + 1)); it.Valid(); it.Next() {
 			seq := binary.BigEndian.Uint64(it.Item().Key()[len(prefixGlobal):])
@@ -134,6 +124,37 @@ func quarantine(db *badger.DB, res CheckResult, at string) ([]Quarantined, error
 		return nil, fmt.Errorf("remove quarantined entries: %w", err)
 	}
 	return out, nil
+}
+
+// tailIDs returns the ids the heads know of entries after valid: the
+// global head names the last entry, and each workspace's head its last
+// one (at the global position its local index gives). An entry that is
+// missing or undecodable keeps its id in the quarantine that way.
+func tailIDs(txn *badger.Txn, valid uint64) map[uint64]string {
+	ids := map[uint64]string{}
+	var h trail.Head
+	if getJSON(txn, keyHead, &h) == nil && h.Seq > valid {
+		ids[h.Seq] = h.ID
+	}
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixHeadWS, PrefetchValues: true})
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		var lh trail.Head
+		if it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &lh) }) != nil || lh.Seq == 0 {
+			continue
+		}
+		item, err := txn.Get(localKey(string(it.Item().Key()[len(prefixHeadWS):]), lh.Seq))
+		if err != nil {
+			continue
+		}
+		_ = item.Value(func(v []byte) error {
+			if len(v) == 8 && binary.BigEndian.Uint64(v) > valid {
+				ids[binary.BigEndian.Uint64(v)] = lh.ID
+			}
+			return nil
+		})
+	}
+	return ids
 }
 
 func quarantineKey(q Quarantined) []byte {
@@ -193,9 +214,6 @@ func rebuild(ctx context.Context, db *badger.DB, valid uint64) error {
 				return fmt.Errorf("entry #%d: %w", seq, err)
 			}
 			e := s.Entry
-			if err := wb.Set(append(bytes.Clone(prefixID), e.ID...), u64(seq)); err != nil {
-				return err
-			}
 			if e.Workspace != "" {
 				lh := local[e.Workspace]
 				lh = trail.Head{Seq: lh.Seq + 1, Hash: e.Integrity.LocalHash, ID: e.ID, Timestamp: e.Timestamp}
@@ -209,7 +227,7 @@ func rebuild(ctx context.Context, db *badger.DB, valid uint64) error {
 				return fmt.Errorf("entry #%d: %w", seq, err)
 			}
 			if err := rng.Append(trail.Hasher{}.HashLeaf(leaf), func(id compact.NodeID, h []byte) {
-				if werr == nil {
+				if werr == nil && id.Level >= minNodeLevel {
 					werr = wb.Set(nodeKey(id), bytes.Clone(h))
 				}
 			}); err != nil {
@@ -231,6 +249,11 @@ func rebuild(ctx context.Context, db *badger.DB, valid uint64) error {
 		if err := setJSONBatch(wb, append(bytes.Clone(prefixHeadWS), ws...), h); err != nil {
 			return err
 		}
+	}
+	// The records are now those of this build's layout (layout 1's id
+	// index and low nodes were deleted above).
+	if err := wb.Set(keyLayout, []byte{'0' + Layout}); err != nil {
+		return err
 	}
 	if err := wb.Flush(); err != nil {
 		return fmt.Errorf("rebuild derived records: %w", err)

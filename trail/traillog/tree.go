@@ -34,10 +34,18 @@ func cloneRange(r *compact.Range) *compact.Range {
 	return c
 }
 
-// nodes reads the stored Merkle nodes ids.
+// nodes reads the Merkle nodes ids: stored ones from t/m/, those below
+// minNodeLevel computed from their entries.
 func nodes(txn *badger.Txn, ids []compact.NodeID) ([][]byte, error) {
 	out := make([][]byte, len(ids))
 	for i, id := range ids {
+		if id.Level < minNodeLevel {
+			var err error
+			if out[i], err = lowNode(txn, id); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		item, err := txn.Get(nodeKey(id))
 		if err != nil {
 			return nil, fmt.Errorf("merkle node (%d,%d): %w", id.Level, id.Index, err)
@@ -76,7 +84,8 @@ func (l *Log) loadRange() (*compact.Range, error) {
 	return l.backfill()
 }
 
-// backfill computes every Merkle node from the entries and stores them,
+// backfill computes every Merkle node from the entries and stores those
+// of minNodeLevel and above,
 // unless the database is read-only (an auditor's offline copy), where only
 // the in-memory range is rebuilt.
 func (l *Log) backfill() (*compact.Range, error) {
@@ -101,7 +110,7 @@ func (l *Log) backfill() (*compact.Range, error) {
 				return err
 			}
 			if err := rng.Append(trail.Hasher{}.HashLeaf(leaf), func(id compact.NodeID, h []byte) {
-				if werr == nil && wb != nil {
+				if werr == nil && wb != nil && id.Level >= minNodeLevel {
 					werr = wb.Set(nodeKey(id), bytes.Clone(h))
 				}
 			}); err != nil {
@@ -192,9 +201,9 @@ func (l *Log) rehash(n proof.Nodes) ([][]byte, error) {
 // Seq returns the 1-based position of entry id in the global trail.
 func (l *Log) Seq(id string) (uint64, error) {
 	var seq uint64
-	err := view(l.db, "read id index", func(txn *badger.Txn) error {
+	err := view(l.db, "find entry by id", func(txn *badger.Txn) error {
 		var err error
-		seq, err = seqOf(txn, id)
+		seq, err = seqOf(txn, id, l.Len())
 		return err
 	})
 	return seq, err

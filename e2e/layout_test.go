@@ -1,0 +1,137 @@
+package e2e
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wacpd/wacpd/auditor/datadir"
+	"github.com/wacpd/wacpd/client"
+	"github.com/wacpd/wacpd/workspace"
+)
+
+// extract unpacks testdata/<name>, a tar.gz of a directory "data", into a
+// new temporary directory and returns the path of "data".
+func extract(t *testing.T, name string) string {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(root, filepath.FromSlash(h.Name))
+		if !strings.HasPrefix(p, root+string(filepath.Separator)) {
+			t.Fatalf("%s: entry %q outside the directory", name, h.Name)
+		}
+		switch h.Typeflag {
+		case tar.TypeDir:
+			err = os.MkdirAll(p, 0o700)
+		case tar.TypeReg:
+			var b []byte
+			if b, err = io.ReadAll(tr); err == nil {
+				err = os.WriteFile(p, b, os.FileMode(h.Mode)&0o777)
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(root, "data")
+}
+
+// TestOpensDataDirOfLayout1: a data dir written by the release before the
+// trail's layout 2 (testdata/datadir-layout1.tar.gz: wacpd at 4d0fa93, two
+// workers of eight checkpoints each, 81 trail entries, stopped with
+// SIGTERM) verifies offline as it is; wacpd opens it, logs the upgrade,
+// serves its checkpoints, proves them against the signing key it had,
+// finds entries by id, goes on writing, and the data dir verifies offline
+// again. A second start has nothing to upgrade.
+func TestOpensDataDirOfLayout1(t *testing.T) {
+	ctx := ctxT(t)
+	dir := extract(t, "datadir-layout1.tar.gz")
+	if rep, err := datadir.Verify(extract(t, "datadir-layout1.tar.gz")); err != nil || !rep.OK || rep.Entries != 81 {
+		t.Fatalf("datadir.Verify(layout 1) = %+v, %v; want OK with 81 entries", rep, err)
+	}
+	pub, err := os.ReadFile(filepath.Join(dir, "trail.pub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := strings.TrimSpace(string(pub))
+
+	d := startDaemon(t, dir)
+	if !strings.Contains(d.log.String(), "upgraded the trail's key layout") || !strings.Contains(d.log.String(), "from=1") {
+		t.Fatalf("wacpd's log has no upgrade from layout 1:\n%s", d.log.String())
+	}
+	coord := dial(t, ctx, client.Options{URL: d.url, Token: d.admin})
+	if v, err := coord.VerifyTrail(ctx, ""); err != nil || !v.OK || v.Entries < 81 {
+		t.Fatalf("VerifyTrail = %+v, %v; want OK with at least 81 entries", v, err)
+	}
+	workers, err := coord.ListWorkspaces(ctx, "", workspace.State(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cps []string
+	for _, w := range workers {
+		list, err := coord.ListCheckpoints(ctx, w.ID, "", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cp := range list {
+			cps = append(cps, cp.ID)
+		}
+	}
+	if len(cps) != 16 {
+		t.Fatalf("%d checkpoints in the old data dir, want 16", len(cps))
+	}
+	for _, id := range []string{cps[0], cps[7], cps[15]} {
+		p, err := coord.ProveCheckpoint(ctx, id, key, 0)
+		if err != nil {
+			t.Fatalf("ProveCheckpoint(%s) with the data dir's key: %v", id, err)
+		}
+		// The entry is found by its id (no id index any more).
+		page, err := coord.ReadTrail(ctx, client.TrailQuery{After: p.Entry, Limit: 1})
+		if err != nil || len(page.Entries) != 1 || page.Entries[0].ID <= p.Entry {
+			t.Fatalf("ReadTrail after %s = %+v, %v; want the next entry", p.Entry, page, err)
+		}
+	}
+
+	// It goes on: a new worker's checkpoint is proved too.
+	w := newWorker(t, ctx, coord, d.url, true, "")
+	cp, err := w.CreateCheckpoint(ctx, artifact(nil, "provisional", "after the upgrade"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coord.ProveCheckpoint(ctx, cp.ID, key, 10*time.Second); err != nil {
+		t.Fatalf("ProveCheckpoint(new %s): %v", cp.ID, err)
+	}
+	w.Close()
+	coord.Close()
+	d.stop()
+	if rep, err := datadir.Verify(dir); err != nil || !rep.OK || rep.Entries <= 81 {
+		t.Fatalf("datadir.Verify(upgraded) = %+v, %v", rep, err)
+	}
+	d = startDaemon(t, dir)
+	if strings.Contains(d.log.String(), "upgraded the trail's key layout") {
+		t.Errorf("second start upgraded again:\n%s", d.log.String())
+	}
+	d.stop()
+}

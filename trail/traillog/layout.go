@@ -1,0 +1,214 @@
+package traillog
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/transparency-dev/merkle/compact"
+
+	"github.com/wacpd/wacpd/trail"
+)
+
+// The trail's key layout has a version, under t/v (absent: layout 1).
+//
+// Layout 1 (before issue 13) also stored an id index (t/i/<id> -> seq) and
+// every Merkle node. Layout 2 derives both from the entries instead: entry
+// ids strictly increase along the global trail (a rule of the trail,
+// trail.Rules), so an id is found by a binary search over t/g/; and the
+// nodes below level minNodeLevel, which cover at most 2^minNodeLevel
+// entries, are recomputed from those entries' hashes when a proof or a root
+// needs them. That is 5.6 keys fewer per checkpoint (of 18).
+var (
+	keyLayout = []byte("t/v")
+	// prefixID is layout 1's id index, removed by Upgrade.
+	prefixID = []byte("t/i/")
+)
+
+// Layout is the key layout this build writes.
+const Layout = 2
+
+// minNodeLevel is the lowest level of the Merkle nodes stored under t/m/:
+// a node of a level below covers at most 2^minNodeLevel-1 = 15 entries,
+// read back when needed (an inclusion proof reads at most 15 entries for
+// its low levels).
+const minNodeLevel = 4
+
+// ErrLayout is returned for a data dir written with a newer key layout
+// than this build knows.
+var ErrLayout = errors.New("trail: the data dir's key layout is newer than this build's")
+
+// layoutOf returns the layout version stored in txn (1 when absent).
+func layoutOf(txn *badger.Txn) (int, error) {
+	item, err := txn.Get(keyLayout)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return 1, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	v, err := item.ValueCopy(nil)
+	if err != nil {
+		return 0, err
+	}
+	if len(v) != 1 || v[0] < '1' || v[0] > '9' {
+		return 0, fmt.Errorf("trail: layout version %q is not a version", v)
+	}
+	return int(v[0] - '0'), nil
+}
+
+// UpgradeResult says what Upgrade did.
+type UpgradeResult struct {
+	From          int // the layout found
+	IDKeys, Nodes int // layout 1's records removed
+}
+
+// Upgrade brings the trail of db to this build's layout: from layout 1 it
+// removes the id index and the Merkle nodes below minNodeLevel, then
+// records layout 2. It changes no entry. It is safe to interrupt: the
+// version is written last, and until then the records of layout 1 are
+// only unused (no reader of layout 2 reads them). A new database is simply
+// marked. A data dir of a newer layout is refused with ErrLayout.
+func Upgrade(db *badger.DB) (UpgradeResult, error) {
+	var res UpgradeResult
+	var keys [][]byte
+	err := view(db, "read trail layout", func(txn *badger.Txn) error {
+		var err error
+		if res.From, err = layoutOf(txn); err != nil || res.From != 1 {
+			return err
+		}
+		keys, res.IDKeys, res.Nodes = legacyKeys(txn)
+		return nil
+	})
+	switch {
+	case err != nil:
+		return res, fmt.Errorf("upgrade trail layout: %w", err)
+	case res.From > Layout:
+		return res, fmt.Errorf("%w: layout %d, this build writes %d", ErrLayout, res.From, Layout)
+	case res.From == Layout:
+		return res, nil
+	}
+	wb := db.NewWriteBatch()
+	defer wb.Cancel()
+	for _, k := range keys {
+		if err := wb.Delete(k); err != nil {
+			return res, fmt.Errorf("upgrade trail layout: %w", err)
+		}
+	}
+	if err := wb.Flush(); err != nil {
+		return res, fmt.Errorf("upgrade trail layout: %w", err)
+	}
+	err = db.Update(func(txn *badger.Txn) error { return txn.Set(keyLayout, []byte{'0' + Layout}) })
+	if err != nil {
+		return res, fmt.Errorf("upgrade trail layout: %w", err)
+	}
+	return res, nil
+}
+
+// legacyKeys lists layout 1's records: the id index and the Merkle nodes
+// below minNodeLevel.
+func legacyKeys(txn *badger.Txn) (keys [][]byte, ids, nodes int) {
+	prefixes := [][]byte{prefixID}
+	for l := range minNodeLevel {
+		prefixes = append(prefixes, append(bytes.Clone(prefixNode), byte(l)))
+	}
+	for i, p := range prefixes {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: p})
+		for it.Rewind(); it.Valid(); it.Next() {
+			keys = append(keys, it.Item().KeyCopy(nil))
+			if i == 0 {
+				ids++
+			} else {
+				nodes++
+			}
+		}
+		it.Close()
+	}
+	return keys, ids, nodes
+}
+
+// lowNode computes Merkle node id (below minNodeLevel) from the hashes of
+// the entries it covers.
+func lowNode(txn *badger.Txn, id compact.NodeID) ([]byte, error) {
+	first := id.Index << id.Level // 0-based leaf index
+	n := uint64(1) << id.Level
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixGlobal})
+	defer it.Close()
+	rng := trail.RangeFactory.NewEmptyRange(first)
+	it.Seek(globalKey(first + 1))
+	for i := range n {
+		seq := first + 1 + i
+		if !it.Valid() || binary.BigEndian.Uint64(it.Item().Key()[len(prefixGlobal):]) != seq {
+			return nil, fmt.Errorf("merkle node (%d,%d): entry #%d: %w", id.Level, id.Index, seq, badger.ErrKeyNotFound)
+		}
+		var leaf []byte
+		if err := it.Item().Value(func(v []byte) (err error) { leaf, err = leafOf(v); return err }); err != nil {
+			return nil, fmt.Errorf("merkle node (%d,%d): entry #%d: %w", id.Level, id.Index, seq, err)
+		}
+		if err := rng.Append(trail.Hasher{}.HashLeaf(leaf), nil); err != nil {
+			return nil, err
+		}
+		it.Next()
+	}
+	h := rng.Hashes()
+	if len(h) != 1 {
+		return nil, fmt.Errorf("merkle node (%d,%d): %d hashes for a perfect subtree", id.Level, id.Index, len(h))
+	}
+	return h[0], nil
+}
+
+// leafOf returns the Merkle leaf data of a stored entry: its entry hash's
+// bytes.
+func leafOf(v []byte) ([]byte, error) {
+	if r, ok := scanStored(v); ok {
+		return trail.HashBytes(string(r.entryHash))
+	}
+	s, err := decodeStored(v)
+	if err != nil {
+		return nil, err
+	}
+	return trail.LeafData(s.Entry)
+}
+
+// idOf returns the id of a stored entry.
+func idOf(v []byte) (string, error) {
+	if r, ok := scanStored(v); ok {
+		return string(r.id), nil
+	}
+	s, err := decodeStored(v)
+	return s.Entry.ID, err
+}
+
+// seqOf returns the position of entry id in the global trail of txn's
+// snapshot, among the first n entries: a binary search, as ids strictly
+// increase along the trail. An entry beyond the snapshot (committed after
+// it) counts as greater.
+func seqOf(txn *badger.Txn, id string, n uint64) (uint64, error) {
+	lo, hi := uint64(1), n
+	for lo <= hi {
+		mid := lo + (hi-lo)/2
+		item, err := txn.Get(globalKey(mid))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			hi = mid - 1
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		var got string
+		if err := item.Value(func(v []byte) (err error) { got, err = idOf(v); return err }); err != nil {
+			return 0, fmt.Errorf("entry #%d: %w", mid, err)
+		}
+		switch {
+		case got == id:
+			return mid, nil
+		case got < id:
+			lo = mid + 1
+		default:
+			hi = mid - 1
+		}
+	}
+	return 0, fmt.Errorf("%w: %s", ErrNotFound, id)
+}
