@@ -32,11 +32,27 @@ import (
 // submitted only after N is durable, so batches reach the disk in order; if
 // N fails, N+1 fails with it.
 
-// Bounds of one batch.
+// Bounds of one batch: operations, and what Badger counts against its
+// transaction limit (db.MaxBatchSize, 15% of a memtable: 4.8 MiB with 32
+// MiB memtables), estimated per operation by opCost.
 const (
-	maxBatchOps   = 256
-	maxBatchBytes = 8 << 20 // request bytes, well under Badger's transaction limit
+	maxBatchOps = 256
+	// A checkpoint of a 1 KiB payload (a 1.2 KB request) counts 6.6 KB
+	// in Badger's transaction (measured: its object, three trail entries
+	// with their indexes, nodes and heads, its chain records, the
+	// workspace record, the outbox), a 300 KB one 306 KB: the stored
+	// payload is at most the request's bytes. opCost allows twice the
+	// request and 16 KiB more per operation.
+	opOverhead = 16 << 10
 )
+
+// opCost is what an operation of size request bytes may add to its
+// batch's Badger transaction, at most.
+func opCost(size int) int64 { return 2*int64(size) + opOverhead }
+
+// batchCostLimit is how much of Badger's transaction limit a batch may
+// fill (three quarters: the estimate is not exact).
+func batchCostLimit(db *badger.DB) int64 { return db.MaxBatchSize() / 4 * 3 }
 
 // errNeedFresh is returned, before writing anything, by a pipelined
 // operation that needs a batch whose snapshot has every earlier write.
@@ -307,8 +323,8 @@ func (c *committer) runBatch(first *request) {
 	}
 	b.tx.reloaded = b.probe
 	e.open = b
-	size := 0
-	for r := first; r != nil; r = c.next(b, size) {
+	var cost int64
+	for r := first; r != nil; r = c.next(b, cost) {
 		// A carried request is taken already; any other is taken here,
 		// unless its caller's context ended first.
 		if r.state.Load() != taken && !r.state.CompareAndSwap(queued, taken) {
@@ -321,7 +337,7 @@ func (c *committer) runBatch(first *request) {
 			break
 		}
 		b.reqs = append(b.reqs, r)
-		size += r.size
+		cost += opCost(r.size)
 		if b.stale {
 			e.pipelinedOps.Add(1)
 		}
@@ -333,12 +349,15 @@ func (c *committer) runBatch(first *request) {
 
 // next returns the next request for batch b, or nil when b is closed: it is
 // full, or nothing is waiting and no batch is in flight, or the batch in
-// flight landed, or the next request may not join b (it is carried over).
+// flight landed, or the next request may not join b (it is carried over:
+// it needs a fresh batch, or its cost would take b's past the limit).
 // While a batch is in flight, b stays open for requests until it lands.
 // Caller holds e.mu with e.open = b; next releases it while it waits.
-func (c *committer) next(b *openBatch, size int) *request {
+// cost is what b's requests may cost Badger's transaction (opCost).
+func (c *committer) next(b *openBatch, cost int64) *request {
 	e := c.e
-	if b.poisoned != nil || b.probe || c.degraded != nil || len(b.reqs) >= maxBatchOps || size >= maxBatchBytes || c.carry != nil {
+	limit := batchCostLimit(e.db)
+	if b.poisoned != nil || b.probe || c.degraded != nil || len(b.reqs) >= maxBatchOps || cost+opOverhead > limit || c.carry != nil {
 		return nil
 	}
 	var r *request
@@ -374,7 +393,7 @@ func (c *committer) next(b *openBatch, size int) *request {
 			return nil
 		}
 	}
-	if b.stale && !r.pipelined {
+	if (b.stale && !r.pipelined) || (len(b.reqs) > 0 && cost+opCost(r.size) > limit) {
 		c.carry = r
 		return nil
 	}

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -156,4 +157,74 @@ func TestGroupCommitFailureFailsTheBatch(t *testing.T) {
 		t.Fatal("trail did not grow")
 	}
 	verify(t, e)
+}
+
+// TestBatchFitsBadgerTransaction: large checkpoints queued behind a batch
+// are committed in as many batches as Badger's transaction limit needs.
+// Before, the batch was bounded by request bytes only (8 MiB, above the
+// limit of 15% of a memtable): the write failed with "Txn is too big" and
+// put the engine in degraded mode, so that any agent could stop it.
+func TestBatchFitsBadgerTransaction(t *testing.T) {
+	obs := &batchObserver{}
+	e := openVerified(t, func(c *Config) { c.Observer = obs })
+	const n = 24
+	ws := make([]string, n)
+	for i := range ws {
+		ws[i] = newWorker(t, e).ID
+	}
+	release := make(chan struct{})
+	blocked := make(chan struct{})
+	var once sync.Once
+	e.cfg.failAt = func(step string) error {
+		if step == "commit" {
+			once.Do(func() { close(blocked); <-release })
+		}
+		return nil
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	big := strings.Repeat("0123456789abcdef", 400_000/16) // 400 KB, kept in the LSM tree (under the value threshold)
+	req := cpBody(nil, func(m map[string]any) { m["payload"].(map[string]any)["content"] = big })
+	wg.Add(1)
+	go func() { defer wg.Done(); _, errs[0] = e.CreateCheckpoint(ctx, ws[0], req) }()
+	<-blocked
+	for i := 1; i < n; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); _, errs[i] = e.CreateCheckpoint(ctx, ws[i], req) }()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(e.reqs) < n-1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests queued behind the blocked batch, want %d", len(e.reqs), n-1)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	obs.mu.Lock()
+	before := len(obs.ops)
+	obs.mu.Unlock()
+	close(release)
+	wg.Wait()
+	e.cfg.failAt = nil
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("checkpoint %d of %d (400 KB each): %v", i, n, err)
+		}
+	}
+	if _, err := e.CreateCheckpoint(ctx, newWorker(t, e).ID, cpReq(nil, "provisional")); err != nil {
+		t.Fatalf("a checkpoint after the large ones: %v", err)
+	}
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	// The blocked batch, then the n-1 queued checkpoints (9.2 MB) split
+	// into batches under the limit.
+	after, sum := obs.ops[before:before+1], 0
+	for _, ops := range obs.ops[before+1:] {
+		if sum == n-1 {
+			break
+		}
+		after, sum = append(after, ops), sum+ops
+	}
+	if after[0] != 1 || sum != n-1 || len(after) < 3 {
+		t.Errorf("batches after the block = %v, want [1] and the %d queued ones split", after, n-1)
+	}
 }
