@@ -44,6 +44,10 @@ type BoundRun struct {
 	Elapsed time.Duration `json:"elapsed_ns"`
 	Rate    float64       `json:"requests_per_s"`
 	Signals int           `json:"signals_consumed"`
+	// SignalLatency is from the moment the server took the request (before
+	// its write, as the daemon stamps a checkpoint) to the signal's
+	// delivery to the consumer: what the daemon's signal row measures.
+	SignalLatency Latency `json:"signal"`
 	Stored  int           `json:"stored"` // durable Badger writes (hand-built only)
 }
 
@@ -137,7 +141,8 @@ func runBound(ctx context.Context, dir string, clients int, msgs boundMessages, 
 	if err := srv.wait(ctx, len(acks)); err != nil {
 		return BoundRun{}, err
 	}
-	return BoundRun{Acks: Summarize(acks), Elapsed: elapsed, Rate: rate(len(acks), elapsed), Signals: int(srv.consumed.Load()), Stored: int(srv.stored.Load())}, nil
+	return BoundRun{Acks: Summarize(acks), Elapsed: elapsed, Rate: rate(len(acks), elapsed), Signals: int(srv.consumed.Load()),
+		SignalLatency: srv.signalLatency(), Stored: int(srv.stored.Load())}, nil
 }
 
 // boundServer answers requests on bound.req.<client> and publishes one
@@ -151,6 +156,24 @@ type boundServer struct {
 	cc        jetstream.ConsumeContext
 	handlers  sync.WaitGroup
 	failed    atomic.Pointer[error]
+
+	mu      sync.Mutex      // guards latency
+	latency []time.Duration // of each signal consumed
+}
+
+// signalLatency summarizes the signals' publish-to-delivery times.
+func (s *boundServer) signalLatency() Latency {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Summarize(s.latency)
+}
+
+// stamp writes the time into the first 8 bytes of a signal.
+func stamp(signal []byte, t time.Time) []byte {
+	out := make([]byte, len(signal))
+	copy(out, signal)
+	binary.BigEndian.PutUint64(out, uint64(t.UnixNano()))
+	return out
 }
 
 func startBoundServer(ctx context.Context, url string, db *badger.DB, reply []byte) (_ *boundServer, err error) {
@@ -184,13 +207,23 @@ func startBoundServer(ctx context.Context, url string, db *badger.DB, reply []by
 	if err != nil {
 		return nil, fmt.Errorf("create consumer: %w", err)
 	}
-	if s.cc, err = cons.Consume(func(jetstream.Msg) { s.consumed.Add(1) }); err != nil {
+	consume := func(m jetstream.Msg) {
+		if d := m.Data(); len(d) >= 8 {
+			at := time.Unix(0, int64(binary.BigEndian.Uint64(d)))
+			s.mu.Lock()
+			s.latency = append(s.latency, time.Since(at))
+			s.mu.Unlock()
+		}
+		s.consumed.Add(1)
+	}
+	if s.cc, err = cons.Consume(consume); err != nil {
 		return nil, fmt.Errorf("consume: %w", err)
 	}
 	signal := payload(boundSignalSize)
 	var seq atomic.Uint64
 	_, err = s.nc.QueueSubscribe("bound.req.*", "bound", func(m *nats.Msg) {
 		s.handlers.Add(1)
+		took := time.Now()
 		go func() {
 			defer s.handlers.Done()
 			if db != nil {
@@ -201,7 +234,7 @@ func startBoundServer(ctx context.Context, url string, db *badger.DB, reply []by
 				}
 				s.stored.Add(1)
 			}
-			if _, err := s.js.PublishAsync("bound.sig."+m.Subject[len("bound.req."):], signal); err != nil {
+			if _, err := s.js.PublishAsync("bound.sig."+m.Subject[len("bound.req."):], stamp(signal, took)); err != nil {
 				s.fail(err)
 				return
 			}

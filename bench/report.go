@@ -105,7 +105,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	row("floor (bare badger)", r.Floor.Writes)
 	if b := r.Bounds; b != nil {
 		row("bound: transport", b.Transport.Acks)
+		row("  its signals", b.Transport.SignalLatency)
 		row("bound: hand-built", b.HandBuilt.Acks)
+		row("  its signals", b.HandBuilt.SignalLatency)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -62,8 +62,9 @@ func TestRun(t *testing.T) {
 					t.Fatal("no bounds with Config.Bounds")
 				}
 				for name, b := range map[string]BoundRun{"transport": rep.Bounds.Transport, "hand-built": rep.Bounds.HandBuilt} {
-					if b.Acks.N != tt.n || b.Signals != tt.n {
-						t.Errorf("%s bound: %d requests, %d signals; want %d of each", name, b.Acks.N, b.Signals, tt.n)
+					if b.Acks.N != tt.n || b.Signals != tt.n || b.SignalLatency.N != tt.n || b.SignalLatency.P50 <= 0 {
+						t.Errorf("%s bound: %d requests, %d signals, %d signal latencies (p50 %s); want %d of each",
+							name, b.Acks.N, b.Signals, b.SignalLatency.N, b.SignalLatency.P50, tt.n)
 					}
 				}
 				if got := rep.Bounds.Transport.Stored; got != 0 {
