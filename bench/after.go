@@ -44,9 +44,9 @@ type StoreReport struct {
 
 // restartTime starts a daemon on dir (a stopped daemon's data dir) and
 // returns it with the time to its first answer. The caller stops it.
-func restartTime(ctx context.Context, dir string) (*inProcess, time.Duration, error) {
+func restartTime(ctx context.Context, dir string, memoryLimit int64) (*inProcess, time.Duration, error) {
 	t0 := time.Now()
-	d, err := startDaemon(ctx, dir)
+	d, err := startDaemon(ctx, dir, memoryLimit)
 	if err != nil {
 		return nil, 0, fmt.Errorf("restart: %w", err)
 	}

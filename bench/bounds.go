@@ -48,7 +48,7 @@ type BoundRun struct {
 	// its write, as the daemon stamps a checkpoint) to the signal's
 	// delivery to the consumer: what the daemon's signal row measures.
 	SignalLatency Latency `json:"signal"`
-	Stored  int           `json:"stored"` // durable Badger writes (hand-built only)
+	Stored        int     `json:"stored"` // durable Badger writes (hand-built only)
 }
 
 // boundSignalSize is the size of a bound's signal: the daemon's signal

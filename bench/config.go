@@ -40,6 +40,9 @@ type Config struct {
 	// Window is the number of checkpoints per window of a long load
 	// (Report.Windows); default 100,000.
 	Window int
+	// MemoryLimit is the in-process daemon's memory budget in bytes
+	// (daemon.Config.MemoryLimit); 0: none.
+	MemoryLimit int64
 	// SignalWait bounds the wait, after the last ack, for the
 	// coordinator to receive the remaining signals; default 30s.
 	SignalWait time.Duration

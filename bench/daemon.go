@@ -21,8 +21,10 @@ type inProcess struct {
 
 // startDaemon runs a daemon on dir, listening on a free TCP port, and
 // returns once it accepts requests.
-func startDaemon(ctx context.Context, dir string) (*inProcess, error) {
-	rt, err := daemon.New(daemon.Config{DataDir: dir, Listen: "127.0.0.1:0", Stdout: io.Discard})
+func startDaemon(ctx context.Context, dir string, memoryLimit int64) (*inProcess, error) {
+	cfg := daemon.Config{DataDir: dir, Listen: "127.0.0.1:0", Stdout: io.Discard}
+	cfg.MemoryLimit = memoryLimit
+	rt, err := daemon.New(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -11,20 +11,22 @@ import (
 
 // Report is the result of one Run. Durations are nanoseconds in JSON.
 type Report struct {
-	Daemon   string        `json:"daemon"` // "in-process" or the -url
-	Dir      string        `json:"dir"`    // where the daemon's data (in-process) and the floor live
-	Clients  int           `json:"clients"`
-	Size     int           `json:"size_bytes"`
-	Elapsed  time.Duration `json:"elapsed_ns"` // of the load phase
-	Acks     Latency       `json:"ack"`        // Acks.N is the number of checkpoints acknowledged
-	Rate     float64       `json:"checkpoints_per_s"`
-	Signals  Latency       `json:"signal"` // Signals.N is the number received of those checkpoints
-	Verify   VerifyReport  `json:"verify"`
-	PeakRSS  int64         `json:"peak_rss_bytes"`
-	RSSScope string        `json:"peak_rss_scope"`
-	Floor    FloorReport   `json:"floor"`
-	Bounds   *Bounds       `json:"bounds,omitempty"` // with -bounds
-	Ratios   Ratios        `json:"ratios"`
+	Daemon string `json:"daemon"` // "in-process" or the -url
+	// MemoryLimit is the in-process daemon's memory budget (0: none).
+	MemoryLimit int64         `json:"memory_limit_bytes,omitempty"`
+	Dir         string        `json:"dir"` // where the daemon's data (in-process) and the floor live
+	Clients     int           `json:"clients"`
+	Size        int           `json:"size_bytes"`
+	Elapsed     time.Duration `json:"elapsed_ns"` // of the load phase
+	Acks        Latency       `json:"ack"`        // Acks.N is the number of checkpoints acknowledged
+	Rate        float64       `json:"checkpoints_per_s"`
+	Signals     Latency       `json:"signal"` // Signals.N is the number received of those checkpoints
+	Verify      VerifyReport  `json:"verify"`
+	PeakRSS     int64         `json:"peak_rss_bytes"`
+	RSSScope    string        `json:"peak_rss_scope"`
+	Floor       FloorReport   `json:"floor"`
+	Bounds      *Bounds       `json:"bounds,omitempty"` // with -bounds
+	Ratios      Ratios        `json:"ratios"`
 	// Windows cut the load into windows of Config.Window checkpoints
 	// (none for a load shorter than two); Growth compares the last with
 	// the first.
@@ -94,8 +96,12 @@ func (r *Report) WriteJSON(w io.Writer) error {
 // WriteText writes r as a short table for people.
 func (r *Report) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "wacp-bench: %d client(s), %d-byte payload, daemon %s, dir %s\n\n",
-		r.Clients, r.Size, r.Daemon, r.Dir)
+	limit := ""
+	if r.MemoryLimit > 0 {
+		limit = fmt.Sprintf(" (-memory-limit-mb %d)", r.MemoryLimit>>20)
+	}
+	fmt.Fprintf(tw, "wacp-bench: %d client(s), %d-byte payload, daemon %s%s, dir %s\n\n",
+		r.Clients, r.Size, r.Daemon, limit, r.Dir)
 	fmt.Fprintf(tw, "%-22s\tn\tp50\tp99\tmax\t\n", "")
 	row := func(name string, l Latency) {
 		fmt.Fprintf(tw, "%-22s\t%d\t%s\t%s\t%s\t\n", name, l.N, dur(l.P50), dur(l.P99), dur(l.Max))

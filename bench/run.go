@@ -47,7 +47,8 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	var d *inProcess
 	if url == "" {
 		dataDir = filepath.Join(base, "daemon")
-		if d, err = startDaemon(ctx, dataDir); err != nil {
+		rep.MemoryLimit = cfg.MemoryLimit
+		if d, err = startDaemon(ctx, dataDir, cfg.MemoryLimit); err != nil {
 			return nil, err
 		}
 		defer func() {
@@ -73,7 +74,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 		cfg.Logger.Info("restart and store", "dir", dataDir)
 		stopped := d
 		d = nil
-		if rep.After, err = afterLoad(ctx, stopped, dataDir, len(res.acks)); err != nil {
+		if rep.After, err = afterLoad(ctx, stopped, dataDir, len(res.acks), cfg.MemoryLimit); err != nil {
 			return nil, err
 		}
 	}
@@ -83,11 +84,11 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 
 // afterLoad stops the daemon d, times a restart on its data dir, stops
 // that one too and measures the store.
-func afterLoad(ctx context.Context, d *inProcess, dataDir string, checkpoints int) (*AfterReport, error) {
+func afterLoad(ctx context.Context, d *inProcess, dataDir string, checkpoints int, memoryLimit int64) (*AfterReport, error) {
 	if err := d.stop(); err != nil {
 		return nil, fmt.Errorf("stop daemon: %w", err)
 	}
-	d, took, err := restartTime(ctx, dataDir)
+	d, took, err := restartTime(ctx, dataDir, memoryLimit)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -150,6 +151,14 @@ func (r *Daemon) Run(ctx context.Context) (err error) {
 	dir := r.cfg.DataDir
 	if err := r.checkListen(); err != nil {
 		return err // before anything is made in the data dir
+	}
+	if limit := r.cfg.MemoryLimit; limit > 0 {
+		// Badger is sized for the budget (runtime.Config.MemoryLimit); the
+		// Go heap, where Badger's memtables and builders live, gets a soft
+		// limit of 3/4 of it, the rest is for stacks, the memtables'
+		// mapped logs and NATS.
+		prev := debug.SetMemoryLimit(limit / 4 * 3)
+		stack = append(stack, func() { debug.SetMemoryLimit(prev) })
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create data dir: %w", err)

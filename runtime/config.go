@@ -41,6 +41,10 @@ type Config struct {
 	// Tolerance bounds the difference between agent-reported and metered
 	// resource usage that is not a discrepancy.
 	Tolerance Tolerance
+	// MemoryLimit, if positive, is the memory budget in bytes that Badger's
+	// memtables and caches are sized for (dbupkeep.OptionsWithin); the
+	// daemon also sets the Go runtime's soft memory limit from it.
+	MemoryLimit int64
 	// MinFreeBytes is the free space the data dir's disk must keep: below
 	// it the engine admits no work (diskspace.go); zero means 128 MiB,
 	// negative turns the guard off.

@@ -91,7 +91,7 @@ func Open(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := dbupkeep.Options(cfg.DataDir) // checksums checked on every read
+	opts := dbupkeep.OptionsWithin(cfg.DataDir, cfg.MemoryLimit) // checksums checked on every read
 	if cfg.InMemory {
 		opts = badger.DefaultOptions("").WithInMemory(true).WithLogger(nil)
 	} else if where, detail := integrity.CheckTableFiles(cfg.DataDir, opts, cfg.FullCheck); detail != "" {

@@ -47,6 +47,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.FloorN, "floor-n", 0, "floor writes instead of -floor-duration")
 	fs.BoolVar(&cfg.Bounds, "bounds", false, "also measure this machine's bounds: the transport alone and a hand-built service (see docs/performance.md)")
 	fs.DurationVar(&cfg.BoundsDuration, "bounds-duration", 0, "duration of each bound (default 3s; -n counts requests instead)")
+	memLimit := fs.Int64("memory-limit-mb", 0, "the in-process daemon's -memory-limit-mb (0: none)")
 	fs.IntVar(&cfg.Window, "window", 0, "checkpoints per window of a long load (default 100000; shown for two windows or more)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	verbose := fs.Bool("v", false, "log progress to stderr")
@@ -55,6 +56,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	cfg.MemoryLimit = *memLimit << 20
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}

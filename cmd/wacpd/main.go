@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/wacpd/wacpd/daemon"
+	"github.com/wacpd/wacpd/internal/dbupkeep"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -49,6 +50,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.GCInterval, "gc-interval", 10*time.Minute, "period of Badger value-log garbage collection; negative turns it off")
 	fs.DurationVar(&cfg.DeliveryLease, "delivery-lease", 30*time.Second, "base lease of an envelope taken with inbox.next: delivery n is redelivered unless acknowledged within n times this")
 	fs.BoolVar(&cfg.FullCheck, "full-check", false, "check every trail entry at start, not only those written since the last start")
+	memLimit := fs.Int64("memory-limit-mb", 0, "MiB of memory to stay within: sizes Badger's memtables and caches and sets the Go runtime's soft memory limit (docs/operations.md); 0: no limit")
 	minFree := fs.Int64("min-free-mb", 128, "MiB the data dir's disk must keep free; below it no work is admitted (degraded mode); negative turns the guard off")
 	sigBytes := fs.Int64("signals-max-bytes", 1<<30, "size limit of the WACP_SIGNALS stream in bytes; past it the oldest signals are discarded")
 	fs.DurationVar(&cfg.SignalsMaxAge, "signals-max-age", 720*time.Hour, "age limit of signals in WACP_SIGNALS; negative keeps them until -signals-max-bytes bites")
@@ -70,6 +72,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		cfg.MinFreeBytes = 1 // zero would mean the default; 1 byte is as good as none
 	}
 	cfg.SignalsMaxBytes = *sigBytes
+	switch {
+	case *memLimit < 0:
+		return fmt.Errorf("-memory-limit-mb %d: want 0 (no limit) or a size in MiB", *memLimit)
+	case *memLimit > 0 && *memLimit<<20 < dbupkeep.MinMemoryBudget:
+		return fmt.Errorf("-memory-limit-mb %d: below the smallest budget, %d MiB", *memLimit, dbupkeep.MinMemoryBudget>>20)
+	}
+	cfg.MemoryLimit = *memLimit << 20
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}

@@ -40,8 +40,10 @@ const MemTableSize = 32 << 20
 // daemon of the earlier build killed with SIGKILL under load left two 128
 // MiB logs, and this build started on them, verified 60,006 entries and
 // wrote recovery_completed.
-func MemTableSizeFor(dir string) int64 {
-	size := int64(MemTableSize)
+func MemTableSizeFor(dir string) int64 { return memTableSizeFor(dir, MemTableSize) }
+
+// memTableSizeFor is MemTableSizeFor for a wanted size.
+func memTableSizeFor(dir string, size int64) int64 {
 	mems, _ := filepath.Glob(filepath.Join(dir, "*.mem"))
 	for _, m := range mems {
 		if fi, err := os.Stat(m); err == nil && fi.Size()/2 > size {

@@ -1,0 +1,42 @@
+package dbupkeep
+
+import (
+	"github.com/dgraph-io/badger/v4"
+)
+
+// MinMemoryBudget is the smallest memory budget OptionsWithin sizes for:
+// below it the memtables could not hold one largest checkpoint.
+const MinMemoryBudget = 128 << 20
+
+// OptionsWithin returns Options(dir) sized for a process that should stay
+// within budget bytes of memory (0: Badger's sizes, as Options). Measured
+// at 64 agents (docs/performance.md, docs/operations.md), most of the
+// daemon's memory is Badger's: its memtables, its block cache and the
+// table builders of compactions, which the Go heap carries. Within a
+// budget:
+//
+//   - memtables of budget/32, at least 8 MiB and at most MemTableSize
+//     (a data dir written with larger ones keeps them: MemTableSizeFor),
+//     and two of them instead of five;
+//   - a block cache of budget/16 and an index cache of budget/32 (table
+//     indexes and Bloom filters are then evicted instead of all held, so
+//     the figure does not grow with the data);
+//   - two compactors instead of four;
+//   - values from a quarter of a transaction's limit kept in the value
+//     log, so that one largest checkpoint still fits a transaction.
+//
+// The rest of the budget is the Go heap's (the daemon sets the Go
+// runtime's soft memory limit, see daemon.Config) and what the agents'
+// connections and NATS need.
+func OptionsWithin(dir string, budget int64) badger.Options {
+	o := Options(dir)
+	if budget <= 0 {
+		return o
+	}
+	budget = max(budget, MinMemoryBudget)
+	mt := min(max(budget/32, 8<<20), MemTableSize)
+	o = o.WithMemTableSize(memTableSizeFor(dir, mt)).WithNumMemtables(2).
+		WithBlockCacheSize(budget / 16).WithIndexCacheSize(budget / 32).WithNumCompactors(2)
+	// Badger's transaction limit is 15% of a memtable.
+	return o.WithValueThreshold(min(o.ValueThreshold, o.MemTableSize*15/100/4))
+}
