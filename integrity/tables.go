@@ -6,11 +6,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
 	"github.com/dgraph-io/badger/v4/table"
+	"golang.org/x/sys/unix"
 )
 
 // verifyTables checks the checksum of every block of every table db holds
@@ -119,31 +121,49 @@ func tableOptions(opts badger.Options, full bool) table.Options {
 		BloomFalsePositive: opts.BloomFalsePositive, Compression: opts.Compression, ZSTDCompressionLevel: opts.ZSTDCompressionLevel}
 }
 
-// verifyTable reads the table file at path into memory and opens the
-// copy as Badger would open the table (its index, checked against its
-// checksum; with options.OnTableRead every block's checksum too). A panic
-// inside Badger is returned as an error.
+// verifyTable maps the table file at path read-only and opens the mapping
+// as Badger would open the table (its index, checked against its
+// checksum, and its last block; with options.OnTableRead every block's
+// checksum too). A panic inside Badger is returned as an error.
 //
-// It reads a copy rather than mapping the file: a running daemon's
-// compaction truncates a table file it deletes, and touching a mapping of
-// a truncated file is a SIGBUS that ends the process (the crash loop's
-// online verify hit it). A copy of a table deleted meanwhile is short or
-// empty and fails here; verifyTables then finds the table gone from the
-// database and skips it.
+// Only what is checked is read: the index and the last block, unless
+// every block is (before, the whole file was copied into memory, 0.6 s of
+// a 1.1 s start with 330 MB of tables). A running daemon's compaction
+// truncates a table file it deletes, and touching a mapping of a
+// truncated file is a fault (SIGBUS) that would end the process (the
+// crash loop's online verify hit it): with debug.SetPanicOnFault it is a
+// panic, recovered here as an error like Badger's own; verifyTables then
+// finds the table gone from the database and skips it.
 func verifyTable(path string, topts table.Options) (err error) {
 	base := filepath.Base(path)
 	id, ok := table.ParseFileID(base)
 	if !ok {
 		return fmt.Errorf("%s is not a table file name", base)
 	}
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", base, err)
 	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("read %s: %w", base, err)
+	}
+	if fi.Size() == 0 {
+		return fmt.Errorf("damaged: %s is empty", base)
+	}
+	data, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return fmt.Errorf("map %s: %w", base, err)
+	}
+	defer unix.Munmap(data)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if p := recover(); p != nil {
 			// Badger names the file through the table's descriptor, which
-			// a copy does not have: its error paths panic instead.
+			// a mapping opened as an in-memory table does not have: its
+			// error paths panic instead. So does a fault on a truncated
+			// file.
 			err = fmt.Errorf("damaged: badger cannot read it (%v)", p)
 		}
 	}()
