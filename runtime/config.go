@@ -53,6 +53,10 @@ type Config struct {
 	// (gc.go); zero means 10 minutes, negative turns it off. In-memory
 	// databases have no value log.
 	GCInterval time.Duration
+	// MarkInterval is the period of the running trail check (mark.go),
+	// which keeps the check at start short; zero means 30 seconds,
+	// negative turns it off.
+	MarkInterval time.Duration
 	// DeliveryLease is the base lease of an envelope handed out by
 	// inbox.next (lease.go): the agent has Attempt × DeliveryLease to
 	// acknowledge it before it is delivered again; zero means 30s.

@@ -50,6 +50,7 @@ type Engine struct {
 	receivedOps  atomic.Uint64  // operations the committer has received from its queue
 	bg           sync.WaitGroup // background goroutines other than the committer (GC)
 	gcPasses     atomic.Uint64  // value-log GC passes run
+	marks        atomic.Uint64  // marks the running check moved (mark.go)
 	gcInterval   time.Duration  // the GC loop's period; 0 when none runs (set by Open)
 	stop         chan struct{}  // closed by Close: the committer stops
 	loopDone     chan struct{}  // closed when the committer has stopped
@@ -192,6 +193,13 @@ func open(cfg Config, db *badger.DB) (_ *Engine, err error) {
 		e.bg.Add(1)
 		e.gcInterval = iv
 		go e.runGC(iv) // stopped with the committer, waited for by stopLoop
+	}
+	if iv := cfg.MarkInterval; iv >= 0 && !cfg.InMemory {
+		if iv == 0 {
+			iv = defaultMarkInterval
+		}
+		e.bg.Add(1)
+		go e.runMarks(iv) // stopped with the committer, waited for by stopLoop
 	}
 	if e.root == "" {
 		if e.log.Len() != 0 {

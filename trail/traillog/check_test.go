@@ -363,8 +363,9 @@ func TestCheck_StartsAfterTheMark(t *testing.T) {
 }
 
 // TestCheck_MarkThatNoLongerFitsIsIgnored: when the marked entry changed, or
-// the signed tree trail.Head is older than the mark or disagrees with it, the
-// check reads everything.
+// the signed tree head disagrees with the mark (at its size, or at an older
+// size, by the marked prefix's stored Merkle nodes), the check reads
+// everything.
 func TestCheck_MarkThatNoLongerFitsIsIgnored(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -372,7 +373,12 @@ func TestCheck_MarkThatNoLongerFitsIsIgnored(t *testing.T) {
 	}{
 		{"marked entry changed", func(tl *testLog) (uint64, []byte) { tl.flip(20); return 0, nil }},
 		{"marked entry gone", func(tl *testLog) (uint64, []byte) { tl.del(globalKey(20)); return 0, nil }},
-		{"signed trail.Head older than the mark", func(tl *testLog) (uint64, []byte) { r, _ := tl.log.Root(10); return 10, r }},
+		{"signed head older than the mark, another root", func(tl *testLog) (uint64, []byte) { r, _ := tl.log.Root(9); return 10, r }},
+		{"signed head older than the mark, a stored node changed", func(tl *testLog) (uint64, []byte) {
+			r, _ := tl.log.Root(17)
+			tl.set(nodeKey(compact.NewNodeID(4, 0)), make([]byte, 32))
+			return 17, r
+		}},
 		{"signed trail.Head at the mark disagrees", func(tl *testLog) (uint64, []byte) { r, _ := tl.log.Root(19); return 20, r }},
 	}
 	for _, tt := range tests {
@@ -391,6 +397,25 @@ func TestCheck_MarkThatNoLongerFitsIsIgnored(t *testing.T) {
 				t.Fatalf("Check = %+v, want a full check from #1", res)
 			}
 		})
+	}
+}
+
+// TestCheck_MarkNewerThanTheSignedHead: a daemon that marked its trail
+// while running and stopped before signing a tree head that covers the
+// mark starts after the mark all the same: the root of the marked prefix's
+// stored nodes at the signed size is the signed root.
+func TestCheck_MarkNewerThanTheSignedHead(t *testing.T) {
+	tl := newMemLog(t)
+	tl.interleaved(40, "w1", "w2")
+	if err := MarkChecked(tl.db, tl.check(0)); err != nil {
+		t.Fatal(err)
+	}
+	tl.interleaved(5, "w1")
+	for _, signed := range []uint64{1, 16, 17, 33, 39} {
+		res := tl.checkFrom(signed)
+		if !res.OK() || res.From != 40 || res.Examined != 5 || !res.SignedCovered {
+			t.Fatalf("Check with a tree head of %d under the mark of 40 = %+v, want OK from 40, 5 examined, covered", signed, res)
+		}
 	}
 }
 

@@ -1,9 +1,11 @@
 package traillog
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/transparency-dev/merkle/compact"
 
 	"github.com/wacpd/wacpd/trail"
 )
@@ -57,14 +59,19 @@ func Unmark(db *badger.DB) error {
 
 // resume starts the check after the mark, when there is one that still
 // describes the stored trail: entry #size is stored and is the entry the
-// mark names, and the signed tree head, if any, is not older than it.
-// Otherwise the check starts at entry #1.
+// mark names. A signed tree head older than the mark (a daemon that marked
+// its trail while running, then stopped without a last tree head) is
+// covered by the root of the marked prefix's stored Merkle nodes at its
+// size: the check that left the mark compared every one of them with the
+// entries. Otherwise, or if that root is not the signed one, the check
+// starts at entry #1.
 func (c *checker) resume(txn *badger.Txn) {
 	var m checkMark
 	if err := getJSON(txn, keyChecked, &m); err != nil || m.Global.Seq == 0 {
 		return
 	}
-	if c.opts.SignedSize > 0 && c.opts.SignedSize < m.Global.Seq {
+	signedInside := c.opts.SignedSize > 0 && c.opts.SignedSize < m.Global.Seq
+	if signedInside && !signedRootStored(txn, c.opts.SignedSize, c.opts.SignedRoot) {
 		return
 	}
 	var s stored
@@ -88,6 +95,9 @@ func (c *checker) resume(txn *badger.Txn) {
 	for _, ws := range m.Terminal {
 		c.r.Terminal[ws] = true
 	}
+	if signedInside {
+		c.r.SignedCovered = true
+	}
 	if c.opts.SignedSize == m.Global.Seq {
 		root, err := rng.GetRootHash(nil)
 		if err == nil && string(root) == string(c.opts.SignedRoot) {
@@ -96,4 +106,19 @@ func (c *checker) resume(txn *badger.Txn) {
 			*c = *newChecker(c.ctx, c.opts) // the trail.Head disagrees with the mark: read everything
 		}
 	}
+}
+
+// signedRootStored reports whether the stored Merkle nodes of the first
+// size entries hash to root.
+func signedRootStored(txn *badger.Txn, size uint64, root []byte) bool {
+	hashes, err := nodes(txn, compact.RangeNodes(0, size, nil))
+	if err != nil {
+		return false
+	}
+	rng, err := trail.RangeFactory.NewRange(0, size, hashes)
+	if err != nil {
+		return false
+	}
+	got, err := rng.GetRootHash(nil)
+	return err == nil && bytes.Equal(got, root)
 }

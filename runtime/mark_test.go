@@ -1,0 +1,42 @@
+package runtime
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/wacpd/wacpd/trail/traillog"
+)
+
+// TestRunningCheckMovesTheMark: the running check reads back and checks
+// what the engine wrote and moves the mark, so that the check at the next
+// start reads only what came after it; with the running check off the
+// mark stays where the start left it.
+func TestRunningCheckMovesTheMark(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		iv := -1 * time.Millisecond
+		if on {
+			iv = 20 * time.Millisecond
+		}
+		e := openTest(t, func(c *Config) { c.MarkInterval = iv })
+		ws := newWorker(t, e).ID
+		var parent *string
+		for range 5 {
+			cp := checkpoint(t, e, ws, parent, "provisional")
+			parent = &cp.ID
+		}
+		n := e.log.Len()
+		from := func() uint64 {
+			res, err := traillog.Check(context.Background(), e.db, traillog.CheckOptions{})
+			if err != nil || !res.OK() {
+				t.Fatalf("Check = %+v, %v", res, err)
+			}
+			return res.From
+		}
+		if on {
+			waitFor(t, "the running check to mark the entries written", func() bool { return from() >= n })
+		} else if got := from(); got >= n || e.marks.Load() != 0 {
+			t.Fatalf("with the running check off: the mark is at %d (%d marks), want it before the %d entries written", got, e.marks.Load(), n)
+		}
+	}
+}
