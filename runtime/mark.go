@@ -12,16 +12,18 @@ import (
 // written since the mark the previous check left (traillog.MarkChecked),
 // so a daemon that ran long without a restart would read everything it
 // wrote at its next start. The engine checks what it wrote as it goes
-// instead: every Config.MarkInterval (default 30 s) it runs the same check
+// instead: every Config.MarkInterval (default 10 s) it runs the same check
 // as the start (integrity.Check, from the mark) on a snapshot and, when
-// the trail passes, moves the mark. Soundness is that of the mark (see
+// the trail passes, moves the mark. (Not once more at Close: the entries
+// of the last seconds are left for the next start to read back, which
+// also finds damage done to them while the daemon was stopped.) Soundness is that of the mark (see
 // MarkChecked): every entry is read back and checked once after it was
 // written, here rather than at the next start. A check that fails moves
 // nothing: the next start finds the problem and handles it (recovery.go).
 
 // defaultMarkInterval is the running check's period when
 // Config.MarkInterval is zero.
-const defaultMarkInterval = 30 * time.Second
+const defaultMarkInterval = 10 * time.Second
 
 // runMarks runs the running check every interval until the engine stops.
 // Started by open, waited for by Close.
