@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +25,26 @@ func (o *batchObserver) Committed(d time.Duration, ops int) {
 
 func (o *batchObserver) Rejected(string) {}
 
+// holdFirstCommit makes the next batch's commit wait for release; blocked
+// is closed once it waits.
+func holdFirstCommit(e *Engine) (blocked <-chan struct{}, release func()) {
+	rel, blk := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	e.cfg.failAt = func(step string) error {
+		if step == "commit" {
+			once.Do(func() { close(blk); <-rel })
+		}
+		return nil
+	}
+	return blk, func() { close(rel) }
+}
+
+// waitQueued waits until n requests are queued for the committer.
+func waitQueued(t *testing.T, e *Engine, n int) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("%d requests queued behind the blocked batch", n), func() bool { return len(e.reqs) >= n })
+}
+
 // TestGroupCommit: operations that arrive while a batch is being written
 // are committed together in the next batch, with one durable write, and
 // each one's effect is there: every chain has its checkpoint, the trail
@@ -36,15 +57,7 @@ func TestGroupCommit(t *testing.T) {
 	for i := range ws {
 		ws[i] = newWorker(t, e).ID
 	}
-	release := make(chan struct{})
-	blocked := make(chan struct{})
-	var once sync.Once
-	e.cfg.failAt = func(step string) error {
-		if step == "commit" {
-			once.Do(func() { close(blocked); <-release })
-		}
-		return nil
-	}
+	blocked, release := holdFirstCommit(e)
 	// The first operation's batch blocks in its commit...
 	var wg sync.WaitGroup
 	errs := make([]error, n+1)
@@ -58,17 +71,11 @@ func TestGroupCommit(t *testing.T) {
 	}
 	wg.Add(1)
 	go func() { defer wg.Done(); _, errs[0] = e.CreateCheckpoint(ctx, ws[1], cpReq(ptr("stale"), "final")) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(e.reqs) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d requests queued behind the blocked batch, want %d", len(e.reqs), n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitQueued(t, e, n)
 	obs.mu.Lock()
 	before := len(obs.ops)
 	obs.mu.Unlock()
-	close(release)
+	release()
 	wg.Wait()
 	e.cfg.failAt = nil
 
@@ -172,15 +179,7 @@ func TestBatchFitsBadgerTransaction(t *testing.T) {
 	for i := range ws {
 		ws[i] = newWorker(t, e).ID
 	}
-	release := make(chan struct{})
-	blocked := make(chan struct{})
-	var once sync.Once
-	e.cfg.failAt = func(step string) error {
-		if step == "commit" {
-			once.Do(func() { close(blocked); <-release })
-		}
-		return nil
-	}
+	blocked, release := holdFirstCommit(e)
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	big := strings.Repeat("0123456789abcdef", 400_000/16) // 400 KB, kept in the LSM tree (under the value threshold)
@@ -192,17 +191,11 @@ func TestBatchFitsBadgerTransaction(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); _, errs[i] = e.CreateCheckpoint(ctx, ws[i], req) }()
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for len(e.reqs) < n-1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d requests queued behind the blocked batch, want %d", len(e.reqs), n-1)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitQueued(t, e, n-1)
 	obs.mu.Lock()
 	before := len(obs.ops)
 	obs.mu.Unlock()
-	close(release)
+	release()
 	wg.Wait()
 	e.cfg.failAt = nil
 	for i, err := range errs {
