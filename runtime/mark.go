@@ -16,10 +16,11 @@ import (
 // as the start (integrity.Check, from the mark) on a snapshot and, when
 // the trail passes, moves the mark. (Not once more at Close: the entries
 // of the last seconds are left for the next start to read back, which
-// also finds damage done to them while the daemon was stopped.) Soundness is that of the mark (see
-// MarkChecked): every entry is read back and checked once after it was
-// written, here rather than at the next start. A check that fails moves
-// nothing: the next start finds the problem and handles it (recovery.go).
+// also finds damage done to them while the daemon was stopped.) Soundness
+// is that of the mark (see MarkChecked): every entry is read back and
+// checked once after it was written, here rather than at the next start. A
+// check that fails moves nothing: the next start finds the problem and
+// handles it (recovery.go).
 
 // defaultMarkInterval is the running check's period when
 // Config.MarkInterval is zero.
