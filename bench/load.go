@@ -91,6 +91,7 @@ type loadResult struct {
 	elapsed time.Duration
 	verify  VerifyReport
 	windows []Window
+	anon    int64 // the largest anonymous resident set sampled during the load
 }
 
 // runLoad sets up the workers, runs them under the coordinator's watch,
@@ -167,6 +168,7 @@ func drive(ctx context.Context, cfg Config, clients []*client.Client, dataDir st
 	wg.Wait()
 	res := loadResult{elapsed: time.Since(start)}
 	samples := smp.stop()
+	res.anon = peakAnon(samples)
 	if ctx.Err() != nil {
 		return res, nil, context.Cause(ctx)
 	}

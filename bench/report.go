@@ -23,10 +23,14 @@ type Report struct {
 	Signals     Latency       `json:"signal"` // Signals.N is the number received of those checkpoints
 	Verify      VerifyReport  `json:"verify"`
 	PeakRSS     int64         `json:"peak_rss_bytes"`
-	RSSScope    string        `json:"peak_rss_scope"`
-	Floor       FloorReport   `json:"floor"`
-	Bounds      *Bounds       `json:"bounds,omitempty"` // with -bounds
-	Ratios      Ratios        `json:"ratios"`
+	// PeakRSSAnon is the largest anonymous part of the resident set
+	// sampled during the load (every 250 ms): the rest of PeakRSS is
+	// pages of mapped files, which the kernel can drop.
+	PeakRSSAnon int64       `json:"peak_rss_anon_bytes"`
+	RSSScope    string      `json:"peak_rss_scope"`
+	Floor       FloorReport `json:"floor"`
+	Bounds      *Bounds     `json:"bounds,omitempty"` // with -bounds
+	Ratios      Ratios      `json:"ratios"`
 	// Windows cut the load into windows of Config.Window checkpoints
 	// (none for a load shorter than two); Growth compares the last with
 	// the first.
@@ -130,7 +134,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "verify       %d entries in %s: %.0f entries/s (%s)\n",
 		r.Verify.Entries, dur(r.Verify.Elapsed), r.Verify.Rate, verified)
-	fmt.Fprintf(w, "peak RSS     %.1f MiB (%s)\n", float64(r.PeakRSS)/(1<<20), r.RSSScope)
+	fmt.Fprintf(w, "peak RSS     %.1f MiB (%s); anonymous %.1f MiB, the rest mapped files\n",
+		float64(r.PeakRSS)/(1<<20), r.RSSScope, float64(r.PeakRSSAnon)/(1<<20))
 	fmt.Fprintf(w, "\nack p50 / floor p50       %.2f\n", r.Ratios.AckP50)
 	_, err := fmt.Fprintf(w, "throughput / floor rate   %.2f\n", r.Ratios.Rate)
 	if r.Bounds != nil && err == nil {
@@ -155,10 +160,10 @@ func (r *Report) WriteText(w io.Writer) error {
 func (r *Report) writeSoak(w io.Writer) error {
 	if len(r.Windows) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(tw, "\nwindow\tcheckpoints/s\tack p50\tack p99\tRSS MiB\tdisk MiB\t\n")
+		fmt.Fprintf(tw, "\nwindow\tcheckpoints/s\tack p50\tack p99\tRSS MiB\tanon MiB\tdisk MiB\t\n")
 		for _, x := range r.Windows {
-			fmt.Fprintf(tw, "%d-%d\t%.0f\t%s\t%s\t%.0f\t%.0f\t\n", x.From, x.To, x.Rate, dur(x.Acks.P50), dur(x.Acks.P99),
-				float64(x.RSS)/(1<<20), float64(x.DiskBytes)/(1<<20))
+			fmt.Fprintf(tw, "%d-%d\t%.0f\t%s\t%s\t%.0f\t%.0f\t%.0f\t\n", x.From, x.To, x.Rate, dur(x.Acks.P50), dur(x.Acks.P99),
+				float64(x.RSS)/(1<<20), float64(x.RSSAnon)/(1<<20), float64(x.DiskBytes)/(1<<20))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

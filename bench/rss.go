@@ -12,8 +12,16 @@ import (
 // or 0 where /proc does not say.
 func peakRSS() int64 { return selfStatus("VmHWM:") }
 
-// currentRSS returns this process's resident set (VmRSS) in bytes, or 0.
-func currentRSS() int64 { return selfStatus("VmRSS:") }
+// currentMemory returns this process's resident set (VmRSS) and its
+// anonymous part (RssAnon: not pages of mapped files, which the kernel can
+// drop and read again), in bytes, or 0 where /proc does not say.
+func currentMemory() (rss, anon int64) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, 0
+	}
+	return statusField(b, "VmRSS:"), statusField(b, "RssAnon:")
+}
 
 // selfStatus returns the field name of /proc/self/status in bytes, or 0.
 func selfStatus(name string) int64 {

@@ -23,9 +23,11 @@ type Window struct {
 	Rate    float64       `json:"checkpoints_per_s"`
 	Acks    Latency       `json:"ack"`
 	// RSS is this process's resident set at the window's end (the first
-	// sample after it); DiskBytes is the in-process daemon's data dir then
-	// (0 with -url).
+	// sample after it), RSSAnon its anonymous part (the rest is pages of
+	// mapped files: Badger's tables, logs and value log); DiskBytes is the
+	// in-process daemon's data dir then (0 with -url).
 	RSS       int64 `json:"rss_bytes"`
+	RSSAnon   int64 `json:"rss_anon_bytes"`
 	DiskBytes int64 `json:"disk_bytes"`
 }
 
@@ -44,8 +46,8 @@ type ack struct {
 
 // sample is the process's memory and the daemon's disk at one moment.
 type sample struct {
-	at        time.Time
-	rss, disk int64
+	at              time.Time
+	rss, anon, disk int64
 }
 
 // sampler samples every interval until stopped. It is the only writer of
@@ -84,7 +86,8 @@ func (s *sampler) run() {
 }
 
 func (s *sampler) take() {
-	x := sample{at: time.Now(), rss: currentRSS()}
+	x := sample{at: time.Now()}
+	x.rss, x.anon = currentMemory()
 	if s.dir != "" {
 		x.disk, _ = diskUsage(s.dir)
 	}
@@ -118,7 +121,7 @@ func windows(acks []ack, size int, samples []sample, start time.Time) []Window {
 		win := Window{From: i, To: i + size, Elapsed: end.Sub(from), Acks: Summarize(ds)}
 		win.Rate = rate(size, win.Elapsed)
 		if x, ok := sampleAfter(samples, end); ok {
-			win.RSS, win.DiskBytes = x.rss, x.disk
+			win.RSS, win.RSSAnon, win.DiskBytes = x.rss, x.anon, x.disk
 		}
 		out = append(out, win)
 		from = end
@@ -172,4 +175,13 @@ func diskUsage(dir string) (int64, error) {
 		return nil
 	})
 	return n, err
+}
+
+// peakAnon returns the largest anonymous resident set of samples.
+func peakAnon(samples []sample) int64 {
+	var m int64
+	for _, x := range samples {
+		m = max(m, x.anon)
+	}
+	return m
 }

@@ -20,15 +20,15 @@ func TestWindows(t *testing.T) {
 		{at(1000), 7 * time.Millisecond}, {at(200), 2 * time.Millisecond}, {at(1200), 8 * time.Millisecond},
 		{at(1500), time.Second},
 	}
-	samples := []sample{{at(0), 1, 10}, {at(500), 2, 20}, {at(1400), 3, 30}}
+	samples := []sample{{at(0), 1, 1, 10}, {at(500), 2, 1, 20}, {at(1400), 3, 2, 30}}
 	ws := windows(acks, 3, samples, start)
 	if len(ws) != 2 {
 		t.Fatalf("windows = %+v, want 2", ws)
 	}
 	want := []Window{
-		{From: 0, To: 3, Elapsed: 400 * time.Millisecond, Rate: 7.5, RSS: 2, DiskBytes: 20,
+		{From: 0, To: 3, Elapsed: 400 * time.Millisecond, Rate: 7.5, RSS: 2, RSSAnon: 1, DiskBytes: 20,
 			Acks: Latency{N: 3, P50: 2 * time.Millisecond, P99: 3 * time.Millisecond, Max: 3 * time.Millisecond}},
-		{From: 3, To: 6, Elapsed: time.Second, Rate: 3, RSS: 3, DiskBytes: 30,
+		{From: 3, To: 6, Elapsed: time.Second, Rate: 3, RSS: 3, RSSAnon: 2, DiskBytes: 30,
 			Acks: Latency{N: 3, P50: 8 * time.Millisecond, P99: 9 * time.Millisecond, Max: 9 * time.Millisecond}},
 	}
 	for i := range want {
@@ -48,9 +48,29 @@ func TestWindows(t *testing.T) {
 	}
 }
 
+func TestPeakAnon(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	if got := peakAnon([]sample{{t0, 9, 3, 0}, {t0, 8, 5, 0}, {t0, 9, 4, 0}}); got != 5 {
+		t.Errorf("peakAnon = %d, want 5", got)
+	}
+	if got := peakAnon(nil); got != 0 {
+		t.Errorf("peakAnon(nil) = %d, want 0", got)
+	}
+}
+
+func TestCurrentMemory(t *testing.T) {
+	rss, anon := currentMemory()
+	if rss <= 0 {
+		t.Skipf("currentMemory() = %d, %d: no /proc here", rss, anon)
+	}
+	if anon <= 0 || anon > rss {
+		t.Errorf("currentMemory() = rss %d, anon %d; want 0 < anon <= rss", rss, anon)
+	}
+}
+
 func TestSampleAfter(t *testing.T) {
 	t0 := time.Unix(0, 0)
-	s := []sample{{t0, 1, 0}, {t0.Add(time.Second), 2, 0}}
+	s := []sample{{t0, 1, 1, 0}, {t0.Add(time.Second), 2, 1, 0}}
 	for _, tt := range []struct {
 		at   time.Duration
 		want int64
