@@ -1,7 +1,8 @@
 // Package integrity is wacpd's one verifier of a stored database: every
 // structure the daemon relies on, checked with one rule set, for the
-// recovery procedure at start (and -full-check), the daemon's
-// audit.trail.verify and the offline auditor (datadir.Verify).
+// recovery procedure at start (and -full-check), the daemon's running
+// check (Mark, RunMarks: mark.go), its audit.trail.verify and the offline
+// auditor (datadir.Verify).
 //
 // # Model
 //
@@ -16,7 +17,7 @@
 //  2. the trail (traillog.Check, the trail's rule set): entries, both chains,
 //     per-workspace timestamps, nothing after a terminal state, the
 //     Merkle root at the signed tree head, and the records derived from
-//     the entries: heads, id and local indexes, every Merkle node
+//     the entries: heads, local indexes, every stored Merkle node
 //     (index_mismatch, or chain_broken at the workspace for a local index);
 //  3. the checkpoint store (full checks only; chainstore.CheckStore):
 //     for each checkpoint_created entry the index k/c/<id>, the chain
