@@ -138,7 +138,7 @@ func open(cfg Config, db *badger.DB) (_ *Engine, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if up.From != traillog.Layout {
+	if up.From != 0 && up.From != traillog.Layout {
 		cfg.Logger.Info("upgraded the trail's key layout", "from", up.From, "to", traillog.Layout,
 			"removed_id_keys", up.IDKeys, "removed_merkle_nodes", up.Nodes)
 	}

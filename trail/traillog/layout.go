@@ -61,7 +61,7 @@ func layoutOf(txn *badger.Txn) (int, error) {
 
 // UpgradeResult says what Upgrade did.
 type UpgradeResult struct {
-	From          int // the layout found
+	From          int // the layout found; 0 for a database without a trail yet
 	IDKeys, Nodes int // layout 1's records removed
 }
 
@@ -78,6 +78,10 @@ func Upgrade(db *badger.DB) (UpgradeResult, error) {
 		var err error
 		if res.From, err = layoutOf(txn); err != nil || res.From != 1 {
 			return err
+		}
+		if !hasPrefix(txn, prefixGlobal) {
+			res.From = 0 // a new database: nothing to upgrade, only to mark
+			return nil
 		}
 		keys, res.IDKeys, res.Nodes = legacyKeys(txn)
 		return nil

@@ -144,6 +144,23 @@ func TestUpgradeFromLayout1(t *testing.T) {
 	}
 }
 
+// TestUpgradeOfANewDatabase: a database without a trail is marked with
+// this build's layout, and Upgrade says there was nothing to upgrade.
+func TestUpgradeOfANewDatabase(t *testing.T) {
+	db := openBadger(t, "")
+	defer db.Close()
+	got, err := Upgrade(db)
+	if err != nil || got.From != 0 || got.IDKeys+got.Nodes != 0 {
+		t.Fatalf("Upgrade of an empty database = %+v, %v; want from 0, nothing removed", got, err)
+	}
+	if v := rawGet(t, db, keyLayout); string(v) != "2" {
+		t.Fatalf("layout of a new database = %q, want 2", v)
+	}
+	if again, err := Upgrade(db); err != nil || again.From != Layout {
+		t.Fatalf("Upgrade again = %+v, %v; want from %d", again, err, Layout)
+	}
+}
+
 func equalHashes(a, b [][]byte) bool {
 	if len(a) != len(b) {
 		return false
