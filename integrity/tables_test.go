@@ -135,3 +135,51 @@ func TestCheckTableFilesAfterCrash(t *testing.T) {
 		t.Fatalf("a damaged MANIFEST was not reported: %q %q", where, detail)
 	}
 }
+
+// TestCheckTableFilesMapsOnlyAClosedDatabase: the check before open reads
+// the tables through a mapping only while it holds the directory's lock
+// shared, which an open database (Badger locks it exclusively) refuses;
+// then it reads copies, and finds the same.
+func TestCheckTableFilesMapsOnlyAClosedDatabase(t *testing.T) {
+	dir := t.TempDir()
+	opts := badger.DefaultOptions(dir).WithLogger(nil)
+	db, err := badger.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wb := db.NewWriteBatch()
+	for i := range 1000 {
+		if err := wb.Set(fmt.Appendf(nil, "k%04d", i), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := wb.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flatten(1); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := lockDir(dir); ok {
+		t.Fatal("lockDir of an open database's directory succeeded")
+	}
+	if where, detail := CheckTableFiles(dir, opts, false); detail != "" {
+		t.Fatalf("CheckTableFiles of an open database = %s: %s", where, detail)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	unlock, ok := lockDir(dir)
+	if !ok {
+		t.Fatal("lockDir of a closed database's directory failed")
+	}
+	unlock()
+	if where, detail := CheckTableFiles(dir, opts, false); detail != "" {
+		t.Fatalf("CheckTableFiles of a closed database = %s: %s", where, detail)
+	}
+	// The lock is released: Badger opens the database again.
+	db, err = badger.Open(opts)
+	if err != nil {
+		t.Fatalf("badger.Open after the check: %v", err)
+	}
+	db.Close()
+}
