@@ -21,9 +21,14 @@ const MinMemoryBudget = 128 << 20
 //   - a block cache of budget/16 and an index cache of budget/32 (table
 //     indexes and Bloom filters are then evicted instead of all held, so
 //     the figure does not grow with the data);
-//   - two compactors instead of four;
-//   - values from a quarter of a transaction's limit kept in the value
-//     log, so that one largest checkpoint still fits a transaction.
+//   - two compactors instead of four.
+//
+// The value threshold stays Badger's (1 MiB, above the largest object), so
+// that every value stays in the tables: Badger truncates a damaged value
+// log at open and a value that was in the cut part then reads back empty,
+// without an error (measured with a flipped byte), which nothing would
+// notice. With 8 MiB memtables a transaction may hold 1.2 MiB: the largest
+// object and the records of its checkpoint fit.
 //
 // The rest of the budget is the Go heap's (the daemon sets the Go
 // runtime's soft memory limit, see daemon.Config) and what the agents'
@@ -35,8 +40,6 @@ func OptionsWithin(dir string, budget int64) badger.Options {
 	}
 	budget = max(budget, MinMemoryBudget)
 	mt := min(max(budget/32, 8<<20), MemTableSize)
-	o = o.WithMemTableSize(memTableSizeFor(dir, mt)).WithNumMemtables(2).
+	return o.WithMemTableSize(memTableSizeFor(dir, mt)).WithNumMemtables(2).
 		WithBlockCacheSize(budget / 16).WithIndexCacheSize(budget / 32).WithNumCompactors(2)
-	// Badger's transaction limit is 15% of a memtable.
-	return o.WithValueThreshold(min(o.ValueThreshold, o.MemTableSize*15/100/4))
 }

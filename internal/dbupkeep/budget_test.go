@@ -8,9 +8,10 @@ import (
 )
 
 // TestOptionsWithinBudget: a budget sizes Badger's memtables, caches and
-// compactors from it, and the database opens with them and takes the
-// largest object the daemon stores (1 MiB - 1) in one transaction, beside
-// the records a checkpoint writes; no budget leaves Options as they are.
+// compactors from it but keeps every value in the tables, and the database
+// opens with them and takes the largest object the daemon stores (1 MiB -
+// 1) in one transaction, beside the records a checkpoint writes; no budget
+// leaves Options as they are.
 func TestOptionsWithinBudget(t *testing.T) {
 	dir := t.TempDir()
 	if got, want := OptionsWithin(dir, 0), Options(dir); got.MemTableSize != want.MemTableSize ||
@@ -31,8 +32,8 @@ func TestOptionsWithinBudget(t *testing.T) {
 			t.Errorf("budget %d MiB: memtable %d, %d of them, block cache %d, index cache %d, %d compactors; want memtable %d, 2, cache %d, an index cache, 2",
 				tt.budget>>20, o.MemTableSize, o.NumMemtables, o.BlockCacheSize, o.IndexCacheSize, o.NumCompactors, tt.memtable, tt.cache)
 		}
-		if limit := o.MemTableSize * 15 / 100; o.ValueThreshold > limit/4 {
-			t.Errorf("budget %d MiB: value threshold %d, above a quarter of the transaction limit %d", tt.budget>>20, o.ValueThreshold, limit)
+		if o.ValueThreshold != Options(dir).ValueThreshold {
+			t.Errorf("budget %d MiB: value threshold %d, want Badger's %d (every value in the tables)", tt.budget>>20, o.ValueThreshold, Options(dir).ValueThreshold)
 		}
 	}
 	db, err := badger.Open(OptionsWithin(dir, 256<<20))
