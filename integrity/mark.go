@@ -2,7 +2,6 @@ package integrity
 
 import (
 	"context"
-	"time"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -13,7 +12,7 @@ import (
 // since the mark the previous check left (traillog.MarkChecked), so a
 // daemon that ran long without a restart would read everything it wrote
 // at its next start. A running daemon checks what it wrote as it goes
-// instead (RunMarks): the same check as the start's (Check, from the
+// instead (runtime/mark.go runs Mark every few seconds): the same check as the start's (Check, from the
 // mark, without a signed head) on a snapshot and, when the trail passes,
 // it moves the mark. Soundness is that of the mark (see MarkChecked):
 // every entry is read back and checked once after it was written, here
@@ -36,32 +35,4 @@ func Mark(ctx context.Context, db *badger.DB) (moved bool, rep Report, err error
 		return false, rep, err
 	}
 	return true, rep, nil
-}
-
-// RunMarks runs Mark every interval until stop is closed (a pass under
-// way is cancelled) and reports each pass to done.
-func RunMarks(db *badger.DB, interval time.Duration, stop <-chan struct{}, done func(moved bool, rep Report, err error)) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-		}
-		moved, rep, err := Mark(ctx, db)
-		if ctx.Err() != nil {
-			return
-		}
-		done(moved, rep, err)
-	}
 }

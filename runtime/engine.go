@@ -48,7 +48,7 @@ type Engine struct {
 	// was being written.
 	pipelinedOps atomic.Uint64
 	receivedOps  atomic.Uint64  // operations the committer has received from its queue
-	bg           sync.WaitGroup // background goroutines other than the committer (GC)
+	bg           sync.WaitGroup // background goroutines other than the committer (GC, the running check)
 	gcPasses     atomic.Uint64  // value-log GC passes run
 	marks        atomic.Uint64  // marks the running check moved (mark.go)
 	gcInterval   time.Duration  // the GC loop's period; 0 when none runs (set by Open)

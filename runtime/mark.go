@@ -1,12 +1,14 @@
 package runtime
 
 import (
+	"context"
 	"time"
 
 	"github.com/wacpd/wacpd/integrity"
+	"github.com/wacpd/wacpd/internal/dbupkeep"
 )
 
-// The running trail check (integrity.RunMarks): every Config.MarkInterval
+// The running trail check (integrity.Mark): every Config.MarkInterval
 // the engine checks what it wrote since the mark and moves the mark, so
 // that the check at the next start reads only the last seconds' entries.
 
@@ -18,8 +20,11 @@ const defaultMarkInterval = 10 * time.Second
 // open, waited for by Close.
 func (e *Engine) runMarks(interval time.Duration) {
 	defer e.bg.Done()
-	integrity.RunMarks(e.db, interval, e.stop, func(moved bool, rep integrity.Report, err error) {
+	dbupkeep.Every(interval, e.stop, func(ctx context.Context) {
+		moved, rep, err := integrity.Mark(ctx, e.db)
 		switch {
+		case ctx.Err() != nil:
+			// Stopping: the pass was cancelled.
 		case err != nil:
 			e.lg.Warn("running trail check", "err", err)
 		case !rep.OK || !rep.Trail.OK():

@@ -3,6 +3,7 @@
 package dbupkeep
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -68,6 +69,23 @@ const gcDiscardRatio = 0.5
 // RunGC runs GC passes on db every interval until stop is closed, and
 // reports each pass's rewritten files and error to done.
 func RunGC(db *badger.DB, interval time.Duration, stop <-chan struct{}, done func(rewritten int, err error)) {
+	Every(interval, stop, func(context.Context) { done(GCPass(db, stop)) })
+}
+
+// Every runs pass every interval until stop is closed: the engine's
+// background upkeep (value-log GC, the running trail check). The context
+// pass gets ends when stop is closed, so that a long pass stops with the
+// engine.
+func Every(interval time.Duration, stop <-chan struct{}, pass func(context.Context)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -76,7 +94,7 @@ func RunGC(db *badger.DB, interval time.Duration, stop <-chan struct{}, done fun
 			return
 		case <-t.C:
 		}
-		done(GCPass(db, stop))
+		pass(ctx)
 	}
 }
 
