@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/dgraph-io/badger/v4"
@@ -48,158 +49,311 @@ type StoreProblem struct {
 // is the previous checkpoint of its chain; each workspace's register
 // k/h/<ws> is {head, count, last_final} of its claims; and no "k/" record
 // is left that no claim accounts for. It returns the first problem, nil
-// when there is none. An error means the check could not run.
+// when there is none: the first claim's in trail order (its index, then its
+// order record, then its object), then a register's (by workspace), then
+// the first record in key order that nothing accounts for. An error means
+// the check could not run.
+//
+// It reads the records and objects in key order, each once (a scan of
+// "k/" and scans of parts of "cas/", on goroutines of their own), rather
+// than looking each claim's up: a point read finds and decompresses a
+// block per record, a scan each block once. Badger panics on some damaged
+// blocks; a scan's panic is raised again in the caller's goroutine, where
+// the caller can recover it.
 func CheckStore(txn *badger.Txn, claims []Claim) (*StoreProblem, error) {
-	chains := map[string]checkpointchain.Chain{}
-	claimed := map[string]bool{}
-	prevs := make([]checkpointchain.Chain, len(claims))
+	c := newStoreCheck(claims)
+	parts := max(1, runtime.GOMAXPROCS(0))
+	scans := []func() error{func() error { return c.scanRecords(txn) }}
+	for i := range parts {
+		lo, hi := 256*i/parts, 256*(i+1)/parts
+		scans = append(scans, func() error { return c.scanObjects(txn, byte(lo), hi) })
+	}
+	if err := runAll(scans); err != nil {
+		return nil, err
+	}
+	return c.result(), nil
+}
+
+// storeCheck is the state of one CheckStore.
+type storeCheck struct {
+	claims []Claim
+	prevs  []checkpointchain.Chain // prevs[i]: claims[i]'s chain before it
+	chains map[string]checkpointchain.Chain
+	byID   map[string]int
+	byRef  map[casstore.Ref]int
+	order  map[string][]int // each workspace's claims, in chain order
+
+	// Set by the scans: the records scan writes seenIndex, seenOrder and
+	// the fields after mu; an objects scan the seenObject of the claims
+	// whose digests it covers.
+	seenIndex, seenOrder, seenObject []bool
+	problems                         []rankedProblem
+	mu       sync.Mutex
+	heads    map[string]bool
+	register *StoreProblem // first register problem in key order
+	extra    *StoreProblem // first record in key order no claim accounts for
+}
+
+// rankedProblem is a claim's problem: rank says which of its checks it
+// comes from (index, order, object), so the claim's first is kept.
+type rankedProblem struct {
+	claim, rank int
+	p           *StoreProblem
+}
+
+func newStoreCheck(claims []Claim) *storeCheck {
+	c := &storeCheck{
+		claims: claims, prevs: make([]checkpointchain.Chain, len(claims)),
+		chains: map[string]checkpointchain.Chain{}, byID: make(map[string]int, len(claims)),
+		byRef: make(map[casstore.Ref]int, len(claims)), order: map[string][]int{},
+		seenIndex: make([]bool, len(claims)), seenOrder: make([]bool, len(claims)), seenObject: make([]bool, len(claims)),
+		heads: map[string]bool{},
+	}
 	for i, cl := range claims {
-		prevs[i] = chains[cl.Workspace]
-		chains[cl.Workspace] = prevs[i].Append(checkpointchain.Checkpoint{ID: cl.ID, Status: cl.Status})
-		claimed[cl.ID] = true
-	}
-	if p, err := checkClaims(txn, claims, prevs); p != nil || err != nil {
-		return p, err
-	}
-	// The registers.
-	for ws, want := range chains {
-		k := string(prefixHead) + ws
-		var got checkpointchain.Chain
-		if p := getRecord(txn, k, &got); p != nil {
-			return p, nil
+		c.prevs[i] = c.chains[cl.Workspace]
+		c.chains[cl.Workspace] = c.prevs[i].Append(checkpointchain.Checkpoint{ID: cl.ID, Status: cl.Status})
+		c.byID[cl.ID] = i
+		c.order[cl.Workspace] = append(c.order[cl.Workspace], i)
+		if j, dup := c.byRef[cl.Digest]; dup {
+			// Two checkpoints cannot have one object (each holds its id).
+			c.seenObject[i] = true
+			c.fail(i, 2, &StoreProblem{Key: cl.Digest.String(), Object: true, Detail: fmt.Sprintf(
+				"checkpoint %s claims object %s, which checkpoint %s claims too", cl.ID, cl.Digest, claims[j].ID)})
+			continue
 		}
-		if got != want {
-			return &StoreProblem{Key: k, Detail: fmt.Sprintf("chain register of %s is %+v, the trail gives %+v", ws, got, want)}, nil
-		}
+		c.byRef[cl.Digest] = i
 	}
-	// Nothing the claims do not account for.
+	return c
+}
+
+func (c *storeCheck) fail(claim, rank int, p *StoreProblem) {
+	p.Entry = c.claims[claim].Entry
+	c.mu.Lock()
+	c.problems = append(c.problems, rankedProblem{claim, rank, p})
+	c.mu.Unlock()
+}
+
+// scanRecords reads every "k/" record in key order.
+func (c *storeCheck) scanRecords(txn *badger.Txn) error {
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte("k/")})
 	defer it.Close()
 	for it.Rewind(); it.Valid(); it.Next() {
 		k := it.Item().Key()
+		var err error
 		switch {
-		case bytes.HasPrefix(k, prefixHead):
-			if _, ok := chains[string(k[len(prefixHead):])]; !ok {
-				return &StoreProblem{Key: string(k), Detail: fmt.Sprintf("chain register of %s, which the trail gives no checkpoint", k[len(prefixHead):])}, nil
-			}
 		case bytes.HasPrefix(k, prefixIndex):
-			if !claimed[string(k[len(prefixIndex):])] {
-				return &StoreProblem{Key: string(k), Detail: fmt.Sprintf("index of checkpoint %s, which the trail does not record", k[len(prefixIndex):])}, nil
-			}
+			err = it.Item().Value(func(v []byte) error { c.index(string(k), v); return nil })
 		case bytes.HasPrefix(k, prefixOrder):
-			rest := k[len(prefixOrder):]
-			if len(rest) < 9 || rest[len(rest)-9] != '/' {
-				return &StoreProblem{Key: string(k), Detail: fmt.Sprintf("malformed chain order key %q", k)}, nil
-			}
-			ws, n := string(rest[:len(rest)-9]), binary.BigEndian.Uint64(rest[len(rest)-8:])
-			if n == 0 || n > chains[ws].Count {
-				return &StoreProblem{Key: string(k), Detail: fmt.Sprintf("chain order of %s holds position %d, the trail gives it %d checkpoints", ws, n, chains[ws].Count)}, nil
-			}
+			err = it.Item().Value(func(v []byte) error { c.orderRecord(k, v); return nil })
+		case bytes.HasPrefix(k, prefixHead):
+			err = it.Item().Value(func(v []byte) error { c.head(string(k), v); return nil })
 		default:
-			return &StoreProblem{Key: string(k), Detail: fmt.Sprintf("unknown checkpoint record %q", k)}, nil
+			c.unaccounted(&StoreProblem{Key: string(k), Detail: fmt.Sprintf("unknown checkpoint record %q", k)})
+		}
+		if err != nil {
+			return err
 		}
 	}
-	return nil, nil
+	return nil
 }
 
-// claimWorkers is how many goroutines checkClaims reads and hashes with.
-var claimWorkers = max(1, runtime.GOMAXPROCS(0))
-
-// checkClaims checks every claim (claims[i] the next of a chain that is
-// prevs[i] so far) and returns the problem of the first claim that has
-// one. The claims are independent, so they are checked by claimWorkers
-// goroutines, each on every claimWorkers-th claim, reading through txn
-// together: a read-only Badger transaction's reads are safe to share.
-// Badger panics on some damaged blocks; a worker's panic is raised again
-// in the caller's goroutine, where the caller can recover it as it could
-// when the claims were checked there.
-func checkClaims(txn *badger.Txn, claims []Claim, prevs []checkpointchain.Chain) (*StoreProblem, error) {
-	type found struct {
-		at       int
-		p        *StoreProblem
-		err      error
-		panicked any
+// unaccounted keeps the first record no claim accounts for.
+func (c *storeCheck) unaccounted(p *StoreProblem) {
+	if c.extra == nil {
+		c.extra = p
 	}
-	results := make([]found, claimWorkers)
+}
+
+// index checks the index record k/c/<id> (value v).
+func (c *storeCheck) index(k string, v []byte) {
+	id := k[len(prefixIndex):]
+	i, ok := c.byID[id]
+	if !ok {
+		c.unaccounted(&StoreProblem{Key: k, Detail: fmt.Sprintf("index of checkpoint %s, which the trail does not record", id)})
+		return
+	}
+	c.seenIndex[i] = true
+	var ix indexEntry
+	if err := strictjson.DecodeFields(v, &ix); err != nil {
+		c.fail(i, 0, &StoreProblem{Key: k, Detail: fmt.Sprintf("record %s: %v", k, err)})
+		return
+	}
+	cl, n := c.claims[i], c.prevs[i].Count+1
+	if ix.Workspace != cl.Workspace || ix.N != n || ix.Digest != cl.Digest {
+		c.fail(i, 0, &StoreProblem{Key: k, Detail: fmt.Sprintf("index of checkpoint %s says %s #%d %s, the trail %s #%d %s",
+			cl.ID, ix.Workspace, ix.N, ix.Digest, cl.Workspace, n, cl.Digest)})
+	}
+}
+
+// orderRecord checks the chain order record k/w/<ws>/<n> (value v).
+func (c *storeCheck) orderRecord(k, v []byte) {
+	rest := k[len(prefixOrder):]
+	if len(rest) < 9 || rest[len(rest)-9] != '/' {
+		c.unaccounted(&StoreProblem{Key: string(k), Detail: fmt.Sprintf("malformed chain order key %q", k)})
+		return
+	}
+	ws, n := string(rest[:len(rest)-9]), binary.BigEndian.Uint64(rest[len(rest)-8:])
+	chain := c.order[ws]
+	if n == 0 || n > uint64(len(chain)) {
+		c.unaccounted(&StoreProblem{Key: string(k), Detail: fmt.Sprintf("chain order of %s holds position %d, the trail gives it %d checkpoints", ws, n, len(chain))})
+		return
+	}
+	i := chain[n-1]
+	c.seenOrder[i] = true
+	if cl := c.claims[i]; string(v) != cl.ID {
+		c.fail(i, 1, &StoreProblem{Key: orderName(ws, n), Detail: fmt.Sprintf("chain order of %s position %d is %q, the trail %s", ws, n, v, cl.ID)})
+	}
+}
+
+// head checks the register k/h/<ws> (value v).
+func (c *storeCheck) head(k string, v []byte) {
+	ws := k[len(prefixHead):]
+	want, ok := c.chains[ws]
+	if !ok {
+		c.unaccounted(&StoreProblem{Key: k, Detail: fmt.Sprintf("chain register of %s, which the trail gives no checkpoint", ws)})
+		return
+	}
+	c.heads[ws] = true
+	if c.register != nil {
+		return
+	}
+	var got checkpointchain.Chain
+	if err := strictjson.DecodeFields(v, &got); err != nil {
+		c.register = &StoreProblem{Key: k, Detail: fmt.Sprintf("record %s: %v", k, err)}
+	} else if got != want {
+		c.register = &StoreProblem{Key: k, Detail: fmt.Sprintf("chain register of %s is %+v, the trail gives %+v", ws, got, want)}
+	}
+}
+
+// scanObjects reads, in key order, the objects whose digest's first byte
+// is in [lo, hi), and checks those a claim names.
+func (c *storeCheck) scanObjects(txn *badger.Txn, lo byte, hi int) error {
+	prefix := []byte(badgerstore.KeyPrefix)
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+	defer it.Close()
+	for it.Seek(append(prefix, lo)); it.Valid(); it.Next() {
+		k := it.Item().Key()
+		if len(k) > len(prefix) && int(k[len(prefix)]) >= hi {
+			break
+		}
+		ref, err := casstore.FromBytes(k[len(prefix):])
+		if err != nil {
+			continue // not an object this check knows of
+		}
+		i, ok := c.byRef[ref]
+		if !ok {
+			continue
+		}
+		c.seenObject[i] = true
+		if err := it.Item().Value(func(b []byte) error { c.object(i, b); return nil }); err != nil {
+			return fmt.Errorf("get %s: %w", ref, err)
+		}
+	}
+	return nil
+}
+
+// object checks claim i's object b.
+func (c *storeCheck) object(i int, b []byte) {
+	cl, prev := c.claims[i], c.prevs[i]
+	if err := casstore.Verify(cl.Digest, b); err != nil {
+		c.fail(i, 2, &StoreProblem{Key: cl.Digest.String(), Object: true, Detail: fmt.Sprintf("checkpoint %s: %v", cl.ID, err)})
+		return
+	}
+	o, err := checkpointchain.DecodeIdentity(b)
+	if err != nil {
+		c.fail(i, 2, &StoreProblem{Key: cl.Digest.String(), Object: true, Detail: fmt.Sprintf("checkpoint %s: object %s: %v", cl.ID, cl.Digest, err)})
+		return
+	}
+	if o.ID != cl.ID || o.Workspace != cl.Workspace || o.Type != cl.Type || o.Status != cl.Status || o.Parent != cl.Parent || o.Parent != prev.Head {
+		c.fail(i, 2, &StoreProblem{Key: cl.Digest.String(), Object: true, Detail: fmt.Sprintf(
+			"object %s holds checkpoint %s of %s (%s, %s, parent %q), the trail says %s of %s (%s, %s, parent %q; chain head %q)",
+			cl.Digest, o.ID, o.Workspace, o.Type, o.Status, o.Parent, cl.ID, cl.Workspace, cl.Type, cl.Status, cl.Parent, prev.Head)})
+	}
+}
+
+// result returns the first problem the scans found or left (a claim's
+// record or object they did not find), in CheckStore's order.
+func (c *storeCheck) result() *StoreProblem {
+	first := rankedProblem{claim: len(c.claims)}
+	for _, p := range c.problems {
+		if p.claim < first.claim || p.claim == first.claim && p.rank < first.rank {
+			first = p
+		}
+	}
+	for i := range c.claims[:first.claim] {
+		if p := c.missing(i); p != nil {
+			return p
+		}
+	}
+	if first.p != nil {
+		if p := c.missing(first.claim); p != nil && c.rank(p) < first.rank {
+			return p
+		}
+		return first.p
+	}
+	wss := make([]string, 0, len(c.chains))
+	for ws := range c.chains {
+		if !c.heads[ws] {
+			wss = append(wss, ws)
+		}
+	}
+	if len(wss) > 0 {
+		k := string(prefixHead) + slices.Min(wss)
+		return &StoreProblem{Key: k, Detail: fmt.Sprintf("record %s: %v", k, badger.ErrKeyNotFound)}
+	}
+	if c.register != nil {
+		return c.register
+	}
+	return c.extra
+}
+
+// missing returns the problem of claim i's first record or object the
+// scans did not find, nil when they found all three.
+func (c *storeCheck) missing(i int) *StoreProblem {
+	cl, n := c.claims[i], c.prevs[i].Count+1
+	switch {
+	case !c.seenIndex[i]:
+		k := string(prefixIndex) + cl.ID
+		return &StoreProblem{Key: k, Entry: cl.Entry, Detail: fmt.Sprintf("record %s: %v", k, badger.ErrKeyNotFound)}
+	case !c.seenOrder[i]:
+		return &StoreProblem{Key: orderName(cl.Workspace, n), Entry: cl.Entry, Detail: fmt.Sprintf("chain order of %s lacks position %d (%s)", cl.Workspace, n, cl.ID)}
+	case !c.seenObject[i]:
+		return &StoreProblem{Key: cl.Digest.String(), Entry: cl.Entry, Object: true, Missing: true, Detail: fmt.Sprintf("checkpoint %s: no object %s", cl.ID, cl.Digest)}
+	}
+	return nil
+}
+
+// rank is the rank of a problem missing returned.
+func (c *storeCheck) rank(p *StoreProblem) int {
+	switch {
+	case p.Object:
+		return 2
+	case bytes.HasPrefix([]byte(p.Key), prefixIndex):
+		return 0
+	}
+	return 1
+}
+
+// runAll runs each of fns on a goroutine of its own and returns the first
+// error (in fns' order); a panic in one is raised again in the caller's
+// goroutine once all have returned.
+func runAll(fns []func() error) error {
+	errs := make([]error, len(fns))
+	panics := make([]any, len(fns))
 	var wg sync.WaitGroup
-	for w := range claimWorkers {
-		results[w].at = len(claims)
+	for i, f := range fns {
 		wg.Go(func() {
-			i := w
-			defer func() {
-				if v := recover(); v != nil {
-					results[w] = found{at: i, panicked: v}
-				}
-			}()
-			for ; i < len(claims); i += claimWorkers {
-				if p, err := checkClaim(txn, claims[i], prevs[i]); p != nil || err != nil {
-					results[w] = found{at: i, p: p, err: err}
-					return
-				}
-			}
+			defer func() { panics[i] = recover() }()
+			errs[i] = f()
 		})
 	}
 	wg.Wait()
-	first := found{at: len(claims)}
-	for _, r := range results {
-		if r.at < first.at {
-			first = r
+	for _, p := range panics {
+		if p != nil {
+			panic(p)
 		}
 	}
-	if first.panicked != nil {
-		panic(first.panicked)
-	}
-	return first.p, first.err
-}
-
-// checkClaim checks the records and the object of one claimed checkpoint,
-// the next of a chain that is prev so far.
-func checkClaim(txn *badger.Txn, cl Claim, prev checkpointchain.Chain) (*StoreProblem, error) {
-	n := prev.Count + 1
-	k := string(prefixIndex) + cl.ID
-	var ix indexEntry
-	if p := getRecord(txn, k, &ix); p != nil {
-		p.Entry = cl.Entry
-		return p, nil
-	}
-	if ix.Workspace != cl.Workspace || ix.N != n || ix.Digest != cl.Digest {
-		return &StoreProblem{Key: k, Entry: cl.Entry, Detail: fmt.Sprintf("index of checkpoint %s says %s #%d %s, the trail %s #%d %s",
-			cl.ID, ix.Workspace, ix.N, ix.Digest, cl.Workspace, n, cl.Digest)}, nil
-	}
-	ok := string(orderKey(cl.Workspace, n))
-	item, err := txn.Get([]byte(ok))
-	switch {
-	case errors.Is(err, badger.ErrKeyNotFound):
-		return &StoreProblem{Key: orderName(cl.Workspace, n), Entry: cl.Entry, Detail: fmt.Sprintf("chain order of %s lacks position %d (%s)", cl.Workspace, n, cl.ID)}, nil
-	case err != nil:
-		return nil, err
-	}
-	id, err := item.ValueCopy(nil)
-	if err != nil {
-		return nil, err
-	}
-	if string(id) != cl.ID {
-		return &StoreProblem{Key: orderName(cl.Workspace, n), Entry: cl.Entry, Detail: fmt.Sprintf("chain order of %s position %d is %q, the trail %s", cl.Workspace, n, id, cl.ID)}, nil
-	}
-	b, err := badgerstore.GetTxn(txn, cl.Digest)
-	switch {
-	case errors.Is(err, casstore.ErrNotFound):
-		return &StoreProblem{Key: cl.Digest.String(), Entry: cl.Entry, Object: true, Missing: true, Detail: fmt.Sprintf("checkpoint %s: no object %s", cl.ID, cl.Digest)}, nil
-	case errors.Is(err, casstore.ErrCorrupt):
-		return &StoreProblem{Key: cl.Digest.String(), Entry: cl.Entry, Object: true, Detail: fmt.Sprintf("checkpoint %s: %v", cl.ID, err)}, nil
-	case err != nil:
-		return nil, err
-	}
-	c, err := checkpointchain.DecodeIdentity(b)
-	if err != nil {
-		return &StoreProblem{Key: cl.Digest.String(), Entry: cl.Entry, Object: true, Detail: fmt.Sprintf("checkpoint %s: object %s: %v", cl.ID, cl.Digest, err)}, nil
-	}
-	if c.ID != cl.ID || c.Workspace != cl.Workspace || c.Type != cl.Type || c.Status != cl.Status || c.Parent != cl.Parent || c.Parent != prev.Head {
-		return &StoreProblem{Key: cl.Digest.String(), Entry: cl.Entry, Object: true, Detail: fmt.Sprintf(
-			"object %s holds checkpoint %s of %s (%s, %s, parent %q), the trail says %s of %s (%s, %s, parent %q; chain head %q)",
-			cl.Digest, c.ID, c.Workspace, c.Type, c.Status, c.Parent, cl.ID, cl.Workspace, cl.Type, cl.Status, cl.Parent, prev.Head)}, nil
-	}
-	return nil, nil
+	return errors.Join(errs...)
 }
 
 // getRecord reads the JSON record under key k into v; a missing or

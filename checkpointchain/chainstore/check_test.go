@@ -75,3 +75,111 @@ func TestCheckStorePanicReachesCaller(t *testing.T) {
 	}()
 	chainstore.CheckStore(nil, claims)
 }
+
+// TestCheckStoreProblems: each kind of damage CheckStore reads in its
+// scans is reported at its record, with the claim it concerns.
+func TestCheckStoreProblems(t *testing.T) {
+	order := func(ws string, n byte) []byte { return append([]byte("k/w/"+ws+"/"), 0, 0, 0, 0, 0, 0, 0, n) }
+	tests := []struct {
+		name   string
+		damage func(txn *badger.Txn, claims []chainstore.Claim) error
+		// want: the problem's key and the index of its claim (-1: none)
+		key     func(claims []chainstore.Claim) string
+		claim   int
+		object  bool
+		missing bool
+	}{
+		{"index missing", func(txn *badger.Txn, cl []chainstore.Claim) error { return txn.Delete([]byte("k/c/" + cl[2].ID)) },
+			func(cl []chainstore.Claim) string { return "k/c/" + cl[2].ID }, 2, false, false},
+		{"index wrong", func(txn *badger.Txn, cl []chainstore.Claim) error {
+			return txn.Set([]byte("k/c/"+cl[3].ID), []byte(`{"workspace":"wsA","n":9,"digest":"`+cl[3].Digest.String()+`"}`))
+		}, func(cl []chainstore.Claim) string { return "k/c/" + cl[3].ID }, 3, false, false},
+		{"index undecodable", func(txn *badger.Txn, cl []chainstore.Claim) error { return txn.Set([]byte("k/c/"+cl[1].ID), []byte(`{`)) },
+			func(cl []chainstore.Claim) string { return "k/c/" + cl[1].ID }, 1, false, false},
+		{"order missing", func(txn *badger.Txn, cl []chainstore.Claim) error { return txn.Delete(order("wsB", 2)) },
+			func(cl []chainstore.Claim) string { return "k/w/wsB/2" }, 4, false, false},
+		{"order wrong", func(txn *badger.Txn, cl []chainstore.Claim) error { return txn.Set(order("wsA", 1), []byte(cl[2].ID)) },
+			func(cl []chainstore.Claim) string { return "k/w/wsA/1" }, 0, false, false},
+		{"object missing", func(txn *badger.Txn, cl []chainstore.Claim) error { return txn.Delete(casKey(cl[5].Digest)) },
+			func(cl []chainstore.Claim) string { return cl[5].Digest.String() }, 5, true, true},
+		{"object corrupt", func(txn *badger.Txn, cl []chainstore.Claim) error { return txn.Set(casKey(cl[1].Digest), []byte(`{}`)) },
+			func(cl []chainstore.Claim) string { return cl[1].Digest.String() }, 1, true, false},
+		{"first claim first", func(txn *badger.Txn, cl []chainstore.Claim) error {
+			if err := txn.Delete(casKey(cl[4].Digest)); err != nil {
+				return err
+			}
+			return txn.Delete(order("wsA", 2)) // claim 2's order record
+		}, func(cl []chainstore.Claim) string { return "k/w/wsA/2" }, 2, false, false},
+		{"index before object of one claim", func(txn *badger.Txn, cl []chainstore.Claim) error {
+			if err := txn.Delete(casKey(cl[3].Digest)); err != nil {
+				return err
+			}
+			return txn.Set([]byte("k/c/"+cl[3].ID), []byte(`{`))
+		}, func(cl []chainstore.Claim) string { return "k/c/" + cl[3].ID }, 3, false, false},
+		{"register wrong", func(txn *badger.Txn, cl []chainstore.Claim) error {
+			return txn.Set([]byte("k/h/wsB"), []byte(`{"head":"`+cl[1].ID+`","count":1,"last_final":""}`))
+		}, func(cl []chainstore.Claim) string { return "k/h/wsB" }, -1, false, false},
+		{"register missing", func(txn *badger.Txn, cl []chainstore.Claim) error { return txn.Delete([]byte("k/h/wsA")) },
+			func(cl []chainstore.Claim) string { return "k/h/wsA" }, -1, false, false},
+		{"register unaccounted", func(txn *badger.Txn, cl []chainstore.Claim) error {
+			return txn.Set([]byte("k/h/wsC"), []byte(`{"head":"x","count":1,"last_final":""}`))
+		}, func(cl []chainstore.Claim) string { return "k/h/wsC" }, -1, false, false},
+		{"index unaccounted", func(txn *badger.Txn, cl []chainstore.Claim) error {
+			return txn.Set([]byte("k/c/01JA0000000000000000009999"), []byte(`{}`))
+		}, func(cl []chainstore.Claim) string { return "k/c/01JA0000000000000000009999" }, -1, false, false},
+		{"order beyond the chain", func(txn *badger.Txn, cl []chainstore.Claim) error { return txn.Set(order("wsB", 3), []byte("x")) },
+			func(cl []chainstore.Claim) string { return string(order("wsB", 3)) }, -1, false, false},
+		{"unknown record", func(txn *badger.Txn, cl []chainstore.Claim) error { return txn.Set([]byte("k/z"), []byte("x")) },
+			func(cl []chainstore.Claim) string { return "k/z" }, -1, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			db := openDB(t, t.TempDir())
+			claims := claimsOf(fill(t, db))
+			if err := db.Update(func(txn *badger.Txn) error { return tt.damage(txn, claims) }); err != nil {
+				t.Fatal(err)
+			}
+			var p *chainstore.StoreProblem
+			err := db.View(func(txn *badger.Txn) (err error) {
+				p, err = chainstore.CheckStore(txn, claims)
+				return err
+			})
+			if err != nil || p == nil {
+				t.Fatalf("CheckStore = %+v, %v; want a problem", p, err)
+			}
+			entry := ""
+			if tt.claim >= 0 {
+				entry = claims[tt.claim].Entry
+			}
+			if p.Key != tt.key(claims) || p.Entry != entry || p.Object != tt.object || p.Missing != tt.missing || p.Detail == "" {
+				t.Errorf("CheckStore = %+v; want key %q, entry %q, object %v, missing %v", p, tt.key(claims), entry, tt.object, tt.missing)
+			}
+		})
+	}
+}
+
+// TestCheckStoreSharedDigest: two claims naming one object (and an index
+// that agrees) is a problem of the later claim's object, not a missing
+// object of the earlier.
+func TestCheckStoreSharedDigest(t *testing.T) {
+	db := openDB(t, t.TempDir())
+	claims := claimsOf(fill(t, db))
+	claims[4].Digest = claims[1].Digest // both of wsB
+	err := db.Update(func(txn *badger.Txn) error {
+		return txn.Set([]byte("k/c/"+claims[4].ID), []byte(`{"workspace":"wsB","n":2,"digest":"`+claims[1].Digest.String()+`"}`))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p *chainstore.StoreProblem
+	err = db.View(func(txn *badger.Txn) (err error) {
+		p, err = chainstore.CheckStore(txn, claims)
+		return err
+	})
+	if err != nil || p == nil {
+		t.Fatalf("CheckStore = %+v, %v; want a problem", p, err)
+	}
+	if p.Entry != claims[4].Entry || p.Key != claims[1].Digest.String() || !p.Object || p.Missing || !strings.Contains(p.Detail, claims[1].ID) {
+		t.Errorf("CheckStore = %+v; want claim 4's object, claimed by %s too", p, claims[1].ID)
+	}
+}
