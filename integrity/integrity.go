@@ -246,7 +246,10 @@ func claimOf(e trail.Entry) (chainstore.Claim, error) {
 // blocks just checked, or in memtables). It returns where the first damage
 // is and what it is ("" when there is none).
 func storage(ctx context.Context, db *badger.DB) (where, detail string) {
-	if where, detail := verifyTables(db); detail != "" {
+	if where, detail, err := VerifyTables(ctx, db); detail != "" || err != nil {
+		if err != nil {
+			return "", "" // ctx ended: Check returns its error
+		}
 		return where, detail
 	}
 	var at []byte

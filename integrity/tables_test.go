@@ -1,6 +1,7 @@
 package integrity
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -57,7 +58,7 @@ func TestTablesWhileCompacting(t *testing.T) {
 				return
 			default:
 			}
-			if where, detail := verifyTables(db); detail != "" {
+			if where, detail, _ := VerifyTables(context.Background(), db); detail != "" {
 				checks <- where + ": " + detail
 				return
 			}
