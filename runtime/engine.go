@@ -51,6 +51,7 @@ type Engine struct {
 	bg           sync.WaitGroup // background goroutines other than the committer (GC, the running check)
 	gcPasses     atomic.Uint64  // value-log GC passes run
 	marks        atomic.Uint64  // marks the running check moved (mark.go)
+	markMu       sync.Mutex     // one running check or full verify at a time (mark.go)
 	gcInterval   time.Duration  // the GC loop's period; 0 when none runs (set by Open)
 	stop         chan struct{}  // closed by Close: the committer stops
 	loopDone     chan struct{}  // closed when the committer has stopped

@@ -11,6 +11,9 @@ import (
 // The running trail check (integrity.Mark): every Config.MarkInterval
 // the engine checks what it wrote since the mark and moves the mark, so
 // that the check at the next start reads only the last seconds' entries.
+// A full verify (VerifyTrail) that passes moves the mark too: it read every
+// entry. The two never run at once (Engine.markMu): they would read the
+// same entries twice over.
 
 // defaultMarkInterval is the running check's period when
 // Config.MarkInterval is zero.
@@ -21,7 +24,9 @@ const defaultMarkInterval = 10 * time.Second
 func (e *Engine) runMarks(interval time.Duration) {
 	defer e.bg.Done()
 	dbupkeep.Every(interval, e.stop, func(ctx context.Context) {
+		e.markMu.Lock()
 		moved, rep, err := integrity.Mark(ctx, e.db)
+		e.markMu.Unlock()
 		switch {
 		case ctx.Err() != nil:
 			// Stopping: the pass was cancelled.

@@ -40,3 +40,28 @@ func TestRunningCheckMovesTheMark(t *testing.T) {
 		}
 	}
 }
+
+// TestFullVerifyMovesTheMark: a full verify that passes read every entry,
+// so it moves the mark, and the running check has nothing left to read.
+func TestFullVerifyMovesTheMark(t *testing.T) {
+	e := openTest(t, func(c *Config) { c.MarkInterval = -1 })
+	ws := newWorker(t, e).ID
+	var parent *string
+	for range 5 {
+		cp := checkpoint(t, e, ws, parent, "provisional")
+		parent = &cp.ID
+	}
+	n := e.log.Len()
+	res, err := traillog.Check(context.Background(), e.db, traillog.CheckOptions{})
+	if err != nil || !res.OK() || res.From >= n {
+		t.Fatalf("before the verify: Check = %+v, %v; want it to start before entry %d", res, err, n)
+	}
+	v, err := e.VerifyTrail(context.Background(), "")
+	if err != nil || !v.OK {
+		t.Fatalf("VerifyTrail = %+v, %v", v, err)
+	}
+	res, err = traillog.Check(context.Background(), e.db, traillog.CheckOptions{})
+	if err != nil || !res.OK() || res.From < n {
+		t.Fatalf("after the verify: Check = %+v, %v; want it to start at entry %d or later", res, err, n)
+	}
+}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/wacpd/wacpd/integrity"
 	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/trail/traillog"
 	"github.com/wacpd/wacpd/wire"
 )
 
@@ -45,6 +46,7 @@ func (e *Engine) ReadTrail(ctx context.Context, actor string, q trail.Query) ([]
 // VerifyTrail verifies the stored database with integrity.Check, every
 // structure read (the recovery check's full form, against the latest signed
 // tree head), or only workspace ws's chain when set (traillog.Log.Verify).
+// A full verify that passes moves the running check's mark (mark.go).
 func (e *Engine) VerifyTrail(ctx context.Context, ws string) (trail.VerifyResult, error) {
 	if ws != "" {
 		return e.log.Verify(ctx, ws)
@@ -62,9 +64,19 @@ func (e *Engine) VerifyTrail(ctx context.Context, ws string) (trail.VerifyResult
 	case Code(err) != wire.CodeNotFound:
 		return trail.VerifyResult{}, err
 	}
+	e.markMu.Lock()
+	defer e.markMu.Unlock()
 	rep, err := integrity.Check(ctx, e.db, opts)
 	if err != nil {
 		return trail.VerifyResult{}, fmt.Errorf("verify: %w", err)
+	}
+	if rep.OK && !e.cfg.InMemory {
+		// Every entry was read back: the running check need not again.
+		if err := traillog.MarkChecked(e.db, rep.Trail); err != nil {
+			e.lg.Warn("verify: move the trail's mark", "err", err)
+		} else {
+			e.marks.Add(1)
+		}
 	}
 	return rep.Verdict(), nil
 }
