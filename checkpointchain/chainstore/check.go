@@ -88,10 +88,10 @@ type storeCheck struct {
 	// whose digests it covers.
 	seenIndex, seenOrder, seenObject []bool
 	problems                         []rankedProblem
-	mu       sync.Mutex
-	heads    map[string]bool
-	register *StoreProblem // first register problem in key order
-	extra    *StoreProblem // first record in key order no claim accounts for
+	mu                               sync.Mutex
+	heads                            map[string]bool
+	register                         *StoreProblem // first register problem in key order
+	extra                            *StoreProblem // first record in key order no claim accounts for
 }
 
 // rankedProblem is a claim's problem: rank says which of its checks it

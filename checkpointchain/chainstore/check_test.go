@@ -94,7 +94,9 @@ func TestCheckStoreProblems(t *testing.T) {
 		{"index wrong", func(txn *badger.Txn, cl []chainstore.Claim) error {
 			return txn.Set([]byte("k/c/"+cl[3].ID), []byte(`{"workspace":"wsA","n":9,"digest":"`+cl[3].Digest.String()+`"}`))
 		}, func(cl []chainstore.Claim) string { return "k/c/" + cl[3].ID }, 3, false, false},
-		{"index undecodable", func(txn *badger.Txn, cl []chainstore.Claim) error { return txn.Set([]byte("k/c/"+cl[1].ID), []byte(`{`)) },
+		{"index undecodable", func(txn *badger.Txn, cl []chainstore.Claim) error {
+			return txn.Set([]byte("k/c/"+cl[1].ID), []byte(`{`))
+		},
 			func(cl []chainstore.Claim) string { return "k/c/" + cl[1].ID }, 1, false, false},
 		{"order missing", func(txn *badger.Txn, cl []chainstore.Claim) error { return txn.Delete(order("wsB", 2)) },
 			func(cl []chainstore.Claim) string { return "k/w/wsB/2" }, 4, false, false},
