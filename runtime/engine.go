@@ -47,16 +47,18 @@ type Engine struct {
 	// pipelinedOps counts operations run in a batch built while another
 	// was being written.
 	pipelinedOps atomic.Uint64
-	receivedOps  atomic.Uint64  // operations the committer has received from its queue
-	bg           sync.WaitGroup // background goroutines other than the committer (GC, the running check)
-	gcPasses     atomic.Uint64  // value-log GC passes run
-	marks        atomic.Uint64  // marks the running check moved (mark.go)
-	markMu       sync.Mutex     // one running check or full verify at a time (mark.go)
-	gcInterval   time.Duration  // the GC loop's period; 0 when none runs (set by Open)
-	stop         chan struct{}  // closed by Close: the committer stops
-	loopDone     chan struct{}  // closed when the committer has stopped
-	closeOnce    sync.Once      // runs close
-	closeErr     error          // close's result, set inside closeOnce
+	receivedOps  atomic.Uint64                      // operations the committer has received from its queue
+	bg           sync.WaitGroup                     // background goroutines other than the committer (GC, the running check)
+	gcPasses     atomic.Uint64                      // value-log GC passes run
+	marks        atomic.Uint64                      // marks the running check moved (mark.go)
+	markMu       sync.Mutex                         // one running check or full verify at a time (mark.go)
+	verifying    atomic.Int32                       // full verifies waiting for or holding markMu
+	markCancel   atomic.Pointer[context.CancelFunc] // cancels the running check's pass under way
+	gcInterval   time.Duration                      // the GC loop's period; 0 when none runs (set by Open)
+	stop         chan struct{}                      // closed by Close: the committer stops
+	loopDone     chan struct{}                      // closed when the committer has stopped
+	closeOnce    sync.Once                          // runs close
+	closeErr     error                              // close's result, set inside closeOnce
 
 	mu     sync.Mutex // guards everything below; the committer holds it while it runs operations
 	open   *openBatch // the batch being filled; set only while the committer runs operations

@@ -13,7 +13,9 @@ import (
 // that the check at the next start reads only the last seconds' entries.
 // A full verify (VerifyTrail) that passes moves the mark too: it read every
 // entry. The two never run at once (Engine.markMu): they would read the
-// same entries twice over.
+// same entries twice over. A verify cancels a pass under way and a pass
+// does not start while a verify is waiting or running (Engine.verifying,
+// Engine.markCancel): the verify does what the pass would.
 
 // defaultMarkInterval is the running check's period when
 // Config.MarkInterval is zero.
@@ -24,12 +26,21 @@ const defaultMarkInterval = 10 * time.Second
 func (e *Engine) runMarks(interval time.Duration) {
 	defer e.bg.Done()
 	dbupkeep.Every(interval, e.stop, func(ctx context.Context) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
 		e.markMu.Lock()
+		defer e.markMu.Unlock()
+		// A verify sets verifying, then cancels the pass it finds: either
+		// it finds this pass's cancel or this pass sees it verifying.
+		e.markCancel.Store(&cancel)
+		defer e.markCancel.Store(nil)
+		if e.verifying.Load() > 0 {
+			return
+		}
 		moved, rep, err := integrity.Mark(ctx, e.db)
-		e.markMu.Unlock()
 		switch {
 		case ctx.Err() != nil:
-			// Stopping: the pass was cancelled.
+			// Stopping, or a verify cancelled the pass.
 		case err != nil:
 			e.lg.Warn("running trail check", "err", err)
 		case !rep.OK || !rep.Trail.OK():
