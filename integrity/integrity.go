@@ -131,7 +131,7 @@ func check(ctx context.Context, db *badger.DB, opts Options) (Report, error) {
 	}
 	topts := traillog.CheckOptions{SignedSize: opts.SignedSize, SignedRoot: opts.SignedRoot, Full: opts.Full}
 	if opts.Full {
-		topts.Visit = visit
+		topts.Visit, topts.VisitEvent = visit, trail.EventCheckpointCreated
 	}
 	var (
 		res traillog.CheckResult

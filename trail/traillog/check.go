@@ -30,6 +30,9 @@ type CheckOptions struct {
 	// the reference walk, the calls start again from the first entry read:
 	// a visitor that sees seq again drops what it kept from seq on.
 	Visit func(seq uint64, e trail.Entry)
+	// VisitEvent, when set, limits the calls of Visit to entries of that
+	// event type (the others are not decoded for it).
+	VisitEvent trail.EventType
 
 	reference bool // tests: skip the accelerated check
 }
@@ -273,7 +276,7 @@ func (c *checker) entries(txn *badger.Txn) error {
 			c.fail(f)
 			break
 		}
-		if c.opts.Visit != nil {
+		if c.opts.Visit != nil && (c.opts.VisitEvent == "" || e.EventType == c.opts.VisitEvent) {
 			c.opts.Visit(seq, e)
 		}
 		if e.Workspace != "" {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -429,5 +430,38 @@ func TestCheck_BodyWithHTMLCharacters(t *testing.T) {
 	tl.append(ev, tl.wsEv("w1"))
 	if res := tl.check(0); !res.OK() || res.Valid != 6 {
 		t.Fatalf("Check = %+v, want OK over 6 entries", res)
+	}
+}
+
+// TestCheck_VisitEvent: with VisitEvent, Visit sees exactly the entries of
+// that type, in order, on the accelerated check and on the reference walk.
+func TestCheck_VisitEvent(t *testing.T) {
+	tl := newMemLog(t)
+	entries := tl.interleaved(40, "w1", "w2")
+	typ := entries[3].EventType // a system entry's
+	var want []uint64
+	for i, e := range entries {
+		if e.EventType == typ {
+			want = append(want, uint64(i+1))
+		}
+	}
+	if len(want) == 0 || len(want) == len(entries) {
+		t.Fatalf("the trail has %d entries of type %s of %d; want some and not all", len(want), typ, len(entries))
+	}
+	for _, reference := range []bool{false, true} {
+		var got []uint64
+		visit := func(seq uint64, e trail.Entry) {
+			if e.EventType != typ || e.ID != entries[seq-1].ID {
+				t.Errorf("reference %v: Visit(%d, %s %s), want entries of type %s", reference, seq, e.ID, e.EventType, typ)
+			}
+			got = append(got, seq)
+		}
+		res, err := Check(context.Background(), tl.db, CheckOptions{Full: true, Visit: visit, VisitEvent: typ, reference: reference})
+		if err != nil || !res.OK() {
+			t.Fatalf("Check = %+v, %v", res, err)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("reference %v: Visit saw entries %v, want %v", reference, got, want)
+		}
 	}
 }
