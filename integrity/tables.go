@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -39,9 +40,11 @@ func VerifyTables(ctx context.Context, db *badger.DB) (where, detail string, err
 	var wg sync.WaitGroup
 	for range min(len(tables), runtime.GOMAXPROCS(0)) {
 		wg.Go(func() {
+			var buf []byte // one table's copy at a time
 			for i := int(next.Add(1) - 1); i < len(tables) && ctx.Err() == nil; i = int(next.Add(1) - 1) {
 				ti := tables[i]
-				if err := verifyTable(table.NewFilename(ti.ID, opts.Dir), topts, false); err != nil && holds(db, ti.ID) {
+				var err error
+				if buf, err = verifyTable(table.NewFilename(ti.ID, opts.Dir), topts, buf); err != nil && holds(db, ti.ID) {
 					bad[i] = err // else a running daemon's compaction replaced it since Tables
 				}
 			}
@@ -110,7 +113,13 @@ func CheckTableFiles(dir string, opts badger.Options, full bool) (where, detail 
 			// it on open; it holds nothing the database relies on.
 			continue
 		}
-		if err := verifyTable(name, topts, mapped); err != nil {
+		var err error
+		if mapped {
+			err = verifyMappedTable(name, topts)
+		} else {
+			_, err = verifyTable(name, topts, nil)
+		}
+		if err != nil {
 			return filepath.Base(name), fmt.Sprintf("table %s: %v", filepath.Base(name), err)
 		}
 	}
@@ -174,35 +183,58 @@ func lockDir(dir string) (unlock func(), ok bool) {
 
 // verifyTable opens the table file at path as Badger would open the table
 // (its index, checked against its checksum, and its last block; with
-// options.OnTableRead every block's checksum too). A panic inside Badger
-// is returned as an error.
+// options.OnTableRead every block's checksum too), from a copy of the file
+// it reads into buf (grown when the file does not fit; returned for the
+// next table). A panic inside Badger is returned as an error.
 //
-// With mapped it reads the file through a read-only mapping, so that only
-// what is checked is read (the whole file was copied before: 0.6 s of a
-// 1.1 s start with 330 MB of tables). That is for a file no process is
-// changing: a running daemon's compaction truncates a table file it
-// deletes, and touching a mapping of a truncated file is a fault (SIGBUS);
-// debug.SetPanicOnFault turns one in Go code into a panic, but one inside
-// the assembly of the block decompressor ends the process ("missing
-// stackmap": CI hit it). Otherwise (a full check, a live database) it reads
-// a copy: a table deleted meanwhile is short or empty and fails here, and
+// A copy, not a mapping of the file (verifyMappedTable), because a running
+// daemon's compaction truncates a table file it deletes, and touching a
+// mapping of a truncated file is a fault (SIGBUS); debug.SetPanicOnFault
+// turns one in Go code into a panic, but one inside the assembly of the
+// block decompressor ends the process ("missing stackmap": CI hit it). A
+// table deleted meanwhile is short or empty here and fails, and
 // VerifyTables then finds the table gone from the database and skips it.
-func verifyTable(path string, topts table.Options, mapped bool) (err error) {
+func verifyTable(path string, topts table.Options, buf []byte) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return buf, fmt.Errorf("read %s: %w", filepath.Base(path), err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return buf, fmt.Errorf("read %s: %w", filepath.Base(path), err)
+	}
+	if int64(cap(buf)) < fi.Size() {
+		buf = make([]byte, fi.Size())
+	}
+	n, err := io.ReadFull(f, buf[:fi.Size()])
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return buf, fmt.Errorf("read %s: %w", filepath.Base(path), err)
+	}
+	return buf, openTable(path, buf[:n], topts)
+}
+
+// verifyMappedTable is verifyTable through a read-only mapping of the
+// file, so that only what is checked is read (the whole file was copied
+// before: 0.6 s of a 1.1 s start with 330 MB of tables). That is for a
+// file no process is changing (see verifyTable for why).
+func verifyMappedTable(path string, topts table.Options) error {
+	m, err := mapFile(path)
+	if err != nil {
+		return err
+	}
+	defer unix.Munmap(m)
+	return openTable(path, m, topts)
+}
+
+// openTable opens the table of the file at path from its content data and
+// with options.OnTableRead checks every block's checksum. A panic inside
+// Badger is returned as an error.
+func openTable(path string, data []byte, topts table.Options) (err error) {
 	base := filepath.Base(path)
 	id, ok := table.ParseFileID(base)
 	if !ok {
 		return fmt.Errorf("%s is not a table file name", base)
-	}
-	var data []byte
-	if mapped {
-		m, err := mapFile(path)
-		if err != nil {
-			return err
-		}
-		defer unix.Munmap(m)
-		data = m
-	} else if data, err = os.ReadFile(path); err != nil {
-		return fmt.Errorf("read %s: %w", base, err)
 	}
 	defer func() {
 		if p := recover(); p != nil {
