@@ -47,6 +47,11 @@ type VerifyReport struct {
 	Entries uint64        `json:"entries"`
 	Elapsed time.Duration `json:"elapsed_ns"`
 	Rate    float64       `json:"entries_per_s"`
+	// Bound is the entries over the time to read the store once (with
+	// the in-process daemon: StoreReport.Read, after the daemon stopped);
+	// OverBound is Rate / Bound.
+	Bound     float64 `json:"read_bound_entries_per_s,omitempty"`
+	OverBound float64 `json:"rate_over_read_bound,omitempty"`
 }
 
 // FloorReport is the bare Badger baseline: single writer, one synchronous
@@ -134,6 +139,10 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "verify       %d entries in %s: %.0f entries/s (%s)\n",
 		r.Verify.Entries, dur(r.Verify.Elapsed), r.Verify.Rate, verified)
+	if r.Verify.Bound > 0 {
+		fmt.Fprintf(w, "read bound   %.0f entries/s (every block of the store read and decompressed once, on all cores); verify / bound %.2f\n",
+			r.Verify.Bound, r.Verify.OverBound)
+	}
 	fmt.Fprintf(w, "peak RSS     %.1f MiB (%s); anonymous %.1f MiB, the rest mapped files\n",
 		float64(r.PeakRSS)/(1<<20), r.RSSScope, float64(r.PeakRSSAnon)/(1<<20))
 	fmt.Fprintf(w, "\nack p50 / floor p50       %.2f\n", r.Ratios.AckP50)

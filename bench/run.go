@@ -78,6 +78,8 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 		if rep.After, err = afterLoad(ctx, stopped, dataDir, len(res.acks), cfg.MemoryLimit); err != nil {
 			return nil, err
 		}
+		rep.Verify.Bound = rate(int(rep.Verify.Entries), rep.After.Store.Read)
+		rep.Verify.OverBound = ratio(rep.Verify.Rate, rep.Verify.Bound)
 	}
 	rep.Targets = rep.targets()
 	return rep, nil
