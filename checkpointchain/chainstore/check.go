@@ -356,18 +356,5 @@ func runAll(fns []func() error) error {
 	return errors.Join(errs...)
 }
 
-// getRecord reads the JSON record under key k into v; a missing or
-// undecodable record is a problem.
-func getRecord(txn *badger.Txn, k string, v any) *StoreProblem {
-	item, err := txn.Get([]byte(k))
-	if err != nil {
-		return &StoreProblem{Key: k, Detail: fmt.Sprintf("record %s: %v", k, err)}
-	}
-	if err := item.Value(func(b []byte) error { return strictjson.DecodeFields(b, v) }); err != nil {
-		return &StoreProblem{Key: k, Detail: fmt.Sprintf("record %s: %v", k, err)}
-	}
-	return nil
-}
-
 // orderName prints an order key: k/w/<ws>/<n>.
 func orderName(ws string, n uint64) string { return fmt.Sprintf("%s%s/%d", prefixOrder, ws, n) }
