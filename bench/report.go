@@ -169,10 +169,11 @@ func (r *Report) WriteText(w io.Writer) error {
 func (r *Report) writeSoak(w io.Writer) error {
 	if len(r.Windows) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(tw, "\nwindow\tcheckpoints/s\tack p50\tack p99\tRSS MiB\tanon MiB\tdisk MiB\t\n")
+		fmt.Fprintf(tw, "\nwindow\tcheckpoints/s\tack p50\tack p99\tRSS MiB\tanon MiB\tdisk MiB\twritten KB/cp\tcompacted KB/cp\t\n")
 		for _, x := range r.Windows {
-			fmt.Fprintf(tw, "%d-%d\t%.0f\t%s\t%s\t%.0f\t%.0f\t%.0f\t\n", x.From, x.To, x.Rate, dur(x.Acks.P50), dur(x.Acks.P99),
-				float64(x.RSS)/(1<<20), float64(x.RSSAnon)/(1<<20), float64(x.DiskBytes)/(1<<20))
+			n := float64(x.To-x.From) * 1000
+			fmt.Fprintf(tw, "%d-%d\t%.0f\t%s\t%s\t%.0f\t%.0f\t%.0f\t%.1f\t%.1f\t\n", x.From, x.To, x.Rate, dur(x.Acks.P50), dur(x.Acks.P99),
+				float64(x.RSS)/(1<<20), float64(x.RSSAnon)/(1<<20), float64(x.DiskBytes)/(1<<20), float64(x.Written)/n, float64(x.Compacted)/n)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"bytes"
+	"expvar"
 	"os"
 	"strconv"
 	"strings"
@@ -54,4 +55,36 @@ func statusField(status []byte, name string) int64 {
 // whether it could.
 func resetPeakRSS() bool {
 	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
+}
+
+// writtenBytes returns write_bytes of /proc/self/io: the bytes this
+// process caused to be written to storage so far (0 where unknown).
+func writtenBytes() int64 {
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "write_bytes:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// compactedBytes returns what Badger's compactions in this process wrote
+// so far, over all levels (its expvar badger_write_bytes_compaction).
+func compactedBytes() int64 {
+	m, ok := expvar.Get("badger_write_bytes_compaction").(*expvar.Map)
+	if !ok {
+		return 0
+	}
+	var n int64
+	m.Do(func(kv expvar.KeyValue) {
+		if v, ok := kv.Value.(*expvar.Int); ok {
+			n += v.Value()
+		}
+	})
+	return n
 }

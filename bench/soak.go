@@ -29,6 +29,14 @@ type Window struct {
 	RSS       int64 `json:"rss_bytes"`
 	RSSAnon   int64 `json:"rss_anon_bytes"`
 	DiskBytes int64 `json:"disk_bytes"`
+	// Written is what this process wrote to storage during the window
+	// (write_bytes of /proc/self/io: with the in-process daemon, its logs,
+	// tables and compactions, the stream's files); Compacted is what
+	// Badger's compactions wrote in this process (its expvar
+	// badger_write_bytes_compaction, all levels): how the cost of keeping
+	// the store grows with it.
+	Written   int64 `json:"written_bytes"`
+	Compacted int64 `json:"compacted_bytes"`
 }
 
 // Growth compares the last window with the first.
@@ -44,10 +52,12 @@ type ack struct {
 	d   time.Duration
 }
 
-// sample is the process's memory and the daemon's disk at one moment.
+// sample is the process's memory and the daemon's disk at one moment,
+// and the bytes written so far (counters: Window takes differences).
 type sample struct {
-	at              time.Time
-	rss, anon, disk int64
+	at                 time.Time
+	rss, anon, disk    int64
+	written, compacted int64
 }
 
 // sampler samples every interval until stopped. It is the only writer of
@@ -88,6 +98,7 @@ func (s *sampler) run() {
 func (s *sampler) take() {
 	x := sample{at: time.Now()}
 	x.rss, x.anon = currentMemory()
+	x.written, x.compacted = writtenBytes(), compactedBytes()
 	if s.dir != "" {
 		x.disk, _ = diskUsage(s.dir)
 	}
@@ -111,6 +122,7 @@ func windows(acks []ack, size int, samples []sample, start time.Time) []Window {
 	slices.SortFunc(acks, func(a, b ack) int { return a.end.Compare(b.end) })
 	var out []Window
 	from := start
+	prev, _ := sampleAfter(samples, start)
 	for i := 0; i+size <= len(acks); i += size {
 		w := acks[i : i+size]
 		end := w[len(w)-1].end
@@ -122,6 +134,8 @@ func windows(acks []ack, size int, samples []sample, start time.Time) []Window {
 		win.Rate = rate(size, win.Elapsed)
 		if x, ok := sampleAfter(samples, end); ok {
 			win.RSS, win.RSSAnon, win.DiskBytes = x.rss, x.anon, x.disk
+			win.Written, win.Compacted = x.written-prev.written, x.compacted-prev.compacted
+			prev = x
 		}
 		out = append(out, win)
 		from = end

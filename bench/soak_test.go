@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -20,15 +21,15 @@ func TestWindows(t *testing.T) {
 		{at(1000), 7 * time.Millisecond}, {at(200), 2 * time.Millisecond}, {at(1200), 8 * time.Millisecond},
 		{at(1500), time.Second},
 	}
-	samples := []sample{{at(0), 1, 1, 10}, {at(500), 2, 1, 20}, {at(1400), 3, 2, 30}}
+	samples := []sample{{at(0), 1, 1, 10, 100, 5}, {at(500), 2, 1, 20, 150, 7}, {at(1400), 3, 2, 30, 400, 17}}
 	ws := windows(acks, 3, samples, start)
 	if len(ws) != 2 {
 		t.Fatalf("windows = %+v, want 2", ws)
 	}
 	want := []Window{
-		{From: 0, To: 3, Elapsed: 400 * time.Millisecond, Rate: 7.5, RSS: 2, RSSAnon: 1, DiskBytes: 20,
+		{From: 0, To: 3, Elapsed: 400 * time.Millisecond, Rate: 7.5, RSS: 2, RSSAnon: 1, DiskBytes: 20, Written: 50, Compacted: 2,
 			Acks: Latency{N: 3, P50: 2 * time.Millisecond, P99: 3 * time.Millisecond, Max: 3 * time.Millisecond}},
-		{From: 3, To: 6, Elapsed: time.Second, Rate: 3, RSS: 3, RSSAnon: 2, DiskBytes: 30,
+		{From: 3, To: 6, Elapsed: time.Second, Rate: 3, RSS: 3, RSSAnon: 2, DiskBytes: 30, Written: 250, Compacted: 10,
 			Acks: Latency{N: 3, P50: 8 * time.Millisecond, P99: 9 * time.Millisecond, Max: 9 * time.Millisecond}},
 	}
 	for i := range want {
@@ -50,11 +51,41 @@ func TestWindows(t *testing.T) {
 
 func TestPeakAnon(t *testing.T) {
 	t0 := time.Unix(0, 0)
-	if got := peakAnon([]sample{{t0, 9, 3, 0}, {t0, 8, 5, 0}, {t0, 9, 4, 0}}); got != 5 {
+	if got := peakAnon([]sample{{t0, 9, 3, 0, 0, 0}, {t0, 8, 5, 0, 0, 0}, {t0, 9, 4, 0, 0, 0}}); got != 5 {
 		t.Errorf("peakAnon = %d, want 5", got)
 	}
 	if got := peakAnon(nil); got != 0 {
 		t.Errorf("peakAnon(nil) = %d, want 0", got)
+	}
+}
+
+// TestWrittenBytes: the counter of bytes written grows by what this
+// process writes and syncs to a file.
+func TestWrittenBytes(t *testing.T) {
+	before := writtenBytes()
+	if before == 0 {
+		if _, err := os.Stat("/proc/self/io"); err != nil {
+			t.Skip("no /proc/self/io here")
+		}
+	}
+	dir := t.TempDir()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err == nil && st.Type == 0x01021994 {
+		t.Skip("the temporary directory is in memory (tmpfs): nothing reaches storage")
+	}
+	f, err := os.Create(filepath.Join(dir, "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(make([]byte, 1<<20)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if got := writtenBytes() - before; got < 1<<20 {
+		t.Errorf("writtenBytes grew by %d after writing 1 MiB, want at least that", got)
 	}
 }
 
@@ -70,7 +101,7 @@ func TestCurrentMemory(t *testing.T) {
 
 func TestSampleAfter(t *testing.T) {
 	t0 := time.Unix(0, 0)
-	s := []sample{{t0, 1, 1, 0}, {t0.Add(time.Second), 2, 1, 0}}
+	s := []sample{{t0, 1, 1, 0, 0, 0}, {t0.Add(time.Second), 2, 1, 0, 0, 0}}
 	for _, tt := range []struct {
 		at   time.Duration
 		want int64
