@@ -19,13 +19,7 @@ func TestRunningCheckMovesTheMark(t *testing.T) {
 			iv = 20 * time.Millisecond
 		}
 		e := openTest(t, func(c *Config) { c.MarkInterval = iv })
-		ws := newWorker(t, e).ID
-		var parent *string
-		for range 5 {
-			cp := checkpoint(t, e, ws, parent, "provisional")
-			parent = &cp.ID
-		}
-		n := e.log.Len()
+		n := writeChain(t, e, 5)
 		from := func() uint64 {
 			res, err := traillog.Check(context.Background(), e.db, traillog.CheckOptions{})
 			if err != nil || !res.OK() {
@@ -45,13 +39,7 @@ func TestRunningCheckMovesTheMark(t *testing.T) {
 // so it moves the mark, and the running check has nothing left to read.
 func TestFullVerifyMovesTheMark(t *testing.T) {
 	e := openTest(t, func(c *Config) { c.MarkInterval = -1 })
-	ws := newWorker(t, e).ID
-	var parent *string
-	for range 5 {
-		cp := checkpoint(t, e, ws, parent, "provisional")
-		parent = &cp.ID
-	}
-	n := e.log.Len()
+	n := writeChain(t, e, 5)
 	res, err := traillog.Check(context.Background(), e.db, traillog.CheckOptions{})
 	if err != nil || !res.OK() || res.From >= n {
 		t.Fatalf("before the verify: Check = %+v, %v; want it to start before entry %d", res, err, n)
@@ -64,4 +52,17 @@ func TestFullVerifyMovesTheMark(t *testing.T) {
 	if err != nil || !res.OK() || res.From < n {
 		t.Fatalf("after the verify: Check = %+v, %v; want it to start at entry %d or later", res, err, n)
 	}
+}
+
+// writeChain has a new worker create a chain of count checkpoints and
+// returns the trail's length then.
+func writeChain(t *testing.T, e *Engine, count int) uint64 {
+	t.Helper()
+	ws := newWorker(t, e).ID
+	var parent *string
+	for range count {
+		cp := checkpoint(t, e, ws, parent, "provisional")
+		parent = &cp.ID
+	}
+	return e.log.Len()
 }
