@@ -87,7 +87,7 @@ func TestContextEndsAWaitNotACommit(t *testing.T) {
 		bDone <- err
 	}()
 	// The committer is inside A: B waits in its queue.
-	for len(e.reqs) == 0 {
+	for len(e.queue.C) == 0 {
 		goruntime.Gosched()
 	}
 	cause := errors.New("the caller gave up")

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/wacpd/wacpd/runtime/opqueue"
 )
 
 // Group commit. Every operation that changes anything runs on the committer
@@ -32,57 +32,20 @@ import (
 // submitted only after N is durable, so batches reach the disk in order; if
 // N fails, N+1 fails with it.
 
-// Bounds of one batch: operations, and what Badger counts against its
-// transaction limit (db.MaxBatchSize, 15% of a memtable: 4.8 MiB with 32
-// MiB memtables), estimated per operation by opCost.
-const (
-	maxBatchOps = 256
-	// A checkpoint of a 1 KiB payload (a 1.2 KB request) counts 6.6 KB
-	// in Badger's transaction (measured: its object, three trail entries
-	// with their indexes, nodes and heads, its chain records, the
-	// workspace record, the outbox), a 300 KB one 306 KB: the stored
-	// payload is at most the request's bytes. opCost allows twice the
-	// request and 16 KiB more per operation.
-	opOverhead = 16 << 10
-)
-
-// opCost is what an operation of size request bytes may add to its
-// batch's Badger transaction, at most.
-func opCost(size int) int64 { return 2*int64(size) + opOverhead }
-
-// batchCostLimit is how much of Badger's transaction limit a batch may
-// fill (three quarters: the estimate is not exact).
-func batchCostLimit(db *badger.DB) int64 { return db.MaxBatchSize() / 4 * 3 }
+// maxBatchOps bounds the operations of one batch; what they may add to its
+// Badger transaction is bounded too (opqueue.Op.Cost, opqueue.BatchLimit).
+const maxBatchOps = 256
 
 // errNeedFresh is returned, before writing anything, by a pipelined
 // operation that needs a batch whose snapshot has every earlier write.
 var errNeedFresh = errors.New("runtime: operation needs a fresh batch")
-
-// Request states: a request is queued until the committer takes it or its
-// caller abandons it (its context ended first); whichever comes first wins.
-const (
-	queued int32 = iota
-	taken
-	abandoned
-)
-
-// request is one operation waiting for the committer.
-type request struct {
-	state     atomic.Int32 // queued, taken or abandoned
-	fn        func() error
-	size      int
-	pipelined bool // may run in a batch built while another is written
-	probe     bool // the degraded-mode probe (degraded.go)
-	err       error
-	done      chan struct{}
-}
 
 // openBatch is a batch: filled by the committer, then written.
 type openBatch struct {
 	tx       *tx
 	txn      *badger.Txn
 	steps    int
-	reqs     []*request
+	reqs     []*opqueue.Op
 	start    time.Time
 	stale    bool  // txn was opened before the batch in flight was submitted
 	probe    bool  // the degraded-mode probe, alone in its batch
@@ -99,49 +62,14 @@ type flight struct {
 // open, and returns once fn's batch is durable (or failed). size is the
 // request's byte size, to bound batches. fn must not call run.
 func (e *Engine) run(ctx context.Context, size int, fn func() error) error {
-	return e.enqueue(ctx, &request{fn: fn, size: size, done: make(chan struct{})})
+	return e.queue.Submit(ctx, opqueue.New(fn, size, false))
 }
 
 // runPipelined is run for an operation that may run in a batch built while
 // the previous one is being written (see above). fn returns errNeedFresh,
 // before writing anything, if it finds it needs more.
 func (e *Engine) runPipelined(ctx context.Context, size int, fn func() error) error {
-	return e.enqueue(ctx, &request{fn: fn, size: size, pipelined: true, done: make(chan struct{})})
-}
-
-// enqueue hands r to the committer and waits for its answer. Until the
-// committer takes r, ctx can end the wait (the operation then never runs);
-// once taken, r runs to completion and its outcome is returned whatever
-// ctx does, since a commit cannot be called back half-way.
-func (e *Engine) enqueue(ctx context.Context, r *request) error {
-	select {
-	case e.reqs <- r:
-	case <-e.stop:
-		return ErrClosed
-	case <-ctx.Done():
-		return fmt.Errorf("%w: %w", ErrNotTaken, context.Cause(ctx))
-	}
-	cancelled := ctx.Done()
-	for {
-		select {
-		case <-r.done:
-			return r.err
-		case <-cancelled:
-			if r.state.CompareAndSwap(queued, abandoned) {
-				return fmt.Errorf("%w: %w", ErrNotTaken, context.Cause(ctx))
-			}
-			cancelled = nil // taken: it completes, and so does the wait
-		case <-e.loopDone:
-			// The committer stopped; it answers every request it took before
-			// stopping, so one still unanswered was never run.
-			select {
-			case <-r.done:
-				return r.err
-			default:
-				return ErrClosed
-			}
-		}
-	}
+	return e.queue.Submit(ctx, opqueue.New(fn, size, true))
 }
 
 // committer is the state of the committer goroutine.
@@ -150,7 +78,7 @@ type committer struct {
 	space    spaceGuard
 	inflight *flight
 	spare    *badger.Txn // opened before inflight was submitted
-	carry    *request    // taken from the queue, for the next batch
+	carry    *opqueue.Op // taken from the queue, for the next batch
 	degraded *degradedState
 	ackTimer *time.Timer // runs while confirmed outbox items wait for a batch
 }
@@ -169,7 +97,7 @@ func (e *Engine) loop() {
 				done = c.inflight.done
 			}
 			select {
-			case r = <-e.reqs:
+			case r = <-e.queue.C:
 				e.receivedOps.Add(1)
 			case err := <-done:
 				c.land(err)
@@ -194,15 +122,15 @@ func (e *Engine) loop() {
 				return
 			}
 		}
-		if c.degraded == nil && !r.probe {
+		if c.degraded == nil && !r.Probe {
 			if err := c.space.check(false); err != nil {
 				e.mu.Lock()
 				c.failed(nil, err)
 				e.mu.Unlock()
 			}
 		}
-		if c.degraded != nil && !r.probe {
-			answer([]*request{r}, c.refusal())
+		if c.degraded != nil && !r.Probe {
+			r.Answer(c.refusal())
 			continue
 		}
 		c.runBatch(r)
@@ -237,14 +165,14 @@ func (c *committer) ackC() <-chan time.Time {
 
 // ackFlush is a request whose batch carries only the pending outbox
 // deletes (submit adds them to every batch it writes).
-func (c *committer) ackFlush() *request {
+func (c *committer) ackFlush() *opqueue.Op {
 	e := c.e
-	return &request{pipelined: true, done: make(chan struct{}), fn: func() error {
+	return opqueue.New(func() error {
 		if len(e.acks) == 0 {
 			return nil
 		}
 		return e.commit(func(t *tx) error { return t.step("outbox_ack") })
-	}}
+	}, 0, true)
 }
 
 // land finishes the batch in flight with its commit's result: on success its
@@ -279,31 +207,22 @@ func (c *committer) landLocked(err error) {
 	} else {
 		c.failed(b, err)
 	}
-	answer(b.reqs, err)
-}
-
-func answer(reqs []*request, err error) {
-	for _, r := range reqs {
-		if err != nil {
-			r.err = err
-		}
-		close(r.done)
-	}
+	opqueue.AnswerAll(b.reqs, err)
 }
 
 // runBatch runs first and whatever else is waiting as one batch and submits
 // it.
-func (c *committer) runBatch(first *request) {
+func (c *committer) runBatch(first *opqueue.Op) {
 	e := c.e
-	if c.inflight != nil && !first.pipelined {
+	if c.inflight != nil && !first.Pipelined {
 		c.land(<-c.inflight.done)
-		if c.degraded != nil && !first.probe {
+		if c.degraded != nil && !first.Probe {
 			// That write failed: nothing new is admitted.
-			answer([]*request{first}, c.refusal())
+			first.Answer(c.refusal())
 			return
 		}
 	}
-	b := &openBatch{start: time.Now(), probe: first.probe}
+	b := &openBatch{start: time.Now(), probe: first.Probe}
 	if c.inflight != nil {
 		b.txn, b.stale = c.spare, true
 	} else {
@@ -327,17 +246,17 @@ func (c *committer) runBatch(first *request) {
 	for r := first; r != nil; r = c.next(b, cost) {
 		// A carried request is taken already; any other is taken here,
 		// unless its caller's context ended first.
-		if r.state.Load() != taken && !r.state.CompareAndSwap(queued, taken) {
+		if !r.Take() {
 			continue
 		}
-		r.err = r.fn()
-		if errors.Is(r.err, errNeedFresh) {
-			r.pipelined, r.err = false, nil
+		r.Err = r.Fn()
+		if errors.Is(r.Err, errNeedFresh) {
+			r.Pipelined, r.Err = false, nil
 			c.carry = r
 			break
 		}
 		b.reqs = append(b.reqs, r)
-		cost += opCost(r.size)
+		cost += r.Cost()
 		if b.stale {
 			e.pipelinedOps.Add(1)
 		}
@@ -353,16 +272,16 @@ func (c *committer) runBatch(first *request) {
 // it needs a fresh batch, or its cost would take b's past the limit).
 // While a batch is in flight, b stays open for requests until it lands.
 // Caller holds e.mu with e.open = b; next releases it while it waits.
-// cost is what b's requests may cost Badger's transaction (opCost).
-func (c *committer) next(b *openBatch, cost int64) *request {
+// cost is what b's requests may cost Badger's transaction (Op.Cost).
+func (c *committer) next(b *openBatch, cost int64) *opqueue.Op {
 	e := c.e
-	limit := batchCostLimit(e.db)
-	if b.poisoned != nil || b.probe || c.degraded != nil || len(b.reqs) >= maxBatchOps || cost+opOverhead > limit || c.carry != nil {
+	limit := opqueue.BatchLimit(e.db.MaxBatchSize())
+	if b.poisoned != nil || b.probe || c.degraded != nil || len(b.reqs) >= maxBatchOps || cost+opqueue.Overhead > limit || c.carry != nil {
 		return nil
 	}
-	var r *request
+	var r *opqueue.Op
 	select {
-	case r = <-e.reqs:
+	case r = <-e.queue.C:
 		e.receivedOps.Add(1)
 	default:
 		if c.inflight == nil {
@@ -374,7 +293,7 @@ func (c *committer) next(b *openBatch, cost int64) *request {
 		var err error
 		landed := false
 		select {
-		case r = <-e.reqs:
+		case r = <-e.queue.C:
 			e.receivedOps.Add(1)
 		case err = <-c.inflight.done:
 			landed = true
@@ -393,7 +312,7 @@ func (c *committer) next(b *openBatch, cost int64) *request {
 			return nil
 		}
 	}
-	if (b.stale && !r.pipelined) || (len(b.reqs) > 0 && cost+opCost(r.size) > limit) {
+	if (b.stale && !r.Pipelined) || (len(b.reqs) > 0 && cost+r.Cost() > limit) {
 		c.carry = r
 		return nil
 	}
@@ -425,7 +344,7 @@ func (c *committer) submit(b *openBatch) {
 			c.failed(b, err)
 		}
 		e.mu.Unlock()
-		answer(b.reqs, err)
+		opqueue.AnswerAll(b.reqs, err)
 		return
 	}
 	e.mu.Lock()

@@ -42,7 +42,7 @@ func holdFirstCommit(e *Engine) (blocked <-chan struct{}, release func()) {
 // waitQueued waits until n requests are queued for the committer.
 func waitQueued(t *testing.T, e *Engine, n int) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("%d requests queued behind the blocked batch", n), func() bool { return len(e.reqs) >= n })
+	waitFor(t, fmt.Sprintf("%d requests queued behind the blocked batch", n), func() bool { return len(e.queue.C) >= n })
 }
 
 // TestGroupCommit: operations that arrive while a batch is being written
@@ -137,7 +137,7 @@ func TestGroupCommitFailureFailsTheBatch(t *testing.T) {
 	go func() { defer wg.Done(); _, e2 = e.CreateCheckpoint(ctx, w2.ID, cpReq(nil, "provisional")) }()
 	go func() { defer wg.Done(); _, e3 = e.EmitSignal(ctx, w2.ID, []byte(`{"type":"ready"}`)) }()
 	deadline := time.Now().Add(10 * time.Second)
-	for len(e.reqs) < 2 {
+	for len(e.queue.C) < 2 {
 		if time.Now().After(deadline) {
 			t.Fatal("requests did not queue")
 		}

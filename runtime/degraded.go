@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/wacpd/wacpd/clock"
+	"github.com/wacpd/wacpd/runtime/opqueue"
 	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/wire"
 )
@@ -97,7 +98,7 @@ func (c *committer) refusal() error {
 // probe reloads the engine's state from the database and returns the
 // request that writes system_degraded; if its batch is durable, the engine
 // leaves degraded mode (recovered).
-func (c *committer) probe() (*request, error) {
+func (c *committer) probe() (*opqueue.Op, error) {
 	e := c.e
 	if err := c.space.check(true); err != nil {
 		return nil, err
@@ -116,7 +117,7 @@ func (c *committer) probe() (*request, error) {
 	slices.Sort(affected)
 	reason := fmt.Sprintf("storage unusable from %s to %s (%d failed attempts): %s",
 		clock.Format(d.since), clock.Format(c.e.cfg.Now()), d.failures, d.reason)
-	r := &request{probe: true, done: make(chan struct{}), fn: func() error {
+	r := opqueue.New(func() error {
 		return e.commit(func(t *tx) error {
 			_, err := t.append("", trail.ActorProtocol, trail.EventSystemDegraded, map[string]any{
 				"reason": reason, "scope": "trail_storage", "affected_workspaces": affected,
@@ -124,7 +125,8 @@ func (c *committer) probe() (*request, error) {
 			})
 			return err
 		})
-	}}
+	}, 0, false)
+	r.Probe = true
 	return r, nil
 }
 

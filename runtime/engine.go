@@ -17,6 +17,7 @@ import (
 	"github.com/wacpd/wacpd/clock"
 	"github.com/wacpd/wacpd/integrity"
 	"github.com/wacpd/wacpd/internal/dbupkeep"
+	"github.com/wacpd/wacpd/runtime/opqueue"
 	agentsignal "github.com/wacpd/wacpd/signal"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
@@ -40,7 +41,7 @@ type Engine struct {
 	tax   *taxonomy.Taxonomy
 	lg    *slog.Logger
 
-	reqs    chan *request // operations for the committer goroutine (committer.go)
+	queue   opqueue.Queue // operations for the committer goroutine (committer.go)
 	ackKick chan struct{} // AckOutbox has queued deletes (outbox.go)
 	// leaseKick tells the timer loop a delivery lease was taken (lease.go).
 	leaseKick chan struct{}
@@ -132,8 +133,9 @@ func open(cfg Config, db *badger.DB) (_ *Engine, err error) {
 	e := &Engine{
 		cfg: cfg, db: db, clock: clock.New(cfg.Now), ids: clock.NewIDs(cfg.Entropy),
 		tax: cfg.Taxonomy, lg: cfg.Logger, inboxSig: map[string]chan struct{}{},
-		reqs: make(chan *request, maxBatchOps), ackKick: make(chan struct{}, 1), leaseKick: make(chan struct{}, 1), stop: make(chan struct{}), loopDone: make(chan struct{}),
+		ackKick: make(chan struct{}, 1), leaseKick: make(chan struct{}, 1), stop: make(chan struct{}), loopDone: make(chan struct{}),
 	}
+	e.queue = opqueue.Queue{C: make(chan *opqueue.Op, maxBatchOps), Stop: e.stop, Stopped: e.loopDone, Closed: ErrClosed, NotTaken: ErrNotTaken}
 	// The trail's key layout first (a data dir of an earlier release keeps
 	// records this build derives instead), then recovery step 1, the
 	// integrity check, before anything reads the trail (recovery.go).
