@@ -52,8 +52,8 @@ type Engine struct {
 	bg           sync.WaitGroup                     // background goroutines other than the committer (GC, the running check)
 	gcPasses     atomic.Uint64                      // value-log GC passes run
 	marks        atomic.Uint64                      // marks the running check moved (mark.go)
-	markMu       sync.Mutex                         // one running check or full verify at a time (mark.go)
-	verifying    atomic.Int32                       // full verifies waiting for or holding markMu
+	marking      chan struct{}                      // held (sent to) by the running check or a full verify: one at a time (mark.go)
+	verifying    atomic.Int32                       // full verifies waiting for or holding marking
 	markCancel   atomic.Pointer[context.CancelFunc] // cancels the running check's pass under way
 	gcInterval   time.Duration                      // the GC loop's period; 0 when none runs (set by Open)
 	stop         chan struct{}                      // closed by Close: the committer stops
@@ -135,6 +135,7 @@ func open(cfg Config, db *badger.DB) (_ *Engine, err error) {
 		tax: cfg.Taxonomy, lg: cfg.Logger, inboxSig: map[string]chan struct{}{},
 		ackKick: make(chan struct{}, 1), leaseKick: make(chan struct{}, 1), stop: make(chan struct{}), loopDone: make(chan struct{}),
 	}
+	e.marking = make(chan struct{}, 1)
 	e.queue = opqueue.Queue{C: make(chan *opqueue.Op, maxBatchOps), Stop: e.stop, Stopped: e.loopDone, Closed: ErrClosed, NotTaken: ErrNotTaken}
 	// The trail's key layout first (a data dir of an earlier release keeps
 	// records this build derives instead), then recovery step 1, the

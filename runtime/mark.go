@@ -12,7 +12,7 @@ import (
 // the engine checks what it wrote since the mark and moves the mark, so
 // that the check at the next start reads only the last seconds' entries.
 // A full verify (VerifyTrail) that passes moves the mark too: it read every
-// entry. The two never run at once (Engine.markMu): they would read the
+// entry. The two never run at once (Engine.marking): they would read the
 // same entries twice over. A verify cancels a pass under way and a pass
 // does not start while a verify is waiting or running (Engine.verifying,
 // Engine.markCancel): the verify does what the pass would.
@@ -28,8 +28,12 @@ func (e *Engine) runMarks(interval time.Duration) {
 	dbupkeep.Every(interval, e.stop, func(ctx context.Context) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		e.markMu.Lock()
-		defer e.markMu.Unlock()
+		select {
+		case e.marking <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		defer func() { <-e.marking }()
 		// A verify sets verifying, then cancels the pass it finds: either
 		// it finds this pass's cancel or this pass sees it verifying.
 		e.markCancel.Store(&cancel)

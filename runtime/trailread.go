@@ -69,8 +69,12 @@ func (e *Engine) VerifyTrail(ctx context.Context, ws string) (trail.VerifyResult
 	if cancel := e.markCancel.Load(); cancel != nil {
 		(*cancel)() // the running check's pass: this verify does what it would
 	}
-	e.markMu.Lock()
-	defer e.markMu.Unlock()
+	select { // wait for the running check's pass to end, or another verify
+	case e.marking <- struct{}{}:
+	case <-ctx.Done():
+		return trail.VerifyResult{}, fmt.Errorf("verify: %w", context.Cause(ctx))
+	}
+	defer func() { <-e.marking }()
 	rep, err := integrity.Check(ctx, e.db, opts)
 	if err != nil {
 		return trail.VerifyResult{}, fmt.Errorf("verify: %w", err)
