@@ -1,7 +1,7 @@
 // Package integrity is wacpd's one verifier of a stored database: every
 // structure the daemon relies on, checked with one rule set, for the
 // recovery procedure at start (and -full-check), the daemon's running
-// check (Mark: mark.go), its audit.trail.verify and the offline
+// check (Marker.Pass: mark.go), its audit.trail.verify and the offline
 // auditor (datadir.Verify).
 //
 // # Model

@@ -48,18 +48,16 @@ type Engine struct {
 	// pipelinedOps counts operations run in a batch built while another
 	// was being written.
 	pipelinedOps atomic.Uint64
-	receivedOps  atomic.Uint64                      // operations the committer has received from its queue
-	bg           sync.WaitGroup                     // background goroutines other than the committer (GC, the running check)
-	gcPasses     atomic.Uint64                      // value-log GC passes run
-	marks        atomic.Uint64                      // marks the running check moved (mark.go)
-	marking      chan struct{}                      // held (sent to) by the running check or a full verify: one at a time (mark.go)
-	verifying    atomic.Int32                       // full verifies waiting for or holding marking
-	markCancel   atomic.Pointer[context.CancelFunc] // cancels the running check's pass under way
-	gcInterval   time.Duration                      // the GC loop's period; 0 when none runs (set by Open)
-	stop         chan struct{}                      // closed by Close: the committer stops
-	loopDone     chan struct{}                      // closed when the committer has stopped
-	closeOnce    sync.Once                          // runs close
-	closeErr     error                              // close's result, set inside closeOnce
+	receivedOps  atomic.Uint64     // operations the committer has received from its queue
+	bg           sync.WaitGroup    // background goroutines other than the committer (GC, the running check)
+	gcPasses     atomic.Uint64     // value-log GC passes run
+	marks        atomic.Uint64     // marks the running check moved (mark.go)
+	marker       *integrity.Marker // the running check's passes and full verifies, one at a time (mark.go)
+	gcInterval   time.Duration     // the GC loop's period; 0 when none runs (set by Open)
+	stop         chan struct{}     // closed by Close: the committer stops
+	loopDone     chan struct{}     // closed when the committer has stopped
+	closeOnce    sync.Once         // runs close
+	closeErr     error             // close's result, set inside closeOnce
 
 	mu     sync.Mutex // guards everything below; the committer holds it while it runs operations
 	open   *openBatch // the batch being filled; set only while the committer runs operations
@@ -135,7 +133,7 @@ func open(cfg Config, db *badger.DB) (_ *Engine, err error) {
 		tax: cfg.Taxonomy, lg: cfg.Logger, inboxSig: map[string]chan struct{}{},
 		ackKick: make(chan struct{}, 1), leaseKick: make(chan struct{}, 1), stop: make(chan struct{}), loopDone: make(chan struct{}),
 	}
-	e.marking = make(chan struct{}, 1)
+	e.marker = integrity.NewMarker(db)
 	e.queue = opqueue.Queue{C: make(chan *opqueue.Op, maxBatchOps), Stop: e.stop, Stopped: e.loopDone, Closed: ErrClosed, NotTaken: ErrNotTaken}
 	// The trail's key layout first (a data dir of an earlier release keeps
 	// records this build derives instead), then recovery step 1, the

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -66,31 +65,4 @@ func writeChain(t *testing.T, e *Engine, count int) uint64 {
 		parent = &cp.ID
 	}
 	return e.log.Len()
-}
-
-// TestVerifyAndTheRunningCheck: a verify cancels the running check's pass
-// under way and waits for it to end, within its own context.
-func TestVerifyAndTheRunningCheck(t *testing.T) {
-	e := openTest(t, func(c *Config) { c.MarkInterval = -1 })
-	writeChain(t, e, 2)
-	// A pass under way: it holds marking, and its cancel is published.
-	e.marking <- struct{}{}
-	cancelled := make(chan struct{})
-	cancelPass := context.CancelFunc(func() { close(cancelled) })
-	e.markCancel.Store(&cancelPass)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := e.VerifyTrail(ctx, ""); !errors.Is(err, context.Canceled) {
-		t.Fatalf("VerifyTrail with its context ended while a pass runs = %v, want context.Canceled", err)
-	}
-	select {
-	case <-cancelled:
-	default:
-		t.Error("the verify did not cancel the running check's pass")
-	}
-	e.markCancel.Store(nil)
-	<-e.marking // the pass ends
-	if v, err := e.VerifyTrail(context.Background(), ""); err != nil || !v.OK {
-		t.Fatalf("VerifyTrail once the pass ended = %+v, %v", v, err)
-	}
 }

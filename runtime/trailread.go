@@ -6,7 +6,6 @@ import (
 
 	"github.com/wacpd/wacpd/integrity"
 	"github.com/wacpd/wacpd/trail"
-	"github.com/wacpd/wacpd/trail/traillog"
 	"github.com/wacpd/wacpd/wire"
 )
 
@@ -64,28 +63,14 @@ func (e *Engine) VerifyTrail(ctx context.Context, ws string) (trail.VerifyResult
 	case Code(err) != wire.CodeNotFound:
 		return trail.VerifyResult{}, err
 	}
-	e.verifying.Add(1)
-	defer e.verifying.Add(-1)
-	if cancel := e.markCancel.Load(); cancel != nil {
-		(*cancel)() // the running check's pass: this verify does what it would
-	}
-	select { // wait for the running check's pass to end, or another verify
-	case e.marking <- struct{}{}:
-	case <-ctx.Done():
-		return trail.VerifyResult{}, fmt.Errorf("verify: %w", context.Cause(ctx))
-	}
-	defer func() { <-e.marking }()
-	rep, err := integrity.Check(ctx, e.db, opts)
-	if err != nil {
+	rep, moved, err := e.marker.Verify(ctx, opts)
+	switch {
+	case err != nil && !rep.OK: // the check could not run
 		return trail.VerifyResult{}, fmt.Errorf("verify: %w", err)
-	}
-	if rep.OK && !e.cfg.InMemory {
-		// Every entry was read back: the running check need not again.
-		if err := traillog.MarkChecked(e.db, rep.Trail); err != nil {
-			e.lg.Warn("verify: move the trail's mark", "err", err)
-		} else {
-			e.marks.Add(1)
-		}
+	case err != nil:
+		e.lg.Warn("verify: move the trail's mark", "err", err)
+	case moved:
+		e.marks.Add(1)
 	}
 	return rep.Verdict(), nil
 }
