@@ -37,6 +37,11 @@ type CheckOptions struct {
 	reference bool // tests: skip the accelerated check
 }
 
+// visits reports whether Visit is called with an entry of event type typ.
+func (o CheckOptions) visits(typ string) bool {
+	return o.Visit != nil && (o.VisitEvent == "" || typ == string(o.VisitEvent))
+}
+
 // CheckResult is the outcome of Check: the longest prefix of the stored
 // global trail that passes every check, and what is wrong after it.
 type CheckResult struct {
@@ -276,7 +281,7 @@ func (c *checker) entries(txn *badger.Txn) error {
 			c.fail(f)
 			break
 		}
-		if c.opts.Visit != nil && (c.opts.VisitEvent == "" || e.EventType == c.opts.VisitEvent) {
+		if c.opts.visits(string(e.EventType)) {
 			c.opts.Visit(seq, e)
 		}
 		if e.Workspace != "" {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/transparency-dev/merkle/compact"
 
 	"github.com/wacpd/wacpd/trail"
 )
@@ -111,11 +110,7 @@ func (c *checker) resume(txn *badger.Txn) {
 // signedRootStored reports whether the stored Merkle nodes of the first
 // size entries hash to root.
 func signedRootStored(txn *badger.Txn, size uint64, root []byte) bool {
-	hashes, err := nodes(txn, compact.RangeNodes(0, size, nil))
-	if err != nil {
-		return false
-	}
-	rng, err := trail.RangeFactory.NewRange(0, size, hashes)
+	rng, err := storedRange(txn, size)
 	if err != nil {
 		return false
 	}

@@ -69,14 +69,13 @@ func (l *Log) loadRange() (*compact.Range, error) {
 	if n == 0 {
 		return trail.RangeFactory.NewEmptyRange(0), nil
 	}
-	var hashes [][]byte
-	err := view(l.db, "read merkle tree", func(txn *badger.Txn) error {
-		var err error
-		hashes, err = nodes(txn, compact.RangeNodes(0, n, nil))
+	var rng *compact.Range
+	err := view(l.db, "read merkle tree", func(txn *badger.Txn) (err error) {
+		rng, err = storedRange(txn, n)
 		return err
 	})
 	if err == nil {
-		return trail.RangeFactory.NewRange(0, n, hashes)
+		return rng, nil
 	}
 	if !errors.Is(err, badger.ErrKeyNotFound) {
 		return nil, err
@@ -143,20 +142,26 @@ func (l *Log) Root(size uint64) ([]byte, error) {
 	case size == cur.End():
 		return cur.GetRootHash(nil)
 	}
-	var hashes [][]byte
-	err := view(l.db, "read merkle root", func(txn *badger.Txn) error {
-		var err error
-		hashes, err = nodes(txn, compact.RangeNodes(0, size, nil))
+	var r *compact.Range
+	err := view(l.db, "read merkle root", func(txn *badger.Txn) (err error) {
+		r, err = storedRange(txn, size)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	r, err := trail.RangeFactory.NewRange(0, size, hashes)
+	return r.GetRootHash(nil)
+}
+
+// storedRange returns the compact range of the first size entries' tree,
+// from the stored Merkle nodes (those below minNodeLevel computed from the
+// entries by nodes).
+func storedRange(txn *badger.Txn, size uint64) (*compact.Range, error) {
+	hashes, err := nodes(txn, compact.RangeNodes(0, size, nil))
 	if err != nil {
 		return nil, err
 	}
-	return r.GetRootHash(nil)
+	return trail.RangeFactory.NewRange(0, size, hashes)
 }
 
 // InclusionProof returns the audit path of leaf index (entry #index+1) in

@@ -139,7 +139,7 @@ func (c *checker) fastEntries(txn *badger.Txn) bool {
 				}
 			}
 			tree.add(leaf)
-			if c.opts.Visit != nil && (c.opts.VisitEvent == "" || string(r.typ) == string(c.opts.VisitEvent)) {
+			if c.opts.visits(string(r.typ)) {
 				s, ok := parseStored(v)
 				if !ok {
 					return errFastPath
