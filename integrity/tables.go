@@ -195,19 +195,15 @@ func lockDir(dir string) (unlock func(), ok bool) {
 // table deleted meanwhile is short or empty here and fails, and
 // VerifyTables then finds the table gone from the database and skips it.
 func verifyTable(path string, topts table.Options, buf []byte) ([]byte, error) {
-	f, err := os.Open(path)
+	f, size, err := openTableFile(path)
 	if err != nil {
-		return buf, fmt.Errorf("read %s: %w", filepath.Base(path), err)
+		return buf, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return buf, fmt.Errorf("read %s: %w", filepath.Base(path), err)
+	if int64(cap(buf)) < size {
+		buf = make([]byte, size)
 	}
-	if int64(cap(buf)) < fi.Size() {
-		buf = make([]byte, fi.Size())
-	}
-	n, err := io.ReadFull(f, buf[:fi.Size()])
+	n, err := io.ReadFull(f, buf[:size])
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
 		return buf, fmt.Errorf("read %s: %w", filepath.Base(path), err)
 	}
@@ -256,22 +252,32 @@ func openTable(path string, data []byte, topts table.Options) (err error) {
 
 // mapFile maps the file at path read-only.
 func mapFile(path string) ([]byte, error) {
-	base := filepath.Base(path)
-	f, err := os.Open(path)
+	f, size, err := openTableFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", base, err)
+		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", base, err)
-	}
-	if fi.Size() == 0 {
+	base := filepath.Base(path)
+	if size == 0 {
 		return nil, fmt.Errorf("damaged: %s is empty", base)
 	}
-	m, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	m, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("map %s: %w", base, err)
 	}
 	return m, nil
+}
+
+// openTableFile opens the file at path for reading and returns its size.
+func openTableFile(path string) (*os.File, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read %s: %w", filepath.Base(path), err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, fmt.Errorf("read %s: %w", filepath.Base(path), err)
+	}
+	return f, fi.Size(), nil
 }
