@@ -1,8 +1,6 @@
 package bench
 
 import (
-	"bufio"
-	"bytes"
 	"expvar"
 	"os"
 	"strconv"
@@ -35,18 +33,19 @@ func selfStatus(name string) int64 {
 
 // statusField returns the line of a /proc/<pid>/status that starts with
 // name (a size in kB, such as "VmHWM:") in bytes, or 0.
-func statusField(status []byte, name string) int64 {
-	sc := bufio.NewScanner(bytes.NewReader(status))
-	for sc.Scan() {
-		v, ok := strings.CutPrefix(sc.Text(), name)
-		if !ok {
-			continue
+func statusField(status []byte, name string) int64 { return procField(status, name, "kB") << 10 }
+
+// procField returns the number on the line of a /proc file b that starts
+// with name, followed by unit (if any), or 0.
+func procField(b []byte, name, unit string) int64 {
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, name); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), unit)), 10, 64)
+			if err != nil {
+				return 0
+			}
+			return n
 		}
-		kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-		if err != nil {
-			return 0
-		}
-		return kb << 10
 	}
 	return 0
 }
@@ -64,13 +63,7 @@ func writtenBytes() int64 {
 	if err != nil {
 		return 0
 	}
-	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, "write_bytes:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			return n
-		}
-	}
-	return 0
+	return procField(b, "write_bytes:", "")
 }
 
 // compactedBytes returns what Badger's compactions in this process wrote
