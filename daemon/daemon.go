@@ -210,10 +210,10 @@ func (r *Daemon) Run(ctx context.Context) (err error) {
 
 	// Background workers: owned here, stopped by the shutdown stack.
 	pub, err := newPublisher(r.eng, r.js, r.nc, r.cfg.Logger, r.metrics)
-	pub.recover = r.recoverJetStream
 	if err != nil {
 		return err
 	}
+	pub.recover = r.recoverJetStream
 	bg, stopBG := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(2)

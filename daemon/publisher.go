@@ -16,10 +16,11 @@ import (
 )
 
 // publisher moves committed signals from the outbox to the WACP_SIGNALS
-// stream and committed trail entries to the live feed. The engine only
-// notifies it (OnCommit must not block); the publisher reads the outbox
-// itself, so a signal is published after its commit and again after a crash
-// until the stream confirmed it.
+// stream and committed trail entries to the live feed. The engine hands it
+// each commit's outbox items (OnCommit must not block); it publishes them
+// from memory, and reads the outbox itself when memory may lack some, so a
+// signal is published after its commit and again after a crash until the
+// stream confirmed it.
 type publisher struct {
 	eng *runtime.Engine
 	js  jetstream.JetStream
@@ -32,12 +33,30 @@ type publisher struct {
 
 	wake   chan struct{} // signals: the outbox may have items
 	cursor string        // the last signal id confirmed; owned by runSignals
+	high   string        // the last signal id sent or confirmed; owned by runSignals
 
-	mu      sync.Mutex // guards feed and feedCh
+	mu      sync.Mutex // guards feed, feedCh, queue and behind
 	feed    []trail.Entry
 	feedCh  chan struct{}
 	flushed chan chan struct{} // flush requests for the signal loop
+	// queue holds the outbox items of commits (each commit's Outbox), to
+	// publish from memory; behind says the outbox may hold items queue
+	// lacks (at start, after degraded mode, after a failed publish, or
+	// when queue grew past maxQueued), so the loop reads the database.
+	queue  []runtime.Commit
+	queued int
+	behind bool
 }
+
+// maxQueued bounds the items held in memory for publishing; past it they
+// are dropped and read back from the outbox.
+const maxQueued = 4096
+
+// maxInFlight bounds the signals published and not yet acknowledged.
+const maxInFlight = 1024
+
+// ackTimeout bounds the wait for the stream's acknowledgement of a signal.
+const ackTimeout = 5 * time.Second
 
 // newPublisher returns a publisher of eng's commits. It must be created
 // before anything commits: the outbox depth it reports to m starts from the
@@ -47,7 +66,7 @@ func newPublisher(eng *runtime.Engine, js jetstream.JetStream, nc *nats.Conn, lg
 		lg = slog.New(slog.DiscardHandler)
 	}
 	p := &publisher{eng: eng, js: js, nc: nc, lg: lg, m: m, wake: make(chan struct{}, 1),
-		feedCh: make(chan struct{}, 1), flushed: make(chan chan struct{})}
+		feedCh: make(chan struct{}, 1), flushed: make(chan chan struct{}), behind: true}
 	if m != nil {
 		n, err := eng.OutboxLen()
 		if err != nil {
@@ -71,46 +90,209 @@ func (p *publisher) poke() {
 func (p *publisher) onCommit(c runtime.Commit) {
 	if len(c.Outbox) > 0 {
 		p.m.outboxAdd(len(c.Outbox))
-		p.poke()
-	}
-	if c.Reloaded {
-		p.poke() // items of a write reported failed may be in the outbox
 	}
 	p.mu.Lock()
 	p.feed = append(p.feed, c.Entries...)
+	switch {
+	case c.Reloaded:
+		// Items of a write reported failed may be in the outbox.
+		p.behind, p.queue, p.queued = true, nil, 0
+	case len(c.Outbox) == 0 || p.behind:
+	case p.queued+len(c.Outbox) > maxQueued:
+		p.behind, p.queue, p.queued = true, nil, 0
+	default:
+		p.queue = append(p.queue, runtime.Commit{Outbox: c.Outbox})
+		p.queued += len(c.Outbox)
+	}
 	p.mu.Unlock()
+	if len(c.Outbox) > 0 || c.Reloaded {
+		p.poke()
+	}
 	select {
 	case p.feedCh <- struct{}{}:
 	default:
 	}
 }
 
-// runSignals publishes the outbox until ctx is done.
+// runSignals publishes the outbox until ctx is done. Committed items are
+// published from memory as they come, without waiting for the
+// acknowledgements of those before them (up to maxInFlight); the
+// acknowledgements are taken in order, and each confirmed prefix is removed
+// from the outbox. Whenever the memory may lack items (behind), the loop
+// first publishes the outbox from the database (drain). A failed publish
+// leaves the rest in the outbox, to be read back after a pause.
 func (p *publisher) runSignals(ctx context.Context) {
 	retry := time.NewTimer(time.Hour)
+	retry.Stop()
 	defer retry.Stop()
+	timeout := time.NewTimer(time.Hour)
+	timeout.Stop()
+	defer timeout.Stop()
+	var (
+		inflight []sent
+		waiting  []chan struct{} // flush requests
+		paused   bool            // after a failure, until retry fires
+	)
+	fail := func(err error) {
+		p.lg.Warn("publish signals; will retry", "err", err)
+		inflight = nil // unconfirmed: they stay in the outbox
+		p.mu.Lock()
+		p.behind, p.queue, p.queued = true, nil, 0
+		p.mu.Unlock()
+		if p.recover != nil {
+			if rerr := p.recover(ctx); rerr != nil {
+				p.lg.Warn("restore jetstream; will retry", "err", rerr)
+			}
+		}
+		paused = true
+		retry.Reset(250 * time.Millisecond)
+		for _, w := range waiting {
+			close(w)
+		}
+		waiting = nil
+	}
 	for {
-		var done chan struct{}
+		if !paused {
+			var err error
+			if inflight, err = p.publish(ctx, inflight); err != nil {
+				fail(err)
+			}
+		}
+		if len(inflight) == 0 && len(waiting) > 0 && p.idle() {
+			for _, w := range waiting {
+				close(w)
+			}
+			waiting = nil
+		}
+		var okC <-chan *jetstream.PubAck
+		var errC <-chan error
+		if len(inflight) > 0 {
+			okC, errC = inflight[0].f.Ok(), inflight[0].f.Err()
+			timeout.Reset(time.Until(inflight[0].at.Add(ackTimeout)))
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-p.wake:
 		case <-retry.C:
-		case done = <-p.flushed:
+			paused = false
+		case w := <-p.flushed:
+			waiting = append(waiting, w)
+		case <-okC:
+			inflight = p.confirm(inflight)
+		case err := <-errC:
+			fail(fmt.Errorf("publish %s: %w", inflight[0].id, err))
+		case <-timeout.C:
+			fail(fmt.Errorf("publish %s: no acknowledgement from the stream in %s", inflight[0].id, ackTimeout))
+		}
+		timeout.Stop()
+	}
+}
+
+// sent is a signal published and not yet confirmed.
+type sent struct {
+	id string
+	f  jetstream.PubAckFuture
+	at time.Time // when it was published
+}
+
+// idle reports whether nothing waits to be published.
+func (p *publisher) idle() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.behind && p.queued == 0
+}
+
+// publish sends what waits: the outbox from the database when behind
+// (once every earlier publish is confirmed), else the queued items, up to
+// maxInFlight unconfirmed. It returns the unconfirmed ones.
+func (p *publisher) publish(ctx context.Context, inflight []sent) ([]sent, error) {
+	p.mu.Lock()
+	behind := p.behind
+	if behind && len(inflight) == 0 {
+		p.behind, p.queue, p.queued = false, nil, 0
+	}
+	p.mu.Unlock()
+	if behind {
+		if len(inflight) > 0 {
+			return inflight, nil // drain once they are confirmed
 		}
 		if err := p.drain(ctx); err != nil {
-			p.lg.Warn("publish signals; will retry", "err", err)
-			if p.recover != nil {
-				if rerr := p.recover(ctx); rerr != nil {
-					p.lg.Warn("restore jetstream; will retry", "err", rerr)
-				}
-			}
-			retry.Reset(250 * time.Millisecond)
+			return nil, err
 		}
-		if done != nil {
-			close(done)
+		p.high = max(p.high, p.cursor)
+		return nil, nil
+	}
+	for len(inflight) < maxInFlight {
+		p.mu.Lock()
+		if len(p.queue) == 0 {
+			p.mu.Unlock()
+			return inflight, nil
+		}
+		c := p.queue[0]
+		p.queue = p.queue[1:]
+		p.queued -= len(c.Outbox)
+		p.mu.Unlock()
+		for _, it := range c.Outbox {
+			if it.ID <= p.high {
+				continue // a drain published it
+			}
+			expect := ""
+			if len(inflight) > 0 {
+				expect = inflight[len(inflight)-1].id
+			}
+			f, err := p.send(it.ID, it.Subject, it.Signal, expect)
+			if err != nil {
+				return inflight, err
+			}
+			inflight = append(inflight, sent{id: it.ID, f: f, at: time.Now()})
+			p.high = it.ID
 		}
 	}
+	return inflight, nil
+}
+
+// confirm removes the confirmed prefix of inflight from the outbox; the
+// first's acknowledgement has been received.
+func (p *publisher) confirm(inflight []sent) []sent {
+	n := 1
+	for n < len(inflight) {
+		select {
+		case <-inflight[n].f.Ok():
+			n++
+			continue
+		default:
+		}
+		break
+	}
+	ids := make([]string, n)
+	for i := range n {
+		ids[i] = inflight[i].id
+	}
+	if err := p.eng.AckOutbox(ids...); err != nil {
+		// The engine is closing: the items are published again at start.
+		p.lg.Warn("confirm signals", "err", err)
+	}
+	p.cursor = ids[n-1]
+	p.m.outboxAdd(-n)
+	p.m.signalsPublished(n)
+	return inflight[n:]
+}
+
+// send publishes one signal with its id as Nats-Msg-Id and, unless expect
+// is empty, the id of the signal the stream must hold last.
+func (p *publisher) send(id, subject string, sig any, expect string) (jetstream.PubAckFuture, error) {
+	b, err := json.Marshal(sig)
+	if err != nil {
+		return nil, err
+	}
+	msg := nats.NewMsg(subject)
+	msg.Data = b
+	msg.Header.Set(jetstream.MsgIDHeader, id)
+	if expect != "" {
+		msg.Header.Set(jetstream.ExpectedLastMsgIDHeader, expect)
+	}
+	return p.js.PublishMsgAsync(msg)
 }
 
 // drain publishes every outbox item, oldest first, and removes each batch
@@ -134,20 +316,13 @@ func (p *publisher) drain(ctx context.Context) error {
 		futures := make([]jetstream.PubAckFuture, 0, len(items))
 		var perr error
 		for i, it := range items {
-			b, err := json.Marshal(it.Signal)
-			if err != nil {
-				perr = err
-				break
-			}
-			msg := nats.NewMsg(it.Subject)
-			msg.Data = b
-			msg.Header.Set(jetstream.MsgIDHeader, it.ID)
+			// Everything before items[0] is confirmed, so the first needs
+			// no expectation.
+			expect := ""
 			if i > 0 {
-				// Everything before items[0] is confirmed, so the first
-				// needs no expectation.
-				msg.Header.Set(jetstream.ExpectedLastMsgIDHeader, items[i-1].ID)
+				expect = items[i-1].ID
 			}
-			f, err := p.js.PublishMsgAsync(msg)
+			f, err := p.send(it.ID, it.Subject, it.Signal, expect)
 			if err != nil {
 				perr = err
 				break
