@@ -36,7 +36,46 @@ type Bounds struct {
 	// batched only by Badger): what a service built in an afternoon from
 	// the same parts does.
 	HandBuilt BoundRun `json:"hand_built"`
+	// Volume is the hand-built service with group commit (one synchronous
+	// transaction for every request waiting, the next built while one is
+	// written) that stores, per request, as many keys and bytes as the
+	// daemon wrote per checkpoint in this run's load (Shape), and does
+	// nothing else. No server that stores what the daemon stores in Badger
+	// is faster. Measured after the load (it needs the load's figures),
+	// only with the in-process daemon.
+	Volume *BoundRun `json:"volume,omitempty"`
+	Shape  *Shape    `json:"volume_shape,omitempty"`
 }
+
+// Shape is what the volume bound writes per request: Puts keys of
+// Value-byte values, from the daemon's writes per checkpoint (Written).
+type Shape struct {
+	Puts  int `json:"puts"`
+	Value int `json:"value_bytes"`
+}
+
+// volumeKeyLen is the length of the volume bound's keys: a slot byte and a
+// sequence number.
+const volumeKeyLen = 9
+
+// shapeOf returns the shape of w's writes per checkpoint, or nil if w has
+// none: Badger counts a key with its 8-byte version and 2 bytes of meta.
+func shapeOf(w *Written) *Shape {
+	if w == nil || w.PutsPerCheckpoint < 1 {
+		return nil
+	}
+	puts := int(w.PutsPerCheckpoint + 0.5)
+	return &Shape{Puts: puts, Value: max(int(w.BytesPerCheckpoint)/puts-(volumeKeyLen+8)-2, 1)}
+}
+
+// boundStore is how a bound's server stores a request before answering.
+type boundStore int
+
+const (
+	storeNothing boundStore = iota // the transport bound
+	storeEach                      // the hand-built bound: a transaction per request
+	storeGrouped                   // the volume bound: group commit, a Shape per request
+)
 
 // BoundRun is one bound's load figures.
 type BoundRun struct {
@@ -67,10 +106,9 @@ type boundMessages struct {
 // boundTimeout bounds each request of a bound.
 const boundTimeout = 30 * time.Second
 
-// measureBounds runs the transport bound, then the hand-built one, each in
-// its own directory under dir, with clients requesters for d or, if n is
-// positive, n requests in all.
-func measureBounds(ctx context.Context, dir string, clients, size int, d time.Duration, n int) (Bounds, error) {
+// newBoundMessages returns the bounds' messages for a payload of size
+// bytes.
+func newBoundMessages(size int) (boundMessages, error) {
 	req := checkpointRequest(string(payload(size)), nil)
 	cp := checkpointchain.Checkpoint{
 		ID: "01M80000000000000000000000", Workspace: "01M80000000000000000000001", Type: req.Type,
@@ -78,27 +116,51 @@ func measureBounds(ctx context.Context, dir string, clients, size int, d time.Du
 		Timestamp: clock.Format(time.Now()),
 	}
 	if _, err := checkpointchain.Seal(&cp); err != nil {
-		return Bounds{}, err
+		return boundMessages{}, err
 	}
 	reply, err := json.Marshal(cp)
 	if err != nil {
+		return boundMessages{}, err
+	}
+	return boundMessages{req: req, reply: reply}, nil
+}
+
+// measureBounds runs the transport bound, then the hand-built one, each in
+// its own directory under dir, with clients requesters for d or, if n is
+// positive, n requests in all.
+func measureBounds(ctx context.Context, dir string, clients, size int, d time.Duration, n int) (Bounds, error) {
+	msgs, err := newBoundMessages(size)
+	if err != nil {
 		return Bounds{}, err
 	}
-	msgs := boundMessages{req: req, reply: reply}
 	var b Bounds
-	if b.Transport, err = runBound(ctx, filepath.Join(dir, "transport"), clients, msgs, d, n, false); err != nil {
+	if b.Transport, err = runBound(ctx, filepath.Join(dir, "transport"), clients, msgs, d, n, storeNothing, Shape{}); err != nil {
 		return Bounds{}, fmt.Errorf("transport bound: %w", err)
 	}
-	if b.HandBuilt, err = runBound(ctx, filepath.Join(dir, "hand-built"), clients, msgs, d, n, true); err != nil {
+	if b.HandBuilt, err = runBound(ctx, filepath.Join(dir, "hand-built"), clients, msgs, d, n, storeEach, Shape{}); err != nil {
 		return Bounds{}, fmt.Errorf("hand-built bound: %w", err)
 	}
 	return b, nil
 }
 
+// measureVolume runs the volume bound in dir, as measureBounds runs the
+// others.
+func measureVolume(ctx context.Context, dir string, clients, size int, d time.Duration, n int, shape Shape) (BoundRun, error) {
+	msgs, err := newBoundMessages(size)
+	if err != nil {
+		return BoundRun{}, err
+	}
+	run, err := runBound(ctx, filepath.Join(dir, "volume"), clients, msgs, d, n, storeGrouped, shape)
+	if err != nil {
+		return BoundRun{}, fmt.Errorf("volume bound: %w", err)
+	}
+	return run, nil
+}
+
 // runBound starts a NATS server with JetStream under dir, serves requests
-// (storing each in Badger under dir when durable), runs the requesters and
+// (storing them in Badger under dir as store says), runs the requesters and
 // waits for the consumer to have every signal.
-func runBound(ctx context.Context, dir string, clients int, msgs boundMessages, d time.Duration, n int, durable bool) (_ BoundRun, err error) {
+func runBound(ctx context.Context, dir string, clients int, msgs boundMessages, d time.Duration, n int, store boundStore, shape Shape) (_ BoundRun, err error) {
 	ns, err := server.NewServer(&server.Options{
 		Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true, StoreDir: filepath.Join(dir, "jetstream"),
 		NoLog: true, NoSigs: true,
@@ -115,7 +177,7 @@ func runBound(ctx context.Context, dir string, clients int, msgs boundMessages, 
 		return BoundRun{}, errors.New("nats server not ready after 10s")
 	}
 	var db *badger.DB
-	if durable {
+	if store != storeNothing {
 		if db, err = badger.Open(badger.DefaultOptions(filepath.Join(dir, "db")).WithSyncWrites(true).WithLogger(nil)); err != nil {
 			return BoundRun{}, fmt.Errorf("open badger: %w", err)
 		}
@@ -125,7 +187,7 @@ func runBound(ctx context.Context, dir string, clients int, msgs boundMessages, 
 			}
 		}()
 	}
-	srv, err := startBoundServer(ctx, ns.ClientURL(), db, msgs.reply)
+	srv, err := startBoundServer(ctx, ns.ClientURL(), db, store, shape, msgs.reply)
 	if err != nil {
 		return BoundRun{}, err
 	}
@@ -157,6 +219,12 @@ type boundServer struct {
 	handlers  sync.WaitGroup
 	failed    atomic.Pointer[error]
 
+	// With storeGrouped: requests wait in queue for the committer, which
+	// stops when done is closed.
+	queue     chan groupedReq
+	done      chan struct{}
+	committer sync.WaitGroup
+
 	mu      sync.Mutex      // guards latency
 	latency []time.Duration // of each signal consumed
 }
@@ -176,7 +244,7 @@ func stamp(signal []byte, t time.Time) []byte {
 	return out
 }
 
-func startBoundServer(ctx context.Context, url string, db *badger.DB, reply []byte) (_ *boundServer, err error) {
+func startBoundServer(ctx context.Context, url string, db *badger.DB, store boundStore, shape Shape, reply []byte) (_ *boundServer, err error) {
 	s := &boundServer{}
 	defer func() {
 		if err != nil {
@@ -220,13 +288,30 @@ func startBoundServer(ctx context.Context, url string, db *badger.DB, reply []by
 		return nil, fmt.Errorf("consume: %w", err)
 	}
 	signal := payload(boundSignalSize)
+	answer := func(m *nats.Msg, took time.Time) {
+		if _, err := s.js.PublishAsync("bound.sig."+m.Subject[len("bound.req."):], stamp(signal, took)); err != nil {
+			s.fail(err)
+			return
+		}
+		if err := m.Respond(reply); err != nil {
+			s.fail(err)
+		}
+	}
+	if store == storeGrouped {
+		s.queue, s.done = make(chan groupedReq, 1024), make(chan struct{})
+		s.committer.Go(func() { s.commitGroups(db, shape, answer) })
+	}
 	var seq atomic.Uint64
 	_, err = s.nc.QueueSubscribe("bound.req.*", "bound", func(m *nats.Msg) {
 		s.handlers.Add(1)
 		took := time.Now()
+		if store == storeGrouped {
+			s.queue <- groupedReq{m: m, took: took} // the committer answers
+			return
+		}
 		go func() {
 			defer s.handlers.Done()
-			if db != nil {
+			if store == storeEach {
 				key := binary.BigEndian.AppendUint64([]byte("cp/"), seq.Add(1))
 				if err := db.Update(func(txn *badger.Txn) error { return txn.Set(key, m.Data) }); err != nil {
 					s.fail(err)
@@ -234,13 +319,7 @@ func startBoundServer(ctx context.Context, url string, db *badger.DB, reply []by
 				}
 				s.stored.Add(1)
 			}
-			if _, err := s.js.PublishAsync("bound.sig."+m.Subject[len("bound.req."):], stamp(signal, took)); err != nil {
-				s.fail(err)
-				return
-			}
-			if err := m.Respond(reply); err != nil {
-				s.fail(err)
-			}
+			answer(m, took)
 		}()
 	})
 	if err != nil {
@@ -256,6 +335,80 @@ func startBoundServer(ctx context.Context, url string, db *badger.DB, reply []by
 }
 
 func (s *boundServer) fail(err error) { s.failed.CompareAndSwap(nil, &err) }
+
+// groupedReq is a request waiting for the volume bound's committer.
+type groupedReq struct {
+	m    *nats.Msg
+	took time.Time
+}
+
+// maxGroupBytes bounds what one group writes, well inside Badger's
+// transaction limit (15% of its 64 MiB memtables).
+const maxGroupBytes = 4 << 20
+
+// commitGroups is the volume bound's committer: it takes every request
+// waiting (at least one), writes shape.Puts values of shape.Value bytes
+// for each in one transaction, and hands the transaction to Badger without
+// waiting for it, so the next group is built while one is written; each
+// group's requests are answered once its synchronous write is done.
+func (s *boundServer) commitGroups(db *badger.DB, shape Shape, answer func(*nats.Msg, time.Time)) {
+	var seq uint64
+	for {
+		var group []groupedReq
+		select {
+		case r := <-s.queue:
+			group = append(group, r)
+		case <-s.done:
+			return
+		}
+	more:
+		for (len(group)+1)*shape.Puts*(shape.Value+volumeKeyLen+10) <= maxGroupBytes {
+			select {
+			case r := <-s.queue:
+				group = append(group, r)
+			default:
+				break more
+			}
+		}
+		txn := db.NewTransaction(true)
+		var err error
+		for _, r := range group {
+			for slot := range shape.Puts {
+				seq++
+				key := binary.BigEndian.AppendUint64([]byte{byte(slot)}, seq)
+				if err = txn.Set(key, fill(r.m.Data, shape.Value)); err != nil {
+					break
+				}
+			}
+		}
+		finish := func(err error) {
+			for _, r := range group {
+				if err != nil {
+					s.fail(err)
+				} else {
+					s.stored.Add(1)
+					answer(r.m, r.took)
+				}
+				s.handlers.Done()
+			}
+		}
+		if err != nil {
+			txn.Discard()
+			finish(err)
+			continue
+		}
+		txn.CommitWith(finish)
+	}
+}
+
+// fill returns n bytes of data, repeated as needed: values as compressible
+// as the requests.
+func fill(data []byte, n int) []byte {
+	out := make([]byte, n)
+	for i := 0; i < n && len(data) > 0; i += copy(out[i:], data) {
+	}
+	return out
+}
 
 // wait returns once the consumer has n signals, or the server's first
 // error.
@@ -293,6 +446,10 @@ func (s *boundServer) close() {
 		s.nc.Close()
 	}
 	s.handlers.Wait()
+	if s.done != nil {
+		close(s.done)
+		s.committer.Wait()
+	}
 	if s.coord != nil {
 		s.coord.Close()
 	}

@@ -92,6 +92,9 @@ type loadResult struct {
 	verify  VerifyReport
 	windows []Window
 	anon    int64 // the largest anonymous resident set sampled during the load
+	// puts and written are what Badger was given during the load, in this
+	// process (badgerWrites): the in-process daemon's writes.
+	puts, written int64
 }
 
 // runLoad sets up the workers, runs them under the coordinator's watch,
@@ -157,6 +160,7 @@ func drive(ctx context.Context, cfg Config, clients []*client.Client, dataDir st
 	ws := make([]worker, len(clients))
 	var wg sync.WaitGroup
 	smp := startSampler(dataDir)
+	puts0, written0 := badgerWrites()
 	start := time.Now()
 	for i, c := range clients {
 		wg.Go(func() {
@@ -167,6 +171,8 @@ func drive(ctx context.Context, cfg Config, clients []*client.Client, dataDir st
 	}
 	wg.Wait()
 	res := loadResult{elapsed: time.Since(start)}
+	puts1, written1 := badgerWrites()
+	res.puts, res.written = puts1-puts0, written1-written0
 	samples := smp.stop()
 	res.anon = peakAnon(samples)
 	if ctx.Err() != nil {

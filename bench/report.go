@@ -30,7 +30,10 @@ type Report struct {
 	RSSScope    string      `json:"peak_rss_scope"`
 	Floor       FloorReport `json:"floor"`
 	Bounds      *Bounds     `json:"bounds,omitempty"` // with -bounds
-	Ratios      Ratios      `json:"ratios"`
+	// Written is what the in-process daemon gave Badger per checkpoint
+	// during the load.
+	Written *Written `json:"written,omitempty"`
+	Ratios  Ratios   `json:"ratios"`
 	// Windows cut the load into windows of Config.Window checkpoints
 	// (none for a load shorter than two); Growth compares the last with
 	// the first.
@@ -52,6 +55,14 @@ type VerifyReport struct {
 	// OverBound is Rate / Bound.
 	Bound     float64 `json:"read_bound_entries_per_s,omitempty"`
 	OverBound float64 `json:"rate_over_read_bound,omitempty"`
+}
+
+// Written is what the daemon gave Badger per checkpoint: keys set or
+// deleted (with Badger's own transaction markers) and their bytes, as
+// Badger counts them (key with its version, value, two bytes of meta).
+type Written struct {
+	PutsPerCheckpoint  float64 `json:"puts_per_checkpoint"`
+	BytesPerCheckpoint float64 `json:"bytes_per_checkpoint"`
 }
 
 // FloorReport is the bare Badger baseline: single writer, one synchronous
@@ -76,6 +87,13 @@ type Ratios struct {
 	// AckP50OverHandBuilt is the daemon's ack p50 over the hand-built
 	// bound's.
 	AckP50OverHandBuilt float64 `json:"ack_p50_over_hand_built_ack_p50,omitempty"`
+	// With the volume bound: its rate and ack p50 over the hand-built
+	// bound's (what the targets would be for a server that only stores
+	// what the daemon stores), and the daemon's over the volume bound's.
+	VolumeRateOverHandBuilt   float64 `json:"volume_rate_over_hand_built_rate,omitempty"`
+	VolumeAckP50OverHandBuilt float64 `json:"volume_ack_p50_over_hand_built_ack_p50,omitempty"`
+	RateOverVolume            float64 `json:"throughput_over_volume_rate,omitempty"`
+	AckP50OverVolume          float64 `json:"ack_p50_over_volume_ack_p50,omitempty"`
 }
 
 // ratios returns the report's ratios.
@@ -91,6 +109,12 @@ func (r *Report) ratios() Ratios {
 		q.RateOverTransport = ratio(r.Rate, b.Transport.Rate)
 		q.RateOverHandBuilt = ratio(r.Rate, b.HandBuilt.Rate)
 		q.AckP50OverHandBuilt = ratio(float64(r.Acks.P50), float64(b.HandBuilt.Acks.P50))
+		if v := b.Volume; v != nil {
+			q.VolumeRateOverHandBuilt = ratio(v.Rate, b.HandBuilt.Rate)
+			q.VolumeAckP50OverHandBuilt = ratio(float64(v.Acks.P50), float64(b.HandBuilt.Acks.P50))
+			q.RateOverVolume = ratio(r.Rate, v.Rate)
+			q.AckP50OverVolume = ratio(float64(r.Acks.P50), float64(v.Acks.P50))
+		}
 	}
 	return q
 }
@@ -123,6 +147,10 @@ func (r *Report) WriteText(w io.Writer) error {
 		row("  its signals", b.Transport.SignalLatency)
 		row("bound: hand-built", b.HandBuilt.Acks)
 		row("  its signals", b.HandBuilt.SignalLatency)
+		if v := b.Volume; v != nil {
+			row("bound: volume", v.Acks)
+			row("  its signals", v.SignalLatency)
+		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -136,6 +164,13 @@ func (r *Report) WriteText(w io.Writer) error {
 	if b := r.Bounds; b != nil {
 		fmt.Fprintf(w, "transport    %.0f requests/s (bound: NATS request/reply and a JetStream signal each, nothing stored)\n", b.Transport.Rate)
 		fmt.Fprintf(w, "hand-built   %.0f requests/s (the same and one synchronous Badger transaction each)\n", b.HandBuilt.Rate)
+		if v, sh := b.Volume, b.Shape; v != nil && sh != nil {
+			fmt.Fprintf(w, "volume       %.0f requests/s (the hand-built with group commit, storing %d keys of %d bytes each: the daemon's writes per checkpoint)\n",
+				v.Rate, sh.Puts, sh.Value)
+		}
+	}
+	if x := r.Written; x != nil {
+		fmt.Fprintf(w, "written      %.1f keys and %.0f bytes per checkpoint given to Badger during the load\n", x.PutsPerCheckpoint, x.BytesPerCheckpoint)
 	}
 	fmt.Fprintf(w, "verify       %d entries in %s: %.0f entries/s (%s)\n",
 		r.Verify.Entries, dur(r.Verify.Elapsed), r.Verify.Rate, verified)
@@ -155,6 +190,12 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, "throughput / transport rate      %.2f\n", q.RateOverTransport)
 		fmt.Fprintf(w, "throughput / hand-built rate     %.2f\n", q.RateOverHandBuilt)
 		_, err = fmt.Fprintf(w, "ack p50 / hand-built ack p50     %.2f\n", q.AckP50OverHandBuilt)
+		if r.Bounds.Volume != nil && err == nil {
+			fmt.Fprintf(w, "volume rate / hand-built rate    %.2f\n", q.VolumeRateOverHandBuilt)
+			fmt.Fprintf(w, "volume ack p50 / hand-built p50  %.2f\n", q.VolumeAckP50OverHandBuilt)
+			fmt.Fprintf(w, "throughput / volume rate         %.2f\n", q.RateOverVolume)
+			_, err = fmt.Fprintf(w, "ack p50 / volume ack p50         %.2f\n", q.AckP50OverVolume)
+		}
 	}
 	if err != nil {
 		return err
@@ -207,13 +248,19 @@ func (r *Report) writeTargets(w io.Writer) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "\ntarget\tnow\t\tmet\n")
+	fmt.Fprintf(tw, "\ntarget\tnow\t\tmet\tbound\n")
 	for _, t := range r.Targets {
-		met := "yes"
+		met, bound := "yes", ""
 		if !t.Met {
 			met = "NO"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\n", t.Row, num(t.Value), t.Op, num(t.Limit), met)
+		if t.Bound > 0 {
+			bound = num(t.Bound)
+			if t.OutOfReach {
+				bound += " (out of reach)"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\t%s\n", t.Row, num(t.Value), t.Op, num(t.Limit), met, bound)
 	}
 	return tw.Flush()
 }

@@ -81,3 +81,17 @@ func compactedBytes() int64 {
 	})
 	return n
 }
+
+// badgerWrites returns the puts and bytes the Badger databases of this
+// process were given so far (its expvars badger_put_num_user and
+// badger_write_bytes_user: each key with its version, each value below the
+// value-log threshold, and two bytes of meta).
+func badgerWrites() (puts, bytes int64) {
+	if v, ok := expvar.Get("badger_put_num_user").(*expvar.Int); ok {
+		puts = v.Value()
+	}
+	if v, ok := expvar.Get("badger_write_bytes_user").(*expvar.Int); ok {
+		bytes = v.Value()
+	}
+	return puts, bytes
+}

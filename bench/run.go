@@ -70,7 +70,10 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	rep.Elapsed, rep.Acks, rep.Rate = res.elapsed, Summarize(res.acks), rate(len(res.acks), res.elapsed)
 	rep.Signals, rep.Verify = Summarize(res.signals), res.verify
 	rep.Windows, rep.Growth = res.windows, growth(res.windows)
-	rep.Ratios = rep.ratios()
+	if d != nil && len(res.acks) > 0 {
+		n := float64(len(res.acks))
+		rep.Written = &Written{PutsPerCheckpoint: float64(res.puts) / n, BytesPerCheckpoint: float64(res.written) / n}
+	}
 	if d != nil {
 		cfg.Logger.Info("restart and store", "dir", dataDir)
 		stopped := d
@@ -80,7 +83,16 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 		}
 		rep.Verify.Bound = rate(int(rep.Verify.Entries), rep.After.Store.Read)
 		rep.Verify.OverBound = ratio(rep.Verify.Rate, rep.Verify.Bound)
+		if shape := shapeOf(rep.Written); rep.Bounds != nil && shape != nil {
+			cfg.Logger.Info("volume bound", "puts", shape.Puts, "value", shape.Value)
+			v, err := measureVolume(ctx, filepath.Join(base, "bounds"), cfg.Clients, cfg.Size, cfg.BoundsDuration, cfg.N, *shape)
+			if err != nil {
+				return nil, err
+			}
+			rep.Bounds.Volume, rep.Bounds.Shape = &v, shape
+		}
 	}
+	rep.Ratios = rep.ratios()
 	rep.Targets = rep.targets()
 	return rep, nil
 }

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/dgraph-io/badger/v4"
 
 	"github.com/wacpd/wacpd/client"
 )
@@ -73,6 +76,22 @@ func TestRun(t *testing.T) {
 				if got := rep.Bounds.HandBuilt.Stored; got != tt.n {
 					t.Errorf("hand-built bound stored %d, want %d", got, tt.n)
 				}
+				// A checkpoint writes its object, chain records, three
+				// trail entries and their indexes, the outbox item.
+				w := rep.Written
+				if w == nil || w.PutsPerCheckpoint < 9 || w.BytesPerCheckpoint < 9*256 {
+					t.Errorf("written = %+v, want at least 9 keys and a payload's bytes per checkpoint", w)
+				}
+				v, shape := rep.Bounds.Volume, rep.Bounds.Shape
+				if v == nil || shape == nil {
+					t.Fatalf("no volume bound with Config.Bounds and the in-process daemon")
+				}
+				if want := shapeOf(w); *shape != *want || v.Acks.N != tt.n || v.Stored != tt.n || v.Signals != tt.n {
+					t.Errorf("volume bound %+v, shape %+v; want shape %+v and %d requests stored and signalled", v, shape, want, tt.n)
+				}
+				if rep.Ratios.RateOverVolume <= 0 || rep.Ratios.VolumeRateOverHandBuilt <= 0 {
+					t.Errorf("ratios %+v lack the volume bound's", rep.Ratios)
+				}
 			}
 			if len(rep.Windows) != tt.n/5 || rep.Growth == nil {
 				t.Errorf("windows = %+v, growth %+v; want %d windows of 5 and a growth", rep.Windows, rep.Growth, tt.n/5)
@@ -122,5 +141,60 @@ func TestConfigErrors(t *testing.T) {
 				t.Errorf("Run(%+v) = nil error, want one", tt.cfg)
 			}
 		})
+	}
+}
+
+// TestVolumeBoundWritesItsShape: the volume bound stores, for every
+// request, Shape.Puts keys of Shape.Value bytes, and answers each.
+func TestVolumeBoundWritesItsShape(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	msgs, err := newBoundMessages(300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	shape := Shape{Puts: 3, Value: 700}
+	run, err := runBound(ctx, dir, 4, msgs, 0, 40, storeGrouped, shape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Acks.N != 40 || run.Stored != 40 || run.Signals != 40 {
+		t.Errorf("volume bound answered %d, stored %d, signalled %d; want 40 of each", run.Acks.N, run.Stored, run.Signals)
+	}
+	db, err := badger.Open(badger.DefaultOptions(filepath.Join(dir, "db")).WithLogger(nil).WithReadOnly(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	keys := 0
+	err = db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.DefaultIteratorOptions)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			keys++
+			if n := it.Item().ValueSize(); n != int64(shape.Value) || len(it.Item().Key()) != volumeKeyLen {
+				t.Errorf("key %x: %d-byte key, %d-byte value; want %d and %d", it.Item().Key(), len(it.Item().Key()), n, volumeKeyLen, shape.Value)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keys != 40*shape.Puts {
+		t.Errorf("volume bound stored %d keys, want %d", keys, 40*shape.Puts)
+	}
+}
+
+func TestShapeOf(t *testing.T) {
+	if s := shapeOf(nil); s != nil {
+		t.Errorf("shapeOf(nil) = %+v", s)
+	}
+	// 10.4 puts of 660 bytes each on average: 10 keys of 660*10.4/10 less
+	// the key, its version and the meta.
+	got := shapeOf(&Written{PutsPerCheckpoint: 10.4, BytesPerCheckpoint: 6864})
+	if want := (Shape{Puts: 10, Value: 6864/10 - volumeKeyLen - 8 - 2}); got == nil || *got != want {
+		t.Errorf("shapeOf = %+v, want %+v", got, want)
 	}
 }

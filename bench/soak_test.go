@@ -211,3 +211,55 @@ func TestTargets(t *testing.T) {
 		t.Errorf("1-client rows include a 64-client row: %v", rows)
 	}
 }
+
+// TestTargetsOutOfReach: with the volume bound measured, the rows it
+// bounds carry its figure, and say out of reach where it misses too.
+func TestTargetsOutOfReach(t *testing.T) {
+	r := withBounds() // the daemon: 250/s at 4 ms; hand-built 1000/s at 1 ms
+	r.Clients = 64
+	r.PeakRSS = 300 << 20
+	r.Signals.P99 = 30 * time.Millisecond
+	r.Bounds.HandBuilt.SignalLatency.P99 = 25 * time.Millisecond
+	r.Bounds.Volume = &BoundRun{Acks: Latency{N: 900, P50: 1100 * time.Microsecond}, Rate: 1200,
+		SignalLatency: Latency{P99: 5 * time.Millisecond}}
+	r.Bounds.Shape = &Shape{Puts: 10, Value: 600}
+	r.Ratios = r.ratios()
+	r.Verify.Bound = 1e6
+	rows := map[string]Target{}
+	for _, tg := range r.targets() {
+		rows[tg.Row] = tg
+	}
+	for row, want := range map[string]struct {
+		bound float64
+		out   bool
+	}{
+		"64 clients: throughput / hand-built rate":      {1.2, true},  // 1200/1000 < 1.5
+		"64 clients: signal p99 (ms)":                   {25, true},   // >= 20
+		"trail verify right after the load (entries/s)": {1e6, false}, // the read bound reaches 300,000
+		"64 clients: peak RSS, daemon and agents (MiB)": {0, false},   // no bound
+	} {
+		got, ok := rows[row]
+		if !ok || got.Met || got.Bound != want.bound || got.OutOfReach != want.out {
+			t.Errorf("row %q = %+v, want not met, bound %v, out of reach %v", row, got, want.bound, want.out)
+		}
+	}
+	var buf bytes.Buffer
+	r.Targets = r.targets()
+	if err := r.WriteText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if out := buf.String(); !strings.Contains(out, "1.20 (out of reach)") || !strings.Contains(out, "volume rate / hand-built rate    1.20") ||
+		!strings.Contains(out, "storing 10 keys of 600 bytes") {
+		t.Errorf("WriteText lacks the volume bound:\n%s", out)
+	}
+
+	one := withBounds()
+	one.Clients = 1
+	one.Bounds.Volume = &BoundRun{Acks: Latency{P50: 1100 * time.Microsecond}, Rate: 1200}
+	one.Ratios = one.ratios()
+	for _, tg := range one.targets() {
+		if tg.Row == "1 client: ack p50 / hand-built ack p50" && (tg.Bound != 1.1 || tg.OutOfReach) {
+			t.Errorf("row %+v, want bound 1.1 (within 1.2: not out of reach)", tg)
+		}
+	}
+}
