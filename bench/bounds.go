@@ -88,6 +88,9 @@ type BoundRun struct {
 	// delivery to the consumer: what the daemon's signal row measures.
 	SignalLatency Latency `json:"signal"`
 	Stored        int     `json:"stored"` // durable Badger writes (hand-built only)
+	// CPU is this process's CPU time (all threads: server, requesters,
+	// NATS, Badger) per request over the bound's run.
+	CPU time.Duration `json:"cpu_per_request_ns"`
 }
 
 // boundSignalSize is the size of a bound's signal: the daemon's signal
@@ -194,9 +197,9 @@ func runBound(ctx context.Context, dir string, clients int, msgs boundMessages, 
 	defer srv.close()
 
 	p := newPlan(d, n)
-	start := time.Now()
+	start, cpu0 := time.Now(), processCPU()
 	acks, err := boundRequesters(ctx, ns.ClientURL(), clients, msgs.req, p)
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), processCPU()-cpu0
 	if err != nil {
 		return BoundRun{}, err
 	}
@@ -204,7 +207,7 @@ func runBound(ctx context.Context, dir string, clients int, msgs boundMessages, 
 		return BoundRun{}, err
 	}
 	return BoundRun{Acks: Summarize(acks), Elapsed: elapsed, Rate: rate(len(acks), elapsed), Signals: int(srv.consumed.Load()),
-		SignalLatency: srv.signalLatency(), Stored: int(srv.stored.Load())}, nil
+		SignalLatency: srv.signalLatency(), Stored: int(srv.stored.Load()), CPU: perOp(cpu, len(acks))}, nil
 }
 
 // boundServer answers requests on bound.req.<client> and publishes one

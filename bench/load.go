@@ -95,6 +95,7 @@ type loadResult struct {
 	// puts and written are what Badger was given during the load, in this
 	// process (badgerWrites): the in-process daemon's writes.
 	puts, written int64
+	cpu           time.Duration // this process's CPU time over the load
 }
 
 // runLoad sets up the workers, runs them under the coordinator's watch,
@@ -161,7 +162,7 @@ func drive(ctx context.Context, cfg Config, clients []*client.Client, dataDir st
 	var wg sync.WaitGroup
 	smp := startSampler(dataDir)
 	puts0, written0 := badgerWrites()
-	start := time.Now()
+	start, cpu0 := time.Now(), processCPU()
 	for i, c := range clients {
 		wg.Go(func() {
 			if err := ws[i].run(ctx, c, content, p); err != nil {
@@ -170,7 +171,7 @@ func drive(ctx context.Context, cfg Config, clients []*client.Client, dataDir st
 		})
 	}
 	wg.Wait()
-	res := loadResult{elapsed: time.Since(start)}
+	res := loadResult{elapsed: time.Since(start), cpu: processCPU() - cpu0}
 	puts1, written1 := badgerWrites()
 	res.puts, res.written = puts1-puts0, written1-written0
 	samples := smp.stop()

@@ -20,9 +20,13 @@ type Report struct {
 	Elapsed     time.Duration `json:"elapsed_ns"` // of the load phase
 	Acks        Latency       `json:"ack"`        // Acks.N is the number of checkpoints acknowledged
 	Rate        float64       `json:"checkpoints_per_s"`
-	Signals     Latency       `json:"signal"` // Signals.N is the number received of those checkpoints
-	Verify      VerifyReport  `json:"verify"`
-	PeakRSS     int64         `json:"peak_rss_bytes"`
+	// CPU is this process's CPU time per checkpoint over the load: with the
+	// in-process daemon, daemon and agents. On a CPU-bound machine it
+	// moves less from run to run than the rate.
+	CPU     time.Duration `json:"cpu_per_checkpoint_ns"`
+	Signals Latency       `json:"signal"` // Signals.N is the number received of those checkpoints
+	Verify  VerifyReport  `json:"verify"`
+	PeakRSS int64         `json:"peak_rss_bytes"`
 	// PeakRSSAnon is the largest anonymous part of the resident set
 	// sampled during the load (every 250 ms): the rest of PeakRSS is
 	// pages of mapped files, which the kernel can drop.
@@ -160,13 +164,18 @@ func (r *Report) WriteText(w io.Writer) error {
 		verified = "FAILED"
 	}
 	fmt.Fprintf(w, "\nthroughput   %.0f checkpoints/s in %s\n", r.Rate, dur(r.Elapsed))
+	if r.CPU > 0 {
+		fmt.Fprintf(w, "cpu          %s per checkpoint (%s)\n", dur(r.CPU), cpuScope(r.Daemon))
+	}
 	fmt.Fprintf(w, "floor rate   %.0f writes/s\n", r.Floor.Rate)
 	if b := r.Bounds; b != nil {
-		fmt.Fprintf(w, "transport    %.0f requests/s (bound: NATS request/reply and a JetStream signal each, nothing stored)\n", b.Transport.Rate)
-		fmt.Fprintf(w, "hand-built   %.0f requests/s (the same and one synchronous Badger transaction each)\n", b.HandBuilt.Rate)
+		fmt.Fprintf(w, "transport    %.0f requests/s, cpu %s each (bound: NATS request/reply and a JetStream signal each, nothing stored)\n",
+			b.Transport.Rate, dur(b.Transport.CPU))
+		fmt.Fprintf(w, "hand-built   %.0f requests/s, cpu %s each (the same and one synchronous Badger transaction each)\n",
+			b.HandBuilt.Rate, dur(b.HandBuilt.CPU))
 		if v, sh := b.Volume, b.Shape; v != nil && sh != nil {
-			fmt.Fprintf(w, "volume       %.0f requests/s (the hand-built with group commit, storing %d keys of %d bytes each: the daemon's writes per checkpoint)\n",
-				v.Rate, sh.Puts, sh.Value)
+			fmt.Fprintf(w, "volume       %.0f requests/s, cpu %s each (the hand-built with group commit, storing %d keys of %d bytes each: the daemon's writes per checkpoint)\n",
+				v.Rate, dur(v.CPU), sh.Puts, sh.Value)
 		}
 	}
 	if x := r.Written; x != nil {
@@ -204,6 +213,14 @@ func (r *Report) WriteText(w io.Writer) error {
 		return err
 	}
 	return r.writeTargets(w)
+}
+
+// cpuScope says whose CPU time Report.CPU counts.
+func cpuScope(daemon string) string {
+	if daemon == "in-process" {
+		return "this process: daemon and agents"
+	}
+	return "this process: the agents only"
 }
 
 // writeSoak writes the windows, the restart and the store, if measured.

@@ -12,8 +12,8 @@ import (
 func sampleReport() *Report {
 	r := &Report{
 		Daemon: "in-process", Dir: "/tmp/x", Clients: 2, Size: 1024, Elapsed: 2 * time.Second,
-		Acks:    Latency{N: 1000, P50: 2 * time.Millisecond, P99: 5 * time.Millisecond, Max: 9 * time.Millisecond},
-		Rate:    500,
+		Acks: Latency{N: 1000, P50: 2 * time.Millisecond, P99: 5 * time.Millisecond, Max: 9 * time.Millisecond},
+		Rate: 500, CPU: 350 * time.Microsecond,
 		Signals: Latency{N: 1000, P50: 3 * time.Millisecond, P99: 6 * time.Millisecond, Max: 7 * time.Millisecond},
 		Verify:  VerifyReport{OK: true, Entries: 3000, Elapsed: 100 * time.Millisecond, Rate: 30000},
 		PeakRSS: 64 << 20, RSSScope: "this process",
@@ -125,6 +125,7 @@ func TestWriteText(t *testing.T) {
 	for _, want := range []string{
 		"2 client(s), 1024-byte payload, daemon in-process",
 		"throughput   500 checkpoints/s in 2s",
+		"cpu          350µs per checkpoint (this process: daemon and agents)",
 		"verify       3000 entries in 100ms: 30000 entries/s (ok)",
 		"peak RSS     64.0 MiB (this process)",
 		"ack p50 / floor p50       4.00",

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // peakRSS returns this process's peak resident set size (VmHWM), in bytes,
@@ -94,4 +96,22 @@ func badgerWrites() (puts, bytes int64) {
 		bytes = v.Value()
 	}
 	return puts, bytes
+}
+
+// processCPU returns the CPU time this process used so far, user and
+// system, all threads (getrusage).
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// perOp returns d over n, or 0 when n is 0.
+func perOp(d time.Duration, n int) time.Duration {
+	if n == 0 {
+		return 0
+	}
+	return d / time.Duration(n)
 }

@@ -68,6 +68,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	rep.PeakRSS, rep.RSSScope = peakRSS(), rssScope(cfg.URL == "", reset)
 	rep.PeakRSSAnon = res.anon
 	rep.Elapsed, rep.Acks, rep.Rate = res.elapsed, Summarize(res.acks), rate(len(res.acks), res.elapsed)
+	rep.CPU = perOp(res.cpu, len(res.acks))
 	rep.Signals, rep.Verify = Summarize(res.signals), res.verify
 	rep.Windows, rep.Growth = res.windows, growth(res.windows)
 	if d != nil && len(res.acks) > 0 {

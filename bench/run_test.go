@@ -46,6 +46,9 @@ func TestRun(t *testing.T) {
 			if rep.Acks.N != tt.n {
 				t.Errorf("acks = %d, want %d", rep.Acks.N, tt.n)
 			}
+			if rep.CPU <= 0 {
+				t.Errorf("cpu per checkpoint = %s, want > 0", rep.CPU)
+			}
 			if rep.Signals.N != rep.Acks.N {
 				t.Errorf("signals = %d, want one per checkpoint (%d)", rep.Signals.N, rep.Acks.N)
 			}
@@ -65,9 +68,9 @@ func TestRun(t *testing.T) {
 					t.Fatal("no bounds with Config.Bounds")
 				}
 				for name, b := range map[string]BoundRun{"transport": rep.Bounds.Transport, "hand-built": rep.Bounds.HandBuilt} {
-					if b.Acks.N != tt.n || b.Signals != tt.n || b.SignalLatency.N != tt.n || b.SignalLatency.P50 <= 0 {
-						t.Errorf("%s bound: %d requests, %d signals, %d signal latencies (p50 %s); want %d of each",
-							name, b.Acks.N, b.Signals, b.SignalLatency.N, b.SignalLatency.P50, tt.n)
+					if b.Acks.N != tt.n || b.Signals != tt.n || b.SignalLatency.N != tt.n || b.SignalLatency.P50 <= 0 || b.CPU <= 0 {
+						t.Errorf("%s bound: %d requests, %d signals, %d signal latencies (p50 %s), cpu %s each; want %d of each and some cpu",
+							name, b.Acks.N, b.Signals, b.SignalLatency.N, b.SignalLatency.P50, b.CPU, tt.n)
 					}
 				}
 				if got := rep.Bounds.Transport.Stored; got != 0 {
