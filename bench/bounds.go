@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,10 +17,12 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
 
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/client"
 	"github.com/wacpd/wacpd/clock"
+	"github.com/wacpd/wacpd/wire"
 )
 
 // Bounds are what this machine allows any server of the wire contract's
@@ -36,6 +40,20 @@ type Bounds struct {
 	// batched only by Badger): what a service built in an afternoon from
 	// the same parts does.
 	HandBuilt BoundRun `json:"hand_built"`
+	// Contract is the volume bound with what the wire contract asks of
+	// every checkpoint on the transport besides: token authentication with
+	// NATS permissions that keep each requester to its own subject and its
+	// token's inbox prefix (wire-v1 §2), the service served with nats.go
+	// micro (§3), the signal published with its id as Nats-Msg-Id (§5),
+	// and the three live-feed messages of the checkpoint's three trail
+	// entries (§5); its requesters send the client library's token header
+	// and its consumer acknowledges each signal, as the bench's agents and
+	// coordinator do. No server of the wire contract that stores what the
+	// daemon stores, in Badger, is faster; the daemon's distance to it is
+	// its own work (validation, hashes, chains, the Merkle tree, records,
+	// and the accounts it puts each principal in). Measured with the volume
+	// bound.
+	Contract *BoundRun `json:"contract,omitempty"`
 	// Volume is the hand-built service with group commit (one synchronous
 	// transaction for every request waiting, the next built while one is
 	// written) that stores, per request, as many keys and bytes as the
@@ -66,6 +84,15 @@ func shapeOf(w *Written) *Shape {
 	}
 	puts := int(w.PutsPerCheckpoint + 0.5)
 	return &Shape{Puts: puts, Value: max(int(w.BytesPerCheckpoint)/puts-(volumeKeyLen+8)-2, 1)}
+}
+
+// boundSpec says what a bound's server does for each request.
+type boundSpec struct {
+	store boundStore
+	shape Shape // with storeGrouped
+	// contract adds the wire contract's obligations on the transport:
+	// Bounds.Contract.
+	contract bool
 }
 
 // boundStore is how a bound's server stores a request before answering.
@@ -137,37 +164,45 @@ func measureBounds(ctx context.Context, dir string, clients, size int, d time.Du
 		return Bounds{}, err
 	}
 	var b Bounds
-	if b.Transport, err = runBound(ctx, filepath.Join(dir, "transport"), clients, msgs, d, n, storeNothing, Shape{}); err != nil {
+	if b.Transport, err = runBound(ctx, filepath.Join(dir, "transport"), clients, msgs, d, n, boundSpec{}); err != nil {
 		return Bounds{}, fmt.Errorf("transport bound: %w", err)
 	}
-	if b.HandBuilt, err = runBound(ctx, filepath.Join(dir, "hand-built"), clients, msgs, d, n, storeEach, Shape{}); err != nil {
+	if b.HandBuilt, err = runBound(ctx, filepath.Join(dir, "hand-built"), clients, msgs, d, n, boundSpec{store: storeEach}); err != nil {
 		return Bounds{}, fmt.Errorf("hand-built bound: %w", err)
 	}
 	return b, nil
 }
 
-// measureVolume runs the volume bound in dir, as measureBounds runs the
-// others.
-func measureVolume(ctx context.Context, dir string, clients, size int, d time.Duration, n int, shape Shape) (BoundRun, error) {
+// measureVolume runs the volume and contract bounds in dir, as
+// measureBounds runs the others.
+func measureVolume(ctx context.Context, dir string, clients, size int, d time.Duration, n int, shape Shape) (volume, contract BoundRun, err error) {
 	msgs, err := newBoundMessages(size)
 	if err != nil {
-		return BoundRun{}, err
+		return BoundRun{}, BoundRun{}, err
 	}
-	run, err := runBound(ctx, filepath.Join(dir, "volume"), clients, msgs, d, n, storeGrouped, shape)
-	if err != nil {
-		return BoundRun{}, fmt.Errorf("volume bound: %w", err)
+	spec := boundSpec{store: storeGrouped, shape: shape}
+	if volume, err = runBound(ctx, filepath.Join(dir, "volume"), clients, msgs, d, n, spec); err != nil {
+		return BoundRun{}, BoundRun{}, fmt.Errorf("volume bound: %w", err)
 	}
-	return run, nil
+	spec.contract = true
+	if contract, err = runBound(ctx, filepath.Join(dir, "contract"), clients, msgs, d, n, spec); err != nil {
+		return BoundRun{}, BoundRun{}, fmt.Errorf("contract bound: %w", err)
+	}
+	return volume, contract, nil
 }
 
 // runBound starts a NATS server with JetStream under dir, serves requests
 // (storing them in Badger under dir as store says), runs the requesters and
 // waits for the consumer to have every signal.
-func runBound(ctx context.Context, dir string, clients int, msgs boundMessages, d time.Duration, n int, store boundStore, shape Shape) (_ BoundRun, err error) {
-	ns, err := server.NewServer(&server.Options{
+func runBound(ctx context.Context, dir string, clients int, msgs boundMessages, d time.Duration, n int, spec boundSpec) (_ BoundRun, err error) {
+	opts := &server.Options{
 		Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true, StoreDir: filepath.Join(dir, "jetstream"),
 		NoLog: true, NoSigs: true,
-	})
+	}
+	if spec.contract {
+		opts.CustomClientAuthentication = boundAuth{}
+	}
+	ns, err := server.NewServer(opts)
 	if err != nil {
 		return BoundRun{}, fmt.Errorf("nats server: %w", err)
 	}
@@ -180,7 +215,7 @@ func runBound(ctx context.Context, dir string, clients int, msgs boundMessages, 
 		return BoundRun{}, errors.New("nats server not ready after 10s")
 	}
 	var db *badger.DB
-	if store != storeNothing {
+	if spec.store != storeNothing {
 		if db, err = badger.Open(badger.DefaultOptions(filepath.Join(dir, "db")).WithSyncWrites(true).WithLogger(nil)); err != nil {
 			return BoundRun{}, fmt.Errorf("open badger: %w", err)
 		}
@@ -190,7 +225,7 @@ func runBound(ctx context.Context, dir string, clients int, msgs boundMessages, 
 			}
 		}()
 	}
-	srv, err := startBoundServer(ctx, ns.ClientURL(), db, store, shape, msgs.reply)
+	srv, err := startBoundServer(ctx, ns.ClientURL(), db, spec, msgs.reply)
 	if err != nil {
 		return BoundRun{}, err
 	}
@@ -198,7 +233,7 @@ func runBound(ctx context.Context, dir string, clients int, msgs boundMessages, 
 
 	p := newPlan(d, n)
 	start, cpu0 := time.Now(), processCPU()
-	acks, err := boundRequesters(ctx, ns.ClientURL(), clients, msgs.req, p)
+	acks, err := boundRequesters(ctx, ns.ClientURL(), clients, msgs.req, p, spec.contract)
 	elapsed, cpu := time.Since(start), processCPU()-cpu0
 	if err != nil {
 		return BoundRun{}, err
@@ -224,7 +259,7 @@ type boundServer struct {
 
 	// With storeGrouped: requests wait in queue for the committer, which
 	// stops when done is closed.
-	queue     chan groupedReq
+	queue     chan boundReq
 	done      chan struct{}
 	committer sync.WaitGroup
 
@@ -247,17 +282,18 @@ func stamp(signal []byte, t time.Time) []byte {
 	return out
 }
 
-func startBoundServer(ctx context.Context, url string, db *badger.DB, store boundStore, shape Shape, reply []byte) (_ *boundServer, err error) {
+func startBoundServer(ctx context.Context, url string, db *badger.DB, spec boundSpec, reply []byte) (_ *boundServer, err error) {
+	store, shape := spec.store, spec.shape
 	s := &boundServer{}
 	defer func() {
 		if err != nil {
 			s.close()
 		}
 	}()
-	if s.nc, err = nats.Connect(url); err != nil {
+	if s.nc, err = nats.Connect(url, nats.Token(boundServerToken)); err != nil {
 		return nil, fmt.Errorf("server connection: %w", err)
 	}
-	if s.coord, err = nats.Connect(url); err != nil {
+	if s.coord, err = nats.Connect(url, nats.Token(boundServerToken)); err != nil {
 		return nil, fmt.Errorf("consumer connection: %w", err)
 	}
 	if s.js, err = jetstream.New(s.nc); err != nil {
@@ -272,8 +308,12 @@ func startBoundServer(ctx context.Context, url string, db *badger.DB, store boun
 	if err != nil {
 		return nil, err
 	}
+	ackPolicy := jetstream.AckNonePolicy
+	if spec.contract {
+		ackPolicy = jetstream.AckExplicitPolicy
+	}
 	cons, err := cjs.CreateOrUpdateConsumer(ctx, "BOUND", jetstream.ConsumerConfig{
-		Durable: "coordinator", DeliverPolicy: jetstream.DeliverAllPolicy, AckPolicy: jetstream.AckNonePolicy,
+		Durable: "coordinator", DeliverPolicy: jetstream.DeliverAllPolicy, AckPolicy: ackPolicy,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create consumer: %w", err)
@@ -285,46 +325,85 @@ func startBoundServer(ctx context.Context, url string, db *badger.DB, store boun
 			s.latency = append(s.latency, time.Since(at))
 			s.mu.Unlock()
 		}
+		if spec.contract {
+			// As the client library's Watch: acknowledged without
+			// waiting for the server's confirmation.
+			if err := m.Ack(); err != nil {
+				s.fail(err)
+			}
+		}
 		s.consumed.Add(1)
 	}
 	if s.cc, err = cons.Consume(consume); err != nil {
 		return nil, fmt.Errorf("consume: %w", err)
 	}
 	signal := payload(boundSignalSize)
-	answer := func(m *nats.Msg, took time.Time) {
-		if _, err := s.js.PublishAsync("bound.sig."+m.Subject[len("bound.req."):], stamp(signal, took)); err != nil {
+	feed := payload(boundFeedSize)
+	var sigID atomic.Uint64
+	answer := func(r boundReq) {
+		who := r.subject[len("bound.req."):]
+		sig := nats.NewMsg("bound.sig." + who)
+		sig.Data = stamp(signal, r.took)
+		if spec.contract {
+			sig.Header.Set(jetstream.MsgIDHeader, strconv.FormatUint(sigID.Add(1), 10))
+		}
+		if _, err := s.js.PublishMsgAsync(sig); err != nil {
 			s.fail(err)
 			return
 		}
-		if err := m.Respond(reply); err != nil {
+		if spec.contract {
+			for _, ev := range []string{"checkpoint_created", "signal_emitted", "signal_delivered"} {
+				if err := s.nc.Publish("bound.trail."+who+"."+ev, feed); err != nil {
+					s.fail(err)
+					return
+				}
+			}
+		}
+		if err := r.respond(reply); err != nil {
 			s.fail(err)
 		}
 	}
 	if store == storeGrouped {
-		s.queue, s.done = make(chan groupedReq, 1024), make(chan struct{})
+		s.queue, s.done = make(chan boundReq, 1024), make(chan struct{})
 		s.committer.Go(func() { s.commitGroups(db, shape, answer) })
 	}
 	var seq atomic.Uint64
-	_, err = s.nc.QueueSubscribe("bound.req.*", "bound", func(m *nats.Msg) {
+	handle := func(r boundReq) {
 		s.handlers.Add(1)
-		took := time.Now()
 		if store == storeGrouped {
-			s.queue <- groupedReq{m: m, took: took} // the committer answers
+			s.queue <- r // the committer answers
 			return
 		}
 		go func() {
 			defer s.handlers.Done()
 			if store == storeEach {
 				key := binary.BigEndian.AppendUint64([]byte("cp/"), seq.Add(1))
-				if err := db.Update(func(txn *badger.Txn) error { return txn.Set(key, m.Data) }); err != nil {
+				if err := db.Update(func(txn *badger.Txn) error { return txn.Set(key, r.data) }); err != nil {
 					s.fail(err)
 					return
 				}
 				s.stored.Add(1)
 			}
-			answer(m, took)
+			answer(r)
 		}()
-	})
+	}
+	if spec.contract {
+		// The wire contract serves its API with nats.go micro (wire-v1 §3).
+		var svc micro.Service
+		if svc, err = micro.AddService(s.nc, micro.Config{Name: "bound", Version: "0.0.1"}); err == nil {
+			err = svc.AddEndpoint("req", micro.HandlerFunc(func(req micro.Request) {
+				r := boundReq{subject: req.Subject(), data: req.Data(), took: time.Now(), respond: func(b []byte) error { return req.Respond(b) }}
+				if req.Headers().Get(client.TokenHeader) == "" {
+					s.fail(fmt.Errorf("request on %s without a token", r.subject))
+				}
+				handle(r)
+			}), micro.WithEndpointSubject("bound.req.*"))
+		}
+	} else {
+		_, err = s.nc.QueueSubscribe("bound.req.*", "bound", func(m *nats.Msg) {
+			handle(boundReq{subject: m.Subject, data: m.Data, took: time.Now(), respond: m.Respond})
+		})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("subscribe: %w", err)
 	}
@@ -339,10 +418,12 @@ func startBoundServer(ctx context.Context, url string, db *badger.DB, store boun
 
 func (s *boundServer) fail(err error) { s.failed.CompareAndSwap(nil, &err) }
 
-// groupedReq is a request waiting for the volume bound's committer.
-type groupedReq struct {
-	m    *nats.Msg
-	took time.Time
+// boundReq is a request to a bound's server.
+type boundReq struct {
+	subject string
+	data    []byte
+	took    time.Time // when the server took it
+	respond func([]byte) error
 }
 
 // maxGroupBytes bounds what one group writes, well inside Badger's
@@ -354,10 +435,10 @@ const maxGroupBytes = 4 << 20
 // for each in one transaction, and hands the transaction to Badger without
 // waiting for it, so the next group is built while one is written; each
 // group's requests are answered once its synchronous write is done.
-func (s *boundServer) commitGroups(db *badger.DB, shape Shape, answer func(*nats.Msg, time.Time)) {
+func (s *boundServer) commitGroups(db *badger.DB, shape Shape, answer func(boundReq)) {
 	var seq uint64
 	for {
-		var group []groupedReq
+		var group []boundReq
 		select {
 		case r := <-s.queue:
 			group = append(group, r)
@@ -379,7 +460,7 @@ func (s *boundServer) commitGroups(db *badger.DB, shape Shape, answer func(*nats
 			for slot := range shape.Puts {
 				seq++
 				key := binary.BigEndian.AppendUint64([]byte{byte(slot)}, seq)
-				if err = txn.Set(key, fill(r.m.Data, shape.Value)); err != nil {
+				if err = txn.Set(key, fill(r.data, shape.Value)); err != nil {
 					break
 				}
 			}
@@ -390,7 +471,7 @@ func (s *boundServer) commitGroups(db *badger.DB, shape Shape, answer func(*nats
 					s.fail(err)
 				} else {
 					s.stored.Add(1)
-					answer(r.m, r.took)
+					answer(r)
 				}
 				s.handlers.Done()
 			}
@@ -462,7 +543,7 @@ func (s *boundServer) close() {
 // time until p says stop, and returns every request's latency. Like the
 // client library, each request is encoded and each reply decoded as it
 // goes.
-func boundRequesters(ctx context.Context, url string, clients int, req client.CheckpointRequest, p plan) ([]time.Duration, error) {
+func boundRequesters(ctx context.Context, url string, clients int, req client.CheckpointRequest, p plan, contract bool) ([]time.Duration, error) {
 	conns := make([]*nats.Conn, clients)
 	defer func() {
 		for _, c := range conns {
@@ -472,7 +553,8 @@ func boundRequesters(ctx context.Context, url string, clients int, req client.Ch
 		}
 	}()
 	for i := range conns {
-		c, err := nats.Connect(url)
+		tok := requesterToken(i)
+		c, err := nats.Connect(url, nats.Token(tok), nats.CustomInboxPrefix(wire.InboxPrefix(tok)))
 		if err != nil {
 			return nil, fmt.Errorf("requester %d: %w", i, err)
 		}
@@ -495,7 +577,12 @@ func boundRequesters(ctx context.Context, url string, clients int, req client.Ch
 					errs[i] = err
 					return
 				}
-				m, err := c.Request(subject, body, boundTimeout)
+				msg := nats.NewMsg(subject)
+				msg.Data = body
+				if contract {
+					msg.Header.Set(client.TokenHeader, requesterToken(i))
+				}
+				m, err := c.RequestMsg(msg, boundTimeout)
 				if err != nil {
 					errs[i] = fmt.Errorf("requester %d: %w", i, err)
 					return
@@ -515,4 +602,41 @@ func boundRequesters(ctx context.Context, url string, clients int, req client.Ch
 		all = append(all, l...)
 	}
 	return all, errors.Join(errs...)
+}
+
+// boundFeedSize is the size of a live-feed message of the contract bound:
+// a trail entry.
+const boundFeedSize = 700
+
+// boundServerToken is the token of the bound server's own connections.
+const boundServerToken = "bound-server"
+
+// requesterToken is requester i's token.
+func requesterToken(i int) string { return "bound-requester-" + strconv.Itoa(i) }
+
+// boundAuth authenticates the contract bound's connections by token, as
+// the wire contract asks (wire-v1 §2): requester i may publish only to
+// bound.req.<i> and subscribe only under its token's inbox prefix; the
+// server's connections are not restricted. Any token of the form is taken
+// (the bound measures the cost, not the policy). The daemon also puts each
+// principal in an account of its own (docs/security.md); the contract does
+// not ask for that, so the bound does not pay it.
+type boundAuth struct{}
+
+// Check implements server.Authentication.
+func (boundAuth) Check(c server.ClientAuthentication) bool {
+	tok := c.GetOpts().Token
+	if tok == boundServerToken {
+		c.RegisterUser(&server.User{Username: tok})
+		return true
+	}
+	i, ok := strings.CutPrefix(tok, "bound-requester-")
+	if !ok {
+		return false
+	}
+	c.RegisterUser(&server.User{Username: tok, Permissions: &server.Permissions{
+		Publish:   &server.SubjectPermission{Allow: []string{"bound.req." + i}},
+		Subscribe: &server.SubjectPermission{Allow: []string{wire.InboxPrefix(tok) + ".>"}},
+	}})
+	return true
 }

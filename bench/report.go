@@ -98,6 +98,11 @@ type Ratios struct {
 	VolumeAckP50OverHandBuilt float64 `json:"volume_ack_p50_over_hand_built_ack_p50,omitempty"`
 	RateOverVolume            float64 `json:"throughput_over_volume_rate,omitempty"`
 	AckP50OverVolume          float64 `json:"ack_p50_over_volume_ack_p50,omitempty"`
+	// The same with the contract bound.
+	ContractRateOverHandBuilt   float64 `json:"contract_rate_over_hand_built_rate,omitempty"`
+	ContractAckP50OverHandBuilt float64 `json:"contract_ack_p50_over_hand_built_ack_p50,omitempty"`
+	RateOverContract            float64 `json:"throughput_over_contract_rate,omitempty"`
+	AckP50OverContract          float64 `json:"ack_p50_over_contract_ack_p50,omitempty"`
 }
 
 // ratios returns the report's ratios.
@@ -118,6 +123,12 @@ func (r *Report) ratios() Ratios {
 			q.VolumeAckP50OverHandBuilt = ratio(float64(v.Acks.P50), float64(b.HandBuilt.Acks.P50))
 			q.RateOverVolume = ratio(r.Rate, v.Rate)
 			q.AckP50OverVolume = ratio(float64(r.Acks.P50), float64(v.Acks.P50))
+		}
+		if c := b.Contract; c != nil {
+			q.ContractRateOverHandBuilt = ratio(c.Rate, b.HandBuilt.Rate)
+			q.ContractAckP50OverHandBuilt = ratio(float64(c.Acks.P50), float64(b.HandBuilt.Acks.P50))
+			q.RateOverContract = ratio(r.Rate, c.Rate)
+			q.AckP50OverContract = ratio(float64(r.Acks.P50), float64(c.Acks.P50))
 		}
 	}
 	return q
@@ -155,6 +166,10 @@ func (r *Report) WriteText(w io.Writer) error {
 			row("bound: volume", v.Acks)
 			row("  its signals", v.SignalLatency)
 		}
+		if c := b.Contract; c != nil {
+			row("bound: contract", c.Acks)
+			row("  its signals", c.SignalLatency)
+		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -176,6 +191,10 @@ func (r *Report) WriteText(w io.Writer) error {
 		if v, sh := b.Volume, b.Shape; v != nil && sh != nil {
 			fmt.Fprintf(w, "volume       %.0f requests/s, cpu %s each (the hand-built with group commit, storing %d keys of %d bytes each: the daemon's writes per checkpoint)\n",
 				v.Rate, dur(v.CPU), sh.Puts, sh.Value)
+		}
+		if c := b.Contract; c != nil {
+			fmt.Fprintf(w, "contract     %.0f requests/s, cpu %s each (the volume bound with the wire contract's transport: token auth and permissions, micro, Nats-Msg-Id, acknowledged signals, three feed messages)\n",
+				c.Rate, dur(c.CPU))
 		}
 	}
 	if x := r.Written; x != nil {
@@ -204,6 +223,12 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(w, "volume ack p50 / hand-built p50  %.2f\n", q.VolumeAckP50OverHandBuilt)
 			fmt.Fprintf(w, "throughput / volume rate         %.2f\n", q.RateOverVolume)
 			_, err = fmt.Fprintf(w, "ack p50 / volume ack p50         %.2f\n", q.AckP50OverVolume)
+		}
+		if r.Bounds.Contract != nil && err == nil {
+			fmt.Fprintf(w, "contract rate / hand-built rate  %.2f\n", q.ContractRateOverHandBuilt)
+			fmt.Fprintf(w, "contract ack p50 / hand-built    %.2f\n", q.ContractAckP50OverHandBuilt)
+			fmt.Fprintf(w, "throughput / contract rate       %.2f\n", q.RateOverContract)
+			_, err = fmt.Fprintf(w, "ack p50 / contract ack p50       %.2f\n", q.AckP50OverContract)
 		}
 	}
 	if err != nil {

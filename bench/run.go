@@ -86,11 +86,11 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 		rep.Verify.OverBound = ratio(rep.Verify.Rate, rep.Verify.Bound)
 		if shape := shapeOf(rep.Written); rep.Bounds != nil && shape != nil {
 			cfg.Logger.Info("volume bound", "puts", shape.Puts, "value", shape.Value)
-			v, err := measureVolume(ctx, filepath.Join(base, "bounds"), cfg.Clients, cfg.Size, cfg.BoundsDuration, cfg.N, *shape)
+			v, c, err := measureVolume(ctx, filepath.Join(base, "bounds"), cfg.Clients, cfg.Size, cfg.BoundsDuration, cfg.N, *shape)
 			if err != nil {
 				return nil, err
 			}
-			rep.Bounds.Volume, rep.Bounds.Shape = &v, shape
+			rep.Bounds.Volume, rep.Bounds.Contract, rep.Bounds.Shape = &v, &c, shape
 		}
 	}
 	rep.Ratios = rep.ratios()

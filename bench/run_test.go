@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/wacpd/wacpd/client"
 )
@@ -92,8 +93,11 @@ func TestRun(t *testing.T) {
 				if want := shapeOf(w); *shape != *want || v.Acks.N != tt.n || v.Stored != tt.n || v.Signals != tt.n {
 					t.Errorf("volume bound %+v, shape %+v; want shape %+v and %d requests stored and signalled", v, shape, want, tt.n)
 				}
-				if rep.Ratios.RateOverVolume <= 0 || rep.Ratios.VolumeRateOverHandBuilt <= 0 {
-					t.Errorf("ratios %+v lack the volume bound's", rep.Ratios)
+				if c := rep.Bounds.Contract; c == nil || c.Acks.N != tt.n || c.Stored != tt.n || c.Signals != tt.n {
+					t.Errorf("contract bound %+v; want %d requests stored and signalled", c, tt.n)
+				}
+				if q := rep.Ratios; q.RateOverVolume <= 0 || q.VolumeRateOverHandBuilt <= 0 || q.RateOverContract <= 0 || q.ContractRateOverHandBuilt <= 0 {
+					t.Errorf("ratios %+v lack the volume and contract bounds'", rep.Ratios)
 				}
 			}
 			if len(rep.Windows) != tt.n/5 || rep.Growth == nil {
@@ -158,7 +162,7 @@ func TestVolumeBoundWritesItsShape(t *testing.T) {
 	}
 	dir := t.TempDir()
 	shape := Shape{Puts: 3, Value: 700}
-	run, err := runBound(ctx, dir, 4, msgs, 0, 40, storeGrouped, shape)
+	run, err := runBound(ctx, dir, 4, msgs, 0, 40, boundSpec{store: storeGrouped, shape: shape})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,3 +205,33 @@ func TestShapeOf(t *testing.T) {
 		t.Errorf("shapeOf = %+v, want %+v", got, want)
 	}
 }
+
+// TestContractBoundAuthenticates: the contract bound's server refuses a
+// connection without one of its tokens, and a requester's account reaches
+// only its own subject.
+func TestContractBoundAuthenticates(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	msgs, err := newBoundMessages(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := runBound(ctx, t.TempDir(), 2, msgs, 0, 10, boundSpec{store: storeGrouped, shape: Shape{Puts: 2, Value: 50}, contract: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Acks.N != 10 || run.Stored != 10 || run.Signals != 10 {
+		t.Errorf("contract bound answered %d, stored %d, signalled %d; want 10 of each", run.Acks.N, run.Stored, run.Signals)
+	}
+	if (boundAuth{}).Check(fakeClient{token: "someone"}) {
+		t.Error("boundAuth took an unknown token")
+	}
+}
+
+// fakeClient is a server.ClientAuthentication with only a token.
+type fakeClient struct {
+	server.ClientAuthentication
+	token string
+}
+
+func (f fakeClient) GetOpts() *server.ClientOpts { return &server.ClientOpts{Token: f.token} }

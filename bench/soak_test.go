@@ -263,3 +263,18 @@ func TestTargetsOutOfReach(t *testing.T) {
 		}
 	}
 }
+
+// TestTargetsPreferTheContractBound: with both measured, the ratio rows
+// take the contract bound's figure.
+func TestTargetsPreferTheContractBound(t *testing.T) {
+	r := withBounds()
+	r.Clients = 64
+	r.Bounds.Volume = &BoundRun{Acks: Latency{P50: time.Millisecond}, Rate: 1700}
+	r.Bounds.Contract = &BoundRun{Acks: Latency{P50: time.Millisecond}, Rate: 1300}
+	r.Ratios = r.ratios()
+	for _, tg := range r.targets() {
+		if tg.Row == "64 clients: throughput / hand-built rate" && (tg.Bound != 1.3 || !tg.OutOfReach) {
+			t.Errorf("row %+v, want the contract bound's 1.3, out of reach", tg)
+		}
+	}
+}
