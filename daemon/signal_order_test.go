@@ -7,13 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wacpd/wacpd/daemon"
-
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/wacpd/wacpd/client"
-	"github.com/wacpd/wacpd/internal/daemontest"
 	"github.com/wacpd/wacpd/trail"
 )
 
@@ -24,40 +21,11 @@ import (
 // refused one: once the limit is lifted, the stream holds every signal, in
 // commit order.
 func TestSignalsKeepOrderAfterAStreamError(t *testing.T) {
-	const srvToken = "signal-order-server-token"
-	url := startNATSServer(t, srvToken)
 	ctx := clientCtx(t)
-	d := daemontest.Start(t, daemon.Config{NATSURL: url, NATSToken: srvToken})
-
-	nc, err := nats.Connect(url, nats.Token(srvToken))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stream, err := js.Stream(ctx, "WACP_SIGNALS")
-	if err != nil {
-		t.Fatal(err)
-	}
-	msgs := func() uint64 {
-		t.Helper()
-		info, err := stream.Info(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return info.State.Msgs
-	}
-	waitMsgs := func(n uint64) {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); msgs() != n; time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("stream holds %d signals after 10s, want %d", msgs(), n)
-			}
-		}
-	}
+	rig := newSignalRig(t, ctx, "signal-order-server-token")
+	js, stream, nc := rig.js, rig.stream, rig.nc
+	msgs := func() uint64 { return rig.msgs(t, ctx) }
+	waitMsgs := func(n uint64) { rig.waitMsgs(t, ctx, n, 10*time.Second) }
 	limit := func(on bool) {
 		t.Helper()
 		info, err := stream.Info(ctx)
@@ -74,19 +42,8 @@ func TestSignalsKeepOrderAfterAStreamError(t *testing.T) {
 		}
 	}
 
-	coord, err := dialClient(t, ctx, client.Options{URL: d.URL, Token: d.AdminToken, NATSToken: srvToken})
-	if err != nil {
-		t.Fatal(err)
-	}
-	worker := func() *client.Client {
-		t.Helper()
-		created := directedWorker(t, ctx, coord)
-		c, err := dialClient(t, ctx, client.Options{URL: d.URL, Token: created.Token, Workspace: created.Workspace.ID, NATSToken: srvToken})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
+	coord := rig.coord
+	worker := func() *client.Client { return rig.worker(t, ctx) }
 	checkpoint := func(c *client.Client, parent *string) string {
 		t.Helper()
 		cp, err := artifact(ctx, c, parent)

@@ -7,12 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/wacpd/wacpd/client"
-	"github.com/wacpd/wacpd/daemon"
-	"github.com/wacpd/wacpd/internal/daemontest"
 	"github.com/wacpd/wacpd/trail"
 )
 
@@ -21,21 +18,13 @@ import (
 // hold every emitted signal exactly once, in emission (id) order, with its
 // id as Nats-Msg-Id.
 func TestSignalsReachTheStreamOnceInEmissionOrder(t *testing.T) {
-	const srvToken = "signal-pipeline-server-token"
-	url := startNATSServer(t, srvToken)
 	ctx := clientCtx(t)
-	d := daemontest.Start(t, daemon.Config{NATSURL: url, NATSToken: srvToken})
-	coord, err := dialClient(t, ctx, client.Options{URL: d.URL, Token: d.AdminToken, NATSToken: srvToken})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rig := newSignalRig(t, ctx, "signal-pipeline-server-token")
+	coord := rig.coord
 	const workers, each = 8, 40
 	ws := make([]*client.Client, workers)
 	for i := range ws {
-		created := directedWorker(t, ctx, coord)
-		if ws[i], err = dialClient(t, ctx, client.Options{URL: d.URL, Token: created.Token, Workspace: created.Workspace.ID, NATSToken: srvToken}); err != nil {
-			t.Fatal(err)
-		}
+		ws[i] = rig.worker(t, ctx)
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
@@ -75,34 +64,10 @@ func TestSignalsReachTheStreamOnceInEmissionOrder(t *testing.T) {
 		t.Fatalf("trail has %d signal_emitted entries, want at least %d", len(want), workers*each)
 	}
 
-	nc, err := nats.Connect(url, nats.Token(srvToken))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stream, err := js.Stream(ctx, "WACP_SIGNALS")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		info, err := stream.Info(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if info.State.Msgs >= uint64(len(want)) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stream holds %d signals after 20s, want %d", info.State.Msgs, len(want))
-		}
-	}
+	rig.waitMsgs(t, ctx, uint64(len(want)), 20*time.Second)
 	var got []string
 	for seq := uint64(1); ; seq++ {
-		m, err := stream.GetMsg(ctx, seq)
+		m, err := rig.stream.GetMsg(ctx, seq)
 		if err == jetstream.ErrMsgNotFound {
 			break
 		}
