@@ -1,0 +1,164 @@
+package bench
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/wacpd/wacpd/wire"
+)
+
+// The volume and contract bounds: what storing the daemon's writes costs,
+// and what the wire contract's transport adds (Bounds.Volume,
+// Bounds.Contract).
+
+// Shape is what the volume bound writes per request: Puts keys of
+// Value-byte values, from the daemon's writes per checkpoint (Written).
+type Shape struct {
+	Puts  int `json:"puts"`
+	Value int `json:"value_bytes"`
+}
+
+// volumeKeyLen is the length of the volume bound's keys: a slot byte and a
+// sequence number.
+const volumeKeyLen = 9
+
+// shapeOf returns the shape of w's writes per checkpoint, or nil if w has
+// none: Badger counts a key with its 8-byte version and 2 bytes of meta.
+func shapeOf(w *Written) *Shape {
+	if w == nil || w.PutsPerCheckpoint < 1 {
+		return nil
+	}
+	puts := int(w.PutsPerCheckpoint + 0.5)
+	return &Shape{Puts: puts, Value: max(int(w.BytesPerCheckpoint)/puts-(volumeKeyLen+8)-2, 1)}
+}
+
+// measureVolume runs the volume and contract bounds in dir, as
+// measureBounds runs the others.
+func measureVolume(ctx context.Context, dir string, clients, size int, d time.Duration, n int, shape Shape) (volume, contract BoundRun, err error) {
+	msgs, err := newBoundMessages(size)
+	if err != nil {
+		return BoundRun{}, BoundRun{}, err
+	}
+	spec := boundSpec{store: storeGrouped, shape: shape}
+	if volume, err = runBound(ctx, filepath.Join(dir, "volume"), clients, msgs, d, n, spec); err != nil {
+		return BoundRun{}, BoundRun{}, fmt.Errorf("volume bound: %w", err)
+	}
+	spec.contract = true
+	if contract, err = runBound(ctx, filepath.Join(dir, "contract"), clients, msgs, d, n, spec); err != nil {
+		return BoundRun{}, BoundRun{}, fmt.Errorf("contract bound: %w", err)
+	}
+	return volume, contract, nil
+}
+
+// maxGroupBytes bounds what one group writes, well inside Badger's
+// transaction limit (15% of its 64 MiB memtables).
+const maxGroupBytes = 4 << 20
+
+// commitGroups is the volume bound's committer: it takes every request
+// waiting (at least one), writes shape.Puts values of shape.Value bytes
+// for each in one transaction, and hands the transaction to Badger without
+// waiting for it, so the next group is built while one is written; each
+// group's requests are answered once its synchronous write is done.
+func (s *boundServer) commitGroups(db *badger.DB, shape Shape, answer func(boundReq)) {
+	var seq uint64
+	for {
+		var group []boundReq
+		select {
+		case r := <-s.queue:
+			group = append(group, r)
+		case <-s.done:
+			return
+		}
+	more:
+		for (len(group)+1)*shape.Puts*(shape.Value+volumeKeyLen+10) <= maxGroupBytes {
+			select {
+			case r := <-s.queue:
+				group = append(group, r)
+			default:
+				break more
+			}
+		}
+		txn := db.NewTransaction(true)
+		var err error
+		for _, r := range group {
+			for slot := range shape.Puts {
+				seq++
+				key := binary.BigEndian.AppendUint64([]byte{byte(slot)}, seq)
+				if err = txn.Set(key, fill(r.data, shape.Value)); err != nil {
+					break
+				}
+			}
+		}
+		finish := func(err error) {
+			for _, r := range group {
+				if err != nil {
+					s.fail(err)
+				} else {
+					s.stored.Add(1)
+					answer(r)
+				}
+				s.handlers.Done()
+			}
+		}
+		if err != nil {
+			txn.Discard()
+			finish(err)
+			continue
+		}
+		txn.CommitWith(finish)
+	}
+}
+
+// fill returns n bytes of data, repeated as needed: values as compressible
+// as the requests.
+func fill(data []byte, n int) []byte {
+	out := make([]byte, n)
+	for i := 0; i < n && len(data) > 0; i += copy(out[i:], data) {
+	}
+	return out
+}
+
+// boundFeedSize is the size of a live-feed message of the contract bound:
+// a trail entry.
+const boundFeedSize = 700
+
+// boundServerToken is the token of the bound server's own connections.
+const boundServerToken = "bound-server"
+
+// requesterToken is requester i's token.
+func requesterToken(i int) string { return "bound-requester-" + strconv.Itoa(i) }
+
+// boundAuth authenticates the contract bound's connections by token, as
+// the wire contract asks (wire-v1 §2): requester i may publish only to
+// bound.req.<i> and subscribe only under its token's inbox prefix; the
+// server's connections are not restricted. Any token of the form is taken
+// (the bound measures the cost, not the policy). The daemon also puts each
+// principal in an account of its own (docs/security.md); the contract does
+// not ask for that, so the bound does not pay it.
+type boundAuth struct{}
+
+// Check implements server.Authentication.
+func (boundAuth) Check(c server.ClientAuthentication) bool {
+	tok := c.GetOpts().Token
+	if tok == boundServerToken {
+		c.RegisterUser(&server.User{Username: tok})
+		return true
+	}
+	i, ok := strings.CutPrefix(tok, "bound-requester-")
+	if !ok {
+		return false
+	}
+	c.RegisterUser(&server.User{Username: tok, Permissions: &server.Permissions{
+		Publish:   &server.SubjectPermission{Allow: []string{"bound.req." + i}},
+		Subscribe: &server.SubjectPermission{Allow: []string{wire.InboxPrefix(tok) + ".>"}},
+	}})
+	return true
+}
