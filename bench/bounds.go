@@ -71,6 +71,9 @@ type boundSpec struct {
 	// contract adds the wire contract's obligations on the transport:
 	// Bounds.Contract.
 	contract bool
+	// window cuts a long run into windows of that many requests, as the
+	// load's (Config.Window).
+	window int
 }
 
 // boundStore is how a bound's server stores a request before answering.
@@ -93,6 +96,10 @@ type BoundRun struct {
 	// delivery to the consumer: what the daemon's signal row measures.
 	SignalLatency Latency `json:"signal"`
 	Stored        int     `json:"stored"` // durable Badger writes (hand-built only)
+	// Windows and Growth are the run's windows of requests and its last
+	// over its first, for a run of two windows or more (a soak's -n).
+	Windows []Window `json:"windows,omitempty"`
+	Growth  *Growth  `json:"growth,omitempty"`
 	// CPU is this process's CPU time (all threads: server, requesters,
 	// NATS, Badger) per request over the bound's run.
 	CPU time.Duration `json:"cpu_per_request_ns"`
@@ -136,16 +143,16 @@ func newBoundMessages(size int) (boundMessages, error) {
 // measureBounds runs the transport bound, then the hand-built one, each in
 // its own directory under dir, with clients requesters for d or, if n is
 // positive, n requests in all.
-func measureBounds(ctx context.Context, dir string, clients, size int, d time.Duration, n int) (Bounds, error) {
+func measureBounds(ctx context.Context, dir string, clients, size int, d time.Duration, n, window int) (Bounds, error) {
 	msgs, err := newBoundMessages(size)
 	if err != nil {
 		return Bounds{}, err
 	}
 	var b Bounds
-	if b.Transport, err = runBound(ctx, filepath.Join(dir, "transport"), clients, msgs, d, n, boundSpec{}); err != nil {
+	if b.Transport, err = runBound(ctx, filepath.Join(dir, "transport"), clients, msgs, d, n, boundSpec{window: window}); err != nil {
 		return Bounds{}, fmt.Errorf("transport bound: %w", err)
 	}
-	if b.HandBuilt, err = runBound(ctx, filepath.Join(dir, "hand-built"), clients, msgs, d, n, boundSpec{store: storeEach}); err != nil {
+	if b.HandBuilt, err = runBound(ctx, filepath.Join(dir, "hand-built"), clients, msgs, d, n, boundSpec{store: storeEach, window: window}); err != nil {
 		return Bounds{}, fmt.Errorf("hand-built bound: %w", err)
 	}
 	return b, nil
@@ -201,8 +208,17 @@ func runBound(ctx context.Context, dir string, clients int, msgs boundMessages, 
 	if err := srv.wait(ctx, len(acks)); err != nil {
 		return BoundRun{}, err
 	}
-	return BoundRun{Acks: Summarize(acks), Elapsed: elapsed, Rate: rate(len(acks), elapsed), Signals: int(srv.consumed.Load()),
-		SignalLatency: srv.signalLatency(), Stored: int(srv.stored.Load()), CPU: perOp(cpu, len(acks))}, nil
+	ds := make([]time.Duration, len(acks))
+	for i, a := range acks {
+		ds[i] = a.d
+	}
+	run := BoundRun{Acks: Summarize(ds), Elapsed: elapsed, Rate: rate(len(acks), elapsed), Signals: int(srv.consumed.Load()),
+		SignalLatency: srv.signalLatency(), Stored: int(srv.stored.Load()), CPU: perOp(cpu, len(acks))}
+	if spec.window > 0 && len(acks) >= 2*spec.window {
+		run.Windows = windows(acks, spec.window, nil, start)
+		run.Growth = growth(run.Windows)
+	}
+	return run, nil
 }
 
 // boundServer answers requests on bound.req.<client> and publishes one
@@ -435,7 +451,7 @@ func (s *boundServer) close() {
 // time until p says stop, and returns every request's latency. Like the
 // client library, each request is encoded and each reply decoded as it
 // goes.
-func boundRequesters(ctx context.Context, url string, clients int, req client.CheckpointRequest, p plan, contract bool) ([]time.Duration, error) {
+func boundRequesters(ctx context.Context, url string, clients int, req client.CheckpointRequest, p plan, contract bool) ([]ack, error) {
 	conns := make([]*nats.Conn, clients)
 	defer func() {
 		for _, c := range conns {
@@ -452,7 +468,7 @@ func boundRequesters(ctx context.Context, url string, clients int, req client.Ch
 		}
 		conns[i] = c
 	}
-	lats := make([][]time.Duration, clients)
+	lats := make([][]ack, clients)
 	errs := make([]error, clients)
 	var wg sync.WaitGroup
 	for i, c := range conns {
@@ -484,12 +500,13 @@ func boundRequesters(ctx context.Context, url string, clients int, req client.Ch
 					errs[i] = fmt.Errorf("requester %d: decode reply: %w", i, err)
 					return
 				}
-				lats[i] = append(lats[i], time.Since(t0))
+				end := time.Now()
+				lats[i] = append(lats[i], ack{end: end, d: end.Sub(t0)})
 			}
 		})
 	}
 	wg.Wait()
-	var all []time.Duration
+	var all []ack
 	for _, l := range lats {
 		all = append(all, l...)
 	}

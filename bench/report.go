@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -264,6 +265,22 @@ func (r *Report) writeSoak(w io.Writer) error {
 	}
 	if g := r.Growth; g != nil {
 		fmt.Fprintf(w, "last window / first: throughput %.2f, ack p99 %.2f\n", g.Rate, g.P99)
+	}
+	if b := r.Bounds; b != nil {
+		for _, x := range []struct {
+			name string
+			run  *BoundRun
+		}{{"transport", &b.Transport}, {"hand-built", &b.HandBuilt}, {"volume", b.Volume}, {"contract", b.Contract}} {
+			if x.run == nil || x.run.Growth == nil {
+				continue
+			}
+			rates := make([]string, len(x.run.Windows))
+			for i, win := range x.run.Windows {
+				rates[i] = fmt.Sprintf("%.0f", win.Rate)
+			}
+			fmt.Fprintf(w, "%s bound, per window: %s requests/s; last / first: throughput %.2f, ack p99 %.2f\n",
+				x.name, strings.Join(rates, ", "), x.run.Growth.Rate, x.run.Growth.P99)
+		}
 	}
 	if a := r.After; a != nil {
 		s := a.Store

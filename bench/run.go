@@ -32,7 +32,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	rep := &Report{Daemon: cfg.URL, Dir: base, Clients: cfg.Clients, Size: cfg.Size, Floor: floor}
 	if cfg.Bounds {
 		cfg.Logger.Info("bounds", "duration", cfg.BoundsDuration, "n", cfg.N)
-		b, err := measureBounds(ctx, filepath.Join(base, "bounds"), cfg.Clients, cfg.Size, cfg.BoundsDuration, cfg.N)
+		b, err := measureBounds(ctx, filepath.Join(base, "bounds"), cfg.Clients, cfg.Size, cfg.BoundsDuration, cfg.N, cfg.Window)
 		if err != nil {
 			return nil, err
 		}
@@ -86,7 +86,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 		rep.Verify.OverBound = ratio(rep.Verify.Rate, rep.Verify.Bound)
 		if shape := shapeOf(rep.Written); rep.Bounds != nil && shape != nil {
 			cfg.Logger.Info("volume bound", "puts", shape.Puts, "value", shape.Value)
-			v, c, err := measureVolume(ctx, filepath.Join(base, "bounds"), cfg.Clients, cfg.Size, cfg.BoundsDuration, cfg.N, *shape)
+			v, c, err := measureVolume(ctx, filepath.Join(base, "bounds"), cfg.Clients, cfg.Size, cfg.BoundsDuration, cfg.N, cfg.Window, *shape)
 			if err != nil {
 				return nil, err
 			}

@@ -94,7 +94,14 @@ func TestRun(t *testing.T) {
 					t.Errorf("volume bound %+v, shape %+v; want shape %+v and %d requests stored and signalled", v, shape, want, tt.n)
 				}
 				if c := rep.Bounds.Contract; c == nil || c.Acks.N != tt.n || c.Stored != tt.n || c.Signals != tt.n {
-					t.Errorf("contract bound %+v; want %d requests stored and signalled", c, tt.n)
+					t.Fatalf("contract bound %+v; want %d requests stored and signalled", c, tt.n)
+				}
+				// Each bound ran n requests: windows of 5, as the load.
+				for name, b := range map[string]*BoundRun{"transport": &rep.Bounds.Transport, "hand-built": &rep.Bounds.HandBuilt,
+					"volume": rep.Bounds.Volume, "contract": rep.Bounds.Contract} {
+					if len(b.Windows) != tt.n/5 || b.Growth == nil || b.Windows[0].Acks.N != 5 {
+						t.Errorf("%s bound: windows %+v, growth %+v; want %d windows of 5 and a growth", name, b.Windows, b.Growth, tt.n/5)
+					}
 				}
 				if q := rep.Ratios; q.RateOverVolume <= 0 || q.VolumeRateOverHandBuilt <= 0 || q.RateOverContract <= 0 || q.ContractRateOverHandBuilt <= 0 {
 					t.Errorf("ratios %+v lack the volume and contract bounds'", rep.Ratios)

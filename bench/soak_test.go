@@ -278,3 +278,28 @@ func TestTargetsPreferTheContractBound(t *testing.T) {
 		}
 	}
 }
+
+// TestSoakRowsTakeTheBoundsGrowth: the soak rows carry the contract
+// bound's own growth when the bounds ran as long as the load.
+func TestSoakRowsTakeTheBoundsGrowth(t *testing.T) {
+	r := withBounds()
+	r.Clients = 64
+	r.Growth = &Growth{Rate: 0.4, P99: 5}
+	r.Bounds.Volume = &BoundRun{Growth: &Growth{Rate: 0.9, P99: 1.2}}
+	r.Bounds.Contract = &BoundRun{Growth: &Growth{Rate: 0.6, P99: 2}}
+	want := map[string]float64{
+		"soak: throughput of the last window / the first": 0.6,
+		"soak: ack p99 of the last window / the first":    2,
+	}
+	for _, tg := range r.targets() {
+		if b, ok := want[tg.Row]; ok {
+			if tg.Bound != b || !tg.OutOfReach {
+				t.Errorf("row %+v, want the contract bound's %v, out of reach", tg, b)
+			}
+			delete(want, tg.Row)
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("rows missing: %v", want)
+	}
+}

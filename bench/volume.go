@@ -42,12 +42,12 @@ func shapeOf(w *Written) *Shape {
 
 // measureVolume runs the volume and contract bounds in dir, as
 // measureBounds runs the others.
-func measureVolume(ctx context.Context, dir string, clients, size int, d time.Duration, n int, shape Shape) (volume, contract BoundRun, err error) {
+func measureVolume(ctx context.Context, dir string, clients, size int, d time.Duration, n, window int, shape Shape) (volume, contract BoundRun, err error) {
 	msgs, err := newBoundMessages(size)
 	if err != nil {
 		return BoundRun{}, BoundRun{}, err
 	}
-	spec := boundSpec{store: storeGrouped, shape: shape}
+	spec := boundSpec{store: storeGrouped, shape: shape, window: window}
 	if volume, err = runBound(ctx, filepath.Join(dir, "volume"), clients, msgs, d, n, spec); err != nil {
 		return BoundRun{}, BoundRun{}, fmt.Errorf("volume bound: %w", err)
 	}
