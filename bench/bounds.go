@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -96,6 +97,10 @@ type BoundRun struct {
 	// delivery to the consumer: what the daemon's signal row measures.
 	SignalLatency Latency `json:"signal"`
 	Stored        int     `json:"stored"` // durable Badger writes (hand-built only)
+	// PeakRSS is this process's peak resident set during the bound's run
+	// (VmHWM, reset at its start; 0 where it cannot be reset): server,
+	// NATS, Badger and requesters.
+	PeakRSS int64 `json:"peak_rss_bytes,omitempty"`
 	// Windows and Growth are the run's windows of requests and its last
 	// over its first, for a run of two windows or more (a soak's -n).
 	Windows []Window `json:"windows,omitempty"`
@@ -198,6 +203,10 @@ func runBound(ctx context.Context, dir string, clients int, msgs boundMessages, 
 	}
 	defer srv.close()
 
+	// What earlier phases left is returned to the system first, so that
+	// the peak is this run's.
+	debug.FreeOSMemory()
+	reset := resetPeakRSS()
 	p := newPlan(d, n)
 	start, cpu0 := time.Now(), processCPU()
 	acks, err := boundRequesters(ctx, ns.ClientURL(), clients, msgs.req, p, spec.contract)
@@ -214,6 +223,9 @@ func runBound(ctx context.Context, dir string, clients int, msgs boundMessages, 
 	}
 	run := BoundRun{Acks: Summarize(ds), Elapsed: elapsed, Rate: rate(len(acks), elapsed), Signals: int(srv.consumed.Load()),
 		SignalLatency: srv.signalLatency(), Stored: int(srv.stored.Load()), CPU: perOp(cpu, len(acks))}
+	if reset {
+		run.PeakRSS = peakRSS()
+	}
 	if spec.window > 0 && len(acks) >= 2*spec.window {
 		run.Windows = windows(acks, spec.window, nil, start)
 		run.Growth = growth(run.Windows)

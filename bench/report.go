@@ -185,8 +185,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "floor rate   %.0f writes/s\n", r.Floor.Rate)
 	if b := r.Bounds; b != nil {
-		fmt.Fprintf(w, "transport    %.0f requests/s, cpu %s each (bound: NATS request/reply and a JetStream signal each, nothing stored)\n",
-			b.Transport.Rate, dur(b.Transport.CPU))
+		fmt.Fprintf(w, "transport    %.0f requests/s, cpu %s each, peak RSS %.0f MiB (bound: NATS request/reply and a JetStream signal each, nothing stored)\n",
+			b.Transport.Rate, dur(b.Transport.CPU), float64(b.Transport.PeakRSS)/(1<<20))
 		fmt.Fprintf(w, "hand-built   %.0f requests/s, cpu %s each (the same and one synchronous Badger transaction each)\n",
 			b.HandBuilt.Rate, dur(b.HandBuilt.CPU))
 		if v, sh := b.Volume, b.Shape; v != nil && sh != nil {

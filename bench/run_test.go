@@ -96,6 +96,9 @@ func TestRun(t *testing.T) {
 				if c := rep.Bounds.Contract; c == nil || c.Acks.N != tt.n || c.Stored != tt.n || c.Signals != tt.n {
 					t.Fatalf("contract bound %+v; want %d requests stored and signalled", c, tt.n)
 				}
+				if rep.Bounds.Transport.PeakRSS <= 0 {
+					t.Errorf("transport bound's peak RSS = %d, want > 0", rep.Bounds.Transport.PeakRSS)
+				}
 				// Each bound ran n requests: windows of 5, as the load.
 				for name, b := range map[string]*BoundRun{"transport": &rep.Bounds.Transport, "hand-built": &rep.Bounds.HandBuilt,
 					"volume": rep.Bounds.Volume, "contract": rep.Bounds.Contract} {
