@@ -12,13 +12,13 @@ type Target struct {
 	Limit float64 `json:"target"`
 	Met   bool    `json:"met"`
 	// Bound, where the run measured one for the row, is the row's value
-	// for a bound: for the ratios the contract bound's (a server of the wire
-	// contract that only stores what the daemon stores), or without it the
-	// volume bound's, for the signal rows the hand-built
-	// bound's, for the verify the read bound; OutOfReach says the bound
-	// misses the target too. The soak rows take the contract (or volume)
-	// bound's own last window over its first, the RSS row the transport
-	// bound's peak (the same agents and NATS, nothing stored).
+	// for a bound, and OutOfReach says the bound misses the target too. The
+	// ratio rows take the contract bound's (a server of the wire contract
+	// that only stores what the daemon stores; the volume bound's without
+	// it), the signal rows the hand-built bound's signal p99, the RSS row
+	// the transport bound's peak (the same agents and NATS, nothing
+	// stored), the soak rows the contract (or volume) bound's own last
+	// window over its first, the verify the read bound.
 	Bound      float64 `json:"bound,omitempty"`
 	OutOfReach bool    `json:"out_of_reach,omitempty"`
 }
