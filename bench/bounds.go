@@ -96,7 +96,7 @@ type BoundRun struct {
 	// its write, as the daemon stamps a checkpoint) to the signal's
 	// delivery to the consumer: what the daemon's signal row measures.
 	SignalLatency Latency `json:"signal"`
-	Stored        int     `json:"stored"` // durable Badger writes (hand-built only)
+	Stored        int     `json:"stored"` // requests stored durably (the hand-built, volume and contract bounds)
 	// PeakRSS is this process's peak resident set during the bound's run
 	// (VmHWM, reset at its start; 0 where it cannot be reset): server,
 	// NATS, Badger and requesters.
@@ -164,7 +164,7 @@ func measureBounds(ctx context.Context, dir string, clients, size int, d time.Du
 }
 
 // runBound starts a NATS server with JetStream under dir, serves requests
-// (storing them in Badger under dir as store says), runs the requesters and
+// (storing them in Badger under dir as spec says), runs the requesters and
 // waits for the consumer to have every signal.
 func runBound(ctx context.Context, dir string, clients int, msgs boundMessages, d time.Duration, n int, spec boundSpec) (_ BoundRun, err error) {
 	opts := &server.Options{
