@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
@@ -84,6 +85,11 @@ const (
 	storeNothing boundStore = iota // the transport bound
 	storeEach                      // the hand-built bound: a transaction per request
 	storeGrouped                   // the volume bound: group commit, a Shape per request
+	// storeSegmented is storeGrouped with each group's values appended to
+	// a segment file (written and synced before the transaction) and
+	// only a 12-byte pointer per key in Badger: a probe of a store that
+	// does not rewrite immutable data (BenchmarkVolumeSoak), not a bound.
+	storeSegmented
 )
 
 // BoundRun is one bound's load figures.
@@ -197,10 +203,18 @@ func runBound(ctx context.Context, dir string, clients int, msgs boundMessages, 
 			}
 		}()
 	}
+	var seg *os.File
+	if spec.store == storeSegmented {
+		if seg, err = os.OpenFile(filepath.Join(dir, "segment"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
+			return BoundRun{}, fmt.Errorf("open segment: %w", err)
+		}
+		defer seg.Close()
+	}
 	srv, err := startBoundServer(ctx, ns.ClientURL(), db, spec, msgs.reply)
 	if err != nil {
 		return BoundRun{}, err
 	}
+	srv.seg = seg
 	defer srv.close()
 
 	// What earlier phases left is returned to the system first, so that
@@ -250,6 +264,7 @@ type boundServer struct {
 	queue     chan boundReq
 	done      chan struct{}
 	committer sync.WaitGroup
+	seg       *os.File // with storeSegmented; set before the first request
 
 	mu      sync.Mutex      // guards latency
 	latency []time.Duration // of each signal consumed
@@ -351,14 +366,14 @@ func startBoundServer(ctx context.Context, url string, db *badger.DB, spec bound
 			s.fail(err)
 		}
 	}
-	if store == storeGrouped {
+	if store == storeGrouped || store == storeSegmented {
 		s.queue, s.done = make(chan boundReq, 1024), make(chan struct{})
 		s.committer.Go(func() { s.commitGroups(db, shape, answer) })
 	}
 	var seq atomic.Uint64
 	handle := func(r boundReq) {
 		s.handlers.Add(1)
-		if store == storeGrouped {
+		if store == storeGrouped || store == storeSegmented {
 			s.queue <- r // the committer answers
 			return
 		}

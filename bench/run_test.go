@@ -245,3 +245,49 @@ type fakeClient struct {
 }
 
 func (f fakeClient) GetOpts() *server.ClientOpts { return &server.ClientOpts{Token: f.token} }
+
+// TestSegmentedProbeWritesPointers: the segmented probe appends every
+// value to its segment file and keeps a 12-byte pointer per key in Badger.
+func TestSegmentedProbeWritesPointers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	msgs, err := newBoundMessages(300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	shape := Shape{Puts: 3, Value: 100}
+	run, err := runBound(ctx, dir, 4, msgs, 0, 40, boundSpec{store: storeSegmented, shape: shape})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Acks.N != 40 || run.Stored != 40 || run.Signals != 40 {
+		t.Errorf("probe answered %d, stored %d, signalled %d; want 40 of each", run.Acks.N, run.Stored, run.Signals)
+	}
+	st, err := os.Stat(filepath.Join(dir, "segment"))
+	if err != nil || st.Size() != int64(40*shape.Puts*shape.Value) {
+		t.Fatalf("segment: %v, %v; want %d bytes", st, err, 40*shape.Puts*shape.Value)
+	}
+	db, err := badger.Open(badger.DefaultOptions(filepath.Join(dir, "db")).WithLogger(nil).WithReadOnly(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	keys := 0
+	if err := db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.DefaultIteratorOptions)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			keys++
+			if n := it.Item().ValueSize(); n != 12 {
+				t.Errorf("key %x: %d-byte value, want a 12-byte pointer", it.Item().Key(), n)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if keys != 40*shape.Puts {
+		t.Errorf("probe stored %d keys, want %d", keys, 40*shape.Puts)
+	}
+}

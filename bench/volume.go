@@ -88,13 +88,23 @@ func (s *boundServer) commitGroups(db *badger.DB, shape Shape, answer func(bound
 		}
 		txn := db.NewTransaction(true)
 		var err error
+		var off int64 // where the group's values start in the segment
+		if s.seg != nil {
+			off, err = s.appendSegment(group, shape)
+		}
 		for _, r := range group {
 			for slot := range shape.Puts {
-				seq++
-				key := binary.BigEndian.AppendUint64([]byte{byte(slot)}, seq)
-				if err = txn.Set(key, fill(r.data, shape.Value)); err != nil {
+				if err != nil {
 					break
 				}
+				seq++
+				key := binary.BigEndian.AppendUint64([]byte{byte(slot)}, seq)
+				val := fill(r.data, shape.Value)
+				if s.seg != nil {
+					val = binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint64(nil, uint64(off)), uint32(shape.Value))
+					off += int64(shape.Value)
+				}
+				err = txn.Set(key, val)
 			}
 		}
 		finish := func(err error) {
@@ -115,6 +125,25 @@ func (s *boundServer) commitGroups(db *badger.DB, shape Shape, answer func(bound
 		}
 		txn.CommitWith(finish)
 	}
+}
+
+// appendSegment appends the group's values to the segment file and makes
+// them durable, and returns the offset they start at.
+func (s *boundServer) appendSegment(group []boundReq, shape Shape) (int64, error) {
+	st, err := s.seg.Stat()
+	if err != nil {
+		return 0, err
+	}
+	buf := make([]byte, 0, len(group)*shape.Puts*shape.Value)
+	for _, r := range group {
+		for range shape.Puts {
+			buf = append(buf, fill(r.data, shape.Value)...)
+		}
+	}
+	if _, err := s.seg.Write(buf); err != nil {
+		return 0, err
+	}
+	return st.Size(), s.seg.Sync()
 }
 
 // fill returns n bytes of data, repeated as needed: values as compressible
