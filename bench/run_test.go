@@ -161,49 +161,6 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
-// TestVolumeBoundWritesItsShape: the volume bound stores, for every
-// request, Shape.Puts keys of Shape.Value bytes, and answers each.
-func TestVolumeBoundWritesItsShape(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	msgs, err := newBoundMessages(300)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	shape := Shape{Puts: 3, Value: 700}
-	run, err := runBound(ctx, dir, 4, msgs, 0, 40, boundSpec{store: storeGrouped, shape: shape})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if run.Acks.N != 40 || run.Stored != 40 || run.Signals != 40 {
-		t.Errorf("volume bound answered %d, stored %d, signalled %d; want 40 of each", run.Acks.N, run.Stored, run.Signals)
-	}
-	db, err := badger.Open(badger.DefaultOptions(filepath.Join(dir, "db")).WithLogger(nil).WithReadOnly(true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	keys := 0
-	err = db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.DefaultIteratorOptions)
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			keys++
-			if n := it.Item().ValueSize(); n != int64(shape.Value) || len(it.Item().Key()) != volumeKeyLen {
-				t.Errorf("key %x: %d-byte key, %d-byte value; want %d and %d", it.Item().Key(), len(it.Item().Key()), n, volumeKeyLen, shape.Value)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if keys != 40*shape.Puts {
-		t.Errorf("volume bound stored %d keys, want %d", keys, 40*shape.Puts)
-	}
-}
-
 func TestShapeOf(t *testing.T) {
 	if s := shapeOf(nil); s != nil {
 		t.Errorf("shapeOf(nil) = %+v", s)
@@ -246,9 +203,11 @@ type fakeClient struct {
 
 func (f fakeClient) GetOpts() *server.ClientOpts { return &server.ClientOpts{Token: f.token} }
 
-// TestSegmentedProbeWritesPointers: the segmented probe appends every
-// value to its segment file and keeps a 12-byte pointer per key in Badger.
-func TestSegmentedProbeWritesPointers(t *testing.T) {
+// runStoring runs a storing bound of shape for 40 requests from 4
+// requesters in a new directory, checks that each was answered, stored and
+// signalled, and returns the directory.
+func runStoring(t *testing.T, store boundStore, shape Shape) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	msgs, err := newBoundMessages(300)
@@ -256,38 +215,70 @@ func TestSegmentedProbeWritesPointers(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	shape := Shape{Puts: 3, Value: 100}
-	run, err := runBound(ctx, dir, 4, msgs, 0, 40, boundSpec{store: storeSegmented, shape: shape})
+	run, err := runBound(ctx, dir, 4, msgs, 0, 40, boundSpec{store: store, shape: shape})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if run.Acks.N != 40 || run.Stored != 40 || run.Signals != 40 {
-		t.Errorf("probe answered %d, stored %d, signalled %d; want 40 of each", run.Acks.N, run.Stored, run.Signals)
+		t.Errorf("bound answered %d, stored %d, signalled %d; want 40 of each", run.Acks.N, run.Stored, run.Signals)
 	}
-	st, err := os.Stat(filepath.Join(dir, "segment"))
-	if err != nil || st.Size() != int64(40*shape.Puts*shape.Value) {
-		t.Fatalf("segment: %v, %v; want %d bytes", st, err, 40*shape.Puts*shape.Value)
-	}
+	return dir
+}
+
+// storedValues returns the key and value sizes of every key the bound in
+// dir left in its database.
+func storedValues(t *testing.T, dir string) map[string]int64 {
+	t.Helper()
 	db, err := badger.Open(badger.DefaultOptions(filepath.Join(dir, "db")).WithLogger(nil).WithReadOnly(true))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	keys := 0
+	out := map[string]int64{}
 	if err := db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.DefaultIteratorOptions)
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
-			keys++
-			if n := it.Item().ValueSize(); n != 12 {
-				t.Errorf("key %x: %d-byte value, want a 12-byte pointer", it.Item().Key(), n)
-			}
+			out[string(it.Item().KeyCopy(nil))] = it.Item().ValueSize()
 		}
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if keys != 40*shape.Puts {
-		t.Errorf("probe stored %d keys, want %d", keys, 40*shape.Puts)
+	return out
+}
+
+// TestVolumeBoundWritesItsShape: the volume bound stores, for every
+// request, Shape.Puts keys of Shape.Value bytes, and answers each.
+func TestVolumeBoundWritesItsShape(t *testing.T) {
+	shape := Shape{Puts: 3, Value: 700}
+	vals := storedValues(t, runStoring(t, storeGrouped, shape))
+	if len(vals) != 40*shape.Puts {
+		t.Errorf("volume bound stored %d keys, want %d", len(vals), 40*shape.Puts)
+	}
+	for k, n := range vals {
+		if n != int64(shape.Value) || len(k) != volumeKeyLen {
+			t.Errorf("key %x: %d-byte key, %d-byte value; want %d and %d", k, len(k), n, volumeKeyLen, shape.Value)
+		}
+	}
+}
+
+// TestSegmentedProbeWritesPointers: the segmented probe appends every
+// value to its segment file and keeps a 12-byte pointer per key in Badger.
+func TestSegmentedProbeWritesPointers(t *testing.T) {
+	shape := Shape{Puts: 3, Value: 100}
+	dir := runStoring(t, storeSegmented, shape)
+	st, err := os.Stat(filepath.Join(dir, "segment"))
+	if err != nil || st.Size() != int64(40*shape.Puts*shape.Value) {
+		t.Fatalf("segment: %v, %v; want %d bytes", st, err, 40*shape.Puts*shape.Value)
+	}
+	vals := storedValues(t, dir)
+	if len(vals) != 40*shape.Puts {
+		t.Errorf("probe stored %d keys, want %d", len(vals), 40*shape.Puts)
+	}
+	for k, n := range vals {
+		if n != 12 {
+			t.Errorf("key %x: %d-byte value, want a 12-byte pointer", k, n)
+		}
 	}
 }
