@@ -81,7 +81,8 @@ func (m *Marker) Pass(ctx context.Context) (moved bool, rep Report, err error) {
 
 // Verify runs Check with opts (a full check) once no pass runs, and when
 // the database passes moves the mark (moved says whether it did; an error
-// moving it is returned with the report). It waits within ctx.
+// moving it is returned with the report). An in-memory database keeps no
+// mark: no start ever reads it. It waits within ctx.
 func (m *Marker) Verify(ctx context.Context, opts Options) (rep Report, moved bool, err error) {
 	m.verifying.Add(1)
 	defer m.verifying.Add(-1)
@@ -94,7 +95,7 @@ func (m *Marker) Verify(ctx context.Context, opts Options) (rep Report, moved bo
 		return Report{}, false, context.Cause(ctx)
 	}
 	defer func() { <-m.turn }()
-	if rep, err = Check(ctx, m.db, opts); err != nil || !rep.OK || !opts.Full {
+	if rep, err = Check(ctx, m.db, opts); err != nil || !rep.OK || !opts.Full || m.db.Opts().InMemory {
 		return rep, false, err
 	}
 	if err := traillog.MarkChecked(m.db, rep.Trail); err != nil {

@@ -51,3 +51,17 @@ func TestMarkerTurns(t *testing.T) {
 		t.Errorf("Verify = %+v, %v", rep, err)
 	}
 }
+
+// TestMarkerKeepsNoMarkInMemory: a full verify of an in-memory database
+// passes but moves no mark (no start will read it).
+func TestMarkerKeepsNoMarkInMemory(t *testing.T) {
+	db, err := badger.Open(badger.DefaultOptions("").WithInMemory(true).WithLogger(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rep, moved, err := NewMarker(db).Verify(context.Background(), Options{Full: true})
+	if err != nil || !rep.OK || moved {
+		t.Errorf("Verify of an in-memory database = %+v, moved %v, %v; want ok and no mark moved", rep, moved, err)
+	}
+}
