@@ -33,7 +33,7 @@ type publisher struct {
 
 	wake   chan struct{} // signals: the outbox may have items
 	cursor string        // the last signal id confirmed; owned by runSignals
-	high   string        // the last signal id sent or confirmed; owned by runSignals
+	high   string        // the highest signal id sent; owned by runSignals
 
 	mu      sync.Mutex // guards feed, feedCh, queue and behind
 	feed    []trail.Entry
@@ -116,11 +116,20 @@ func (p *publisher) onCommit(c runtime.Commit) {
 
 // runSignals publishes the outbox until ctx is done. Committed items are
 // published from memory as they come, without waiting for the
-// acknowledgements of those before them (up to maxInFlight); the
+// acknowledgements of those before them (up to maxInFlight; one
+// connection, so the stream receives them in this order); the
 // acknowledgements are taken in order, and each confirmed prefix is removed
 // from the outbox. Whenever the memory may lack items (behind), the loop
-// first publishes the outbox from the database (drain). A failed publish
-// leaves the rest in the outbox, to be read back after a pause.
+// publishes the outbox from the database instead, once every earlier
+// publish is confirmed (publishStored). Each item published while another
+// is unconfirmed expects that one to be the stream's last message
+// (Nats-Expected-Last-Msg-Id), so when the stream refuses an item it also
+// refuses every item behind it: signals are stored in commit order, even
+// after a stream error. A failed publish leaves the rest in the outbox, to
+// be read back after a pause and published again (the stream drops what it
+// already holds, by Nats-Msg-Id). The price is that a signal the stream
+// keeps refusing holds back those behind it (they stay in the outbox, and
+// the refusal is logged at every try).
 func (p *publisher) runSignals(ctx context.Context) {
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
@@ -154,7 +163,7 @@ func (p *publisher) runSignals(ctx context.Context) {
 	for {
 		if !paused {
 			var err error
-			if inflight, err = p.publish(ctx, inflight); err != nil {
+			if inflight, err = p.publish(inflight); err != nil {
 				fail(err)
 			}
 		}
@@ -206,7 +215,7 @@ func (p *publisher) idle() bool {
 // publish sends what waits: the outbox from the database when behind
 // (once every earlier publish is confirmed), else the queued items, up to
 // maxInFlight unconfirmed. It returns the unconfirmed ones.
-func (p *publisher) publish(ctx context.Context, inflight []sent) ([]sent, error) {
+func (p *publisher) publish(inflight []sent) ([]sent, error) {
 	p.mu.Lock()
 	behind := p.behind
 	if behind && len(inflight) == 0 {
@@ -215,13 +224,9 @@ func (p *publisher) publish(ctx context.Context, inflight []sent) ([]sent, error
 	p.mu.Unlock()
 	if behind {
 		if len(inflight) > 0 {
-			return inflight, nil // drain once they are confirmed
+			return inflight, nil // read the outbox once they are confirmed
 		}
-		if err := p.drain(ctx); err != nil {
-			return nil, err
-		}
-		p.high = max(p.high, p.cursor)
-		return nil, nil
+		return p.publishStored()
 	}
 	for len(inflight) < maxInFlight {
 		p.mu.Lock()
@@ -235,21 +240,54 @@ func (p *publisher) publish(ctx context.Context, inflight []sent) ([]sent, error
 		p.mu.Unlock()
 		for _, it := range c.Outbox {
 			if it.ID <= p.high {
-				continue // a drain published it
+				continue // published from the database
 			}
-			expect := ""
-			if len(inflight) > 0 {
-				expect = inflight[len(inflight)-1].id
-			}
-			f, err := p.send(it.ID, it.Subject, it.Signal, expect)
-			if err != nil {
+			var err error
+			if inflight, err = p.push(inflight, it.ID, it.Subject, it.Signal); err != nil {
 				return inflight, err
 			}
-			inflight = append(inflight, sent{id: it.ID, f: f, at: time.Now()})
-			p.high = it.ID
 		}
 	}
 	return inflight, nil
+}
+
+// publishStored publishes the outbox's items after the last confirmed one,
+// from the database, up to maxInFlight; when that many came, more may
+// follow, and the loop reads again once these are confirmed (behind). Items
+// committed meanwhile are queued too; those it published are skipped there
+// (Signal ids increase in commit order).
+func (p *publisher) publishStored() ([]sent, error) {
+	items, err := p.eng.OutboxAfter(p.cursor, maxInFlight)
+	if err != nil {
+		return nil, err
+	}
+	if len(items) == maxInFlight {
+		p.mu.Lock()
+		p.behind, p.queue, p.queued = true, nil, 0
+		p.mu.Unlock()
+	}
+	var inflight []sent
+	for _, it := range items {
+		if inflight, err = p.push(inflight, it.ID, it.Subject, it.Signal); err != nil {
+			return inflight, err
+		}
+	}
+	return inflight, nil
+}
+
+// push publishes one signal behind inflight, expecting the last of them
+// (if any) to be the stream's last message, and returns inflight with it.
+func (p *publisher) push(inflight []sent, id, subject string, sig any) ([]sent, error) {
+	expect := ""
+	if len(inflight) > 0 {
+		expect = inflight[len(inflight)-1].id
+	}
+	f, err := p.send(id, subject, sig, expect)
+	if err != nil {
+		return inflight, err
+	}
+	p.high = max(p.high, id)
+	return append(inflight, sent{id: id, f: f, at: time.Now()}), nil
 }
 
 // confirm removes the confirmed prefix of inflight from the outbox; the
@@ -293,73 +331,6 @@ func (p *publisher) send(id, subject string, sig any, expect string) (jetstream.
 		msg.Header.Set(jetstream.ExpectedLastMsgIDHeader, expect)
 	}
 	return p.js.PublishMsgAsync(msg)
-}
-
-// drain publishes every outbox item, oldest first, and removes each batch
-// once the stream acknowledged it. A batch's items are published without
-// waiting for each acknowledgement (one connection, so the stream receives
-// them in this order), then the acknowledgements are awaited in order: the
-// confirmed prefix is removed even when a later item fails, and the rest is
-// published again on the next try (the stream drops what it already holds,
-// by Nats-Msg-Id). Each item after the first of a batch expects the one
-// before it to be the stream's last message (Nats-Expected-Last-Msg-Id), so
-// when the stream refuses an item it also refuses every item behind it:
-// signals are stored in commit order, even after a stream error. The price
-// is that a signal the stream keeps refusing holds back those behind it
-// (they stay in the outbox, and the refusal is logged at every try).
-func (p *publisher) drain(ctx context.Context) error {
-	for {
-		items, err := p.eng.OutboxAfter(p.cursor, 256)
-		if err != nil || len(items) == 0 {
-			return err
-		}
-		futures := make([]jetstream.PubAckFuture, 0, len(items))
-		var perr error
-		for i, it := range items {
-			// Everything before items[0] is confirmed, so the first needs
-			// no expectation.
-			expect := ""
-			if i > 0 {
-				expect = items[i-1].ID
-			}
-			f, err := p.send(it.ID, it.Subject, it.Signal, expect)
-			if err != nil {
-				perr = err
-				break
-			}
-			futures = append(futures, f)
-		}
-		acked := make([]string, 0, len(futures))
-		timeout := time.NewTimer(5 * time.Second)
-	wait:
-		for i, f := range futures {
-			select {
-			case <-f.Ok():
-				acked = append(acked, items[i].ID)
-			case err := <-f.Err():
-				perr = err
-				break wait
-			case <-timeout.C:
-				perr = fmt.Errorf("publish %s: no acknowledgement from the stream in 5s", items[i].ID)
-				break wait
-			case <-ctx.Done():
-				perr = ctx.Err()
-				break wait
-			}
-		}
-		timeout.Stop()
-		if len(acked) > 0 {
-			if err := p.eng.AckOutbox(acked...); err != nil {
-				return err
-			}
-			p.cursor = acked[len(acked)-1]
-			p.m.outboxAdd(-len(acked))
-			p.m.signalsPublished(len(acked))
-		}
-		if perr != nil {
-			return perr
-		}
-	}
 }
 
 // flush asks the signal loop to publish everything now and waits up to d.
