@@ -210,11 +210,10 @@ func runBound(ctx context.Context, dir string, clients int, msgs boundMessages, 
 		}
 		defer seg.Close()
 	}
-	srv, err := startBoundServer(ctx, ns.ClientURL(), db, spec, msgs.reply)
+	srv, err := startBoundServer(ctx, ns.ClientURL(), db, seg, spec, msgs.reply)
 	if err != nil {
 		return BoundRun{}, err
 	}
-	srv.seg = seg
 	defer srv.close()
 
 	// What earlier phases left is returned to the system first, so that
@@ -264,7 +263,7 @@ type boundServer struct {
 	queue     chan boundReq
 	done      chan struct{}
 	committer sync.WaitGroup
-	seg       *os.File // with storeSegmented; set before the first request
+	seg       *os.File // with storeSegmented
 
 	mu      sync.Mutex      // guards latency
 	latency []time.Duration // of each signal consumed
@@ -285,9 +284,9 @@ func stamp(signal []byte, t time.Time) []byte {
 	return out
 }
 
-func startBoundServer(ctx context.Context, url string, db *badger.DB, spec boundSpec, reply []byte) (_ *boundServer, err error) {
+func startBoundServer(ctx context.Context, url string, db *badger.DB, seg *os.File, spec boundSpec, reply []byte) (_ *boundServer, err error) {
 	store, shape := spec.store, spec.shape
-	s := &boundServer{}
+	s := &boundServer{seg: seg}
 	defer func() {
 		if err != nil {
 			s.close()

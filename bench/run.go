@@ -71,11 +71,10 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	rep.CPU = perOp(res.cpu, len(res.acks))
 	rep.Signals, rep.Verify = Summarize(res.signals), res.verify
 	rep.Windows, rep.Growth = res.windows, growth(res.windows)
-	if d != nil && len(res.acks) > 0 {
-		n := float64(len(res.acks))
-		rep.Written = &Written{PutsPerCheckpoint: float64(res.puts) / n, BytesPerCheckpoint: float64(res.written) / n}
-	}
 	if d != nil {
+		if n := float64(len(res.acks)); n > 0 {
+			rep.Written = &Written{PutsPerCheckpoint: float64(res.puts) / n, BytesPerCheckpoint: float64(res.written) / n}
+		}
 		cfg.Logger.Info("restart and store", "dir", dataDir)
 		stopped := d
 		d = nil

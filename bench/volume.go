@@ -99,10 +99,12 @@ func (s *boundServer) commitGroups(db *badger.DB, shape Shape, answer func(bound
 				}
 				seq++
 				key := binary.BigEndian.AppendUint64([]byte{byte(slot)}, seq)
-				val := fill(r.data, shape.Value)
+				var val []byte
 				if s.seg != nil {
 					val = binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint64(nil, uint64(off)), uint32(shape.Value))
 					off += int64(shape.Value)
+				} else {
+					val = fill(r.data, shape.Value)
 				}
 				err = txn.Set(key, val)
 			}
