@@ -1,0 +1,612 @@
+package seglog
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/klauspost/compress/zstd"
+)
+
+// Options tune a Log; zero fields take their defaults.
+type Options struct {
+	// ReadOnly opens the segments for reading only: nothing is removed or
+	// written (the offline verify of a stopped daemon's data dir).
+	ReadOnly bool
+	// MaxFile is the size past which a new file starts (DefaultMaxFile).
+	MaxFile int64
+	// CacheBytes bounds the cache of raw blocks read (default 4 MiB).
+	CacheBytes int
+}
+
+// Recovered says what Open removed: bytes past the end Badger recorded,
+// written for batches that never committed.
+type Recovered struct {
+	Files int   // whole files removed
+	Bytes int64 // bytes removed, in all
+}
+
+// Log is the segments of one database. One goroutine at a time may build
+// and write blocks (Set, Seal, Write, Abort: the engine's committer and the
+// batch it has in flight, one after the other); any number may read.
+type Log struct {
+	dir  string
+	opts Options
+	enc  *zstd.Encoder
+	dec  *zstd.Decoder
+
+	fmu   sync.Mutex
+	files map[uint32]*os.File // read handles
+
+	mu      sync.Mutex // guards the fields below
+	pend    []byte     // the raw block being built
+	pendAt  Pos        // where it will be written, once it has a value
+	sealed  map[Pos][]byte
+	next    Pos // where the next block goes
+	durable Pos // the end of the last block written and synced
+	cache   cache
+
+	wmu sync.Mutex // guards w
+	w   *os.File   // the file written to, or nil
+	wn  uint32     // its number
+}
+
+// Open opens the segments in dir (created if missing) that end at end, as
+// KeyEnd says: every pointer Badger holds is before end. Unless
+// opts.ReadOnly, it removes what lies past end.
+func Open(dir string, end Pos, opts Options) (*Log, Recovered, error) {
+	if opts.MaxFile <= 0 {
+		opts.MaxFile = DefaultMaxFile
+	}
+	if opts.CacheBytes <= 0 {
+		opts.CacheBytes = 4 << 20
+	}
+	var rec Recovered
+	if !opts.ReadOnly {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, rec, fmt.Errorf("segments: %w", err)
+		}
+	}
+	nums, err := list(dir)
+	if err != nil && !(opts.ReadOnly && errors.Is(err, os.ErrNotExist)) {
+		return nil, rec, fmt.Errorf("segments: %w", err)
+	}
+	for n := uint32(1); n <= end.File; n++ {
+		if !slices.Contains(nums, n) {
+			return nil, rec, &DamageError{File: filepath.Join(dir, fileName(n)), Detail: fmt.Sprintf("missing; the database points into segments up to %s at %d", fileName(end.File), end.Off)}
+		}
+	}
+	if end.File > 0 {
+		p := filepath.Join(dir, fileName(end.File))
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, rec, fmt.Errorf("segments: %w", err)
+		}
+		switch {
+		case uint64(st.Size()) < end.Off:
+			return nil, rec, &DamageError{File: p, Off: uint64(st.Size()), Detail: fmt.Sprintf("the file ends here; the database points up to %d", end.Off)}
+		case uint64(st.Size()) > end.Off && !opts.ReadOnly:
+			if err := truncate(p, int64(end.Off)); err != nil {
+				return nil, rec, fmt.Errorf("segments: %w", err)
+			}
+			rec.Bytes += st.Size() - int64(end.Off)
+		}
+	}
+	if !opts.ReadOnly {
+		for _, n := range nums {
+			if n <= end.File {
+				continue
+			}
+			p := filepath.Join(dir, fileName(n))
+			st, err := os.Stat(p)
+			if err != nil {
+				return nil, rec, fmt.Errorf("segments: %w", err)
+			}
+			if err := os.Remove(p); err != nil {
+				return nil, rec, fmt.Errorf("segments: %w", err)
+			}
+			rec.Files++
+			rec.Bytes += st.Size()
+		}
+		if rec.Files > 0 {
+			if err := syncDir(dir); err != nil {
+				return nil, rec, fmt.Errorf("segments: %w", err)
+			}
+		}
+	}
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		return nil, rec, fmt.Errorf("segments: %w", err)
+	}
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(maxBlock))
+	if err != nil {
+		return nil, rec, fmt.Errorf("segments: %w", err)
+	}
+	l := &Log{
+		dir: dir, opts: opts, enc: enc, dec: dec,
+		files:  map[uint32]*os.File{},
+		sealed: map[Pos][]byte{},
+		next:   end, durable: end,
+		cache: cache{max: opts.CacheBytes, blocks: map[Pos][]byte{}},
+	}
+	return l, rec, nil
+}
+
+// ReadEnd returns the segments' end as txn sees it (the zero Pos when
+// none was ever written).
+func ReadEnd(txn *badger.Txn) (Pos, error) {
+	item, err := txn.Get(KeyEnd)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return Pos{}, nil
+	}
+	if err != nil {
+		return Pos{}, err
+	}
+	var p Pos
+	err = item.Value(func(v []byte) (err error) { p, err = DecodePos(v); return err })
+	return p, err
+}
+
+// Close closes the files. The Log must not be used afterwards.
+func (l *Log) Close() error {
+	var errs []error
+	l.fmu.Lock()
+	for _, f := range l.files {
+		errs = append(errs, f.Close())
+	}
+	l.files = nil
+	l.fmu.Unlock()
+	l.wmu.Lock()
+	if l.w != nil {
+		errs = append(errs, l.w.Close())
+		l.w = nil
+	}
+	l.wmu.Unlock()
+	l.dec.Close()
+	return errors.Join(errs...)
+}
+
+// Set sets key to value in txn: in the block being built, with a pointer
+// in Badger. On a nil Log (a database in memory) value is set in Badger
+// itself. Like txn.Set, it keeps value until the block is sealed.
+func (l *Log) Set(txn *badger.Txn, key, value []byte) error {
+	if l == nil {
+		return txn.Set(key, value)
+	}
+	l.mu.Lock()
+	if len(l.pend) == 0 {
+		l.pendAt = l.next
+		if l.pendAt.File == 0 || l.pendAt.Off >= uint64(l.opts.MaxFile) {
+			l.pendAt = Pos{File: l.pendAt.File + 1}
+		}
+	}
+	p := Ptr{File: l.pendAt.File, Off: l.pendAt.Off, Rec: uint32(len(l.pend)), Len: uint32(len(value))}
+	l.pend = append(l.pend, value...)
+	l.mu.Unlock()
+	return txn.SetEntry(badger.NewEntry(key, p.Append(make([]byte, 0, PtrSize))).WithMeta(Meta))
+}
+
+// Block is a sealed block, to be written before the transaction that
+// points into it commits.
+type Block struct {
+	at   Pos
+	data []byte // header and body
+}
+
+// Size is the block's length in the file.
+func (b *Block) Size() int { return len(b.data) }
+
+// Seal closes the block being built and sets the new end in txn. It
+// returns nil if the batch set no value here (or the Log is nil).
+func (l *Log) Seal(txn *badger.Txn) (*Block, error) {
+	if l == nil {
+		return nil, nil
+	}
+	l.mu.Lock()
+	raw, at := l.pend, l.pendAt
+	l.pend = nil
+	l.mu.Unlock()
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	if len(raw) > maxBlock {
+		return nil, fmt.Errorf("segments: a block of %d bytes, limit %d", len(raw), maxBlock)
+	}
+	body := l.enc.EncodeAll(raw, make([]byte, headerSize, headerSize+len(raw)/2+64))[headerSize:]
+	data := appendHeader(make([]byte, 0, headerSize+len(body)), body, len(raw))
+	data = append(data, body...)
+	b := &Block{at: at, data: data}
+	end := Pos{File: at.File, Off: at.Off + uint64(len(data))}
+	l.mu.Lock()
+	l.sealed[at] = raw
+	l.next = end
+	l.mu.Unlock()
+	if err := txn.Set(KeyEnd, appendPos(nil, end)); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Write writes b and syncs it. Blocks must be written in the order they
+// were sealed.
+func (l *Log) Write(b *Block) error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	if err := l.writer(b.at.File); err != nil {
+		return err
+	}
+	if _, err := l.w.WriteAt(b.data, int64(b.at.Off)); err != nil {
+		return fmt.Errorf("segments: write %s: %w", fileName(b.at.File), err)
+	}
+	if err := l.w.Sync(); err != nil {
+		return fmt.Errorf("segments: sync %s: %w", fileName(b.at.File), err)
+	}
+	l.mu.Lock()
+	raw := l.sealed[b.at]
+	delete(l.sealed, b.at)
+	l.durable = Pos{File: b.at.File, Off: b.at.Off + uint64(len(b.data))}
+	l.cache.put(b.at, raw)
+	l.mu.Unlock()
+	return nil
+}
+
+// writer makes l.w the file numbered n, created if new. Caller holds wmu.
+func (l *Log) writer(n uint32) error {
+	if l.w != nil && l.wn == n {
+		return nil
+	}
+	if l.w != nil {
+		if err := l.w.Close(); err != nil {
+			return fmt.Errorf("segments: close %s: %w", fileName(l.wn), err)
+		}
+		l.w = nil
+	}
+	p := filepath.Join(l.dir, fileName(n))
+	_, statErr := os.Stat(p)
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("segments: %w", err)
+	}
+	if errors.Is(statErr, os.ErrNotExist) {
+		if err := syncDir(l.dir); err != nil {
+			f.Close()
+			return fmt.Errorf("segments: %w", err)
+		}
+	}
+	l.w, l.wn = f, n
+	return nil
+}
+
+// Abort forgets every block not written, after a failed batch: the next
+// block goes where the last one written ends, and whatever a failed write
+// left past it is cut off.
+func (l *Log) Abort() error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	l.pend = nil
+	clear(l.sealed)
+	l.next = l.durable
+	d := l.durable
+	l.mu.Unlock()
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	if l.w == nil {
+		return nil
+	}
+	switch {
+	case l.wn == d.File:
+		if err := l.w.Truncate(int64(d.Off)); err != nil {
+			return fmt.Errorf("segments: %w", err)
+		}
+	case l.wn > d.File:
+		p := filepath.Join(l.dir, fileName(l.wn))
+		l.w.Close()
+		l.w = nil
+		if err := os.Remove(p); err != nil {
+			return fmt.Errorf("segments: %w", err)
+		}
+	}
+	return nil
+}
+
+// Discard drops the block being built, of a batch that will not be
+// written.
+func (l *Log) Discard() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	l.pend = nil
+	l.mu.Unlock()
+}
+
+// Value calls fn with item's value, read from the segments if it is a
+// pointer. As with badger.Item.Value, fn must not keep or change it.
+func (l *Log) Value(item *badger.Item, fn func([]byte) error) error {
+	if item.UserMeta()&Meta == 0 {
+		return item.Value(fn)
+	}
+	var p Ptr
+	if err := item.Value(func(v []byte) (err error) { p, err = DecodePtr(v); return err }); err != nil {
+		return fmt.Errorf("key %q: %w", item.Key(), err)
+	}
+	v, err := l.Get(p)
+	if err != nil {
+		return fmt.Errorf("key %q: %w", item.Key(), err)
+	}
+	return fn(v)
+}
+
+// ValueCopy returns a copy of item's value, read from the segments if it
+// is a pointer.
+func (l *Log) ValueCopy(item *badger.Item) ([]byte, error) {
+	if item.UserMeta()&Meta == 0 {
+		return item.ValueCopy(nil)
+	}
+	var out []byte
+	err := l.Value(item, func(v []byte) error { out = bytes.Clone(v); return nil })
+	return out, err
+}
+
+// Get returns the value p points at. It is shared: the caller must not
+// change it.
+func (l *Log) Get(p Ptr) ([]byte, error) {
+	if l == nil {
+		return nil, ErrNoLog
+	}
+	raw, err := l.block(Pos{File: p.File, Off: p.Off})
+	if err != nil {
+		return nil, err
+	}
+	if uint64(p.Rec)+uint64(p.Len) > uint64(len(raw)) {
+		return nil, &DamageError{File: filepath.Join(l.dir, fileName(p.File)), Off: p.Off,
+			Detail: fmt.Sprintf("a pointer to bytes [%d, +%d) of a block of %d", p.Rec, p.Len, len(raw))}
+	}
+	return raw[p.Rec : p.Rec+p.Len : p.Rec+p.Len], nil
+}
+
+// block returns the raw block at at.
+func (l *Log) block(at Pos) ([]byte, error) {
+	l.mu.Lock()
+	switch {
+	case len(l.pend) > 0 && at == l.pendAt:
+		raw := l.pend
+		l.mu.Unlock()
+		return raw, nil
+	case l.sealed[at] != nil:
+		raw := l.sealed[at]
+		l.mu.Unlock()
+		return raw, nil
+	}
+	raw := l.cache.get(at)
+	l.mu.Unlock()
+	if raw != nil {
+		return raw, nil
+	}
+	f, err := l.file(at.File)
+	if err != nil {
+		return nil, err
+	}
+	raw, _, err = l.readBlock(f, at.Off)
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	l.cache.put(at, raw)
+	l.mu.Unlock()
+	return raw, nil
+}
+
+// readBlock reads, checks and decompresses the block at off in f, and
+// returns it with its length in the file.
+func (l *Log) readBlock(f *os.File, off uint64) ([]byte, int, error) {
+	damaged := func(detail string) error { return &DamageError{File: f.Name(), Off: off, Detail: detail} }
+	buf := make([]byte, headerSize+4096)
+	n, err := f.ReadAt(buf, int64(off))
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, 0, fmt.Errorf("segments: %w", err)
+	}
+	h, bad := parseHeader(buf[:n])
+	if bad != "" {
+		return nil, 0, damaged(bad)
+	}
+	total := headerSize + int(h.clen)
+	if total > n {
+		if total > len(buf) {
+			buf = append(buf[:n], make([]byte, total-n)...)
+		}
+		m, err := f.ReadAt(buf[n:total], int64(off)+int64(n))
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, 0, fmt.Errorf("segments: %w", err)
+		}
+		n += m
+	}
+	if n > total {
+		n = total
+	}
+	raw, err := l.decode(h, buf[headerSize:n])
+	if err != nil {
+		return nil, 0, damaged(err.Error())
+	}
+	return raw, total, nil
+}
+
+// decode checks body against h and decompresses it.
+func (l *Log) decode(h header, body []byte) ([]byte, error) {
+	if bad := h.checkBody(body); bad != "" {
+		return nil, errors.New(bad)
+	}
+	raw, err := l.dec.DecodeAll(body, make([]byte, 0, h.rlen))
+	if err != nil {
+		return nil, fmt.Errorf("decompress: %v", err)
+	}
+	if len(raw) != int(h.rlen) {
+		return nil, fmt.Errorf("raw block of %d bytes, header says %d", len(raw), h.rlen)
+	}
+	return raw, nil
+}
+
+// file returns the read handle of file n.
+func (l *Log) file(n uint32) (*os.File, error) {
+	l.fmu.Lock()
+	defer l.fmu.Unlock()
+	if f := l.files[n]; f != nil {
+		return f, nil
+	}
+	if l.files == nil {
+		return nil, errors.New("segments: closed")
+	}
+	f, err := os.Open(filepath.Join(l.dir, fileName(n)))
+	if err != nil {
+		return nil, fmt.Errorf("segments: %w", err)
+	}
+	l.files[n] = f
+	return f, nil
+}
+
+// Stats is what Verify read.
+type Stats struct {
+	Files, Blocks int
+	Bytes, Raw    int64 // in the files; decompressed
+}
+
+// Verify reads every block of the segments up to end (every file before
+// end.File to its end) and checks it: its checksum, that it decompresses
+// to its length, and that the blocks tile the files exactly. It returns
+// the first damage found as a *DamageError.
+func (l *Log) Verify(ctx context.Context, end Pos) (Stats, error) {
+	var st Stats
+	for n := uint32(1); n <= end.File; n++ {
+		p := filepath.Join(l.dir, fileName(n))
+		f, err := os.Open(p)
+		if err != nil {
+			return st, &DamageError{File: p, Detail: err.Error()}
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return st, fmt.Errorf("segments: %w", err)
+		}
+		stop := uint64(fi.Size())
+		if n == end.File {
+			if stop < end.Off {
+				f.Close()
+				return st, &DamageError{File: p, Off: stop, Detail: fmt.Sprintf("the file ends here; the database points up to %d", end.Off)}
+			}
+			stop = end.Off
+		}
+		st.Files++
+		for off := uint64(0); off < stop; {
+			if err := ctx.Err(); err != nil {
+				f.Close()
+				return st, err
+			}
+			raw, size, err := l.readBlock(f, off)
+			if err != nil {
+				f.Close()
+				return st, err
+			}
+			if off+uint64(size) > stop {
+				f.Close()
+				return st, &DamageError{File: p, Off: off, Detail: fmt.Sprintf("a block runs past the end (%d)", stop)}
+			}
+			st.Blocks++
+			st.Bytes += int64(size)
+			st.Raw += int64(len(raw))
+			off += uint64(size)
+		}
+		f.Close()
+	}
+	return st, nil
+}
+
+// Dir returns the segments' directory.
+func (l *Log) Dir() string { return l.dir }
+
+// fileName is the name of file n.
+func fileName(n uint32) string { return fmt.Sprintf("%08d.seg", n) }
+
+// list returns the numbers of the segment files in dir, ascending.
+func list(dir string) ([]uint32, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var nums []uint32
+	for _, e := range ents {
+		name := e.Name()
+		if len(name) != 12 || filepath.Ext(name) != ".seg" {
+			continue
+		}
+		n, err := strconv.ParseUint(name[:8], 10, 32)
+		if err != nil || n == 0 {
+			continue
+		}
+		nums = append(nums, uint32(n))
+	}
+	slices.Sort(nums)
+	return nums, nil
+}
+
+func truncate(p string, size int64) error {
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	if err := f.Truncate(size); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	if err := d.Sync(); err != nil {
+		d.Close()
+		return err
+	}
+	return d.Close()
+}
+
+// cache holds recent raw blocks, up to max bytes, evicting the oldest.
+type cache struct {
+	max    int
+	size   int
+	order  []Pos
+	blocks map[Pos][]byte
+}
+
+func (c *cache) get(at Pos) []byte { return c.blocks[at] }
+
+func (c *cache) put(at Pos, raw []byte) {
+	if raw == nil || c.blocks[at] != nil || len(raw) > c.max {
+		return
+	}
+	for c.size+len(raw) > c.max && len(c.order) > 0 {
+		old := c.order[0]
+		c.order = c.order[1:]
+		c.size -= len(c.blocks[old])
+		delete(c.blocks, old)
+	}
+	c.blocks[at] = raw
+	c.order = append(c.order, at)
+	c.size += len(raw)
+}

@@ -1,0 +1,426 @@
+package seglog
+
+import (
+		"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// rig is a Badger database on disk with its segments.
+type rig struct {
+	t   *testing.T
+	dir string
+	db  *badger.DB
+	l   *Log
+	rec Recovered
+}
+
+func openRig(t *testing.T, dir string, opts Options) *rig {
+	t.Helper()
+	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil).WithSyncWrites(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{t: t, dir: dir, db: db}
+	var end Pos
+	if err := db.View(func(txn *badger.Txn) (err error) { end, err = ReadEnd(txn); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if r.l, r.rec, err = Open(filepath.Join(dir, Dir), end, opts); err != nil {
+		db.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(r.close)
+	return r
+}
+
+func (r *rig) close() {
+	if r.l != nil {
+		r.l.Close()
+		r.l = nil
+	}
+	if r.db != nil {
+		r.db.Close()
+		r.db = nil
+	}
+}
+
+// commit sets each key to its value through the segments in one batch,
+// writes the block and commits.
+func (r *rig) commit(kv map[string]string) {
+	r.t.Helper()
+	txn := r.db.NewTransaction(true)
+	defer txn.Discard()
+	for k, v := range kv {
+		if err := r.l.Set(txn, []byte(k), []byte(v)); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	b, err := r.l.Seal(txn)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if b != nil {
+		if err := r.l.Write(b); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	if err := txn.Commit(); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// get reads key through the segments.
+func (r *rig) get(key string) (string, error) {
+	var out []byte
+	err := r.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get([]byte(key))
+		if err != nil {
+			return err
+		}
+		out, err = r.l.ValueCopy(item)
+		return err
+	})
+	return string(out), err
+}
+
+func values(batch, n int) map[string]string {
+	kv := map[string]string{}
+	rnd := rand.NewChaCha8([32]byte{byte(batch)})
+	for i := range n {
+		pad := make([]byte, 60+i)
+		rnd.Read(pad)
+		kv[fmt.Sprintf("v/%d/%d", batch, i)] = fmt.Sprintf(`{"batch":%d,"i":%d,"pad":"%x"}`, batch, i, pad)
+	}
+	return kv
+}
+
+// TestValuesSurviveReopen: values set through the segments read back the
+// same, from the cache and, after a reopen, from the files; Badger holds
+// only pointers for them.
+func TestValuesSurviveReopen(t *testing.T) {
+	dir := t.TempDir()
+	r := openRig(t, dir, Options{})
+	var all []map[string]string
+	for b := range 5 {
+		kv := values(b, 20)
+		r.commit(kv)
+		all = append(all, kv)
+	}
+	check := func() {
+		t.Helper()
+		for _, kv := range all {
+			for k, want := range kv {
+				got, err := r.get(k)
+				if err != nil || got != want {
+					t.Fatalf("%s: %q, %v; want %q", k, got, err, want)
+				}
+			}
+		}
+	}
+	check()
+	err := r.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get([]byte("v/0/0"))
+		if err != nil {
+			return err
+		}
+		if item.UserMeta() != Meta || item.ValueSize() != PtrSize {
+			t.Errorf("badger holds meta %d, %d bytes; want a pointer", item.UserMeta(), item.ValueSize())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.close()
+	r = openRig(t, dir, Options{})
+	if r.rec != (Recovered{}) {
+		t.Errorf("a clean reopen removed %+v", r.rec)
+	}
+	check()
+}
+
+// TestReadsThroughTheOpenTransaction: a value set in the batch being
+// built reads back through its transaction, before the block is sealed
+// and between sealing and writing it.
+func TestReadsThroughTheOpenTransaction(t *testing.T) {
+	r := openRig(t, t.TempDir(), Options{})
+	r.commit(values(0, 3))
+	txn := r.db.NewTransaction(true)
+	defer txn.Discard()
+	read := func(k string) string {
+		t.Helper()
+		item, err := txn.Get([]byte(k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := r.l.ValueCopy(item)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(v)
+	}
+	if err := r.l.Set(txn, []byte("x"), []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.l.Set(txn, []byte("y"), []byte("second")); err != nil {
+		t.Fatal(err)
+	}
+	if read("x") != "first" || read("y") != "second" {
+		t.Fatalf("pending block: %q %q", read("x"), read("y"))
+	}
+	b, err := r.l.Seal(txn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if read("y") != "second" {
+		t.Fatal("sealed block not read")
+	}
+	if err := r.l.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOpenRemovesWhatNoCommitPointsAt: a block written for a transaction
+// that never committed (a crash between the two) is removed at the next
+// open, and the next block takes its place.
+func TestOpenRemovesWhatNoCommitPointsAt(t *testing.T) {
+	dir := t.TempDir()
+	r := openRig(t, dir, Options{MaxFile: 4096})
+	r.commit(values(0, 10))
+	segs := filepath.Join(dir, Dir)
+	before := dirSize(t, segs)
+	// A batch written, then not committed; and another in a new file.
+	for i := range 2 {
+		txn := r.db.NewTransaction(true)
+		for k, v := range values(10+i, 40) {
+			if err := r.l.Set(txn, []byte(k), []byte(v)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b, err := r.l.Seal(txn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.l.Write(b); err != nil {
+			t.Fatal(err)
+		}
+		txn.Discard()
+	}
+	written := dirSize(t, segs)
+	if written <= before {
+		t.Fatalf("nothing written: %d then %d", before, written)
+	}
+	r.close()
+	r = openRig(t, dir, Options{MaxFile: 4096})
+	if r.rec.Bytes != written-before || r.rec.Files != 1 {
+		t.Errorf("recovered %+v; want %d bytes, one file", r.rec, written-before)
+	}
+	if got := dirSize(t, segs); got != before {
+		t.Errorf("segments hold %d bytes; want %d", got, before)
+	}
+	kv := values(20, 5)
+	r.commit(kv)
+	r.close()
+	r = openRig(t, dir, Options{MaxFile: 4096})
+	for k, want := range kv {
+		if got, err := r.get(k); err != nil || got != want {
+			t.Fatalf("%s: %q, %v", k, got, err)
+		}
+	}
+	if _, err := r.get("v/10/0"); !errors.Is(err, badger.ErrKeyNotFound) {
+		t.Fatalf("uncommitted key: %v", err)
+	}
+}
+
+// TestAbortCutsWhatFailed: after a failed batch the next block goes where
+// the last durable one ends.
+func TestAbortCutsWhatFailed(t *testing.T) {
+	dir := t.TempDir()
+	r := openRig(t, dir, Options{})
+	r.commit(values(0, 5))
+	segs := filepath.Join(dir, Dir)
+	before := dirSize(t, segs)
+	txn := r.db.NewTransaction(true)
+	for k, v := range values(1, 5) {
+		if err := r.l.Set(txn, []byte(k), []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := r.l.Seal(txn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.l.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	// The block was written but, as far as the engine knows, its batch
+	// failed before anything was durable: say, the write itself failed.
+	r.l.mu.Lock()
+	r.l.durable = Pos{File: 1, Off: uint64(before)}
+	r.l.mu.Unlock()
+	txn.Discard()
+	if err := r.l.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	if got := dirSize(t, segs); got != before {
+		t.Fatalf("after Abort %d bytes; want %d", got, before)
+	}
+	kv := values(2, 5)
+	r.commit(kv)
+	r.close()
+	r = openRig(t, dir, Options{})
+	for k, want := range kv {
+		if got, err := r.get(k); err != nil || got != want {
+			t.Fatalf("%s: %q, %v", k, got, err)
+		}
+	}
+}
+
+// TestDamageIsAnError: a flipped byte in a block is a *DamageError on
+// read and in Verify; a segment cut short, or missing, is refused at open.
+func TestDamageIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	r := openRig(t, dir, Options{MaxFile: 2048})
+	for b := range 4 {
+		r.commit(values(b, 10))
+	}
+	var end Pos
+	r.db.View(func(txn *badger.Txn) (err error) { end, err = ReadEnd(txn); return err })
+	st, err := r.l.Verify(context.Background(), end)
+	if err != nil || st.Blocks != 4 || st.Files < 2 {
+		t.Fatalf("verify: %+v, %v", st, err)
+	}
+	r.close()
+	seg1 := filepath.Join(dir, Dir, fileName(1))
+	data, err := os.ReadFile(seg1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[headerSize+10] ^= 0x40
+	if err := os.WriteFile(seg1, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = openRig(t, dir, Options{MaxFile: 2048})
+	var de *DamageError
+	if _, err := r.get("v/0/3"); !errors.As(err, &de) || de.Off != 0 {
+		t.Fatalf("read of a damaged block: %v", err)
+	}
+	if _, err := r.l.Verify(context.Background(), end); !errors.As(err, &de) {
+		t.Fatalf("verify of a damaged block: %v", err)
+	}
+	r.close()
+
+	// Cut short: the last file loses its last byte.
+	last := filepath.Join(dir, Dir, fileName(end.File))
+	if err := os.Truncate(last, int64(end.Off)-1); err != nil {
+		t.Fatal(err)
+	}
+	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, _, err := Open(filepath.Join(dir, Dir), end, Options{}); !errors.As(err, &de) {
+		t.Fatalf("open of a short segment: %v", err)
+	}
+	if err := os.Remove(seg1); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Open(filepath.Join(dir, Dir), end, Options{}); !errors.As(err, &de) {
+		t.Fatalf("open without file 1: %v", err)
+	}
+}
+
+// TestReadOnlyLeavesTheTail: a read-only open reads and removes nothing.
+func TestReadOnlyLeavesTheTail(t *testing.T) {
+	dir := t.TempDir()
+	r := openRig(t, dir, Options{})
+	kv := values(0, 5)
+	r.commit(kv)
+	var end Pos
+	r.db.View(func(txn *badger.Txn) (err error) { end, err = ReadEnd(txn); return err })
+	r.close()
+	seg1 := filepath.Join(dir, Dir, fileName(1))
+	f, err := os.OpenFile(seg1, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("torn tail"))
+	f.Close()
+	l, rec, err := Open(filepath.Join(dir, Dir), end, Options{ReadOnly: true})
+	if err != nil || rec != (Recovered{}) {
+		t.Fatalf("read-only open: %+v, %v", rec, err)
+	}
+	defer l.Close()
+	if st, _ := os.Stat(seg1); uint64(st.Size()) != end.Off+9 {
+		t.Fatalf("read-only open changed the file: %d bytes", st.Size())
+	}
+	if _, err := l.Verify(context.Background(), end); err != nil {
+		t.Fatalf("verify up to the end: %v", err)
+	}
+}
+
+// TestNilLogKeepsValuesInBadger: without segments (a database in memory)
+// values are Badger's own; a pointer then cannot be read.
+func TestNilLogKeepsValuesInBadger(t *testing.T) {
+	db, err := badger.Open(badger.DefaultOptions("").WithInMemory(true).WithLogger(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var l *Log
+	err = db.Update(func(txn *badger.Txn) error {
+		if err := l.Set(txn, []byte("a"), []byte("inline")); err != nil {
+			return err
+		}
+		if b, err := l.Seal(txn); b != nil || err != nil {
+			t.Errorf("seal of a nil log: %v, %v", b, err)
+		}
+		ptr := Ptr{File: 1, Len: 3}.Append(nil)
+		return txn.SetEntry(badger.NewEntry([]byte("p"), ptr).WithMeta(Meta))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.View(func(txn *badger.Txn) error {
+		item, _ := txn.Get([]byte("a"))
+		if v, err := l.ValueCopy(item); err != nil || string(v) != "inline" {
+			t.Errorf("inline value: %q, %v", v, err)
+		}
+		item, _ = txn.Get([]byte("p"))
+		if _, err := l.ValueCopy(item); !errors.Is(err, ErrNoLog) {
+			t.Errorf("pointer without segments: %v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func dirSize(t *testing.T, dir string) int64 {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, e := range ents {
+		fi, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += fi.Size()
+	}
+	return n
+}
