@@ -1,7 +1,7 @@
 package seglog
 
 import (
-		"context"
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
