@@ -8,10 +8,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/wacpd/wacpd/casstore"
+	"github.com/wacpd/wacpd/internal/seglog"
 )
 
 var (
@@ -26,13 +28,17 @@ const KeyPrefix = "cas/"
 // Store is a casstore.Store backed by a Badger database. It is safe for
 // concurrent use.
 type Store struct {
-	db *badger.DB
+	db  *badger.DB
+	seg *seglog.Log
+	mu  sync.Mutex // with seg, one Put at a time: seg builds one block at a time
 }
 
-// New returns a Store that keeps objects in db under KeyPrefix. It
-// does not open db, and the caller still owns it and must close it after the
-// last use of the Store.
-func New(db *badger.DB) *Store { return &Store{db: db} }
+// New returns a Store that keeps objects in db under KeyPrefix, their
+// bytes in seg's segment files (in Badger itself when seg is nil). It does
+// not open db or seg, and the caller still owns them and must close them
+// after the last use of the Store. With seg, every Put is a block of its
+// own, written before its transaction commits.
+func New(db *badger.DB, seg *seglog.Log) *Store { return &Store{db: db, seg: seg} }
 
 // Get returns the verified content of ref; see Fetcher.
 func (b *Store) Get(ctx context.Context, ref casstore.Ref) ([]byte, error) {
@@ -42,7 +48,7 @@ func (b *Store) Get(ctx context.Context, ref casstore.Ref) ([]byte, error) {
 	var data []byte
 	err := b.db.View(func(txn *badger.Txn) error {
 		var err error
-		data, err = GetTxn(txn, ref)
+		data, err = GetTxn(txn, b.seg, ref)
 		return err
 	})
 	return data, err
@@ -57,11 +63,25 @@ func (b *Store) Put(ctx context.Context, data []byte) (casstore.Ref, error) {
 	if err := b.checkSize(len(data)); err != nil {
 		return casstore.Ref{}, err
 	}
+	if b.seg != nil {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+	}
 	var ref casstore.Ref
 	put := func(txn *badger.Txn) error {
 		var err error
-		ref, err = PutTxn(txn, data)
-		return err
+		if ref, err = PutTxn(txn, b.seg, data); err != nil {
+			return err
+		}
+		blk, err := b.seg.Seal(txn)
+		if err != nil || blk == nil {
+			return err
+		}
+		if err := b.seg.Write(blk); err != nil {
+			b.seg.Abort()
+			return err
+		}
+		return nil
 	}
 	err := b.db.Update(put)
 	if errors.Is(err, badger.ErrConflict) {
@@ -116,7 +136,7 @@ func (b *Store) Enumerate(ctx context.Context, after casstore.Ref, fn func(casst
 				continue
 			}
 			var size int64
-			if err := item.Value(func(v []byte) error { size = int64(len(v)); return nil }); err != nil {
+			if err := b.seg.Value(item, func(v []byte) error { size = int64(len(v)); return nil }); err != nil {
 				return fmt.Errorf("enumerate %s: %w", ref, err)
 			}
 			if err := fn(ref, size); err != nil {
@@ -148,11 +168,12 @@ func (b *Store) checkSize(n int) error {
 }
 
 // PutTxn stores data within txn, which must be a read-write transaction, and
-// returns its Ref. If the object already exists, or txn has already written
+// returns its Ref. With seg, the bytes go into seg's block being built, which
+// the caller seals and writes before it commits txn. If the object already exists, or txn has already written
 // it, PutTxn writes nothing. The object becomes visible only when the caller
 // commits txn, together with anything else txn writes. Like badger.Txn.Set,
 // PutTxn keeps a reference to data until txn ends.
-func PutTxn(txn *badger.Txn, data []byte) (casstore.Ref, error) {
+func PutTxn(txn *badger.Txn, seg *seglog.Log, data []byte) (casstore.Ref, error) {
 	ref := casstore.RefOf(data)
 	ok, err := HasTxn(txn, ref)
 	if err != nil {
@@ -161,7 +182,7 @@ func PutTxn(txn *badger.Txn, data []byte) (casstore.Ref, error) {
 	if ok {
 		return ref, nil
 	}
-	if err := PutSealedTxn(txn, ref, data); err != nil {
+	if err := PutSealedTxn(txn, seg, ref, data); err != nil {
 		return casstore.Ref{}, err
 	}
 	return ref, nil
@@ -172,8 +193,8 @@ func PutTxn(txn *badger.Txn, data []byte) (casstore.Ref, error) {
 // checked is RefOf(data). Unlike PutTxn it does not look the object up
 // first: writing identical bytes twice is harmless, and every read verifies
 // the hash. Like PutTxn it keeps a reference to data until txn ends.
-func PutSealedTxn(txn *badger.Txn, ref casstore.Ref, data []byte) error {
-	if err := txn.Set(key(ref), data); err != nil {
+func PutSealedTxn(txn *badger.Txn, seg *seglog.Log, ref casstore.Ref, data []byte) error {
+	if err := seg.Set(txn, key(ref), data); err != nil {
 		return fmt.Errorf("put %s: %w", ref, err)
 	}
 	return nil
@@ -182,7 +203,7 @@ func PutSealedTxn(txn *badger.Txn, ref casstore.Ref, data []byte) error {
 // GetTxn returns a verified copy of the content of ref as seen by txn. It
 // returns an error wrapping ErrNotFound if there is none, and a
 // *CorruptError if the stored bytes do not hash to ref.
-func GetTxn(txn *badger.Txn, ref casstore.Ref) ([]byte, error) {
+func GetTxn(txn *badger.Txn, seg *seglog.Log, ref casstore.Ref) ([]byte, error) {
 	item, err := txn.Get(key(ref))
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return nil, fmt.Errorf("get %s: %w", ref, casstore.ErrNotFound)
@@ -190,7 +211,7 @@ func GetTxn(txn *badger.Txn, ref casstore.Ref) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", ref, err)
 	}
-	data, err := item.ValueCopy(nil)
+	data, err := seg.ValueCopy(item)
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", ref, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
@@ -12,6 +13,7 @@ import (
 	"github.com/wacpd/wacpd/casstore"
 	"github.com/wacpd/wacpd/casstore/badgerstore"
 	"github.com/wacpd/wacpd/casstore/casstoretest"
+	"github.com/wacpd/wacpd/internal/seglog"
 )
 
 func openDB(t testing.TB, opts badger.Options) *badger.DB {
@@ -52,18 +54,30 @@ func version(t *testing.T, db *badger.DB, ref casstore.Ref) uint64 {
 
 func TestBadgerConformance(t *testing.T) {
 	t.Run("InMemory", func(t *testing.T) {
-		casstoretest.Run(t, func(t *testing.T) casstore.Store { return badgerstore.New(memDB(t)) })
+		casstoretest.Run(t, func(t *testing.T) casstore.Store { return badgerstore.New(memDB(t), nil) })
 	})
 	t.Run("TempDir", func(t *testing.T) {
 		casstoretest.Run(t, func(t *testing.T) casstore.Store {
-			return badgerstore.New(openDB(t, badger.DefaultOptions(t.TempDir())))
+			return badgerstore.New(openDB(t, badger.DefaultOptions(t.TempDir())), nil)
+		})
+	})
+	t.Run("Segments", func(t *testing.T) {
+		casstoretest.Run(t, func(t *testing.T) casstore.Store {
+			dir := t.TempDir()
+			db := openDB(t, badger.DefaultOptions(dir))
+			seg, _, err := seglog.Open(filepath.Join(dir, seglog.Dir), seglog.Pos{}, seglog.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { seg.Close() })
+			return badgerstore.New(db, seg)
 		})
 	})
 }
 
 func TestBadgerPutDoesNotRewrite(t *testing.T) {
 	db := memDB(t)
-	st := badgerstore.New(db)
+	st := badgerstore.New(db, nil)
 	data := []byte("written once")
 	ref, err := st.Put(t.Context(), data)
 	if err != nil {
@@ -78,7 +92,7 @@ func TestBadgerPutDoesNotRewrite(t *testing.T) {
 	}
 	if err := db.Update(func(txn *badger.Txn) error {
 		for range 2 {
-			if _, err := badgerstore.PutTxn(txn, data); err != nil {
+			if _, err := badgerstore.PutTxn(txn, nil, data); err != nil {
 				return err
 			}
 		}
@@ -93,7 +107,7 @@ func TestBadgerPutDoesNotRewrite(t *testing.T) {
 
 func TestBadgerCorrupt(t *testing.T) {
 	db := memDB(t)
-	st := badgerstore.New(db)
+	st := badgerstore.New(db, nil)
 	ref, err := st.Put(t.Context(), []byte("precious"))
 	if err != nil {
 		t.Fatalf("Put: %v", err)
@@ -115,7 +129,7 @@ func TestBadgerCorrupt(t *testing.T) {
 	got, err := st.Get(t.Context(), ref)
 	check("Get", got, err)
 	_ = db.View(func(txn *badger.Txn) error {
-		got, err := badgerstore.GetTxn(txn, ref)
+		got, err := badgerstore.GetTxn(txn, nil, ref)
 		check("GetTxn", got, err)
 		return nil
 	})
@@ -135,7 +149,7 @@ func TestBadgerReopen(t *testing.T) {
 		t.Fatalf("badger.Open(%s): %v", dir, err)
 	}
 	data := []byte("survives a restart")
-	ref, err := badgerstore.New(db).Put(t.Context(), data)
+	ref, err := badgerstore.New(db, nil).Put(t.Context(), data)
 	if err != nil {
 		t.Fatalf("Put: %v", err)
 	}
@@ -143,14 +157,14 @@ func TestBadgerReopen(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 	db = openDB(t, opts)
-	if got, err := badgerstore.New(db).Get(t.Context(), ref); err != nil || !bytes.Equal(got, data) {
+	if got, err := badgerstore.New(db, nil).Get(t.Context(), ref); err != nil || !bytes.Equal(got, data) {
 		t.Errorf("Get(%s) after reopen = %q, %v, want %q, nil", ref, got, err, data)
 	}
 }
 
 func TestPutTxnAtomic(t *testing.T) {
 	db := memDB(t)
-	st := badgerstore.New(db)
+	st := badgerstore.New(db, nil)
 	errAbort := errors.New("abort")
 	tests := []struct {
 		name    string
@@ -165,7 +179,7 @@ func TestPutTxnAtomic(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			record := []byte("other/" + tt.name)
 			err := db.Update(func(txn *badger.Txn) error {
-				if _, err := badgerstore.PutTxn(txn, []byte(tt.data)); err != nil {
+				if _, err := badgerstore.PutTxn(txn, nil, []byte(tt.data)); err != nil {
 					return err
 				}
 				if ok, err := badgerstore.HasTxn(txn, casstore.RefOf([]byte(tt.data))); !ok || err != nil {
@@ -190,7 +204,7 @@ func TestPutTxnAtomic(t *testing.T) {
 func TestPutTxnReadOnly(t *testing.T) {
 	db := memDB(t)
 	err := db.View(func(txn *badger.Txn) error {
-		_, err := badgerstore.PutTxn(txn, []byte("x"))
+		_, err := badgerstore.PutTxn(txn, nil, []byte("x"))
 		return err
 	})
 	if !errors.Is(err, badger.ErrReadOnlyTxn) {
@@ -212,7 +226,7 @@ func TestBadgerTooLarge(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			st := badgerstore.New(openDB(t, tt.opts(t)))
+			st := badgerstore.New(openDB(t, tt.opts(t)), nil)
 			data := bytes.Repeat([]byte{7}, tt.size)
 			ref, err := st.Put(t.Context(), data)
 			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
@@ -234,7 +248,7 @@ func diskOpts(t *testing.T) badger.Options {
 // TestBadgerKeyLayout freezes the on-disk format described in doc.go.
 func TestBadgerKeyLayout(t *testing.T) {
 	db := memDB(t)
-	st := badgerstore.New(db)
+	st := badgerstore.New(db, nil)
 	// Neighbouring prefixes that Enumerate must not report.
 	for _, k := range []string{"car/x", "cas", "cat/x"} {
 		if err := db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(k), []byte("x")) }); err != nil {
@@ -280,7 +294,7 @@ func BenchmarkPutTxn(b *testing.B) {
 		n++
 		data[0], data[1], data[2], data[3] = byte(n), byte(n>>8), byte(n>>16), byte(n>>24)
 		err := db.Update(func(txn *badger.Txn) error {
-			_, err := badgerstore.PutTxn(txn, data)
+			_, err := badgerstore.PutTxn(txn, nil, data)
 			return err
 		})
 		if err != nil {
@@ -294,14 +308,14 @@ func BenchmarkPutTxn(b *testing.B) {
 // reported corrupt on read, never returned.
 func TestPutSealedTxn(t *testing.T) {
 	db := memDB(t)
-	st := badgerstore.New(db)
+	st := badgerstore.New(db, nil)
 	good, bad := []byte("sealed object"), []byte("other bytes")
 	wrong := casstore.RefOf([]byte("what the caller thought"))
 	err := db.Update(func(txn *badger.Txn) error {
-		if err := badgerstore.PutSealedTxn(txn, casstore.RefOf(good), good); err != nil {
+		if err := badgerstore.PutSealedTxn(txn, nil, casstore.RefOf(good), good); err != nil {
 			return err
 		}
-		return badgerstore.PutSealedTxn(txn, wrong, bad)
+		return badgerstore.PutSealedTxn(txn, nil, wrong, bad)
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/wacpd/wacpd/casstore"
 	"github.com/wacpd/wacpd/casstore/badgerstore"
 	"github.com/wacpd/wacpd/checkpointchain"
+	"github.com/wacpd/wacpd/internal/seglog"
 	"github.com/wacpd/wacpd/internal/strictjson"
 )
 
@@ -57,21 +58,73 @@ type StoreProblem struct {
 // It reads the records and objects in key order, each once (a scan of
 // "k/" and scans of parts of "cas/", on goroutines of their own), rather
 // than looking each claim's up: a point read finds and decompresses a
-// block per record, a scan each block once. Badger panics on some damaged
-// blocks; a scan's panic is raised again in the caller's goroutine, where
-// the caller can recover it.
-func CheckStore(txn *badger.Txn, claims []Claim) (*StoreProblem, error) {
+// block per record, a scan each block once. Objects kept in seg's segment
+// files are then read in the files' order, each block once. Badger panics
+// on some damaged blocks; a scan's panic is raised again in the caller's
+// goroutine, where the caller can recover it.
+func CheckStore(txn *badger.Txn, seg *seglog.Log, claims []Claim) (*StoreProblem, error) {
 	c := newStoreCheck(claims)
 	parts := max(1, runtime.GOMAXPROCS(0))
+	c.pointed = make([][]pointed, parts)
 	scans := []func() error{func() error { return c.scanRecords(txn) }}
 	for i := range parts {
 		lo, hi := 256*i/parts, 256*(i+1)/parts
-		scans = append(scans, func() error { return c.scanObjects(txn, byte(lo), hi) })
+		scans = append(scans, func() error { return c.scanObjects(txn, i, byte(lo), hi) })
 	}
 	if err := runAll(scans); err != nil {
 		return nil, err
 	}
+	if err := c.readPointed(seg, parts); err != nil {
+		return nil, err
+	}
 	return c.result(), nil
+}
+
+// pointed is a claimed object kept in the segment files.
+type pointed struct {
+	ptr   seglog.Ptr
+	claim int
+}
+
+// readPointed reads the objects the scans found in the segment files, in
+// the files' order, in up to parts runs of whole blocks, and checks them.
+func (c *storeCheck) readPointed(seg *seglog.Log, parts int) error {
+	all := slices.Concat(c.pointed...)
+	if len(all) == 0 {
+		return nil
+	}
+	slices.SortFunc(all, func(a, b pointed) int {
+		if a.ptr.File != b.ptr.File {
+			return int(a.ptr.File) - int(b.ptr.File)
+		}
+		if a.ptr.Off != b.ptr.Off {
+			if a.ptr.Off < b.ptr.Off {
+				return -1
+			}
+			return 1
+		}
+		return int(a.ptr.Rec) - int(b.ptr.Rec)
+	})
+	var runs []func() error
+	for lo := 0; lo < len(all); {
+		hi := min(len(all), lo+(len(all)+parts-1)/parts)
+		for hi < len(all) && all[hi].ptr.File == all[hi-1].ptr.File && all[hi].ptr.Off == all[hi-1].ptr.Off {
+			hi++ // a block belongs to one run
+		}
+		run := all[lo:hi]
+		runs = append(runs, func() error {
+			for _, p := range run {
+				b, err := seg.Get(p.ptr)
+				if err != nil {
+					return fmt.Errorf("get %s: %w", c.claims[p.claim].Digest, err)
+				}
+				c.object(p.claim, b)
+			}
+			return nil
+		})
+		lo = hi
+	}
+	return runAll(runs)
 }
 
 // storeCheck is the state of one CheckStore.
@@ -87,6 +140,7 @@ type storeCheck struct {
 	// the fields after mu; an objects scan the seenObject of the claims
 	// whose digests it covers.
 	seenIndex, seenOrder, seenObject []bool
+	pointed                          [][]pointed // by objects scan: claimed objects in segments
 	problems                         []rankedProblem
 	mu                               sync.Mutex
 	heads                            map[string]bool
@@ -226,8 +280,9 @@ func (c *storeCheck) head(k string, v []byte) {
 }
 
 // scanObjects reads, in key order, the objects whose digest's first byte
-// is in [lo, hi), and checks those a claim names.
-func (c *storeCheck) scanObjects(txn *badger.Txn, lo byte, hi int) error {
+// is in [lo, hi), and checks those a claim names; of those kept in the
+// segment files it notes the pointers in c.pointed[part].
+func (c *storeCheck) scanObjects(txn *badger.Txn, part int, lo byte, hi int) error {
 	prefix := []byte(badgerstore.KeyPrefix)
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
 	defer it.Close()
@@ -245,6 +300,14 @@ func (c *storeCheck) scanObjects(txn *badger.Txn, lo byte, hi int) error {
 			continue
 		}
 		c.seenObject[i] = true
+		if it.Item().UserMeta()&seglog.Meta != 0 {
+			var p seglog.Ptr
+			if err := it.Item().Value(func(v []byte) (err error) { p, err = seglog.DecodePtr(v); return err }); err != nil {
+				return fmt.Errorf("get %s: %w", ref, err)
+			}
+			c.pointed[part] = append(c.pointed[part], pointed{ptr: p, claim: i})
+			continue
+		}
 		if err := it.Item().Value(func(b []byte) error { c.object(i, b); return nil }); err != nil {
 			return fmt.Errorf("get %s: %w", ref, err)
 		}

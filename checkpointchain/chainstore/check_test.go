@@ -37,7 +37,7 @@ func TestCheckStoreFirstProblem(t *testing.T) {
 		t.Helper()
 		var p *chainstore.StoreProblem
 		err := db.View(func(txn *badger.Txn) (err error) {
-			p, err = chainstore.CheckStore(txn, claims)
+			p, err = chainstore.CheckStore(txn, nil, claims)
 			return err
 		})
 		if err != nil {
@@ -73,7 +73,7 @@ func TestCheckStorePanicReachesCaller(t *testing.T) {
 			t.Error("CheckStore with a transaction that panics returned; want its panic in this goroutine")
 		}
 	}()
-	chainstore.CheckStore(nil, claims)
+	chainstore.CheckStore(nil, nil, claims)
 }
 
 // TestCheckStoreProblems: each kind of damage CheckStore reads in its
@@ -143,7 +143,7 @@ func TestCheckStoreProblems(t *testing.T) {
 			}
 			var p *chainstore.StoreProblem
 			err := db.View(func(txn *badger.Txn) (err error) {
-				p, err = chainstore.CheckStore(txn, claims)
+				p, err = chainstore.CheckStore(txn, nil, claims)
 				return err
 			})
 			if err != nil || p == nil {
@@ -175,7 +175,7 @@ func TestCheckStoreSharedDigest(t *testing.T) {
 	}
 	var p *chainstore.StoreProblem
 	err = db.View(func(txn *badger.Txn) (err error) {
-		p, err = chainstore.CheckStore(txn, claims)
+		p, err = chainstore.CheckStore(txn, nil, claims)
 		return err
 	})
 	if err != nil || p == nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/wacpd/wacpd/casstore"
 	"github.com/wacpd/wacpd/casstore/badgerstore"
 	"github.com/wacpd/wacpd/checkpointchain"
+	"github.com/wacpd/wacpd/internal/seglog"
 )
 
 // Key layout (prefix "k/"); the objects themselves are in casstore.
@@ -33,15 +34,16 @@ type indexEntry struct {
 }
 
 // Put writes c (its canonical encoding b) into txn: the object into the
-// content-addressed store, the id index, the chain position and the new head.
+// content-addressed store (its bytes into seg's block being built, when
+// seg is not nil), the id index, the chain position and the new head.
 // prev is the chain before c; Put returns the chain after it.
-func Put(txn *badger.Txn, c checkpointchain.Checkpoint, b []byte, prev checkpointchain.Chain) (checkpointchain.Chain, error) {
+func Put(txn *badger.Txn, seg *seglog.Log, c checkpointchain.Checkpoint, b []byte, prev checkpointchain.Chain) (checkpointchain.Chain, error) {
 	// The object is new (its bytes hold a fresh id): no lookup first.
 	ref := casstore.RefOf(b)
 	if ref != c.Digest {
 		return checkpointchain.Chain{}, fmt.Errorf("store checkpoint %s: %w", c.ID, casstore.ErrCorrupt)
 	}
-	if err := badgerstore.PutSealedTxn(txn, ref, b); err != nil {
+	if err := badgerstore.PutSealedTxn(txn, seg, ref, b); err != nil {
 		return checkpointchain.Chain{}, fmt.Errorf("store checkpoint %s: %w", c.ID, err)
 	}
 	next := prev.Append(c)
@@ -59,7 +61,7 @@ func Put(txn *badger.Txn, c checkpointchain.Checkpoint, b []byte, prev checkpoin
 
 // Get reads checkpoint id, verifying its object's hash (casstore.ErrCorrupt
 // on mismatch).
-func Get(txn *badger.Txn, id string) (checkpointchain.Checkpoint, error) {
+func Get(txn *badger.Txn, seg *seglog.Log, id string) (checkpointchain.Checkpoint, error) {
 	item, err := txn.Get(append(bytes.Clone(prefixIndex), id...))
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return checkpointchain.Checkpoint{}, fmt.Errorf("%w: %s", checkpointchain.ErrNotFound, id)
@@ -71,7 +73,7 @@ func Get(txn *badger.Txn, id string) (checkpointchain.Checkpoint, error) {
 	if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &ix) }); err != nil {
 		return checkpointchain.Checkpoint{}, fmt.Errorf("checkpoint %s index: %w", id, err)
 	}
-	b, err := badgerstore.GetTxn(txn, ix.Digest)
+	b, err := badgerstore.GetTxn(txn, seg, ix.Digest)
 	if err != nil {
 		return checkpointchain.Checkpoint{}, fmt.Errorf("checkpoint %s: %w", id, err)
 	}
@@ -87,7 +89,7 @@ func Get(txn *badger.Txn, id string) (checkpointchain.Checkpoint, error) {
 
 // List returns up to limit checkpoints of workspace ws in chain order,
 // starting after position after (0 = from the first).
-func List(txn *badger.Txn, ws string, after uint64, limit int) ([]checkpointchain.Checkpoint, error) {
+func List(txn *badger.Txn, seg *seglog.Log, ws string, after uint64, limit int) ([]checkpointchain.Checkpoint, error) {
 	var ids []string
 	prefix := append(append(bytes.Clone(prefixOrder), ws...), '/')
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true})
@@ -102,7 +104,7 @@ func List(txn *badger.Txn, ws string, after uint64, limit int) ([]checkpointchai
 	it.Close()
 	out := make([]checkpointchain.Checkpoint, 0, len(ids))
 	for _, id := range ids {
-		c, err := Get(txn, id)
+		c, err := Get(txn, seg, id)
 		if err != nil {
 			return nil, err
 		}

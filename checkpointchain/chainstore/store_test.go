@@ -46,7 +46,7 @@ func appendCheckpoint(t *testing.T, db *badger.DB, ws, id, status string, ch che
 	var next checkpointchain.Chain
 	err = db.Update(func(txn *badger.Txn) error {
 		var err error
-		next, err = chainstore.Put(txn, c, b, ch)
+		next, err = chainstore.Put(txn, nil, c, b, ch)
 		return err
 	})
 	if err != nil {
@@ -85,7 +85,7 @@ func checkStore(t *testing.T, db *badger.DB, s stored) {
 	err := db.View(func(txn *badger.Txn) error {
 		for ws, cps := range s.byWS {
 			for i, want := range cps {
-				got, err := chainstore.Get(txn, want.ID)
+				got, err := chainstore.Get(txn, nil, want.ID)
 				if err != nil || !reflect.DeepEqual(got, want) {
 					t.Errorf("Get(%s) = %+v, %v, want %+v", want.ID, got, err, want)
 				}
@@ -96,7 +96,7 @@ func checkStore(t *testing.T, db *badger.DB, s stored) {
 			}
 			for after := 0; after <= len(cps)+1; after++ {
 				for _, limit := range []int{0, 1, 2, 100} {
-					got, err := chainstore.List(txn, ws, uint64(after), limit)
+					got, err := chainstore.List(txn, nil, ws, uint64(after), limit)
 					want := cps[min(after, len(cps)):]
 					want = want[:min(limit, len(want))]
 					if err != nil || !sameIDs(got, want) {
@@ -105,7 +105,7 @@ func checkStore(t *testing.T, db *badger.DB, s stored) {
 				}
 			}
 		}
-		if got, err := chainstore.List(txn, "wsC", 0, 10); err != nil || len(got) != 0 {
+		if got, err := chainstore.List(txn, nil, "wsC", 0, 10); err != nil || len(got) != 0 {
 			t.Errorf("List(unknown workspace) = %v, %v, want none", ids(got), err)
 		}
 		return nil
@@ -166,7 +166,7 @@ func TestStoreNotFound(t *testing.T) {
 	fill(t, db)
 	db.View(func(txn *badger.Txn) error {
 		for _, id := range []string{"nope", "", "01JA000000000000000000000"} {
-			if c, err := chainstore.Get(txn, id); !errors.Is(err, checkpointchain.ErrNotFound) {
+			if c, err := chainstore.Get(txn, nil, id); !errors.Is(err, checkpointchain.ErrNotFound) {
 				t.Errorf("Get(%q) = %+v, %v, want %v", id, c, err, checkpointchain.ErrNotFound)
 			}
 			if ws, n, err := chainstore.Position(txn, id); !errors.Is(err, checkpointchain.ErrNotFound) {
@@ -196,13 +196,13 @@ func TestStoreCorruptObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.View(func(txn *badger.Txn) error {
-		if c, err := chainstore.Get(txn, victim.ID); !errors.Is(err, casstore.ErrCorrupt) {
+		if c, err := chainstore.Get(txn, nil, victim.ID); !errors.Is(err, casstore.ErrCorrupt) {
 			t.Errorf("Get(corrupted %s) = %+v, %v, want %v", victim.ID, c, err, casstore.ErrCorrupt)
 		}
-		if got, err := chainstore.List(txn, "wsA", 0, 10); !errors.Is(err, casstore.ErrCorrupt) {
+		if got, err := chainstore.List(txn, nil, "wsA", 0, 10); !errors.Is(err, casstore.ErrCorrupt) {
 			t.Errorf("List(wsA with a corrupted object) = %v, %v, want %v", ids(got), err, casstore.ErrCorrupt)
 		}
-		if got, err := chainstore.Get(txn, s.byWS["wsA"][0].ID); err != nil || got.ID != s.byWS["wsA"][0].ID {
+		if got, err := chainstore.Get(txn, nil, s.byWS["wsA"][0].ID); err != nil || got.ID != s.byWS["wsA"][0].ID {
 			t.Errorf("Get(intact %s) = %v, %v, want it", s.byWS["wsA"][0].ID, got.ID, err)
 		}
 		return nil
@@ -214,7 +214,7 @@ func TestStoreCorruptObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.View(func(txn *badger.Txn) error {
-		if c, err := chainstore.Get(txn, lost.ID); !errors.Is(err, casstore.ErrNotFound) {
+		if c, err := chainstore.Get(txn, nil, lost.ID); !errors.Is(err, casstore.ErrNotFound) {
 			t.Errorf("Get(%s, object deleted) = %+v, %v, want %v", lost.ID, c, err, casstore.ErrNotFound)
 		}
 		return nil
@@ -242,7 +242,7 @@ func TestStoreIndexPointsElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.View(func(txn *badger.Txn) error {
-		if c, err := chainstore.Get(txn, b.ID); !errors.Is(err, casstore.ErrCorrupt) {
+		if c, err := chainstore.Get(txn, nil, b.ID); !errors.Is(err, casstore.ErrCorrupt) {
 			t.Errorf("Get(%s, index naming %s's object) = %+v, %v, want %v", b.ID, a.ID, c, err, casstore.ErrCorrupt)
 		}
 		return nil
@@ -259,14 +259,14 @@ func TestPutWrongDigest(t *testing.T) {
 	}
 	other := append(bytes.Clone(b), ' ') // not the checkpoint's bytes
 	err = db.Update(func(txn *badger.Txn) error {
-		_, err := chainstore.Put(txn, c, other, checkpointchain.Chain{})
+		_, err := chainstore.Put(txn, nil, c, other, checkpointchain.Chain{})
 		return err
 	})
 	if !errors.Is(err, casstore.ErrCorrupt) {
 		t.Errorf("Put(checkpoint, other bytes) = %v, want %v", err, casstore.ErrCorrupt)
 	}
 	db.View(func(txn *badger.Txn) error {
-		if _, err := chainstore.Get(txn, c.ID); !errors.Is(err, checkpointchain.ErrNotFound) {
+		if _, err := chainstore.Get(txn, nil, c.ID); !errors.Is(err, checkpointchain.ErrNotFound) {
 			t.Errorf("Get(%s) after a failed Put = %v, want %v", c.ID, err, checkpointchain.ErrNotFound)
 		}
 		return nil
@@ -276,7 +276,7 @@ func TestPutWrongDigest(t *testing.T) {
 	}
 	// The right bytes go in.
 	err = db.Update(func(txn *badger.Txn) error {
-		_, err := chainstore.Put(txn, c, b, checkpointchain.Chain{})
+		_, err := chainstore.Put(txn, nil, c, b, checkpointchain.Chain{})
 		return err
 	})
 	if err != nil {

@@ -176,9 +176,10 @@ func (l *Log) Close() error {
 
 // Set sets key to value in txn: in the block being built, with a pointer
 // in Badger. On a nil Log (a database in memory) value is set in Badger
-// itself. Like txn.Set, it keeps value until the block is sealed.
+// itself, and so is an empty value. Like txn.Set, it keeps value until the
+// block is sealed.
 func (l *Log) Set(txn *badger.Txn, key, value []byte) error {
-	if l == nil {
+	if l == nil || len(value) == 0 {
 		return txn.Set(key, value)
 	}
 	l.mu.Lock()
