@@ -17,6 +17,7 @@ import (
 	"github.com/dgraph-io/badger/v4/options"
 
 	"github.com/wacpd/wacpd/auditor/datadir"
+	"github.com/wacpd/wacpd/internal/seglog"
 	"github.com/wacpd/wacpd/runtime"
 )
 
@@ -24,7 +25,8 @@ var flips = flag.Int("flips", 0, "TestByteFlips: flip this many bytes (default: 
 
 // TestByteFlips flips one byte at a time, at deterministic pseudo-random
 // positions across every file of a stopped daemon's data dir (the Badger
-// tables, value logs, MANIFEST, KEYREGISTRY, DISCARD, and trail.pub), each
+// tables, value logs, MANIFEST, KEYREGISTRY, DISCARD, the segment files,
+// and trail.pub), each
 // in a fresh copy, and runs the offline verifier on the copy. Every flip
 // must be caught or provably harmless, and nothing may panic:
 //
@@ -33,7 +35,8 @@ var flips = flag.Int("flips", 0, "TestByteFlips: flip this many bytes (default: 
 //     error from datadir.Verify);
 //   - provably harmless: datadir.Verify says ok, and a full read of the
 //     copy through Badger (every key and the value of its latest version,
-//     with table block and value checksums checked) is byte for byte the
+//     with table block and value checksums checked, read from the segment
+//     files where Badger holds a pointer) is byte for byte the
 //     read of the original, and trail.pub is unchanged. wacpd reads the
 //     data dir only through Badger, so a daemon started on the copy sees
 //     exactly what it would have seen on the original (a flip in a
@@ -109,7 +112,7 @@ func dataFiles(t *testing.T, dir string) []dataFile {
 		t.Fatal(err)
 	}
 	slices.SortFunc(out, func(a, b dataFile) int { return strings.Compare(a.rel, b.rel) })
-	for _, want := range []string{"MANIFEST", ".sst", ".vlog", "trail.pub"} {
+	for _, want := range []string{"MANIFEST", ".sst", ".vlog", ".seg", "trail.pub"} {
 		if !slices.ContainsFunc(out, func(f dataFile) bool { return strings.HasSuffix(f.rel, want) }) {
 			t.Fatalf("the data dir has no %s file: %v", want, out)
 		}
@@ -118,7 +121,8 @@ func dataFiles(t *testing.T, dir string) []dataFile {
 }
 
 // flipPositions picks n flips, deterministically: four in every file,
-// the rest in the tables by their size (they hold every record); with
+// the rest in the tables and segment files by their size (they hold every
+// record); with
 // n > 1000, also every byte of each file of 4 KiB or less.
 func flipPositions(files []dataFile, n int) []flip {
 	rng := rand.New(rand.NewPCG(11, 4))
@@ -132,7 +136,7 @@ func flipPositions(files []dataFile, n int) []flip {
 		for range 4 {
 			out = append(out, flip{f.rel, rng.Int64N(f.size), mask()})
 		}
-		if strings.HasSuffix(f.rel, ".sst") {
+		if records(f.rel) {
 			tables += f.size
 		}
 		if n > 1000 && f.size <= 4096 {
@@ -144,7 +148,7 @@ func flipPositions(files []dataFile, n int) []flip {
 	for rest := n - len(out); rest > 0; rest-- {
 		pick := rng.Int64N(tables)
 		for _, f := range files {
-			if !strings.HasSuffix(f.rel, ".sst") {
+			if !records(f.rel) {
 				continue
 			}
 			if pick < f.size {
@@ -156,6 +160,10 @@ func flipPositions(files []dataFile, n int) []flip {
 	}
 	return out
 }
+
+// records reports whether the data dir's file rel holds records: a table
+// or a segment file.
+func records(rel string) bool { return strings.HasSuffix(rel, ".sst") || strings.HasSuffix(rel, ".seg") }
 
 // flipOnce applies p to a copy of the data dir and judges the verifier's
 // answer; it returns the outcome's kind for the summary.
@@ -272,12 +280,17 @@ func dump(dir string) (out map[string][]byte, err error) {
 		return nil, err
 	}
 	defer db.Close()
+	seg, _, err := seglog.Open(filepath.Join(dir, seglog.Dir), seglog.Pos{}, seglog.Options{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	defer seg.Close()
 	out = map[string][]byte{}
 	err = db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.DefaultIteratorOptions)
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
-			v, err := it.Item().ValueCopy(nil)
+			v, err := seg.ValueCopy(it.Item())
 			if err != nil {
 				return err
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/wacpd/wacpd/auditor"
 	"github.com/wacpd/wacpd/auditor/datadir"
 	"github.com/wacpd/wacpd/checkpointchain"
+	"github.com/wacpd/wacpd/internal/trailtest"
 	"github.com/wacpd/wacpd/runtime"
 	"github.com/wacpd/wacpd/trail"
 )
@@ -154,7 +155,7 @@ func TestDamage_ChangedLocalPrevHash(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			v, err := item.ValueCopy(nil)
+			v, err := trailtest.Value(filepath.Join(d.dir, datadir.DatabaseDir), item)
 			if err != nil {
 				return err
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/wacpd/wacpd/auditor"
 	"github.com/wacpd/wacpd/auditor/datadir"
+	"github.com/wacpd/wacpd/internal/trailtest"
 	"github.com/wacpd/wacpd/runtime"
 	"github.com/wacpd/wacpd/trail"
 )
@@ -83,7 +84,11 @@ func tamperEntry(t *testing.T, dir string, seq uint64, fn func(e *trail.Entry)) 
 			return err
 		}
 		var s map[string]json.RawMessage
-		if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &s) }); err != nil {
+		v, err := trailtest.Value(filepath.Join(dir, datadir.DatabaseDir), item)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(v, &s); err != nil {
 			return err
 		}
 		var e trail.Entry

@@ -178,7 +178,7 @@ func logTrail(t *testing.T, events []traillog.Event) []trail.Entry {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	l, err := traillog.Open(db)
+	l, err := traillog.Open(db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"archive/tar"
 	"compress/gzip"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -133,5 +134,109 @@ func TestOpensDataDirOfLayout1(t *testing.T) {
 	if strings.Contains(d.log.String(), "upgraded the trail's key layout") {
 		t.Errorf("second start upgraded again:\n%s", d.log.String())
 	}
+	d.stop()
+}
+
+// TestOpensDataDirBeforeSegments: a data dir written by the release before
+// the segment files (testdata/datadir-layout2.tar.gz: wacpd at 5ae09cf, two
+// workers of eight checkpoints each, 65 trail entries, every value in
+// Badger, stopped with SIGTERM) verifies offline as it is; wacpd opens it,
+// serves and proves its checkpoints and finds its entries by id; what it
+// writes next goes to the segment files (db/seg) while the old values stay
+// where they are; the mixed data dir verifies offline, and a second start
+// serves the old and the new checkpoints alike.
+func TestOpensDataDirBeforeSegments(t *testing.T) {
+	ctx := ctxT(t)
+	dir := extract(t, "datadir-layout2.tar.gz")
+	if rep, err := datadir.Verify(extract(t, "datadir-layout2.tar.gz")); err != nil || !rep.OK || rep.Entries != 65 {
+		t.Fatalf("datadir.Verify(before segments) = %+v, %v; want OK with 65 entries", rep, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "db", "seg")); !os.IsNotExist(err) {
+		t.Fatalf("the old data dir has segments: %v", err)
+	}
+	pub, err := os.ReadFile(filepath.Join(dir, "trail.pub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := strings.TrimSpace(string(pub))
+	checkpoints := func(coord *client.Client) []string {
+		t.Helper()
+		workers, err := coord.ListWorkspaces(ctx, "", workspace.State(""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, w := range workers {
+			list, err := coord.ListCheckpoints(ctx, w.ID, "", 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, cp := range list {
+				ids = append(ids, cp.ID)
+			}
+		}
+		return ids
+	}
+
+	d := startDaemon(t, dir)
+	coord := dial(t, ctx, client.Options{URL: d.url, Token: d.admin})
+	if v, err := coord.VerifyTrail(ctx, ""); err != nil || !v.OK || v.Entries < 65 {
+		t.Fatalf("VerifyTrail = %+v, %v; want OK with at least 65 entries", v, err)
+	}
+	old := checkpoints(coord)
+	if len(old) != 16 {
+		t.Fatalf("%d checkpoints in the old data dir, want 16", len(old))
+	}
+	for _, id := range []string{old[0], old[9], old[15]} {
+		p, err := coord.ProveCheckpoint(ctx, id, key, 0)
+		if err != nil {
+			t.Fatalf("ProveCheckpoint(%s): %v", id, err)
+		}
+		page, err := coord.ReadTrail(ctx, client.TrailQuery{After: p.Entry, Limit: 1})
+		if err != nil || len(page.Entries) != 1 || page.Entries[0].ID <= p.Entry {
+			t.Fatalf("ReadTrail after %s = %+v, %v; want the next entry", p.Entry, page, err)
+		}
+	}
+	w := newWorker(t, ctx, coord, d.url, true, "")
+	var added []string
+	var parent *string
+	for i := range 3 {
+		cp, err := w.CreateCheckpoint(ctx, artifact(parent, "provisional", fmt.Sprintf("after the old release %d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		added = append(added, cp.ID)
+		parent = &added[len(added)-1]
+	}
+	if _, err := coord.ProveCheckpoint(ctx, added[2], key, 10*time.Second); err != nil {
+		t.Fatalf("ProveCheckpoint(new %s): %v", added[2], err)
+	}
+	w.Close()
+	coord.Close()
+	d.stop()
+	segs, err := filepath.Glob(filepath.Join(dir, "db", "seg", "*.seg"))
+	if err != nil || len(segs) == 0 {
+		t.Fatalf("no segment file after new checkpoints: %v, %v", segs, err)
+	}
+	if rep, err := datadir.Verify(dir); err != nil || !rep.OK || rep.Entries <= 65 {
+		t.Fatalf("datadir.Verify(old and new) = %+v, %v", rep, err)
+	}
+
+	d = startDaemon(t, dir)
+	coord = dial(t, ctx, client.Options{URL: d.url, Token: d.admin})
+	all := checkpoints(coord)
+	if len(all) != 19 {
+		t.Fatalf("%d checkpoints after the restart, want 19", len(all))
+	}
+	for _, id := range []string{old[0], old[15], added[0], added[2]} {
+		cp, err := coord.GetCheckpoint(ctx, id)
+		if err != nil || cp.ID != id {
+			t.Fatalf("GetCheckpoint(%s) = %s, %v", id, cp.ID, err)
+		}
+	}
+	if v, err := coord.VerifyTrail(ctx, ""); err != nil || !v.OK {
+		t.Fatalf("VerifyTrail after the restart = %+v, %v", v, err)
+	}
+	coord.Close()
 	d.stop()
 }

@@ -13,7 +13,7 @@ const module = "github.com/wacpd/wacpd"
 // (auditor) can import it; no NATS.
 func TestDeps(t *testing.T) {
 	deptest.Check(t, module+"/integrity", deptest.Rules{
-		OwnAllowed: []string{module + "/trail/...", module + "/checkpointchain/...", module + "/casstore/...", module + "/taxonomy", module + "/internal/canon", module + "/internal/strictjson"},
+		OwnAllowed: []string{module + "/trail/...", module + "/checkpointchain/...", module + "/casstore/...", module + "/taxonomy", module + "/internal/canon", module + "/internal/strictjson", module + "/internal/seglog"},
 		Forbidden:  []string{"github.com/nats-io/", "testing/..."},
 		Required:   []string{module + "/trail", module + "/checkpointchain", "github.com/dgraph-io/badger/v4"},
 	})

@@ -9,11 +9,17 @@ import (
 	"github.com/dgraph-io/badger/v4"
 )
 
-// trailPrefix is the key prefix of package traillog's records.
-var trailPrefix = []byte("t/")
+// trailPrefix is the key prefix of package traillog's records, segPrefix
+// that of the segment files' end (internal/seglog), which moves with every
+// block of trail entries.
+var (
+	trailPrefix = []byte("t/")
+	segPrefix   = []byte("s/")
+)
 
 // Digest returns SHA-256 digests of the content of the database txn
-// reads: state over every key and value outside the trail (keys "t/..."),
+// reads: state over every key and value outside the trail (keys "t/...",
+// and "s/...", where the segment files end),
 // and with withTrail all over every key and value (zero otherwise: the
 // trail is most of a database, so reading it costs the most). Tests and
 // diagnostics compare two to show that a refused request changed nothing.
@@ -29,7 +35,7 @@ func Digest(txn *badger.Txn, withTrail bool) (all, state [32]byte, err error) {
 	defer it.Close()
 	for it.Rewind(); it.Valid(); it.Next() {
 		k := it.Item().Key()
-		inTrail := bytes.HasPrefix(k, trailPrefix)
+		inTrail := bytes.HasPrefix(k, trailPrefix) || bytes.HasPrefix(k, segPrefix)
 		if inTrail && !withTrail {
 			continue
 		}

@@ -2,12 +2,15 @@ package integrity
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/wacpd/wacpd/casstore"
 	"github.com/wacpd/wacpd/checkpointchain/chainstore"
+	"github.com/wacpd/wacpd/internal/seglog"
 	"github.com/wacpd/wacpd/internal/strictjson"
 	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/trail/traillog"
@@ -22,6 +25,9 @@ type Options struct {
 	// checkpoint store. Otherwise only the trail's entries after the mark
 	// of the previous check are read (traillog.CheckOptions.Full).
 	Full bool
+	// Seg is the database's segment files (nil: none, values are all in
+	// Badger).
+	Seg *seglog.Log
 }
 
 // Step names the part of Check that found a problem.
@@ -92,7 +98,7 @@ func Check(ctx context.Context, db *badger.DB, opts Options) (Report, error) {
 	type found struct{ where, detail string }
 	st := make(chan found, 1)
 	go func() {
-		where, detail := storage(ctx, db)
+		where, detail := storage(ctx, db, opts.Seg)
 		st <- found{where, detail}
 	}()
 	rep, err := check(ctx, db, opts)
@@ -129,7 +135,7 @@ func check(ctx context.Context, db *badger.DB, opts Options) (Report, error) {
 		}
 		claims = append(claims, seqClaim{cl, seq})
 	}
-	topts := traillog.CheckOptions{SignedSize: opts.SignedSize, SignedRoot: opts.SignedRoot, Full: opts.Full}
+	topts := traillog.CheckOptions{SignedSize: opts.SignedSize, SignedRoot: opts.SignedRoot, Full: opts.Full, Seg: opts.Seg}
 	if opts.Full {
 		topts.Visit, topts.VisitEvent = visit, trail.EventCheckpointCreated
 	}
@@ -152,7 +158,7 @@ func check(ctx context.Context, db *badger.DB, opts Options) (Report, error) {
 				cls[i] = c.Claim
 				objects[c.Digest] = true
 			}
-			p, err = chainstore.CheckStore(txn, cls)
+			p, err = chainstore.CheckStore(txn, opts.Seg, cls)
 			return err
 		})
 	})
@@ -245,11 +251,14 @@ func claimOf(e trail.Entry) (chainstore.Claim, error) {
 // back every value kept in the value log (the others are in the table
 // blocks just checked, or in memtables). It returns where the first damage
 // is and what it is ("" when there is none).
-func storage(ctx context.Context, db *badger.DB) (where, detail string) {
+func storage(ctx context.Context, db *badger.DB, seg *seglog.Log) (where, detail string) {
 	if where, detail, err := VerifyTables(ctx, db); detail != "" || err != nil {
 		if err != nil {
 			return "", "" // ctx ended: Check returns its error
 		}
+		return where, detail
+	}
+	if where, detail := verifySegments(ctx, db, seg); detail != "" {
 		return where, detail
 	}
 	var at []byte
@@ -275,6 +284,27 @@ func storage(ctx context.Context, db *badger.DB) (where, detail string) {
 	})
 	if err != nil {
 		return fmt.Sprintf("key %q", at), fmt.Sprintf("badger: read the value of %q: %v", at, err)
+	}
+	return "", ""
+}
+
+// verifySegments reads and checks every block of the segment files up to
+// the end the database records (seglog.Log.Verify).
+func verifySegments(ctx context.Context, db *badger.DB, seg *seglog.Log) (where, detail string) {
+	if seg == nil {
+		return "", ""
+	}
+	var end seglog.Pos
+	if err := db.View(func(txn *badger.Txn) (err error) { end, err = seglog.ReadEnd(txn); return err }); err != nil {
+		return string(seglog.KeyEnd), fmt.Sprintf("the segments' end: %v", err)
+	}
+	_, err := seg.Verify(ctx, end)
+	var de *seglog.DamageError
+	switch {
+	case errors.As(err, &de):
+		return filepath.Base(de.File), err.Error()
+	case err != nil && ctx.Err() == nil:
+		return seg.Dir(), err.Error()
 	}
 	return "", ""
 }

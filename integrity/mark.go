@@ -7,6 +7,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/wacpd/wacpd/internal/seglog"
 	"github.com/wacpd/wacpd/trail/traillog"
 )
 
@@ -34,14 +35,16 @@ import (
 // database, one at a time. The zero value is not usable: NewMarker.
 type Marker struct {
 	db        *badger.DB
+	seg       *seglog.Log
 	turn      chan struct{} // sent to by the pass or verify that runs
 	verifying atomic.Int32  // verifies waiting for their turn or running
 	cancel    atomic.Pointer[context.CancelFunc]
 }
 
-// NewMarker returns the Marker of db.
-func NewMarker(db *badger.DB) *Marker {
-	return &Marker{db: db, turn: make(chan struct{}, 1)}
+// NewMarker returns the Marker of db, whose segment files are seg (nil:
+// none).
+func NewMarker(db *badger.DB, seg *seglog.Log) *Marker {
+	return &Marker{db: db, seg: seg, turn: make(chan struct{}, 1)}
 }
 
 // ErrSkipped is Pass's error when it did not run: a verify waited or ran.
@@ -67,7 +70,7 @@ func (m *Marker) Pass(ctx context.Context) (moved bool, rep Report, err error) {
 	if m.verifying.Load() > 0 {
 		return false, Report{}, ErrSkipped
 	}
-	if rep, err = Check(ctx, m.db, Options{}); err != nil || !rep.OK || !rep.Trail.OK() {
+	if rep, err = Check(ctx, m.db, Options{Seg: m.seg}); err != nil || !rep.OK || !rep.Trail.OK() {
 		return false, rep, err
 	}
 	if rep.Trail.Valid <= rep.Trail.From {
@@ -95,6 +98,9 @@ func (m *Marker) Verify(ctx context.Context, opts Options) (rep Report, moved bo
 		return Report{}, false, context.Cause(ctx)
 	}
 	defer func() { <-m.turn }()
+	if opts.Seg == nil {
+		opts.Seg = m.seg
+	}
 	if rep, err = Check(ctx, m.db, opts); err != nil || !rep.OK || !opts.Full || m.db.Opts().InMemory {
 		return rep, false, err
 	}

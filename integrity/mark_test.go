@@ -19,7 +19,7 @@ func TestMarkerTurns(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	m := NewMarker(db)
+	m := NewMarker(db, nil)
 
 	m.turn <- struct{}{} // a pass under way, its cancel published
 	cancelled := make(chan struct{})
@@ -60,7 +60,7 @@ func TestMarkerKeepsNoMarkInMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	rep, moved, err := NewMarker(db).Verify(context.Background(), Options{Full: true})
+	rep, moved, err := NewMarker(db, nil).Verify(context.Background(), Options{Full: true})
 	if err != nil || !rep.OK || moved {
 		t.Errorf("Verify of an in-memory database = %+v, moved %v, %v; want ok and no mark moved", rep, moved, err)
 	}

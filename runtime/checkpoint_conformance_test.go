@@ -200,7 +200,7 @@ func TestCheckpointConformance_Immutability(t *testing.T) {
 		if ref := casstore.RefOf(enc); ref != c1.Digest {
 			t.Fatalf("%s: RefOf(Encode(checkpoint)) = %s, want digest %s", when, ref, c1.Digest)
 		}
-		obj, err := badgerstore.New(e.db).Get(ctx, c1.Digest)
+		obj, err := badgerstore.New(e.db, e.seg).Get(ctx, c1.Digest)
 		if err != nil || !bytes.Equal(obj, enc) {
 			t.Fatalf("%s: stored object %s = %q, %v; want the canonical encoding %q", when, c1.Digest, obj, err, enc)
 		}

@@ -84,7 +84,7 @@ func (e *Engine) createCheckpointLocked(ctx context.Context, ws string, body []b
 		if err := t.step("object"); err != nil {
 			return err
 		}
-		next, err := chainstore.Put(t.txn, cp, b, t.chain(ws))
+		next, err := chainstore.Put(t.txn, e.seg, cp, b, t.chain(ws))
 		if err != nil {
 			return err
 		}
@@ -215,7 +215,7 @@ func (e *Engine) GetCheckpoint(ctx context.Context, actor, id string) (checkpoin
 	var cp checkpointchain.Checkpoint
 	err := e.db.View(func(txn *badger.Txn) error {
 		var err error
-		cp, err = chainstore.Get(txn, id)
+		cp, err = chainstore.Get(txn, e.seg, id)
 		return err
 	})
 	if err != nil {
@@ -252,7 +252,7 @@ func (e *Engine) ListCheckpoints(ctx context.Context, actor, ws, after string, l
 			from = n
 		}
 		var err error
-		out, err = chainstore.List(txn, ws, from, limit)
+		out, err = chainstore.List(txn, e.seg, ws, from, limit)
 		return err
 	})
 	return out, err
@@ -281,7 +281,7 @@ func (e *Engine) Head(ctx context.Context, actor, ws string, final bool) (checkp
 	var cp checkpointchain.Checkpoint
 	err := e.db.View(func(txn *badger.Txn) error {
 		var err error
-		cp, err = chainstore.Get(txn, id)
+		cp, err = chainstore.Get(txn, e.seg, id)
 		return err
 	})
 	return cp, err

@@ -336,6 +336,7 @@ func (c *committer) submit(b *openBatch) {
 	}
 	if err != nil || b.steps == 0 {
 		b.txn.Discard()
+		e.seg.Discard()
 		e.mu.Lock()
 		if err == nil {
 			b.tx.batch.Commit()
@@ -355,18 +356,41 @@ func (c *committer) submit(b *openBatch) {
 	c.spare = e.db.NewTransaction(true)
 	f := &flight{b: b, done: make(chan error, 1)}
 	c.inflight = f
-	b.txn.CommitWith(func(cerr error) {
-		if seam := e.cfg.written; seam != nil {
-			if serr := seam(); serr != nil && cerr == nil {
-				cerr = serr
+	commit := func() {
+		b.txn.CommitWith(func(cerr error) {
+			if seam := e.cfg.written; seam != nil {
+				if serr := seam(); serr != nil && cerr == nil {
+					cerr = serr
+				}
 			}
+			if cerr != nil {
+				e.lg.Error("commit failed", "err", cerr)
+				cerr = fmt.Errorf("%w: %v", ErrStorage, cerr)
+			}
+			f.done <- cerr
+		})
+	}
+	// The batch's block of values (its trail entries, its objects) is
+	// written and synced before the transaction that points into it
+	// commits, on a goroutine of its own: the committer goes on building
+	// the next batch.
+	blk, serr := e.seg.Seal(b.txn)
+	if blk == nil && serr == nil {
+		commit()
+		return
+	}
+	go func() {
+		if serr == nil {
+			serr = e.seg.Write(blk)
 		}
-		if cerr != nil {
-			e.lg.Error("commit failed", "err", cerr)
-			cerr = fmt.Errorf("%w: %v", ErrStorage, cerr)
+		if serr != nil {
+			b.txn.Discard()
+			e.lg.Error("commit failed: segment write", "err", serr)
+			f.done <- fmt.Errorf("%w: %v", ErrStorage, serr)
+			return
 		}
-		f.done <- cerr
-	})
+		commit()
+	}()
 }
 
 // runAs is run for an operation with a result.

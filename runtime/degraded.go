@@ -55,6 +55,14 @@ func (e *Engine) Degraded() (bool, time.Time) {
 // e.mu.
 func (c *committer) failed(b *openBatch, err error) {
 	e := c.e
+	// Blocks not written are forgotten; the next goes where the last
+	// written one ends. Not while a batch is in flight (a failed space
+	// check): its block is being written; if it fails, it comes here.
+	if c.inflight == nil {
+		if err := e.seg.Abort(); err != nil {
+			e.lg.Error("segments: cut what a failed batch left", "err", err)
+		}
+	}
 	d := c.degraded
 	if d == nil {
 		d = &degradedState{since: e.cfg.Now(), reason: err.Error(), affected: map[string]bool{}, wait: probeFirst}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/wacpd/wacpd/clock"
 	"github.com/wacpd/wacpd/integrity"
 	"github.com/wacpd/wacpd/internal/dbupkeep"
+	"github.com/wacpd/wacpd/internal/seglog"
 	"github.com/wacpd/wacpd/runtime/opqueue"
 	agentsignal "github.com/wacpd/wacpd/signal"
 	"github.com/wacpd/wacpd/taxonomy"
@@ -35,6 +37,7 @@ import (
 type Engine struct {
 	cfg   Config
 	db    *badger.DB
+	seg   *seglog.Log // the segment files of the trail's entries and the objects (nil in memory)
 	log   *traillog.Log
 	clock *clock.Clock
 	ids   *clock.IDs
@@ -104,6 +107,17 @@ func Open(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("%w: the database's table %s is damaged: %s; the data dir is left as it is: restore it from a backup (docs/operations.md)",
 			ErrTrailCorrupt, where, detail)
 	}
+	if !cfg.InMemory {
+		// A kill while Badger created a value log leaves it empty, and
+		// Badger refuses such a file once (docs/operations.md §5).
+		removed, err := dbupkeep.RemoveEmptyValueLogs(cfg.DataDir)
+		if err != nil {
+			return nil, fmt.Errorf("open database %s: %w", cfg.DataDir, err)
+		}
+		if len(removed) > 0 {
+			cfg.Logger.Info("removed empty value log files a crash left", "files", removed)
+		}
+	}
 	db, err := openBadger(opts)
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", cfg.DataDir, err)
@@ -133,7 +147,17 @@ func open(cfg Config, db *badger.DB) (_ *Engine, err error) {
 		tax: cfg.Taxonomy, lg: cfg.Logger, inboxSig: map[string]chan struct{}{},
 		ackKick: make(chan struct{}, 1), leaseKick: make(chan struct{}, 1), stop: make(chan struct{}), loopDone: make(chan struct{}),
 	}
-	e.marker = integrity.NewMarker(db)
+	if !cfg.InMemory {
+		if e.seg, err = openSegments(cfg, db); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				e.seg.Close()
+			}
+		}()
+	}
+	e.marker = integrity.NewMarker(db, e.seg)
 	e.queue = opqueue.Queue{C: make(chan *opqueue.Op, maxBatchOps), Stop: e.stop, Stopped: e.loopDone, Closed: ErrClosed, NotTaken: ErrNotTaken}
 	// The trail's key layout first (a data dir of an earlier release keeps
 	// records this build derives instead), then recovery step 1, the
@@ -146,7 +170,7 @@ func open(cfg Config, db *badger.DB) (_ *Engine, err error) {
 		cfg.Logger.Info("upgraded the trail's key layout", "from", up.From, "to", traillog.Layout,
 			"removed_id_keys", up.IDKeys, "removed_merkle_nodes", up.Nodes)
 	}
-	rec, err := checkTrail(cfg, db)
+	rec, err := checkTrail(cfg, db, e.seg)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +183,7 @@ func open(cfg Config, db *badger.DB) (_ *Engine, err error) {
 			e.clearOpen() // this open never served: the data dir stays clean
 		}
 	}()
-	if e.log, err = traillog.Open(db); err != nil {
+	if e.log, err = traillog.Open(db, e.seg); err != nil {
 		return nil, err
 	}
 	if err = e.loadState(); err != nil {
@@ -319,7 +343,32 @@ func (e *Engine) close() error {
 	for _, ch := range e.inboxSig {
 		close(ch)
 	}
-	return e.db.Close()
+	var serr error
+	if e.seg != nil {
+		serr = e.seg.Close()
+	}
+	return errors.Join(e.db.Close(), serr)
+}
+
+// openSegments opens the segment files of db, in DataDir/seg, up to the end
+// db records; it removes what lies past it (written for a batch whose
+// transaction never committed).
+func openSegments(cfg Config, db *badger.DB) (*seglog.Log, error) {
+	var end seglog.Pos
+	if err := db.View(func(txn *badger.Txn) (err error) { end, err = seglog.ReadEnd(txn); return err }); err != nil {
+		return nil, fmt.Errorf("%w: the segments' end (%s): %v", ErrTrailCorrupt, seglog.KeyEnd, err)
+	}
+	seg, rec, err := seglog.Open(filepath.Join(cfg.DataDir, seglog.Dir), end, seglog.Options{})
+	if errors.Is(err, seglog.ErrDamaged) {
+		return nil, fmt.Errorf("%w: %v; the data dir is left as it is: restore it from a backup (docs/operations.md)", ErrTrailCorrupt, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open segments: %w", err)
+	}
+	if rec.Bytes > 0 {
+		cfg.Logger.Info("removed segment bytes no commit points at", "bytes", rec.Bytes, "files", rec.Files)
+	}
+	return seg, nil
 }
 
 // Root returns the root workspace's id.

@@ -15,7 +15,7 @@ type Fingerprint struct {
 	// TrailLen is the global trail's length.
 	TrailLen uint64
 	// All digests every key and value; State those outside the trail
-	// (keys "t/..."). Both are zero when not asked for.
+	// (keys "t/...", and "s/...", where the segment files end). Both are zero when not asked for.
 	All, State [32]byte
 }
 

@@ -21,7 +21,7 @@ func TestRunningCheckMovesTheMark(t *testing.T) {
 		e := openTest(t, func(c *Config) { c.MarkInterval = iv })
 		n := writeChain(t, e, 5)
 		from := func() uint64 {
-			res, err := traillog.Check(context.Background(), e.db, traillog.CheckOptions{})
+			res, err := traillog.Check(context.Background(), e.db, traillog.CheckOptions{Seg: e.seg})
 			if err != nil || !res.OK() {
 				t.Fatalf("Check = %+v, %v", res, err)
 			}
@@ -40,7 +40,7 @@ func TestRunningCheckMovesTheMark(t *testing.T) {
 func TestFullVerifyMovesTheMark(t *testing.T) {
 	e := openTest(t, func(c *Config) { c.MarkInterval = -1 })
 	n := writeChain(t, e, 5)
-	res, err := traillog.Check(context.Background(), e.db, traillog.CheckOptions{})
+	res, err := traillog.Check(context.Background(), e.db, traillog.CheckOptions{Seg: e.seg})
 	if err != nil || !res.OK() || res.From >= n {
 		t.Fatalf("before the verify: Check = %+v, %v; want it to start before entry %d", res, err, n)
 	}
@@ -48,7 +48,7 @@ func TestFullVerifyMovesTheMark(t *testing.T) {
 	if err != nil || !v.OK {
 		t.Fatalf("VerifyTrail = %+v, %v", v, err)
 	}
-	res, err = traillog.Check(context.Background(), e.db, traillog.CheckOptions{})
+	res, err = traillog.Check(context.Background(), e.db, traillog.CheckOptions{Seg: e.seg})
 	if err != nil || !res.OK() || res.From < n {
 		t.Fatalf("after the verify: Check = %+v, %v; want it to start at entry %d or later", res, err, n)
 	}

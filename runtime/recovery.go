@@ -11,6 +11,7 @@ import (
 
 	"github.com/wacpd/wacpd/clock"
 	"github.com/wacpd/wacpd/integrity"
+	"github.com/wacpd/wacpd/internal/seglog"
 	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/trail/traillog"
 )
@@ -50,7 +51,7 @@ type recovery struct {
 
 // checkTrail runs the integrity check on db before the trail is opened,
 // quarantines a bad tail, and marks the engine open.
-func checkTrail(cfg Config, db *badger.DB) (recovery, error) {
+func checkTrail(cfg Config, db *badger.DB, seg *seglog.Log) (recovery, error) {
 	var rec recovery
 	var sth *trail.TreeHead
 	err := db.View(func(txn *badger.Txn) error {
@@ -74,7 +75,7 @@ func checkTrail(cfg Config, db *badger.DB) (recovery, error) {
 		}
 		return rec, fmt.Errorf("recover: read the signed tree head: %w", err)
 	}
-	opts := integrity.Options{Full: cfg.FullCheck}
+	opts := integrity.Options{Full: cfg.FullCheck, Seg: seg}
 	if sth != nil {
 		root, err := trail.HashBytes(sth.Root)
 		if err != nil {
@@ -105,7 +106,7 @@ func checkTrail(cfg Config, db *badger.DB) (recovery, error) {
 			ErrTrailCorrupt, rep.Step, rep.Violation, rep.FirstBad, rep.Detail)
 	}
 	if !res.OK() {
-		if err := repairTrail(cfg, db, res, sth, &rec); err != nil {
+		if err := repairTrail(cfg, db, seg, res, sth, &rec); err != nil {
 			return rec, err
 		}
 	}
@@ -124,7 +125,7 @@ func checkTrail(cfg Config, db *badger.DB) (recovery, error) {
 // repairTrail refuses a trail that has no valid prefix to keep, and
 // otherwise quarantines what follows the valid prefix and rebuilds what is
 // derived from it.
-func repairTrail(cfg Config, db *badger.DB, res traillog.CheckResult, sth *trail.TreeHead, rec *recovery) error {
+func repairTrail(cfg Config, db *badger.DB, seg *seglog.Log, res traillog.CheckResult, sth *trail.TreeHead, rec *recovery) error {
 	refuse := func(format string, args ...any) error {
 		// A later start must read every entry again, not only those after
 		// the mark: the damage may lie before it.
@@ -142,7 +143,7 @@ func repairTrail(cfg Config, db *badger.DB, res traillog.CheckResult, sth *trail
 	case !res.SignedCovered:
 		return refuse("the trail breaks after %d entries, inside the signed tree head of %d entries", res.Valid, sth.Size)
 	}
-	q, err := traillog.Repair(context.Background(), db, res, clock.Format(cfg.Now().UTC()))
+	q, err := traillog.Repair(context.Background(), db, seg, res, clock.Format(cfg.Now().UTC()))
 	if err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}

@@ -130,15 +130,15 @@ func chainOfCheckpoints(t testing.TB, e *Engine, ws string, parent *string, n in
 func TestRecovery_IntegrityCheck_QuarantinesBadTailAfterSignedHead(t *testing.T) {
 	tests := []struct {
 		name     string
-		damage   func(last uint64) func(*badger.Txn) error
+		damage   func(dir string, last uint64) func(*badger.Txn) error
 		missing  bool
 		readable bool // the quarantined entry still decodes: its time and id are known
 	}{
-		{"flipped byte in the last entry", func(last uint64) func(*badger.Txn) error { return trailtest.FlipBody(last) }, false, true},
-		{"undecodable last entry", func(last uint64) func(*badger.Txn) error {
+		{"flipped byte in the last entry", func(dir string, last uint64) func(*badger.Txn) error { return trailtest.FlipBody(dir, last) }, false, true},
+		{"undecodable last entry", func(_ string, last uint64) func(*badger.Txn) error {
 			return func(txn *badger.Txn) error { return txn.Set(trailtest.EntryKey(last), []byte("\x00garbage")) }
 		}, false, false},
-		{"last entry deleted", func(last uint64) func(*badger.Txn) error { return deleteEntry(last) }, true, false},
+		{"last entry deleted", func(_ string, last uint64) func(*badger.Txn) error { return deleteEntry(last) }, true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -161,7 +161,7 @@ func TestRecovery_IntegrityCheck_QuarantinesBadTailAfterSignedHead(t *testing.T)
 				t.Fatal(err)
 			}
 			crash(t, e)
-			rawDB(t, dir, tt.damage(last))
+			rawDB(t, dir, tt.damage(dir, last))
 
 			var logs syncBuf
 			clk.Advance(-time.Hour) // the wall clock is behind the quarantined entry
@@ -226,7 +226,7 @@ func TestRecovery_IntegrityCheck_RefusesBreakInsideSignedHead(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	rawDB(t, dir, trailtest.FlipBody(size-2))
+	rawDB(t, dir, trailtest.FlipBody(dir, size-2))
 
 	for range 2 { // and again: a refused start changes nothing
 		_, err = Open(Config{DataDir: dir})
@@ -264,7 +264,7 @@ func TestRecovery_IntegrityCheck_RefusesWithNoValidPrefix(t *testing.T) {
 	}
 	newWorker(t, e)
 	crash(t, e) // no signed head at all
-	rawDB(t, dir, trailtest.FlipBody(1))
+	rawDB(t, dir, trailtest.FlipBody(dir, 1))
 	_, err = Open(Config{DataDir: dir})
 	if !errors.Is(err, ErrTrailCorrupt) || !strings.Contains(err.Error(), "no valid prefix") {
 		t.Fatalf("Open with entry #1 damaged = %v, want ErrTrailCorrupt: no valid prefix", err)
@@ -309,7 +309,7 @@ func TestRecovery_IntegrityCheck_FullCheckFindsOldDamage(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	rawDB(t, dir, trailtest.FlipBody(3))
+	rawDB(t, dir, trailtest.FlipBody(dir, 3))
 	e, err = Open(Config{DataDir: dir})
 	if err != nil {
 		t.Fatalf("Open after the mark with old damage = %v; the default check starts after the mark", err)

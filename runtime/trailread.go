@@ -50,7 +50,7 @@ func (e *Engine) VerifyTrail(ctx context.Context, ws string) (trail.VerifyResult
 	if ws != "" {
 		return e.log.Verify(ctx, ws)
 	}
-	opts := integrity.Options{Full: true}
+	opts := integrity.Options{Full: true, Seg: e.seg}
 	th, err := e.TreeHead()
 	switch {
 	case err == nil:

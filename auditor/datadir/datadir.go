@@ -19,6 +19,7 @@ import (
 	"github.com/wacpd/wacpd/auditor"
 	"github.com/wacpd/wacpd/integrity"
 	"github.com/wacpd/wacpd/internal/dbupkeep"
+	"github.com/wacpd/wacpd/internal/seglog"
 	"github.com/wacpd/wacpd/trail"
 )
 
@@ -105,7 +106,22 @@ func VerifyWithKey(dir, publicKey string) (auditor.Report, error) {
 	if err != nil {
 		return fail("sth", auditor.ViolationSignatureInvalid, "root: %v", err)
 	}
-	res, err := integrity.Check(context.Background(), db, integrity.Options{Full: true, SignedSize: sth.Size, SignedRoot: root})
+	// The segment files (db/seg), read-only: a tail past the end the
+	// database records is left as it is and not read.
+	var end seglog.Pos
+	if err := safeView(db, func(txn *badger.Txn) (err error) { end, err = seglog.ReadEnd(txn); return err }); err != nil {
+		return fail(string(seglog.KeyEnd), auditor.ViolationUnreadable, "the segments' end: %v", err)
+	}
+	seg, _, err := seglog.Open(filepath.Join(path, seglog.Dir), end, seglog.Options{ReadOnly: true})
+	var sd *seglog.DamageError
+	switch {
+	case errors.As(err, &sd):
+		return fail(filepath.Base(sd.File), auditor.ViolationUnreadable, "%v", err)
+	case err != nil:
+		return auditor.Report{}, err
+	}
+	defer seg.Close()
+	res, err := integrity.Check(context.Background(), db, integrity.Options{Full: true, SignedSize: sth.Size, SignedRoot: root, Seg: seg})
 	if err != nil {
 		return auditor.Report{}, err
 	}

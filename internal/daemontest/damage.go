@@ -18,7 +18,7 @@ func DamageTrailEntry(t testing.TB, dir string, seq uint64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = db.Update(trailtest.FlipBody(seq))
+	err = db.Update(trailtest.FlipBody(filepath.Join(dir, "db"), seq))
 	if cerr := db.Close(); err == nil {
 		err = cerr
 	}

@@ -119,3 +119,36 @@ func GCPass(db *badger.DB, stop <-chan struct{}) (int, error) {
 		}
 	}
 }
+
+// RemoveEmptyValueLogs removes the value log files of zero bytes in dir and
+// returns their names. Badger creates a value log file at every open; a
+// process killed between creating it and writing its header leaves it
+// empty, and Badger then refuses to open the database ("Create a new
+// file"). Such a file holds nothing, not even its header.
+func RemoveEmptyValueLogs(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	for _, e := range ents {
+		if e.IsDir() || filepath.Ext(e.Name()) != ".vlog" {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			return removed, err
+		}
+		if fi.Size() != 0 {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+			return removed, err
+		}
+		removed = append(removed, e.Name())
+	}
+	return removed, nil
+}

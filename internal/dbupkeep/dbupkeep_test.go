@@ -1,9 +1,12 @@
 package dbupkeep
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/dgraph-io/badger/v4"
 )
 
 // TestMemTableSizeKeepsALargerLog: a data dir without memtable logs, or
@@ -32,5 +35,49 @@ func TestMemTableSizeKeepsALargerLog(t *testing.T) {
 	mk("00002.mem", 2*64<<20)
 	if got := MemTableSizeFor(dir); got != 64<<20 {
 		t.Fatalf("a log written with 64 MiB memtables: %d, want 64 MiB", got)
+	}
+}
+
+// TestRemoveEmptyValueLogs: a database whose newest value log file is
+// empty (a process killed while Badger created it) does not open (Badger
+// gives the file a header while it fails, so a second open would work);
+// once the empty file is removed it opens at once, with its data.
+func TestRemoveEmptyValueLogs(t *testing.T) {
+	killed := func() (dir, empty string) {
+		dir = t.TempDir()
+		db, err := badger.Open(Options(dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Update(func(txn *badger.Txn) error { return txn.Set([]byte("k"), []byte("v")) }); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		vlogs, _ := filepath.Glob(filepath.Join(dir, "*.vlog"))
+		empty = filepath.Join(dir, fmt.Sprintf("%06d.vlog", len(vlogs)+10))
+		if err := os.WriteFile(empty, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return dir, empty
+	}
+	dir, _ := killed()
+	if db, err := badger.Open(Options(dir)); err == nil {
+		db.Close()
+		t.Fatal("badger opened a database with an empty value log; the fix is not needed")
+	}
+	dir, empty := killed()
+	removed, err := RemoveEmptyValueLogs(dir)
+	if err != nil || len(removed) != 1 || removed[0] != filepath.Base(empty) {
+		t.Fatalf("removed %v, %v", removed, err)
+	}
+	db, err := badger.Open(Options(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.View(func(txn *badger.Txn) error { _, err := txn.Get([]byte("k")); return err }); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -24,12 +24,15 @@
 // # Pointers
 //
 // A value kept in a segment is set in Badger with user meta Meta and the
-// 20-byte value
+// value
 //
 //	file  4 bytes, big-endian    the segment file's number
 //	off   8 bytes, big-endian    the block's offset in it
 //	rec   4 bytes, big-endian    the value's offset in the raw block
 //	len   4 bytes, big-endian    the value's length
+//	extra                         what the value's owner keeps beside the
+//	                              pointer (SetExtra), for reads that need
+//	                              no more (a trail entry's id and hash)
 //
 // Values without Meta are Badger's own (data dirs written before segments,
 // or small values), so a data dir of an earlier release is read as it is.

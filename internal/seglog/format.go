@@ -96,10 +96,11 @@ func (p Ptr) Append(b []byte) []byte {
 	return binary.BigEndian.AppendUint32(b, p.Len)
 }
 
-// DecodePtr decodes a pointer value.
+// DecodePtr decodes a pointer value: its first PtrSize bytes (the rest is
+// the owner's extra, see SetExtra).
 func DecodePtr(b []byte) (Ptr, error) {
-	if len(b) != PtrSize {
-		return Ptr{}, fmt.Errorf("%w: %d bytes, want %d", ErrPointer, len(b), PtrSize)
+	if len(b) < PtrSize {
+		return Ptr{}, fmt.Errorf("%w: %d bytes, want %d or more", ErrPointer, len(b), PtrSize)
 	}
 	p := Ptr{
 		File: binary.BigEndian.Uint32(b),

@@ -9,8 +9,8 @@ import (
 	"testing"
 )
 
-// FuzzDecodePtr: a pointer decodes only from 20 bytes naming a file and a
-// record within a block's limit, and encodes back to the same bytes;
+// FuzzDecodePtr: a pointer decodes only from 20 bytes or more naming a file
+// and a record within a block's limit, and encodes back to its 20 bytes;
 // anything else is ErrPointer. The same for an end.
 func FuzzDecodePtr(f *testing.F) {
 	f.Add(Ptr{File: 1, Off: 42, Rec: 7, Len: 9}.Append(nil))
@@ -22,7 +22,7 @@ func FuzzDecodePtr(f *testing.F) {
 			if !errors.Is(err, ErrPointer) {
 				t.Fatalf("untyped error %v", err)
 			}
-		} else if !bytes.Equal(p.Append(nil), b) || p.File == 0 {
+		} else if !bytes.Equal(p.Append(nil), b[:PtrSize]) || p.File == 0 {
 			t.Fatalf("%x decodes to %+v", b, p)
 		}
 		e, err := DecodePos(b)

@@ -179,6 +179,13 @@ func (l *Log) Close() error {
 // itself, and so is an empty value. Like txn.Set, it keeps value until the
 // block is sealed.
 func (l *Log) Set(txn *badger.Txn, key, value []byte) error {
+	return l.SetExtra(txn, key, value, nil)
+}
+
+// SetExtra is Set with extra bytes kept in Badger after the pointer, which
+// Extra returns without reading the segments. Without a pointer (a nil
+// Log, an empty value) extra is not kept.
+func (l *Log) SetExtra(txn *badger.Txn, key, value, extra []byte) error {
 	if l == nil || len(value) == 0 {
 		return txn.Set(key, value)
 	}
@@ -192,7 +199,23 @@ func (l *Log) Set(txn *badger.Txn, key, value []byte) error {
 	p := Ptr{File: l.pendAt.File, Off: l.pendAt.Off, Rec: uint32(len(l.pend)), Len: uint32(len(value))}
 	l.pend = append(l.pend, value...)
 	l.mu.Unlock()
-	return txn.SetEntry(badger.NewEntry(key, p.Append(make([]byte, 0, PtrSize))).WithMeta(Meta))
+	v := append(p.Append(make([]byte, 0, PtrSize+len(extra))), extra...)
+	return txn.SetEntry(badger.NewEntry(key, v).WithMeta(Meta))
+}
+
+// Extra calls fn with the extra bytes kept beside item's pointer and
+// returns true; it returns false, without calling fn, when item's value is
+// not a pointer.
+func Extra(item *badger.Item, fn func([]byte) error) (bool, error) {
+	if item.UserMeta()&Meta == 0 {
+		return false, nil
+	}
+	return true, item.Value(func(v []byte) error {
+		if len(v) < PtrSize {
+			return fmt.Errorf("key %q: %w: %d bytes", item.Key(), ErrPointer, len(v))
+		}
+		return fn(v[PtrSize:])
+	})
 }
 
 // Block is a sealed block, to be written before the transaction that

@@ -424,3 +424,51 @@ func dirSize(t *testing.T, dir string) int64 {
 	}
 	return n
 }
+
+// TestExtraBesideThePointer: extra bytes kept beside a pointer read back
+// without the segments; the value still reads through them.
+func TestExtraBesideThePointer(t *testing.T) {
+	r := openRig(t, t.TempDir(), Options{})
+	txn := r.db.NewTransaction(true)
+	if err := r.l.SetExtra(txn, []byte("k"), []byte("the value"), []byte("id-1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.l.Set(txn, []byte("plain"), []byte("no extra")); err != nil {
+		t.Fatal(err)
+	}
+	b, err := r.l.Seal(txn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.l.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	r.l.Close()
+	r.l = nil // no segments: Extra needs none
+	err = r.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get([]byte("k"))
+		if err != nil {
+			return err
+		}
+		var got string
+		ok, err := Extra(item, func(x []byte) error { got = string(x); return nil })
+		if !ok || err != nil || got != "id-1" {
+			t.Errorf("extra: %v, %v, %q", ok, err, got)
+		}
+		if _, err := r.l.ValueCopy(item); !errors.Is(err, ErrNoLog) {
+			t.Errorf("value without segments: %v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.close()
+	r = openRig(t, r.dir, Options{})
+	if v, err := r.get("k"); err != nil || v != "the value" {
+		t.Fatalf("value: %q, %v", v, err)
+	}
+}

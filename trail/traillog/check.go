@@ -12,6 +12,7 @@ import (
 	"github.com/dgraph-io/badger/v4/y"
 	"github.com/transparency-dev/merkle/compact"
 
+	"github.com/wacpd/wacpd/internal/seglog"
 	"github.com/wacpd/wacpd/trail"
 )
 
@@ -33,6 +34,8 @@ type CheckOptions struct {
 	// VisitEvent, when set, limits the calls of Visit to entries of that
 	// event type (the others are not decoded for it).
 	VisitEvent trail.EventType
+	// Seg is the database's segment files (nil: none).
+	Seg *seglog.Log
 
 	reference bool // tests: skip the accelerated check
 }
@@ -272,7 +275,7 @@ func (c *checker) entries(txn *badger.Txn) error {
 			break
 		}
 		var s stored
-		if err := it.Item().Value(func(v []byte) (err error) { s, err = readStored(v); return err }); err != nil {
+		if err := c.opts.Seg.Value(it.Item(), func(v []byte) (err error) { s, err = readStored(v); return err }); err != nil {
 			c.fail(trail.NewFinding(seq, "", trail.ViolationHashMismatch, "undecodable entry: %v", err))
 			break
 		}
@@ -281,6 +284,7 @@ func (c *checker) entries(txn *badger.Txn) error {
 			c.fail(f)
 			break
 		}
+		c.extra(it.Item(), seq, e)
 		if c.opts.visits(string(e.EventType)) {
 			c.opts.Visit(seq, e)
 		}
@@ -386,6 +390,23 @@ func (n *nodeCheck) visit(id compact.NodeID, hash []byte) {
 		n.fail(id, "%v", err)
 	}
 	it.Next()
+}
+
+// extra checks the entry hash and id kept beside the pointer of entry
+// #seq, e, in the segments (the Merkle tree's low nodes and the search by
+// id read them).
+func (c *checker) extra(item *badger.Item, seq uint64, e trail.Entry) {
+	if c.res.Derived != "" {
+		return
+	}
+	hash, id, ok, err := entryExtra(item)
+	if !ok {
+		return
+	}
+	leaf, lerr := trail.LeafData(e)
+	if err != nil || lerr != nil || !bytes.Equal(hash, leaf) || id != e.ID {
+		c.derivedFail(string(item.KeyCopy(nil)), "entry #%d: beside its pointer %x %q, the entry is %s %q (%v)", seq, hash, id, e.Integrity.EntryHash, e.ID, err)
+	}
 }
 
 // localIndex checks that entry #seq, the latest of workspace ws, has its

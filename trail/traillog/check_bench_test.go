@@ -29,7 +29,7 @@ func BenchmarkCheck(b *testing.B) {
 		if i+1 == n-tail {
 			tl.append(batch...)
 			batch = nil
-			res, err := Check(context.Background(), tl.db, CheckOptions{Full: true})
+			res, err := Check(context.Background(), tl.db, CheckOptions{Seg: tl.seg, Full: true})
 			if err != nil || !res.OK() {
 				b.Fatalf("Check = %+v, %v", res, err)
 			}
@@ -50,7 +50,7 @@ func BenchmarkCheck(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
-				res, err := Check(context.Background(), tl.db, CheckOptions{SignedSize: n, SignedRoot: root, Full: full})
+				res, err := Check(context.Background(), tl.db, CheckOptions{Seg: tl.seg, SignedSize: n, SignedRoot: root, Full: full})
 				if err != nil || !res.OK() || res.Valid != n || (!full && res.Examined != tail) {
 					b.Fatalf("Check = %+v, %v; want OK over %d entries", res, err, n)
 				}

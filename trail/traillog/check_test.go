@@ -54,7 +54,7 @@ func (tl *testLog) check(signed uint64) CheckResult {
 			tl.t.Fatal(err)
 		}
 	}
-	res, err := Check(context.Background(), tl.db, CheckOptions{SignedSize: signed, SignedRoot: root, Full: true})
+	res, err := Check(context.Background(), tl.db, CheckOptions{Seg: tl.seg, SignedSize: signed, SignedRoot: root, Full: true})
 	if err != nil {
 		tl.t.Fatalf("Check: %v", err)
 	}
@@ -171,7 +171,7 @@ func TestCheck_SignedRootMustMatch(t *testing.T) {
 	tl := newMemLog(t)
 	tl.interleaved(20, "w1")
 	other, _ := tl.log.Root(19)
-	res, err := Check(context.Background(), tl.db, CheckOptions{SignedSize: 20, SignedRoot: other, Full: true})
+	res, err := Check(context.Background(), tl.db, CheckOptions{Seg: tl.seg, SignedSize: 20, SignedRoot: other, Full: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestCheck_SignedRootMustMatch(t *testing.T) {
 		t.Fatalf("no signed head: SignedCovered = false")
 	}
 	root, _ := tl.log.Root(18)
-	res, _ = Check(context.Background(), tl.db, CheckOptions{SignedSize: 18, SignedRoot: root, Full: true})
+	res, _ = Check(context.Background(), tl.db, CheckOptions{Seg: tl.seg, SignedSize: 18, SignedRoot: root, Full: true})
 	if res.Valid != 14 || res.SignedCovered {
 		t.Fatalf("Check with entry 15 damaged under a trail.Head of 18 = valid %d, covered %v; want 14, false", res.Valid, res.SignedCovered)
 	}
@@ -235,7 +235,7 @@ func TestRepair_QuarantinesBadTail(t *testing.T) {
 	if res.Valid != 25 || res.Last != 30 {
 		t.Fatalf("Check = %+v, want 25 valid of 30", res)
 	}
-	q, err := Repair(context.Background(), tl.db, res, "2026-11-22T00:00:00Z")
+	q, err := Repair(context.Background(), tl.db, tl.seg, res, "2026-11-22T00:00:00Z")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +262,7 @@ func TestRepair_QuarantinesBadTail(t *testing.T) {
 		t.Fatalf("Check after Repair = %+v, want OK with 25", res)
 	}
 	// Idempotent: repairing a sound trail quarantines nothing more.
-	if q, err := Repair(context.Background(), tl.db, tl.check(0), "later"); err != nil || len(q) != 0 {
+	if q, err := Repair(context.Background(), tl.db, tl.seg, tl.check(0), "later"); err != nil || len(q) != 0 {
 		t.Fatalf("second Repair = %v, %v; want nothing", q, err)
 	}
 	tl.reopen()
@@ -297,7 +297,7 @@ func TestRepair_RebuildsDerivedRecords(t *testing.T) {
 	tl.set(nodeKey(compact.NewNodeID(2, 1)), make([]byte, 32))
 	tl.set(localKey("w1", 99), u64(1))
 	tl.del(keyHead)
-	q, err := Repair(context.Background(), tl.db, tl.check(0), "now")
+	q, err := Repair(context.Background(), tl.db, tl.seg, tl.check(0), "now")
 	if err != nil || len(q) != 0 {
 		t.Fatalf("Repair = %v, %v; want no quarantine", q, err)
 	}
@@ -318,7 +318,7 @@ func (tl *testLog) checkFrom(signed uint64) CheckResult {
 	if signed > 0 {
 		root, _ = tl.log.Root(signed)
 	}
-	res, err := Check(context.Background(), tl.db, CheckOptions{SignedSize: signed, SignedRoot: root})
+	res, err := Check(context.Background(), tl.db, CheckOptions{Seg: tl.seg, SignedSize: signed, SignedRoot: root})
 	if err != nil {
 		tl.t.Fatalf("Check: %v", err)
 	}
@@ -390,7 +390,7 @@ func TestCheck_MarkThatNoLongerFitsIsIgnored(t *testing.T) {
 				t.Fatal(err)
 			}
 			signed, root := tt.damage(tl)
-			res, err := Check(context.Background(), tl.db, CheckOptions{SignedSize: signed, SignedRoot: root})
+			res, err := Check(context.Background(), tl.db, CheckOptions{Seg: tl.seg, SignedSize: signed, SignedRoot: root})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -456,7 +456,7 @@ func TestCheck_VisitEvent(t *testing.T) {
 			}
 			got = append(got, seq)
 		}
-		res, err := Check(context.Background(), tl.db, CheckOptions{Full: true, Visit: visit, VisitEvent: typ, reference: reference})
+		res, err := Check(context.Background(), tl.db, CheckOptions{Seg: tl.seg, Full: true, Visit: visit, VisitEvent: typ, reference: reference})
 		if err != nil || !res.OK() {
 			t.Fatalf("Check = %+v, %v", res, err)
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/wacpd/wacpd/internal/seglog"
 	"github.com/wacpd/wacpd/trail"
 )
 
@@ -70,7 +71,7 @@ func (c *checker) resume(txn *badger.Txn) {
 		return
 	}
 	signedInside := c.opts.SignedSize > 0 && c.opts.SignedSize < m.Global.Seq
-	if signedInside && !signedRootStored(txn, c.opts.SignedSize, c.opts.SignedRoot) {
+	if signedInside && !signedRootStored(txn, c.opts.Seg, c.opts.SignedSize, c.opts.SignedRoot) {
 		return
 	}
 	var s stored
@@ -78,7 +79,7 @@ func (c *checker) resume(txn *badger.Txn) {
 	if err != nil {
 		return
 	}
-	if item.Value(func(v []byte) (err error) { s, err = readStored(v); return err }) != nil ||
+	if c.opts.Seg.Value(item, func(v []byte) (err error) { s, err = readStored(v); return err }) != nil ||
 		s.Entry.ID != m.Global.ID || trail.HashCanonical(s.Entry) != m.Global.Hash || s.Entry.Integrity.EntryHash != m.Global.Hash {
 		return
 	}
@@ -109,8 +110,8 @@ func (c *checker) resume(txn *badger.Txn) {
 
 // signedRootStored reports whether the stored Merkle nodes of the first
 // size entries hash to root.
-func signedRootStored(txn *badger.Txn, size uint64, root []byte) bool {
-	rng, err := storedRange(txn, size)
+func signedRootStored(txn *badger.Txn, seg *seglog.Log, size uint64, root []byte) bool {
+	rng, err := storedRange(txn, seg, size)
 	if err != nil {
 		return false
 	}

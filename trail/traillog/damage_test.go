@@ -58,7 +58,7 @@ func TestDamagedBlockIsAFindingNotAPanic(t *testing.T) {
 		t.Fatal(err)
 	}
 	tl := &testLog{t: t, dir: dir, db: db, clk: newTestClock(), ids: clock.NewIDs(nil)}
-	if tl.log, err = Open(db); err != nil {
+	if tl.log, err = Open(db, nil); err != nil {
 		t.Fatal(err)
 	}
 	const n = 300
@@ -108,7 +108,7 @@ func TestDamagedBlockIsAFindingNotAPanic(t *testing.T) {
 			if !res.OK() {
 				found++
 			}
-			l, err := Open(db)
+			l, err := Open(db, nil)
 			if err != nil {
 				return // the heads or nodes it reads at open are damaged: an error
 			}

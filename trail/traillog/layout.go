@@ -9,6 +9,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/transparency-dev/merkle/compact"
 
+	"github.com/wacpd/wacpd/internal/seglog"
 	"github.com/wacpd/wacpd/trail"
 )
 
@@ -135,7 +136,7 @@ func legacyKeys(txn *badger.Txn) (keys [][]byte, ids, nodes int) {
 
 // lowNode computes Merkle node id (below minNodeLevel) from the hashes of
 // the entries it covers.
-func lowNode(txn *badger.Txn, id compact.NodeID) ([]byte, error) {
+func lowNode(txn *badger.Txn, seg *seglog.Log, id compact.NodeID) ([]byte, error) {
 	first := id.Index << id.Level // 0-based leaf index
 	n := uint64(1) << id.Level
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixGlobal})
@@ -147,8 +148,11 @@ func lowNode(txn *badger.Txn, id compact.NodeID) ([]byte, error) {
 		if !it.Valid() || binary.BigEndian.Uint64(it.Item().Key()[len(prefixGlobal):]) != seq {
 			return nil, fmt.Errorf("merkle node (%d,%d): entry #%d: %w", id.Level, id.Index, seq, badger.ErrKeyNotFound)
 		}
-		var leaf []byte
-		if err := it.Item().Value(func(v []byte) (err error) { leaf, err = leafOf(v); return err }); err != nil {
+		leaf, _, ok, err := entryExtra(it.Item())
+		if err == nil && !ok {
+			err = seg.Value(it.Item(), func(v []byte) (err error) { leaf, err = leafOf(v); return err })
+		}
+		if err != nil {
 			return nil, fmt.Errorf("merkle node (%d,%d): entry #%d: %w", id.Level, id.Index, seq, err)
 		}
 		if err := rng.Append(trail.Hasher{}.HashLeaf(leaf), nil); err != nil {
@@ -189,7 +193,7 @@ func idOf(v []byte) (string, error) {
 // snapshot, among the first n entries: a binary search, as ids strictly
 // increase along the trail. An entry beyond the snapshot (committed after
 // it) counts as greater.
-func seqOf(txn *badger.Txn, id string, n uint64) (uint64, error) {
+func seqOf(txn *badger.Txn, seg *seglog.Log, id string, n uint64) (uint64, error) {
 	lo, hi := uint64(1), n
 	for lo <= hi {
 		mid := lo + (hi-lo)/2
@@ -201,8 +205,11 @@ func seqOf(txn *badger.Txn, id string, n uint64) (uint64, error) {
 		if err != nil {
 			return 0, err
 		}
-		var got string
-		if err := item.Value(func(v []byte) (err error) { got, err = idOf(v); return err }); err != nil {
+		_, got, ok, err := entryExtra(item)
+		if err == nil && !ok {
+			err = seg.Value(item, func(v []byte) (err error) { got, err = idOf(v); return err })
+		}
+		if err != nil {
 			return 0, fmt.Errorf("entry #%d: %w", mid, err)
 		}
 		switch {

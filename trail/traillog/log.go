@@ -13,6 +13,7 @@ import (
 	"github.com/transparency-dev/merkle/compact"
 
 	"github.com/wacpd/wacpd/internal/canon"
+	"github.com/wacpd/wacpd/internal/seglog"
 	"github.com/wacpd/wacpd/trail"
 )
 
@@ -53,7 +54,8 @@ type stored struct {
 // Log is the trail of one run in Badger. Appends go through a Batch inside
 // the caller's transaction; Log keeps the committed chain heads in memory.
 type Log struct {
-	db *badger.DB
+	db  *badger.DB
+	seg *seglog.Log // where the entries' bytes are (nil: in Badger)
 
 	mu     sync.Mutex // guards global, local and rng
 	global trail.Head
@@ -71,9 +73,10 @@ type Event struct {
 	Body      any // encodes to a JSON object
 }
 
-// Open loads the chain heads from db.
-func Open(db *badger.DB) (*Log, error) {
-	l := &Log{db: db}
+// Open loads the chain heads from db. New entries' bytes go to seg's
+// segment files (in Badger itself when seg is nil).
+func Open(db *badger.DB, seg *seglog.Log) (*Log, error) {
+	l := &Log{db: db, seg: seg}
 	if err := l.Reload(); err != nil {
 		return nil, err
 	}
@@ -225,7 +228,10 @@ func (b *Batch) Append(ev Event) (trail.Entry, error) {
 		return trail.Entry{}, fmt.Errorf("append %s: merkle tree: %w", ev.Type, errors.Join(err, nodeErr))
 	}
 	val := appendStored(make([]byte, 0, 384+len(e.Body)), stored{Entry: e, LocalPrev: localPrev})
-	if err := b.txn.Set(globalKey(seq), val); err != nil {
+	// Beside the pointer, the entry hash and the id: the Merkle tree's low
+	// nodes and the search by id read them without the segments.
+	extra := append(append(make([]byte, 0, len(leaf)+len(e.ID)), leaf...), e.ID...)
+	if err := b.log.seg.SetExtra(b.txn, globalKey(seq), val, extra); err != nil {
 		return trail.Entry{}, fmt.Errorf("append %s: %w", ev.Type, err)
 	}
 	b.global = trail.Head{Seq: seq, Hash: e.Integrity.EntryHash, ID: e.ID, Timestamp: e.Timestamp}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/wacpd/wacpd/clock"
 	"github.com/wacpd/wacpd/internal/fixture"
+	"github.com/wacpd/wacpd/internal/seglog"
 	"github.com/wacpd/wacpd/trail"
 )
 
@@ -29,6 +31,7 @@ type testLog struct {
 	t   testing.TB
 	dir string // "" for an in-memory database
 	db  *badger.DB
+	seg *seglog.Log // on disk: the entries' bytes, as the engine keeps them
 	log *Log
 	clk *clock.Clock
 	ids *clock.IDs
@@ -75,6 +78,9 @@ func startTestLog(t testing.TB, dir string) *testLog {
 	tl := &testLog{t: t, dir: dir, clk: newTestClock(), ids: clock.NewIDs(nil)}
 	tl.open()
 	t.Cleanup(func() {
+		if tl.seg != nil {
+			tl.seg.Close()
+		}
 		if tl.db != nil {
 			tl.db.Close()
 		}
@@ -88,7 +94,20 @@ func (tl *testLog) open() {
 	if _, err := Upgrade(tl.db); err != nil {
 		tl.t.Fatalf("Upgrade: %v", err)
 	}
-	l, err := Open(tl.db)
+	tl.seg = nil
+	if tl.dir != "" {
+		var end seglog.Pos
+		if err := tl.db.View(func(txn *badger.Txn) (err error) { end, err = seglog.ReadEnd(txn); return err }); err != nil {
+			tl.t.Fatal(err)
+		}
+		seg, _, err := seglog.Open(filepath.Join(tl.dir, seglog.Dir), end, seglog.Options{})
+		if err != nil {
+			tl.t.Fatalf("segments: %v", err)
+		}
+		tl.seg = seg
+	}
+	testSegs.Store(tl.db, tl.seg)
+	l, err := Open(tl.db, tl.seg)
 	if err != nil {
 		tl.t.Fatalf("Open: %v", err)
 	}
@@ -100,6 +119,9 @@ func (tl *testLog) reopen() {
 	tl.t.Helper()
 	if tl.dir == "" {
 		tl.t.Fatal("reopen needs an on-disk database")
+	}
+	if tl.seg != nil {
+		tl.seg.Close()
 	}
 	if err := tl.db.Close(); err != nil {
 		tl.t.Fatalf("close badger: %v", err)
@@ -149,11 +171,27 @@ func (tl *testLog) append(evs ...Event) []trail.Entry {
 			tl.t.Fatalf("Append(%s %s in %q): %v", ev.ID, ev.Type, ev.Workspace, err)
 		}
 	}
+	tl.commit(txn)
+	b.Commit()
+	return slices.Clone(b.Entries())
+}
+
+// commit writes the block of txn's values to the segments, then commits
+// txn, as the engine's committer does.
+func (tl *testLog) commit(txn *badger.Txn) {
+	tl.t.Helper()
+	blk, err := tl.seg.Seal(txn)
+	if err != nil {
+		tl.t.Fatalf("seal: %v", err)
+	}
+	if blk != nil {
+		if err := tl.seg.Write(blk); err != nil {
+			tl.t.Fatalf("write segment: %v", err)
+		}
+	}
 	if err := txn.Commit(); err != nil {
 		tl.t.Fatalf("txn.Commit: %v", err)
 	}
-	b.Commit()
-	return slices.Clone(b.Entries())
 }
 
 // interleaved appends n entries cycling over the workspaces and, every
@@ -484,6 +522,7 @@ func checkRejected(t *testing.T, tests []rejectCase) {
 				t.Errorf("batch holds %d entries after a rejected Append, want 0", n)
 			}
 			txn.Discard()
+			tl.seg.Discard()
 			if got := tl.keys(); !slices.Equal(got, keysBefore) {
 				t.Errorf("keys after discard = %q, want %q", got, keysBefore)
 			}
@@ -629,9 +668,7 @@ func TestTrail_RejectedAppendInCommittedTxn(t *testing.T) {
 	if _, err := b.Append(good2); err != nil {
 		t.Fatalf("Append(good2): %v", err)
 	}
-	if err := txn.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	tl.commit(txn)
 	b.Commit()
 	if got, want := ids(tl.readAll(trail.Query{})), []string{good1.ID, good2.ID}; !slices.Equal(got, want) {
 		t.Errorf("trail ids = %v, want %v", got, want)
@@ -664,6 +701,7 @@ func TestTrail_DiscardedBatchChangesNothing(t *testing.T) {
 		t.Errorf("Len() before commit = %d, want 3", got)
 	}
 	txn.Discard()
+	tl.seg.Discard()
 
 	if got := tl.log.Len(); got != 3 {
 		t.Errorf("Len() = %d, want 3", got)

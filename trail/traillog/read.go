@@ -23,7 +23,7 @@ func (l *Log) Read(ctx context.Context, q trail.Query) ([]trail.Entry, string, e
 	err := view(l.db, "read trail", func(txn *badger.Txn) error {
 		after := uint64(0)
 		if q.After != "" {
-			s, err := seqOf(txn, q.After, l.Len())
+			s, err := seqOf(txn, l.seg, q.After, l.Len())
 			if err != nil {
 				return err
 			}
@@ -61,7 +61,7 @@ func (l *Log) ReadLocal(ctx context.Context, ws, after string, limit int) ([]tra
 	err := view(l.db, "read trail", func(txn *badger.Txn) error {
 		var from uint64
 		if after != "" {
-			s, err := seqOf(txn, after, l.Len())
+			s, err := seqOf(txn, l.seg, after, l.Len())
 			if err != nil {
 				return err
 			}
@@ -85,12 +85,12 @@ func (l *Log) ReadLocal(ctx context.Context, ws, after string, limit int) ([]tra
 func (l *Log) Get(id string) (trail.Entry, error) {
 	var e trail.Entry
 	err := view(l.db, "read trail", func(txn *badger.Txn) error {
-		seq, err := seqOf(txn, id, l.Len())
+		seq, err := seqOf(txn, l.seg, id, l.Len())
 		if err != nil {
 			return err
 		}
 		var s stored
-		if err := getStored(txn, seq, &s); err != nil {
+		if err := getStored(txn, l.seg, seq, &s); err != nil {
 			return err
 		}
 		e = s.Entry
@@ -113,7 +113,7 @@ func (l *Log) scan(ctx context.Context, txn *badger.Txn, ws string, after uint64
 				return err
 			}
 			var s stored
-			if err := it.Item().Value(func(v []byte) (err error) { s, err = decodeStored(v); return err }); err != nil {
+			if err := l.seg.Value(it.Item(), func(v []byte) (err error) { s, err = decodeStored(v); return err }); err != nil {
 				return err
 			}
 			if !fn(s) {
@@ -137,7 +137,7 @@ func (l *Log) scan(ctx context.Context, txn *badger.Txn, ws string, after uint64
 			continue
 		}
 		var s stored
-		if err := getStored(txn, seq, &s); err != nil {
+		if err := getStored(txn, l.seg, seq, &s); err != nil {
 			return err
 		}
 		if !fn(s) {

@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/zeebo/blake3"
 
+	"github.com/wacpd/wacpd/internal/seglog"
 	"github.com/wacpd/wacpd/trail"
 )
 
@@ -29,7 +31,7 @@ type Quarantined struct {
 	// Missing is set for an entry the trail's head counted but that was
 	// not stored; Value is then empty (and ID unknown).
 	Missing bool   `json:"missing,omitempty"`
-	Reason  string `json:"reason"`         // why: the violation for the first, "after #N" for the rest
+	Reason  string `json:"reason"`         // why: the violation for the first, "after #N" for the rest (and, for an entry whose segment block is damaged, that its bytes are lost)
 	At      string `json:"quarantined_at"` // when
 	Value   []byte `json:"value,omitempty"`
 }
@@ -44,19 +46,19 @@ type Quarantined struct {
 // deletes in trail order, and rebuilds the derived records last, so a later
 // Check finds the same valid prefix and Repair finishes the work (a
 // quarantined copy is keyed by its content and written once).
-func Repair(ctx context.Context, db *badger.DB, res CheckResult, at string) ([]Quarantined, error) {
-	q, err := quarantine(db, res, at)
+func Repair(ctx context.Context, db *badger.DB, seg *seglog.Log, res CheckResult, at string) ([]Quarantined, error) {
+	q, err := quarantine(db, seg, res, at)
 	if err != nil {
 		return nil, fmt.Errorf("repair trail: %w", err)
 	}
-	if err := rebuild(ctx, db, res.Valid); err != nil {
+	if err := rebuild(ctx, db, seg, res.Valid); err != nil {
 		return nil, fmt.Errorf("repair trail: %w", err)
 	}
 	return q, nil
 }
 
 // quarantine copies the entries after res.Valid to t/q/ and deletes them.
-func quarantine(db *badger.DB, res CheckResult, at string) ([]Quarantined, error) {
+func quarantine(db *badger.DB, seg *seglog.Log, res CheckResult, at string) ([]Quarantined, error) {
 	if res.Last <= res.Valid {
 		return nil, nil
 	}
@@ -80,11 +82,22 @@ func quarantine(db *badger.DB, res CheckResult, at string) ([]Quarantined, error
 		for it.Seek(globalKey(res.Valid + 1)); it.Valid(); it.Next() {
 			seq := binary.BigEndian.Uint64(it.Item().Key()[len(prefixGlobal):])
 			missing(seq)
-			v, err := it.Item().ValueCopy(nil)
-			if err != nil {
+			v, err := seg.ValueCopy(it.Item())
+			q := Quarantined{Seq: seq, ID: ids[seq], Reason: reason(seq), At: at, Value: v}
+			switch {
+			case errors.Is(err, seglog.ErrDamaged):
+				// Its bytes are lost with their block: quarantined without
+				// them, its id from beside the pointer.
+				q.Value, q.Reason = nil, q.Reason+"; its bytes are unreadable: "+err.Error()
+				if _, id, ok, xerr := entryExtra(it.Item()); ok && xerr == nil && q.ID == "" {
+					q.ID = id
+				}
+				out = append(out, q)
+				next = seq + 1
+				continue
+			case err != nil:
 				return err
 			}
-			q := Quarantined{Seq: seq, ID: ids[seq], Reason: reason(seq), At: at, Value: v}
 			if s, err := readStored(v); err == nil {
 				q.ID, q.Timestamp, q.EventType, q.Workspace = s.Entry.ID, s.Entry.Timestamp, s.Entry.EventType, s.Entry.Workspace
 			}
@@ -169,7 +182,7 @@ func quarantineKey(q Quarantined) []byte {
 
 // rebuild deletes every record derived from the entries and writes them
 // again from entries #1 … #valid.
-func rebuild(ctx context.Context, db *badger.DB, valid uint64) error {
+func rebuild(ctx context.Context, db *badger.DB, seg *seglog.Log, valid uint64) error {
 	del := db.NewWriteBatch()
 	defer del.Cancel()
 	err := view(db, "repair trail", func(txn *badger.Txn) error {
@@ -210,7 +223,7 @@ func rebuild(ctx context.Context, db *badger.DB, valid uint64) error {
 				break
 			}
 			var s stored
-			if err := it.Item().Value(func(v []byte) (err error) { s, err = readStored(v); return err }); err != nil {
+			if err := seg.Value(it.Item(), func(v []byte) (err error) { s, err = readStored(v); return err }); err != nil {
 				return fmt.Errorf("entry #%d: %w", seq, err)
 			}
 			e := s.Entry

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"unicode/utf8"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/gowebpki/jcs"
 
 	"github.com/wacpd/wacpd/internal/canon"
+	"github.com/wacpd/wacpd/internal/seglog"
 	"github.com/wacpd/wacpd/trail"
 )
 
@@ -240,10 +242,24 @@ func (p *parser) scanObject() bool {
 }
 
 // getStored reads the stored entry of global seq into s.
-func getStored(txn *badger.Txn, seq uint64, s *stored) error {
+func getStored(txn *badger.Txn, seg *seglog.Log, seq uint64, s *stored) error {
 	item, err := txn.Get(globalKey(seq))
 	if err != nil {
 		return err
 	}
-	return item.Value(func(v []byte) (err error) { *s, err = decodeStored(v); return err })
+	return seg.Value(item, func(v []byte) (err error) { *s, err = decodeStored(v); return err })
+}
+
+// entryExtra returns the entry hash and id kept beside the pointer of a
+// stored entry in the segments (Batch.Append); ok is false for an entry
+// stored in Badger itself.
+func entryExtra(item *badger.Item) (hash []byte, id string, ok bool, err error) {
+	ok, err = seglog.Extra(item, func(x []byte) error {
+		if len(x) <= 32 {
+			return &DamageError{Op: fmt.Sprintf("entry key %q", item.Key()), Err: fmt.Errorf("%d bytes beside its pointer, want the entry hash and id", len(x))}
+		}
+		hash, id = bytes.Clone(x[:32]), string(x[32:])
+		return nil
+	})
+	return hash, id, ok, err
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
 
+	"github.com/wacpd/wacpd/internal/seglog"
 	"github.com/wacpd/wacpd/trail"
 )
 
@@ -36,12 +37,12 @@ func cloneRange(r *compact.Range) *compact.Range {
 
 // nodes reads the Merkle nodes ids: stored ones from t/m/, those below
 // minNodeLevel computed from their entries.
-func nodes(txn *badger.Txn, ids []compact.NodeID) ([][]byte, error) {
+func nodes(txn *badger.Txn, seg *seglog.Log, ids []compact.NodeID) ([][]byte, error) {
 	out := make([][]byte, len(ids))
 	for i, id := range ids {
 		if id.Level < minNodeLevel {
 			var err error
-			if out[i], err = lowNode(txn, id); err != nil {
+			if out[i], err = lowNode(txn, seg, id); err != nil {
 				return nil, err
 			}
 			continue
@@ -71,7 +72,7 @@ func (l *Log) loadRange() (*compact.Range, error) {
 	}
 	var rng *compact.Range
 	err := view(l.db, "read merkle tree", func(txn *badger.Txn) (err error) {
-		rng, err = storedRange(txn, n)
+		rng, err = storedRange(txn, l.seg, n)
 		return err
 	})
 	if err == nil {
@@ -101,7 +102,7 @@ func (l *Log) backfill() (*compact.Range, error) {
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			var s stored
-			if err := it.Item().Value(func(v []byte) (err error) { s, err = decodeStored(v); return err }); err != nil {
+			if err := l.seg.Value(it.Item(), func(v []byte) (err error) { s, err = decodeStored(v); return err }); err != nil {
 				return err
 			}
 			leaf, err := trail.LeafData(s.Entry)
@@ -144,7 +145,7 @@ func (l *Log) Root(size uint64) ([]byte, error) {
 	}
 	var r *compact.Range
 	err := view(l.db, "read merkle root", func(txn *badger.Txn) (err error) {
-		r, err = storedRange(txn, size)
+		r, err = storedRange(txn, l.seg, size)
 		return err
 	})
 	if err != nil {
@@ -156,8 +157,8 @@ func (l *Log) Root(size uint64) ([]byte, error) {
 // storedRange returns the compact range of the first size entries' tree,
 // from the stored Merkle nodes (those below minNodeLevel computed from the
 // entries by nodes).
-func storedRange(txn *badger.Txn, size uint64) (*compact.Range, error) {
-	hashes, err := nodes(txn, compact.RangeNodes(0, size, nil))
+func storedRange(txn *badger.Txn, seg *seglog.Log, size uint64) (*compact.Range, error) {
+	hashes, err := nodes(txn, seg, compact.RangeNodes(0, size, nil))
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +195,7 @@ func (l *Log) rehash(n proof.Nodes) ([][]byte, error) {
 	var hashes [][]byte
 	err := view(l.db, "read merkle proof", func(txn *badger.Txn) error {
 		var err error
-		hashes, err = nodes(txn, n.IDs)
+		hashes, err = nodes(txn, l.seg, n.IDs)
 		return err
 	})
 	if err != nil {
@@ -208,7 +209,7 @@ func (l *Log) Seq(id string) (uint64, error) {
 	var seq uint64
 	err := view(l.db, "find entry by id", func(txn *badger.Txn) error {
 		var err error
-		seq, err = seqOf(txn, id, l.Len())
+		seq, err = seqOf(txn, l.seg, id, l.Len())
 		return err
 	})
 	return seq, err
@@ -217,7 +218,7 @@ func (l *Log) Seq(id string) (uint64, error) {
 // At returns global entry #seq (1-based).
 func (l *Log) At(seq uint64) (trail.Entry, error) {
 	var s stored
-	err := view(l.db, "read entry", func(txn *badger.Txn) error { return getStored(txn, seq, &s) })
+	err := view(l.db, "read entry", func(txn *badger.Txn) error { return getStored(txn, l.seg, seq, &s) })
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return trail.Entry{}, fmt.Errorf("%w: #%d", ErrNotFound, seq)
 	}

@@ -23,7 +23,7 @@ import (
 // error means the check could not run.
 func (l *Log) Verify(ctx context.Context, ws string) (trail.VerifyResult, error) {
 	if ws == "" {
-		res, err := Check(ctx, l.db, CheckOptions{Full: true})
+		res, err := Check(ctx, l.db, CheckOptions{Full: true, Seg: l.seg})
 		if err != nil {
 			return trail.VerifyResult{}, fmt.Errorf("verify trail: %w", err)
 		}

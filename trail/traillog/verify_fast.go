@@ -98,7 +98,11 @@ func (c *checker) fastEntries(txn *badger.Txn) bool {
 			return false
 		}
 		c.res.Examined++
-		err := item.Value(func(v []byte) error {
+		xhash, xid, hasExtra, err := entryExtra(item)
+		if err != nil {
+			return false
+		}
+		err = c.opts.Seg.Value(item, func(v []byte) error {
 			r, good := scanStored(v)
 			if !good || !r.fastable() || string(r.alg) != trail.Algorithm || !bytes.Equal(r.prev, prevHash) || (r.hasPrev != (prevSeq > 0)) ||
 				(prevID != nil && (bytes.Compare(r.id, prevID) <= 0 || bytes.Compare(r.ts, prevTS) < 0)) ||
@@ -107,6 +111,9 @@ func (c *checker) fastEntries(txn *badger.Txn) bool {
 			}
 			if _, err := hex.Decode(leaf[:], r.entryHash[len(hashPrefix):]); err != nil {
 				return errFastPath
+			}
+			if hasExtra && (!bytes.Equal(xhash, leaf[:]) || xid != string(r.id)) {
+				return errFastPath // the reference walk names it
 			}
 			h.add(&r, r.prev, r.hasPrev, true, r.entryHash)
 			if !r.hasWS {

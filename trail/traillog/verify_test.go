@@ -10,11 +10,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/zeebo/blake3"
 
+	"github.com/wacpd/wacpd/internal/seglog"
 	"github.com/wacpd/wacpd/trail"
 )
 
@@ -38,7 +40,9 @@ func rawGet(t testing.TB, db *badger.DB, key []byte) []byte {
 		if err != nil {
 			return err
 		}
-		v, err = item.ValueCopy(nil)
+		s, _ := testSegs.Load(db)
+		seg, _ := s.(*seglog.Log)
+		v, err = seg.ValueCopy(item) // a pointer's value, from the test log's segments
 		return err
 	})
 	if err != nil {
@@ -46,6 +50,10 @@ func rawGet(t testing.TB, db *badger.DB, key []byte) []byte {
 	}
 	return v
 }
+
+// testSegs maps each test database to its segments (testLog.open), for
+// rawGet: a *badger.DB to a *seglog.Log, or to a nil one.
+var testSegs sync.Map
 
 func rawSet(t testing.TB, db *badger.DB, key, val []byte) {
 	t.Helper()
