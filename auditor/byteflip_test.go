@@ -163,7 +163,9 @@ func flipPositions(files []dataFile, n int) []flip {
 
 // records reports whether the data dir's file rel holds records: a table
 // or a segment file.
-func records(rel string) bool { return strings.HasSuffix(rel, ".sst") || strings.HasSuffix(rel, ".seg") }
+func records(rel string) bool {
+	return strings.HasSuffix(rel, ".sst") || strings.HasSuffix(rel, ".seg")
+}
 
 // flipOnce applies p to a copy of the data dir and judges the verifier's
 // answer; it returns the outcome's kind for the summary.
