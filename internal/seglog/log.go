@@ -54,10 +54,17 @@ type Log struct {
 	durable Pos // the end of the last block written and synced
 	cache   cache
 
-	wmu sync.Mutex // guards w
-	w   *os.File   // the file written to, or nil
-	wn  uint32     // its number
+	wmu    sync.Mutex // guards w, wn and zeroed
+	w      *os.File   // the file written to, or nil
+	wn     uint32     // its number
+	zeroed int64      // w holds zeros (or blocks) up to here
 }
+
+// zeroChunk is how far ahead of the blocks Write fills a file with zeros:
+// a block then overwrites allocated bytes, and syncing it needs no journal
+// commit of the file's size (about 140 µs against 210-260 µs for an
+// append on this project's test machine; docs/performance.md).
+const zeroChunk = 4 << 20
 
 // Open opens the segments in dir (created if missing) that end at end, as
 // KeyEnd says: every pointer Badger holds is before end. Unless
@@ -165,10 +172,7 @@ func (l *Log) Close() error {
 	l.files = nil
 	l.fmu.Unlock()
 	l.wmu.Lock()
-	if l.w != nil {
-		errs = append(errs, l.w.Close())
-		l.w = nil
-	}
+	errs = append(errs, l.closeWriter())
 	l.wmu.Unlock()
 	l.dec.Close()
 	return errors.Join(errs...)
@@ -267,10 +271,15 @@ func (l *Log) Write(b *Block) error {
 	if err := l.writer(b.at.File); err != nil {
 		return err
 	}
+	if end := int64(b.at.Off) + int64(len(b.data)); end > l.zeroed {
+		if err := l.zeroAhead(end); err != nil {
+			return err
+		}
+	}
 	if _, err := l.w.WriteAt(b.data, int64(b.at.Off)); err != nil {
 		return fmt.Errorf("segments: write %s: %w", fileName(b.at.File), err)
 	}
-	if err := l.w.Sync(); err != nil {
+	if err := datasync(l.w); err != nil {
 		return fmt.Errorf("segments: sync %s: %w", fileName(b.at.File), err)
 	}
 	l.mu.Lock()
@@ -282,30 +291,77 @@ func (l *Log) Write(b *Block) error {
 	return nil
 }
 
-// writer makes l.w the file numbered n, created if new. Caller holds wmu.
+// zeroAhead fills l.w with zeros from l.zeroed to past end, a chunk at a
+// time, and syncs it (its size included). Caller holds wmu.
+func (l *Log) zeroAhead(end int64) error {
+	to := max(end, l.zeroed+zeroChunk)
+	zeros := make([]byte, 64<<10)
+	for off := l.zeroed; off < to; off += int64(len(zeros)) {
+		n := min(int64(len(zeros)), to-off)
+		if _, err := l.w.WriteAt(zeros[:n], off); err != nil {
+			return fmt.Errorf("segments: write %s: %w", fileName(l.wn), err)
+		}
+	}
+	if err := l.w.Sync(); err != nil {
+		return fmt.Errorf("segments: sync %s: %w", fileName(l.wn), err)
+	}
+	l.zeroed = to
+	return nil
+}
+
+// writer makes l.w the file numbered n, created if new. The file it
+// leaves is cut at its last block first (no zeros after it): only the last
+// file may end past its blocks. Caller holds wmu.
 func (l *Log) writer(n uint32) error {
 	if l.w != nil && l.wn == n {
 		return nil
 	}
-	if l.w != nil {
-		if err := l.w.Close(); err != nil {
-			return fmt.Errorf("segments: close %s: %w", fileName(l.wn), err)
-		}
-		l.w = nil
+	if err := l.closeWriter(); err != nil {
+		return err
 	}
 	p := filepath.Join(l.dir, fileName(n))
-	_, statErr := os.Stat(p)
+	st, statErr := os.Stat(p)
 	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("segments: %w", err)
 	}
+	l.zeroed = 0
 	if errors.Is(statErr, os.ErrNotExist) {
 		if err := syncDir(l.dir); err != nil {
 			f.Close()
 			return fmt.Errorf("segments: %w", err)
 		}
+	} else if statErr == nil {
+		l.zeroed = st.Size()
 	}
 	l.w, l.wn = f, n
+	return nil
+}
+
+// closeWriter cuts the file written to at the end of its last block
+// written, syncs and closes it. Caller holds wmu.
+func (l *Log) closeWriter() error {
+	if l.w == nil {
+		return nil
+	}
+	l.mu.Lock()
+	d := l.durable
+	l.mu.Unlock()
+	f := l.w
+	l.w = nil
+	if d.File == l.wn {
+		if err := f.Truncate(int64(d.Off)); err != nil {
+			f.Close()
+			return fmt.Errorf("segments: cut %s: %w", fileName(l.wn), err)
+		}
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return fmt.Errorf("segments: sync %s: %w", fileName(l.wn), err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("segments: close %s: %w", fileName(l.wn), err)
+	}
 	return nil
 }
 
@@ -332,6 +388,7 @@ func (l *Log) Abort() error {
 		if err := l.w.Truncate(int64(d.Off)); err != nil {
 			return fmt.Errorf("segments: %w", err)
 		}
+		l.zeroed = int64(d.Off)
 	case l.wn > d.File:
 		p := filepath.Join(l.dir, fileName(l.wn))
 		l.w.Close()

@@ -138,7 +138,13 @@ func TestValuesSurviveReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var end Pos
+	r.db.View(func(txn *badger.Txn) (err error) { end, err = ReadEnd(txn); return err })
 	r.close()
+	// Close cuts the zeros written ahead of the blocks.
+	if got := dirSize(t, filepath.Join(dir, Dir)); end.File != 1 || got != int64(end.Off) {
+		t.Errorf("after Close the segments hold %d bytes; the blocks end at %+v", got, end)
+	}
 	r = openRig(t, dir, Options{})
 	if r.rec != (Recovered{}) {
 		t.Errorf("a clean reopen removed %+v", r.rec)
@@ -198,7 +204,9 @@ func TestOpenRemovesWhatNoCommitPointsAt(t *testing.T) {
 	r := openRig(t, dir, Options{MaxFile: 4096})
 	r.commit(values(0, 10))
 	segs := filepath.Join(dir, Dir)
-	before := dirSize(t, segs)
+	var end Pos
+	r.db.View(func(txn *badger.Txn) (err error) { end, err = ReadEnd(txn); return err })
+	before := int64(end.Off)
 	// A batch written, then not committed; and another in a new file.
 	for i := range 2 {
 		txn := r.db.NewTransaction(true)
@@ -216,11 +224,14 @@ func TestOpenRemovesWhatNoCommitPointsAt(t *testing.T) {
 		}
 		txn.Discard()
 	}
+	// The process dies: the files keep what was written, and the zeros
+	// written ahead of it.
+	r.l = nil
+	r.close()
 	written := dirSize(t, segs)
-	if written <= before {
+	if written <= before+zeroChunk {
 		t.Fatalf("nothing written: %d then %d", before, written)
 	}
-	r.close()
 	r = openRig(t, dir, Options{MaxFile: 4096})
 	if r.rec.Bytes != written-before || r.rec.Files != 1 {
 		t.Errorf("recovered %+v; want %d bytes, one file", r.rec, written-before)
