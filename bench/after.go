@@ -11,6 +11,7 @@ import (
 
 	"github.com/wacpd/wacpd/integrity"
 	"github.com/wacpd/wacpd/internal/dbupkeep"
+	"github.com/wacpd/wacpd/internal/seglog"
 )
 
 // After the load, with the in-process daemon: how long a restart on the
@@ -91,6 +92,9 @@ func measureStore(dir string, checkpoints int) (r StoreReport, err error) {
 	if where, detail, err := integrity.VerifyTables(context.Background(), db); err != nil || detail != "" {
 		return r, fmt.Errorf("read %s: %s %s %v", dbdir, where, detail, err)
 	}
+	if err := readSegments(db, dbdir); err != nil {
+		return r, err
+	}
 	r.Read = time.Since(t0)
 	t0 = time.Now()
 	if err := db.Flatten(2); err != nil {
@@ -108,6 +112,24 @@ func measureStore(dir string, checkpoints int) (r StoreReport, err error) {
 	})
 	r.KeysPerCheckpoint = ratio(float64(r.Keys), float64(checkpoints))
 	return r, err
+}
+
+// readSegments reads and checks every block of the segment files of db,
+// in dbdir/seg (seglog.Log.Verify).
+func readSegments(db *badger.DB, dbdir string) error {
+	var end seglog.Pos
+	if err := db.View(func(txn *badger.Txn) (err error) { end, err = seglog.ReadEnd(txn); return err }); err != nil {
+		return fmt.Errorf("read the segments' end: %w", err)
+	}
+	seg, _, err := seglog.Open(filepath.Join(dbdir, seglog.Dir), end, seglog.Options{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer seg.Close()
+	if _, err := seg.Verify(context.Background(), end); err != nil {
+		return fmt.Errorf("read segments: %w", err)
+	}
+	return nil
 }
 
 // keyPrefix is the prefix of k that names its kind (docs/formats.md, the

@@ -58,9 +58,10 @@ type Bounds struct {
 	// Volume is the hand-built service with group commit (one synchronous
 	// transaction for every request waiting, the next built while one is
 	// written) that stores, per request, as many keys and bytes as the
-	// daemon wrote per checkpoint in this run's load (Shape), and does
-	// nothing else. No server that stores what the daemon stores in Badger
-	// is faster. Measured after the load (it needs the load's figures),
+	// daemon gave Badger per checkpoint in this run's load, and as many
+	// bytes as it gave its segment files, appended to a file and synced
+	// before the transaction (Shape); and does nothing else. No server
+	// that stores what the daemon stores, as it stores it, is faster. Measured after the load (it needs the load's figures),
 	// only with the in-process daemon.
 	Volume *BoundRun `json:"volume,omitempty"`
 	Shape  *Shape    `json:"volume_shape,omitempty"`
@@ -203,12 +204,14 @@ func runBound(ctx context.Context, dir string, clients int, msgs boundMessages, 
 			}
 		}()
 	}
-	var seg *os.File
-	if spec.store == storeSegmented {
-		if seg, err = os.OpenFile(filepath.Join(dir, "segment"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
+	var seg *segFile
+	if spec.store == storeSegmented || spec.shape.Segment > 0 {
+		f, err := os.OpenFile(filepath.Join(dir, "segment"), os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
 			return BoundRun{}, fmt.Errorf("open segment: %w", err)
 		}
-		defer seg.Close()
+		seg = &segFile{f: f}
+		defer seg.close()
 	}
 	srv, err := startBoundServer(ctx, ns.ClientURL(), db, seg, spec, msgs.reply)
 	if err != nil {
@@ -263,7 +266,8 @@ type boundServer struct {
 	queue     chan boundReq
 	done      chan struct{}
 	committer sync.WaitGroup
-	seg       *os.File // with storeSegmented
+	seg       *segFile // with storeSegmented, or a shape with Segment bytes
+	pointers  bool     // storeSegmented: every value in seg, a pointer in Badger
 
 	mu      sync.Mutex      // guards latency
 	latency []time.Duration // of each signal consumed
@@ -284,9 +288,9 @@ func stamp(signal []byte, t time.Time) []byte {
 	return out
 }
 
-func startBoundServer(ctx context.Context, url string, db *badger.DB, seg *os.File, spec boundSpec, reply []byte) (_ *boundServer, err error) {
+func startBoundServer(ctx context.Context, url string, db *badger.DB, seg *segFile, spec boundSpec, reply []byte) (_ *boundServer, err error) {
 	store, shape := spec.store, spec.shape
-	s := &boundServer{seg: seg}
+	s := &boundServer{seg: seg, pointers: store == storeSegmented}
 	defer func() {
 		if err != nil {
 			s.close()

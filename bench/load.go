@@ -95,7 +95,10 @@ type loadResult struct {
 	// puts and written are what Badger was given during the load, in this
 	// process (badgerWrites): the in-process daemon's writes.
 	puts, written int64
-	cpu           time.Duration // this process's CPU time over the load
+	// segment and raw are what the segment files were given
+	// (segmentWrites).
+	segment, raw int64
+	cpu          time.Duration // this process's CPU time over the load
 }
 
 // runLoad sets up the workers, runs them under the coordinator's watch,
@@ -162,6 +165,7 @@ func drive(ctx context.Context, cfg Config, clients []*client.Client, dataDir st
 	var wg sync.WaitGroup
 	smp := startSampler(dataDir)
 	puts0, written0 := badgerWrites()
+	seg0, raw0 := segmentWrites()
 	start, cpu0 := time.Now(), processCPU()
 	for i, c := range clients {
 		wg.Go(func() {
@@ -174,6 +178,8 @@ func drive(ctx context.Context, cfg Config, clients []*client.Client, dataDir st
 	res := loadResult{elapsed: time.Since(start), cpu: processCPU() - cpu0}
 	puts1, written1 := badgerWrites()
 	res.puts, res.written = puts1-puts0, written1-written0
+	seg1, raw1 := segmentWrites()
+	res.segment, res.raw = seg1-seg0, raw1-raw0
 	samples := smp.stop()
 	res.anon = peakAnon(samples)
 	if ctx.Err() != nil {

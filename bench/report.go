@@ -64,10 +64,14 @@ type VerifyReport struct {
 
 // Written is what the daemon gave Badger per checkpoint: keys set or
 // deleted (with Badger's own transaction markers) and their bytes, as
-// Badger counts them (key with its version, value, two bytes of meta).
+// Badger counts them (key with its version, value, two bytes of meta); and
+// what it gave its segment files: the blocks' bytes (compressed, with
+// their headers) and the values' bytes before compression.
 type Written struct {
-	PutsPerCheckpoint  float64 `json:"puts_per_checkpoint"`
-	BytesPerCheckpoint float64 `json:"bytes_per_checkpoint"`
+	PutsPerCheckpoint    float64 `json:"puts_per_checkpoint"`
+	BytesPerCheckpoint   float64 `json:"bytes_per_checkpoint"`
+	SegmentPerCheckpoint float64 `json:"segment_bytes_per_checkpoint"`
+	RawPerCheckpoint     float64 `json:"segment_raw_bytes_per_checkpoint"`
 }
 
 // FloorReport is the bare Badger baseline: single writer, one synchronous
@@ -199,12 +203,13 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 	}
 	if x := r.Written; x != nil {
-		fmt.Fprintf(w, "written      %.1f keys and %.0f bytes per checkpoint given to Badger during the load\n", x.PutsPerCheckpoint, x.BytesPerCheckpoint)
+		fmt.Fprintf(w, "written      %.1f keys and %.0f bytes per checkpoint given to Badger during the load; %.0f bytes to the segment files (%.0f before compression)\n",
+			x.PutsPerCheckpoint, x.BytesPerCheckpoint, x.SegmentPerCheckpoint, x.RawPerCheckpoint)
 	}
 	fmt.Fprintf(w, "verify       %d entries in %s: %.0f entries/s (%s)\n",
 		r.Verify.Entries, dur(r.Verify.Elapsed), r.Verify.Rate, verified)
 	if r.Verify.Bound > 0 {
-		fmt.Fprintf(w, "read bound   %.0f entries/s (every block of the store read and decompressed once, on all cores); verify / bound %.2f\n",
+		fmt.Fprintf(w, "read bound   %.0f entries/s (every block of the store read and decompressed once: Badger's tables on all cores, then the segment files); verify / bound %.2f\n",
 			r.Verify.Bound, r.Verify.OverBound)
 	}
 	fmt.Fprintf(w, "peak RSS     %.1f MiB (%s); anonymous %.1f MiB, the rest mapped files\n",

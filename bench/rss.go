@@ -98,6 +98,19 @@ func badgerWrites() (puts, bytes int64) {
 	return puts, bytes
 }
 
+// segmentWrites returns what the segment files were given so far, in this
+// process (internal/seglog's counters): bytes written (compressed blocks
+// with their headers) and the values' bytes before compression.
+func segmentWrites() (bytes, raw int64) {
+	if v, ok := expvar.Get("wacpd_segment_write_bytes").(*expvar.Int); ok {
+		bytes = v.Value()
+	}
+	if v, ok := expvar.Get("wacpd_segment_raw_bytes").(*expvar.Int); ok {
+		raw = v.Value()
+	}
+	return bytes, raw
+}
+
 // processCPU returns the CPU time this process used so far, user and
 // system, all threads (getrusage).
 func processCPU() time.Duration {

@@ -73,7 +73,8 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	rep.Windows, rep.Growth = res.windows, growth(res.windows)
 	if d != nil {
 		if n := float64(len(res.acks)); n > 0 {
-			rep.Written = &Written{PutsPerCheckpoint: float64(res.puts) / n, BytesPerCheckpoint: float64(res.written) / n}
+			rep.Written = &Written{PutsPerCheckpoint: float64(res.puts) / n, BytesPerCheckpoint: float64(res.written) / n,
+				SegmentPerCheckpoint: float64(res.segment) / n, RawPerCheckpoint: float64(res.raw) / n}
 		}
 		cfg.Logger.Info("restart and store", "dir", dataDir)
 		stopped := d

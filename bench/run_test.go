@@ -282,3 +282,24 @@ func TestSegmentedProbeWritesPointers(t *testing.T) {
 		}
 	}
 }
+
+// TestVolumeBoundWritesTheSegmentBytes: with a shape that has segment
+// bytes, the volume bound appends that many bytes per request to its
+// segment file and keeps its Badger values as they are.
+func TestVolumeBoundWritesTheSegmentBytes(t *testing.T) {
+	shape := Shape{Puts: 2, Value: 50, Segment: 300}
+	dir := runStoring(t, storeGrouped, shape)
+	st, err := os.Stat(filepath.Join(dir, "segment"))
+	if err != nil || st.Size() != int64(40*shape.Segment) {
+		t.Fatalf("segment: %v, %v; want %d bytes", st, err, 40*shape.Segment)
+	}
+	vals := storedValues(t, dir)
+	if len(vals) != 40*shape.Puts {
+		t.Errorf("bound stored %d keys, want %d", len(vals), 40*shape.Puts)
+	}
+	for k, n := range vals {
+		if n != int64(shape.Value) {
+			t.Fatalf("key %q holds %d bytes, want %d", k, n, shape.Value)
+		}
+	}
+}

@@ -3,7 +3,9 @@ package bench
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/nats-io/nats-server/v2/server"
+	"golang.org/x/sys/unix"
 
 	"github.com/wacpd/wacpd/wire"
 )
@@ -20,10 +23,13 @@ import (
 // Bounds.Contract).
 
 // Shape is what the volume bound writes per request: Puts keys of
-// Value-byte values, from the daemon's writes per checkpoint (Written).
+// Value-byte values, and Segment bytes appended to a segment file (synced
+// before the transaction), from the daemon's writes per checkpoint
+// (Written).
 type Shape struct {
-	Puts  int `json:"puts"`
-	Value int `json:"value_bytes"`
+	Puts    int `json:"puts"`
+	Value   int `json:"value_bytes"`
+	Segment int `json:"segment_bytes,omitempty"`
 }
 
 // volumeKeyLen is the length of the volume bound's keys: a slot byte and a
@@ -37,7 +43,7 @@ func shapeOf(w *Written) *Shape {
 		return nil
 	}
 	puts := int(w.PutsPerCheckpoint + 0.5)
-	return &Shape{Puts: puts, Value: max(int(w.BytesPerCheckpoint)/puts-(volumeKeyLen+8)-2, 1)}
+	return &Shape{Puts: puts, Value: max(int(w.BytesPerCheckpoint)/puts-(volumeKeyLen+8)-2, 1), Segment: int(w.SegmentPerCheckpoint + 0.5)}
 }
 
 // measureVolume runs the volume and contract bounds in dir, as
@@ -100,7 +106,7 @@ func (s *boundServer) commitGroups(db *badger.DB, shape Shape, answer func(bound
 				seq++
 				key := binary.BigEndian.AppendUint64([]byte{byte(slot)}, seq)
 				var val []byte
-				if s.seg != nil {
+				if s.pointers {
 					val = binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint64(nil, uint64(off)), uint32(shape.Value))
 					off += int64(shape.Value)
 				} else {
@@ -129,23 +135,54 @@ func (s *boundServer) commitGroups(db *badger.DB, shape Shape, answer func(bound
 	}
 }
 
-// appendSegment appends the group's values to the segment file and makes
-// them durable, and returns the offset they start at.
+// appendSegment appends to the segment file the group's values (with
+// pointers) or its shape.Segment bytes per request, makes them durable,
+// and returns the offset they start at.
 func (s *boundServer) appendSegment(group []boundReq, shape Shape) (int64, error) {
-	st, err := s.seg.Stat()
-	if err != nil {
-		return 0, err
-	}
-	buf := make([]byte, 0, len(group)*shape.Puts*shape.Value)
+	var buf []byte
 	for _, r := range group {
-		for range shape.Puts {
-			buf = append(buf, fill(r.data, shape.Value)...)
+		if s.pointers {
+			for range shape.Puts {
+				buf = append(buf, fill(r.data, shape.Value)...)
+			}
+		} else {
+			buf = append(buf, fill(r.data, shape.Segment)...)
 		}
 	}
-	if _, err := s.seg.Write(buf); err != nil {
+	return s.seg.append(buf)
+}
+
+// segFile is an append-only file written as internal/seglog writes its
+// segments: zeros written ahead of the data, 4 MiB at a time, so that a
+// write overwrites allocated bytes and fdatasync needs no journal commit.
+type segFile struct {
+	f           *os.File
+	end, zeroed int64
+}
+
+// close cuts the zeros after the data and closes the file.
+func (s *segFile) close() error {
+	return errors.Join(s.f.Truncate(s.end), s.f.Close())
+}
+
+// append writes b at the end and syncs it, and returns where it starts.
+func (s *segFile) append(b []byte) (int64, error) {
+	at := s.end
+	if need := at + int64(len(b)); need > s.zeroed {
+		to := max(need, s.zeroed+4<<20)
+		if _, err := s.f.WriteAt(make([]byte, to-s.zeroed), s.zeroed); err != nil {
+			return 0, err
+		}
+		if err := s.f.Sync(); err != nil {
+			return 0, err
+		}
+		s.zeroed = to
+	}
+	if _, err := s.f.WriteAt(b, at); err != nil {
 		return 0, err
 	}
-	return st.Size(), s.seg.Sync()
+	s.end += int64(len(b))
+	return at, unix.Fdatasync(int(s.f.Fd()))
 }
 
 // fill returns n bytes of data, repeated as needed: values as compressible

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"expvar"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,14 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/klauspost/compress/zstd"
+)
+
+// Counters of what every Log of the process wrote, for measurements (the
+// bench tool reads them as it reads Badger's).
+var (
+	writtenBlocks = expvar.NewInt("wacpd_segment_blocks")
+	writtenBytes  = expvar.NewInt("wacpd_segment_write_bytes") // headers and compressed bodies
+	writtenRaw    = expvar.NewInt("wacpd_segment_raw_bytes")   // the values, before compression
 )
 
 // Options tune a Log; zero fields take their defaults.
@@ -282,8 +291,11 @@ func (l *Log) Write(b *Block) error {
 	if err := datasync(l.w); err != nil {
 		return fmt.Errorf("segments: sync %s: %w", fileName(b.at.File), err)
 	}
+	writtenBlocks.Add(1)
+	writtenBytes.Add(int64(len(b.data)))
 	l.mu.Lock()
 	raw := l.sealed[b.at]
+	writtenRaw.Add(int64(len(raw)))
 	delete(l.sealed, b.at)
 	l.durable = Pos{File: b.at.File, Off: b.at.Off + uint64(len(b.data))}
 	l.cache.put(b.at, raw)
