@@ -263,6 +263,8 @@ func (c *checker) entries(txn *badger.Txn) error {
 	defer it.Close()
 	nodes := newNodeCheck(txn)
 	defer nodes.close()
+	locals := localIndexes{txn: txn, its: map[string]*badger.Iterator{}}
+	defer locals.close()
 	for it.Seek(globalKey(c.r.Prev.Seq + 1)); it.Valid(); it.Next() {
 		if err := c.ctx.Err(); err != nil {
 			return err
@@ -289,7 +291,7 @@ func (c *checker) entries(txn *badger.Txn) error {
 			c.opts.Visit(seq, e)
 		}
 		if e.Workspace != "" {
-			c.localIndex(txn, seq, e.Workspace)
+			c.localIndex(&locals, seq, e.Workspace)
 		}
 		c.res.Valid = seq
 	}
@@ -409,11 +411,53 @@ func (c *checker) extra(item *badger.Item, seq uint64, e trail.Entry) {
 	}
 }
 
+// localIndexes reads the local indexes of the workspaces a walk meets, each
+// with an iterator of its own that moves on with the workspace's entries
+// (positions 1, 2, … in key order): a step instead of a lookup in every
+// level of the tree per entry. Past maxLocalIterators workspaces it looks
+// positions up.
+type localIndexes struct {
+	txn *badger.Txn
+	its map[string]*badger.Iterator
+}
+
+// maxLocalIterators bounds the iterators a walk keeps open.
+const maxLocalIterators = 1024
+
+// item returns the item under the local index key of ws at position n.
+func (l *localIndexes) item(ws string, n uint64) (*badger.Item, error) {
+	key := localKey(ws, n)
+	it, ok := l.its[ws]
+	switch {
+	case ok:
+		it.Next()
+	case len(l.its) < maxLocalIterators:
+		it = l.txn.NewIterator(badger.IteratorOptions{Prefix: key[:len(key)-8]})
+		l.its[ws] = it
+		it.Seek(key)
+	default:
+		return l.txn.Get(key)
+	}
+	if !it.Valid() || !bytes.Equal(it.Item().Key(), key) {
+		it.Seek(key) // after a gap, the next position is found again
+		if !it.Valid() || !bytes.Equal(it.Item().Key(), key) {
+			return nil, badger.ErrKeyNotFound
+		}
+	}
+	return it.Item(), nil
+}
+
+func (l *localIndexes) close() {
+	for _, it := range l.its {
+		it.Close()
+	}
+}
+
 // localIndex checks that entry #seq, the latest of workspace ws, has its
 // position in the workspace's local index.
-func (c *checker) localIndex(txn *badger.Txn, seq uint64, ws string) {
+func (c *checker) localIndex(locals *localIndexes, seq uint64, ws string) {
 	n := c.r.Local[ws].Seq
-	item, err := txn.Get(localKey(ws, n))
+	item, err := locals.item(ws, n)
 	if err != nil {
 		c.localFail(ws, "local index of %s lacks position %d: %v", ws, n, err)
 		return
