@@ -1,6 +1,7 @@
 package seglog
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -574,53 +575,74 @@ type Stats struct {
 }
 
 // Verify reads every block of the segments up to end (every file before
-// end.File to its end) and checks it: its checksum, that it decompresses
-// to its length, and that the blocks tile the files exactly. It returns
-// the first damage found as a *DamageError.
+// end.File to its end), in order, and checks it: its header, its checksum,
+// and that the blocks tile the files exactly. It does not decompress them:
+// every read does, and says so when a block does not decompress to its
+// length, which a block that passes its checksum does only if it was
+// written so. It returns the first damage found as a *DamageError.
 func (l *Log) Verify(ctx context.Context, end Pos) (Stats, error) {
 	var st Stats
+	buf := make([]byte, 0, 1<<20)
 	for n := uint32(1); n <= end.File; n++ {
 		p := filepath.Join(l.dir, fileName(n))
 		f, err := os.Open(p)
 		if err != nil {
 			return st, &DamageError{File: p, Detail: err.Error()}
 		}
-		fi, err := f.Stat()
+		err = verifyFile(ctx, f, n == end.File, end.Off, &st, buf)
+		f.Close()
 		if err != nil {
-			f.Close()
-			return st, fmt.Errorf("segments: %w", err)
-		}
-		stop := uint64(fi.Size())
-		if n == end.File {
-			if stop < end.Off {
-				f.Close()
-				return st, &DamageError{File: p, Off: stop, Detail: fmt.Sprintf("the file ends here; the database points up to %d", end.Off)}
-			}
-			stop = end.Off
+			return st, err
 		}
 		st.Files++
-		for off := uint64(0); off < stop; {
-			if err := ctx.Err(); err != nil {
-				f.Close()
-				return st, err
-			}
-			raw, size, err := l.readBlock(f, off)
-			if err != nil {
-				f.Close()
-				return st, err
-			}
-			if off+uint64(size) > stop {
-				f.Close()
-				return st, &DamageError{File: p, Off: off, Detail: fmt.Sprintf("a block runs past the end (%d)", stop)}
-			}
-			st.Blocks++
-			st.Bytes += int64(size)
-			st.Raw += int64(len(raw))
-			off += uint64(size)
-		}
-		f.Close()
 	}
 	return st, nil
+}
+
+// verifyFile is Verify of one file, f: up to stop if last, else to its
+// end.
+func verifyFile(ctx context.Context, f *os.File, last bool, stop uint64, st *Stats, buf []byte) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("segments: %w", err)
+	}
+	size := uint64(fi.Size())
+	switch {
+	case !last:
+		stop = size
+	case size < stop:
+		return &DamageError{File: f.Name(), Off: size, Detail: fmt.Sprintf("the file ends here; the database points up to %d", stop)}
+	}
+	r := bufio.NewReaderSize(io.NewSectionReader(f, 0, int64(stop)), 1<<20)
+	for off := uint64(0); off < stop; {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		damaged := func(detail string) error { return &DamageError{File: f.Name(), Off: off, Detail: detail} }
+		buf = buf[:headerSize]
+		if n, err := io.ReadFull(r, buf); err != nil {
+			return damaged(fmt.Sprintf("torn header (%d of %d bytes before the end at %d)", n, headerSize, stop))
+		}
+		h, bad := parseHeader(buf)
+		if bad != "" {
+			return damaged(bad)
+		}
+		if off+headerSize+uint64(h.clen) > stop {
+			return damaged(fmt.Sprintf("a block of %d bytes runs past the end (%d)", headerSize+h.clen, stop))
+		}
+		buf = slices.Grow(buf[:0], int(h.clen))[:h.clen]
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return fmt.Errorf("segments: %w", err)
+		}
+		if bad := h.checkBody(buf); bad != "" {
+			return damaged(bad)
+		}
+		st.Blocks++
+		st.Bytes += headerSize + int64(h.clen)
+		st.Raw += int64(h.rlen)
+		off += headerSize + uint64(h.clen)
+	}
+	return nil
 }
 
 // Dir returns the segments' directory.
