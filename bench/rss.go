@@ -89,26 +89,22 @@ func compactedBytes() int64 {
 // badger_write_bytes_user: each key with its version, each value below the
 // value-log threshold, and two bytes of meta).
 func badgerWrites() (puts, bytes int64) {
-	if v, ok := expvar.Get("badger_put_num_user").(*expvar.Int); ok {
-		puts = v.Value()
-	}
-	if v, ok := expvar.Get("badger_write_bytes_user").(*expvar.Int); ok {
-		bytes = v.Value()
-	}
-	return puts, bytes
+	return expvarInt("badger_put_num_user"), expvarInt("badger_write_bytes_user")
 }
 
 // segmentWrites returns what the segment files were given so far, in this
 // process (internal/seglog's counters): bytes written (compressed blocks
 // with their headers) and the values' bytes before compression.
 func segmentWrites() (bytes, raw int64) {
-	if v, ok := expvar.Get("wacpd_segment_write_bytes").(*expvar.Int); ok {
-		bytes = v.Value()
+	return expvarInt("wacpd_segment_write_bytes"), expvarInt("wacpd_segment_raw_bytes")
+}
+
+// expvarInt is the value of the expvar.Int name, 0 if there is none.
+func expvarInt(name string) int64 {
+	if v, ok := expvar.Get(name).(*expvar.Int); ok {
+		return v.Value()
 	}
-	if v, ok := expvar.Get("wacpd_segment_raw_bytes").(*expvar.Int); ok {
-		raw = v.Value()
-	}
-	return bytes, raw
+	return 0
 }
 
 // processCPU returns the CPU time this process used so far, user and

@@ -55,8 +55,18 @@ func (r *rig) close() {
 // writes the block and commits.
 func (r *rig) commit(kv map[string]string) {
 	r.t.Helper()
-	txn := r.db.NewTransaction(true)
+	txn := r.write(kv)
 	defer txn.Discard()
+	if err := txn.Commit(); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// write sets each key to its value through the segments in one batch and
+// writes the block, and returns the batch's transaction, not committed.
+func (r *rig) write(kv map[string]string) *badger.Txn {
+	r.t.Helper()
+	txn := r.db.NewTransaction(true)
 	for k, v := range kv {
 		if err := r.l.Set(txn, []byte(k), []byte(v)); err != nil {
 			r.t.Fatal(err)
@@ -71,9 +81,17 @@ func (r *rig) commit(kv map[string]string) {
 			r.t.Fatal(err)
 		}
 	}
-	if err := txn.Commit(); err != nil {
+	return txn
+}
+
+// end returns the segments' end as the database records it.
+func (r *rig) end() Pos {
+	r.t.Helper()
+	var end Pos
+	if err := r.db.View(func(txn *badger.Txn) (err error) { end, err = ReadEnd(txn); return err }); err != nil {
 		r.t.Fatal(err)
 	}
+	return end
 }
 
 // get reads key through the segments.
@@ -138,8 +156,7 @@ func TestValuesSurviveReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var end Pos
-	r.db.View(func(txn *badger.Txn) (err error) { end, err = ReadEnd(txn); return err })
+	end := r.end()
 	r.close()
 	// Close cuts the zeros written ahead of the blocks.
 	if got := dirSize(t, filepath.Join(dir, Dir)); end.File != 1 || got != int64(end.Off) {
@@ -204,25 +221,10 @@ func TestOpenRemovesWhatNoCommitPointsAt(t *testing.T) {
 	r := openRig(t, dir, Options{MaxFile: 4096})
 	r.commit(values(0, 10))
 	segs := filepath.Join(dir, Dir)
-	var end Pos
-	r.db.View(func(txn *badger.Txn) (err error) { end, err = ReadEnd(txn); return err })
-	before := int64(end.Off)
+	before := int64(r.end().Off)
 	// A batch written, then not committed; and another in a new file.
 	for i := range 2 {
-		txn := r.db.NewTransaction(true)
-		for k, v := range values(10+i, 40) {
-			if err := r.l.Set(txn, []byte(k), []byte(v)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		b, err := r.l.Seal(txn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := r.l.Write(b); err != nil {
-			t.Fatal(err)
-		}
-		txn.Discard()
+		r.write(values(10+i, 40)).Discard()
 	}
 	// The process dies: the files keep what was written, and the zeros
 	// written ahead of it.
@@ -260,20 +262,8 @@ func TestAbortCutsWhatFailed(t *testing.T) {
 	r := openRig(t, dir, Options{})
 	r.commit(values(0, 5))
 	segs := filepath.Join(dir, Dir)
-	before := dirSize(t, segs)
-	txn := r.db.NewTransaction(true)
-	for k, v := range values(1, 5) {
-		if err := r.l.Set(txn, []byte(k), []byte(v)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	b, err := r.l.Seal(txn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.l.Write(b); err != nil {
-		t.Fatal(err)
-	}
+	before := int64(r.end().Off)
+	txn := r.write(values(1, 5))
 	// The block was written but, as far as the engine knows, its batch
 	// failed before anything was durable: say, the write itself failed.
 	r.l.mu.Lock()
@@ -305,8 +295,7 @@ func TestDamageIsAnError(t *testing.T) {
 	for b := range 4 {
 		r.commit(values(b, 10))
 	}
-	var end Pos
-	r.db.View(func(txn *badger.Txn) (err error) { end, err = ReadEnd(txn); return err })
+	end := r.end()
 	st, err := r.l.Verify(context.Background(), end)
 	if err != nil || st.Blocks != 4 || st.Files < 2 {
 		t.Fatalf("verify: %+v, %v", st, err)
@@ -358,8 +347,7 @@ func TestReadOnlyLeavesTheTail(t *testing.T) {
 	r := openRig(t, dir, Options{})
 	kv := values(0, 5)
 	r.commit(kv)
-	var end Pos
-	r.db.View(func(txn *badger.Txn) (err error) { end, err = ReadEnd(txn); return err })
+	end := r.end()
 	r.close()
 	seg1 := filepath.Join(dir, Dir, fileName(1))
 	f, err := os.OpenFile(seg1, os.O_APPEND|os.O_WRONLY, 0)
