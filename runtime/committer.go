@@ -380,6 +380,9 @@ func (c *committer) submit(b *openBatch) {
 		return
 	}
 	go func() {
+		if serr == nil && e.cfg.failAt != nil {
+			serr = e.cfg.failAt("segment") // test seam: the block's write fails
+		}
 		if serr == nil {
 			serr = e.seg.Write(blk)
 		}

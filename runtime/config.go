@@ -66,7 +66,8 @@ type Config struct {
 	// start's check (see traillog.MarkChecked for why that is sound).
 	FullCheck bool
 
-	// failAt is a test seam: called at each named step of a commit; an error
+	// failAt is a test seam: called at each named step of a commit (and,
+	// as "segment", before a batch's block is written); an error
 	// aborts the commit there.
 	failAt func(step string) error
 	// freeSpace is a test seam: the data dir's free bytes (default statfs).

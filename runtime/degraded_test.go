@@ -167,3 +167,45 @@ func TestDegradedModeOnLowDiskSpace(t *testing.T) {
 	}
 	verify(t, e)
 }
+
+// TestSegmentWriteFailureDegrades: when a batch's block of the segment
+// files cannot be written, the batch fails as any failed write does
+// (unavailable, degraded mode, probes), nothing of it is committed, and
+// once writes succeed the next blocks go on from the last durable one: a
+// restart reads and verifies everything.
+func TestSegmentWriteFailureDegrades(t *testing.T) {
+	var failing atomic.Bool
+	e := openTest(t, func(c *Config) {
+		c.failAt = func(step string) error {
+			if step == "segment" && failing.Load() {
+				return errors.New("injected: input/output error")
+			}
+			return nil
+		}
+	})
+	w := newWorker(t, e)
+	c1 := checkpoint(t, e, w.ID, nil, "provisional")
+	before := e.Trail().Len()
+	failing.Store(true)
+	if _, err := e.CreateCheckpoint(ctx, w.ID, cpReq(&c1.ID, "provisional")); Code(err) != wire.CodeUnavailable {
+		t.Fatalf("checkpoint while the segment write fails: %v, want unavailable", err)
+	}
+	if d, _ := e.Degraded(); !d {
+		t.Fatal("not in degraded mode after a failed segment write")
+	}
+	if got := e.Trail().Len(); got != before {
+		t.Fatalf("trail %d -> %d entries after a failed write", before, got)
+	}
+	failing.Store(false)
+	waitAdmitting(t, e)
+	c2, err := e.CreateCheckpoint(ctx, w.ID, cpReq(&c1.ID, "final"))
+	if err != nil {
+		t.Fatalf("checkpoint after recovery: %v", err)
+	}
+	verify(t, e)
+	e = reopen(t, e)
+	if list := listCheckpoints(t, e, w.ID); len(list) != 2 || list[1].ID != c2.ID {
+		t.Fatalf("after a restart: %d checkpoints, want c1 and %s", len(list), c2.ID)
+	}
+	verify(t, e)
+}

@@ -396,17 +396,22 @@ func (l *Log) Abort() error {
 	if l.w == nil {
 		return nil
 	}
+	// The handle a write failed on may be broken (EIO): the next write
+	// opens the file again.
+	n := l.wn
+	l.w.Close()
+	l.w = nil
+	p := filepath.Join(l.dir, fileName(n))
 	switch {
-	case l.wn == d.File:
-		if err := l.w.Truncate(int64(d.Off)); err != nil {
+	case n == d.File:
+		if err := truncate(p, int64(d.Off)); err != nil {
 			return fmt.Errorf("segments: %w", err)
 		}
-		l.zeroed = int64(d.Off)
-	case l.wn > d.File:
-		p := filepath.Join(l.dir, fileName(l.wn))
-		l.w.Close()
-		l.w = nil
-		if err := os.Remove(p); err != nil {
+	case n > d.File:
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("segments: %w", err)
+		}
+		if err := syncDir(l.dir); err != nil {
 			return fmt.Errorf("segments: %w", err)
 		}
 	}

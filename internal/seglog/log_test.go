@@ -471,3 +471,46 @@ func TestExtraBesideThePointer(t *testing.T) {
 		t.Fatalf("value: %q, %v", v, err)
 	}
 }
+
+// TestAWriteThatFailsIsCut: a write that fails (here its file handle is
+// gone) leaves the Log usable once aborted: the next block goes where the
+// last durable one ends, on a handle opened again.
+func TestAWriteThatFailsIsCut(t *testing.T) {
+	dir := t.TempDir()
+	r := openRig(t, dir, Options{})
+	r.commit(values(0, 5))
+	end := r.end()
+	txn := r.db.NewTransaction(true)
+	for k, v := range values(1, 5) {
+		if err := r.l.Set(txn, []byte(k), []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := r.l.Seal(txn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.l.w.Close() // as if the disk had gone away under it
+	if err := r.l.Write(b); err == nil {
+		t.Fatal("a write on a closed handle succeeded")
+	}
+	txn.Discard()
+	if err := r.l.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	if got := dirSize(t, filepath.Join(dir, Dir)); got != int64(end.Off) {
+		t.Fatalf("after Abort %d bytes; want %d", got, end.Off)
+	}
+	kv := values(2, 5)
+	r.commit(kv)
+	if next := r.end(); next.Off <= end.Off || next.File != end.File {
+		t.Fatalf("the next block ends at %+v; want after %+v", next, end)
+	}
+	r.close()
+	r = openRig(t, dir, Options{})
+	for k, want := range kv {
+		if got, err := r.get(k); err != nil || got != want {
+			t.Fatalf("%s: %q, %v", k, got, err)
+		}
+	}
+}
