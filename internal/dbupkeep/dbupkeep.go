@@ -11,6 +11,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
+	"golang.org/x/sys/unix"
 )
 
 // Options returns the options of the database in dir: synchronous
@@ -124,12 +125,25 @@ func GCPass(db *badger.DB, stop <-chan struct{}) (int, error) {
 // returns their names. Badger creates a value log file at every open; a
 // process killed between creating it and writing its header leaves it
 // empty, and Badger then refuses to open the database ("Create a new
-// file"). Such a file holds nothing, not even its header.
+// file"). Such a file holds nothing, not even its header. It does so only
+// under the lock Badger takes on dir (flock of the directory): while
+// another process holds the database it removes nothing (that process may
+// be creating the file), and Badger's open then says the database is in
+// use.
 func RemoveEmptyValueLogs(dir string) ([]string, error) {
-	ents, err := os.ReadDir(dir)
+	d, err := os.Open(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	if err := unix.Flock(int(d.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return nil, nil // held by another process: Badger's open reports it
+	}
+	defer unix.Flock(int(d.Fd()), unix.LOCK_UN)
+	ents, err := d.ReadDir(-1)
 	if err != nil {
 		return nil, err
 	}

@@ -81,3 +81,26 @@ func TestRemoveEmptyValueLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRemoveEmptyValueLogsLeavesAHeldDatabase: while a database is open
+// (another process's, as far as the lock says), an empty value log may be
+// one it is creating: nothing is removed.
+func TestRemoveEmptyValueLogsLeavesAHeldDatabase(t *testing.T) {
+	dir := t.TempDir()
+	db, err := badger.Open(Options(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	empty := filepath.Join(dir, "000099.vlog")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	removed, err := RemoveEmptyValueLogs(dir)
+	if err != nil || len(removed) != 0 {
+		t.Fatalf("removed %v, %v; want nothing while the database is held", removed, err)
+	}
+	if _, err := os.Stat(empty); err != nil {
+		t.Fatalf("the empty file is gone: %v", err)
+	}
+}
