@@ -11,6 +11,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/transparency-dev/merkle/compact"
 
+	"github.com/wacpd/wacpd/internal/seglog"
 	"github.com/wacpd/wacpd/trail"
 )
 
@@ -463,5 +464,51 @@ func TestCheck_VisitEvent(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("reference %v: Visit saw entries %v, want %v", reference, got, want)
 		}
+	}
+}
+
+// TestCheck_ExtraBesideThePointer: the entry hash and id kept beside an
+// entry's pointer (read by the Merkle tree's low nodes and the search by
+// id) are checked against the entry, a difference is a derived problem at
+// the entry's key, and Repair writes them again.
+func TestCheck_ExtraBesideThePointer(t *testing.T) {
+	for _, part := range []string{"hash", "id"} {
+		t.Run(part, func(t *testing.T) {
+			tl := newTestLog(t)
+			tl.interleaved(16, "w1", "w2")
+			key := globalKey(5)
+			err := tl.db.Update(func(txn *badger.Txn) error {
+				item, err := txn.Get(key)
+				if err != nil {
+					return err
+				}
+				if item.UserMeta() != seglog.Meta {
+					t.Fatalf("entry #5 is not in the segments (meta %d)", item.UserMeta())
+				}
+				v, err := item.ValueCopy(nil)
+				if err != nil {
+					return err
+				}
+				i := seglog.PtrSize // the hash's first byte
+				if part == "id" {
+					i = len(v) - 1
+				}
+				v[i] ^= 0x01
+				return txn.SetEntry(badger.NewEntry(key, v).WithMeta(seglog.Meta))
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := tl.check(16)
+			if res.Violation != "" || res.Valid != 16 || res.DerivedAt != string(key) || res.OK() {
+				t.Fatalf("Check = %+v, want 16 valid entries and a derived problem at %q", res, key)
+			}
+			if _, err := Repair(context.Background(), tl.db, tl.seg, res, "now"); err != nil {
+				t.Fatal(err)
+			}
+			if res := tl.check(16); !res.OK() || res.Derived != "" {
+				t.Fatalf("after Repair: %+v", res)
+			}
+		})
 	}
 }

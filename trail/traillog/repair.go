@@ -239,6 +239,9 @@ func rebuild(ctx context.Context, db *badger.DB, seg *seglog.Log, valid uint64) 
 			if err != nil {
 				return fmt.Errorf("entry #%d: %w", seq, err)
 			}
+			if err := fixExtra(wb, it.Item(), leaf, e.ID); err != nil {
+				return fmt.Errorf("entry #%d: %w", seq, err)
+			}
 			if err := rng.Append(trail.Hasher{}.HashLeaf(leaf), func(id compact.NodeID, h []byte) {
 				if werr == nil && id.Level >= minNodeLevel {
 					werr = wb.Set(nodeKey(id), bytes.Clone(h))
@@ -272,6 +275,24 @@ func rebuild(ctx context.Context, db *badger.DB, seg *seglog.Log, valid uint64) 
 		return fmt.Errorf("rebuild derived records: %w", err)
 	}
 	return nil
+}
+
+// fixExtra writes again the entry hash and id beside the pointer of a
+// stored entry (item, in the segment files) when they are not the entry's.
+func fixExtra(wb *badger.WriteBatch, item *badger.Item, leaf []byte, id string) error {
+	hash, got, ok, err := entryExtra(item)
+	if !ok || err == nil && bytes.Equal(hash, leaf) && got == id {
+		return nil
+	}
+	v, err := item.ValueCopy(nil)
+	if err != nil {
+		return err
+	}
+	if len(v) < seglog.PtrSize {
+		return &DamageError{Op: fmt.Sprintf("entry key %q", item.Key()), Err: seglog.ErrPointer}
+	}
+	v = append(append(v[:seglog.PtrSize:seglog.PtrSize], leaf...), id...)
+	return wb.SetEntry(badger.NewEntry(item.KeyCopy(nil), v).WithMeta(seglog.Meta))
 }
 
 func setJSONBatch(wb *badger.WriteBatch, key []byte, v any) error {
