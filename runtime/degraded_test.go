@@ -15,18 +15,25 @@ import (
 // anything gets unavailable and changes nothing, reads go on; when writes
 // succeed again the engine records system_degraded (scope trail_storage,
 // naming the affected workspace) and admits work again.
-func TestDegradedMode(t *testing.T) {
-	var failing atomic.Bool
-	var attempts atomic.Int64
-	e := openTest(t, func(c *Config) {
-		c.failAt = func(step string) error {
-			if step == "commit" && failing.Load() {
+// failingAt opens an engine whose writes fail at step (failAt) with
+// reason while failing is set; attempts counts the failures injected.
+func failingAt(t *testing.T, step, reason string) (e *Engine, failing *atomic.Bool, attempts *atomic.Int64) {
+	t.Helper()
+	failing, attempts = new(atomic.Bool), new(atomic.Int64)
+	e = openTest(t, func(c *Config) {
+		c.failAt = func(s string) error {
+			if s == step && failing.Load() {
 				attempts.Add(1)
-				return errors.New("injected: no space left on device")
+				return errors.New(reason)
 			}
 			return nil
 		}
 	})
+	return e, failing, attempts
+}
+
+func TestDegradedMode(t *testing.T) {
+	e, failing, attempts := failingAt(t, "commit", "injected: no space left on device")
 	w := newWorker(t, e)
 	c1 := checkpoint(t, e, w.ID, nil, "provisional")
 	before := e.Trail().Len()
@@ -174,15 +181,7 @@ func TestDegradedModeOnLowDiskSpace(t *testing.T) {
 // once writes succeed the next blocks go on from the last durable one: a
 // restart reads and verifies everything.
 func TestSegmentWriteFailureDegrades(t *testing.T) {
-	var failing atomic.Bool
-	e := openTest(t, func(c *Config) {
-		c.failAt = func(step string) error {
-			if step == "segment" && failing.Load() {
-				return errors.New("injected: input/output error")
-			}
-			return nil
-		}
-	})
+	e, failing, _ := failingAt(t, "segment", "injected: input/output error")
 	w := newWorker(t, e)
 	c1 := checkpoint(t, e, w.ID, nil, "provisional")
 	before := e.Trail().Len()
