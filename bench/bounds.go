@@ -77,6 +77,11 @@ type boundSpec struct {
 	// window cuts a long run into windows of that many requests, as the
 	// load's (Config.Window).
 	window int
+	// oneWrite opens Badger without synchronous writes, so that with a
+	// shape's segment bytes the segment file's sync is the group's only
+	// one: a probe of the one-write design (BenchmarkOneWrite), not a
+	// bound.
+	oneWrite bool
 }
 
 // boundStore is how a bound's server stores a request before answering.
@@ -195,7 +200,7 @@ func runBound(ctx context.Context, dir string, clients int, msgs boundMessages, 
 	}
 	var db *badger.DB
 	if spec.store != storeNothing {
-		if db, err = badger.Open(badger.DefaultOptions(filepath.Join(dir, "db")).WithSyncWrites(true).WithLogger(nil)); err != nil {
+		if db, err = badger.Open(badger.DefaultOptions(filepath.Join(dir, "db")).WithSyncWrites(!spec.oneWrite).WithLogger(nil)); err != nil {
 			return BoundRun{}, fmt.Errorf("open badger: %w", err)
 		}
 		defer func() {
