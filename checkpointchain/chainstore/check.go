@@ -2,6 +2,7 @@ package chainstore
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -94,16 +95,7 @@ func (c *storeCheck) readPointed(seg *seglog.Log, parts int) error {
 		return nil
 	}
 	slices.SortFunc(all, func(a, b pointed) int {
-		if a.ptr.File != b.ptr.File {
-			return int(a.ptr.File) - int(b.ptr.File)
-		}
-		if a.ptr.Off != b.ptr.Off {
-			if a.ptr.Off < b.ptr.Off {
-				return -1
-			}
-			return 1
-		}
-		return int(a.ptr.Rec) - int(b.ptr.Rec)
+		return cmp.Or(cmp.Compare(a.ptr.File, b.ptr.File), cmp.Compare(a.ptr.Off, b.ptr.Off), cmp.Compare(a.ptr.Rec, b.ptr.Rec))
 	})
 	var runs []func() error
 	for lo := 0; lo < len(all); {
@@ -300,11 +292,11 @@ func (c *storeCheck) scanObjects(txn *badger.Txn, part int, lo byte, hi int) err
 			continue
 		}
 		c.seenObject[i] = true
-		if it.Item().UserMeta()&seglog.Meta != 0 {
-			var p seglog.Ptr
-			if err := it.Item().Value(func(v []byte) (err error) { p, err = seglog.DecodePtr(v); return err }); err != nil {
-				return fmt.Errorf("get %s: %w", ref, err)
-			}
+		p, ok, err := seglog.PointerOf(it.Item())
+		if err != nil {
+			return fmt.Errorf("get %s: %w", ref, err)
+		}
+		if ok {
 			c.pointed[part] = append(c.pointed[part], pointed{ptr: p, claim: i})
 			continue
 		}

@@ -239,9 +239,6 @@ type Block struct {
 	data []byte // header and body
 }
 
-// Size is the block's length in the file.
-func (b *Block) Size() int { return len(b.data) }
-
 // Seal closes the block being built and sets the new end in txn. It
 // returns nil if the batch set no value here (or the Log is nil).
 func (l *Log) Seal(txn *badger.Txn) (*Block, error) {
@@ -258,9 +255,10 @@ func (l *Log) Seal(txn *badger.Txn) (*Block, error) {
 	if len(raw) > maxBlock {
 		return nil, fmt.Errorf("segments: a block of %d bytes, limit %d", len(raw), maxBlock)
 	}
-	body := l.enc.EncodeAll(raw, make([]byte, headerSize, headerSize+len(raw)/2+64))[headerSize:]
-	data := appendHeader(make([]byte, 0, headerSize+len(body)), body, len(raw))
-	data = append(data, body...)
+	// The body is compressed after room for the header, which is then
+	// written in front of it.
+	data := l.enc.EncodeAll(raw, make([]byte, headerSize, headerSize+len(raw)/2+64))
+	appendHeader(data[:0], data[headerSize:], len(raw))
 	b := &Block{at: at, data: data}
 	end := Pos{File: at.File, Off: at.Off + uint64(len(data))}
 	l.mu.Lock()
@@ -432,18 +430,30 @@ func (l *Log) Discard() {
 // Value calls fn with item's value, read from the segments if it is a
 // pointer. As with badger.Item.Value, fn must not keep or change it.
 func (l *Log) Value(item *badger.Item, fn func([]byte) error) error {
-	if item.UserMeta()&Meta == 0 {
+	p, ok, err := PointerOf(item)
+	switch {
+	case err != nil:
+		return err
+	case !ok:
 		return item.Value(fn)
-	}
-	var p Ptr
-	if err := item.Value(func(v []byte) (err error) { p, err = DecodePtr(v); return err }); err != nil {
-		return fmt.Errorf("key %q: %w", item.Key(), err)
 	}
 	v, err := l.Get(p)
 	if err != nil {
 		return fmt.Errorf("key %q: %w", item.Key(), err)
 	}
 	return fn(v)
+}
+
+// PointerOf returns the pointer item's value holds, and ok false when it
+// holds a value of its own (no Meta).
+func PointerOf(item *badger.Item) (p Ptr, ok bool, err error) {
+	if item.UserMeta()&Meta == 0 {
+		return Ptr{}, false, nil
+	}
+	if err := item.Value(func(v []byte) (err error) { p, err = DecodePtr(v); return err }); err != nil {
+		return Ptr{}, true, fmt.Errorf("key %q: %w", item.Key(), err)
+	}
+	return p, true, nil
 }
 
 // ValueCopy returns a copy of item's value, read from the segments if it

@@ -148,10 +148,7 @@ func lowNode(txn *badger.Txn, seg *seglog.Log, id compact.NodeID) ([]byte, error
 		if !it.Valid() || binary.BigEndian.Uint64(it.Item().Key()[len(prefixGlobal):]) != seq {
 			return nil, fmt.Errorf("merkle node (%d,%d): entry #%d: %w", id.Level, id.Index, seq, badger.ErrKeyNotFound)
 		}
-		leaf, _, ok, err := entryExtra(it.Item())
-		if err == nil && !ok {
-			err = seg.Value(it.Item(), func(v []byte) (err error) { leaf, err = leafOf(v); return err })
-		}
+		leaf, _, err := leafAndID(seg, it.Item())
 		if err != nil {
 			return nil, fmt.Errorf("merkle node (%d,%d): entry #%d: %w", id.Level, id.Index, seq, err)
 		}
@@ -167,26 +164,29 @@ func lowNode(txn *badger.Txn, seg *seglog.Log, id compact.NodeID) ([]byte, error
 	return h[0], nil
 }
 
-// leafOf returns the Merkle leaf data of a stored entry: its entry hash's
-// bytes.
-func leafOf(v []byte) ([]byte, error) {
-	if r, ok := scanStored(v); ok {
-		return trail.HashBytes(string(r.entryHash))
+// leafAndID returns the Merkle leaf data (the entry hash's bytes) and the
+// id of the stored entry item: from beside its pointer when it is in the
+// segment files, else from its value.
+func leafAndID(seg *seglog.Log, item *badger.Item) (leaf []byte, id string, err error) {
+	leaf, id, ok, err := entryExtra(item)
+	if ok || err != nil {
+		return leaf, id, err
 	}
-	s, err := decodeStored(v)
-	if err != nil {
-		return nil, err
-	}
-	return trail.LeafData(s.Entry)
-}
-
-// idOf returns the id of a stored entry.
-func idOf(v []byte) (string, error) {
-	if r, ok := scanStored(v); ok {
-		return string(r.id), nil
-	}
-	s, err := decodeStored(v)
-	return s.Entry.ID, err
+	err = seg.Value(item, func(v []byte) error {
+		if r, ok := scanStored(v); ok {
+			id = string(r.id)
+			leaf, err = trail.HashBytes(string(r.entryHash))
+			return err
+		}
+		s, err := decodeStored(v)
+		if err != nil {
+			return err
+		}
+		id = s.Entry.ID
+		leaf, err = trail.LeafData(s.Entry)
+		return err
+	})
+	return leaf, id, err
 }
 
 // seqOf returns the position of entry id in the global trail of txn's
@@ -205,10 +205,7 @@ func seqOf(txn *badger.Txn, seg *seglog.Log, id string, n uint64) (uint64, error
 		if err != nil {
 			return 0, err
 		}
-		_, got, ok, err := entryExtra(item)
-		if err == nil && !ok {
-			err = seg.Value(item, func(v []byte) (err error) { got, err = idOf(v); return err })
-		}
+		_, got, err := leafAndID(seg, item)
 		if err != nil {
 			return 0, fmt.Errorf("entry #%d: %w", mid, err)
 		}
