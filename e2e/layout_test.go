@@ -3,6 +3,7 @@ package e2e
 import (
 	"archive/tar"
 	"compress/gzip"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -59,6 +60,27 @@ func extract(t *testing.T, name string) string {
 	return filepath.Join(root, "data")
 }
 
+// checkpointIDs lists the ids of every checkpoint of every workspace coord
+// sees (up to 100 per workspace), workspace by workspace in chain order.
+func checkpointIDs(t *testing.T, ctx context.Context, coord *client.Client) []string {
+	t.Helper()
+	workers, err := coord.ListWorkspaces(ctx, "", workspace.State(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, w := range workers {
+		list, err := coord.ListCheckpoints(ctx, w.ID, "", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cp := range list {
+			ids = append(ids, cp.ID)
+		}
+	}
+	return ids
+}
+
 // TestOpensDataDirOfLayout1: a data dir written by the release before the
 // trail's layout 2 (testdata/datadir-layout1.tar.gz: wacpd at 4d0fa93, two
 // workers of eight checkpoints each, 81 trail entries, stopped with
@@ -86,20 +108,7 @@ func TestOpensDataDirOfLayout1(t *testing.T) {
 	if v, err := coord.VerifyTrail(ctx, ""); err != nil || !v.OK || v.Entries < 81 {
 		t.Fatalf("VerifyTrail = %+v, %v; want OK with at least 81 entries", v, err)
 	}
-	workers, err := coord.ListWorkspaces(ctx, "", workspace.State(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cps []string
-	for _, w := range workers {
-		list, err := coord.ListCheckpoints(ctx, w.ID, "", 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, cp := range list {
-			cps = append(cps, cp.ID)
-		}
-	}
+	cps := checkpointIDs(t, ctx, coord)
 	if len(cps) != 16 {
 		t.Fatalf("%d checkpoints in the old data dir, want 16", len(cps))
 	}
@@ -159,31 +168,12 @@ func TestOpensDataDirBeforeSegments(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := strings.TrimSpace(string(pub))
-	checkpoints := func(coord *client.Client) []string {
-		t.Helper()
-		workers, err := coord.ListWorkspaces(ctx, "", workspace.State(""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ids []string
-		for _, w := range workers {
-			list, err := coord.ListCheckpoints(ctx, w.ID, "", 100)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, cp := range list {
-				ids = append(ids, cp.ID)
-			}
-		}
-		return ids
-	}
-
 	d := startDaemon(t, dir)
 	coord := dial(t, ctx, client.Options{URL: d.url, Token: d.admin})
 	if v, err := coord.VerifyTrail(ctx, ""); err != nil || !v.OK || v.Entries < 65 {
 		t.Fatalf("VerifyTrail = %+v, %v; want OK with at least 65 entries", v, err)
 	}
-	old := checkpoints(coord)
+	old := checkpointIDs(t, ctx, coord)
 	if len(old) != 16 {
 		t.Fatalf("%d checkpoints in the old data dir, want 16", len(old))
 	}
@@ -224,7 +214,7 @@ func TestOpensDataDirBeforeSegments(t *testing.T) {
 
 	d = startDaemon(t, dir)
 	coord = dial(t, ctx, client.Options{URL: d.url, Token: d.admin})
-	all := checkpoints(coord)
+	all := checkpointIDs(t, ctx, coord)
 	if len(all) != 19 {
 		t.Fatalf("%d checkpoints after the restart, want 19", len(all))
 	}
