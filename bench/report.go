@@ -124,19 +124,20 @@ func (r *Report) ratios() Ratios {
 		q.RateOverHandBuilt = ratio(r.Rate, b.HandBuilt.Rate)
 		q.AckP50OverHandBuilt = ratio(float64(r.Acks.P50), float64(b.HandBuilt.Acks.P50))
 		if v := b.Volume; v != nil {
-			q.VolumeRateOverHandBuilt = ratio(v.Rate, b.HandBuilt.Rate)
-			q.VolumeAckP50OverHandBuilt = ratio(float64(v.Acks.P50), float64(b.HandBuilt.Acks.P50))
-			q.RateOverVolume = ratio(r.Rate, v.Rate)
-			q.AckP50OverVolume = ratio(float64(r.Acks.P50), float64(v.Acks.P50))
+			q.VolumeRateOverHandBuilt, q.VolumeAckP50OverHandBuilt, q.RateOverVolume, q.AckP50OverVolume = r.against(v, b.HandBuilt)
 		}
 		if c := b.Contract; c != nil {
-			q.ContractRateOverHandBuilt = ratio(c.Rate, b.HandBuilt.Rate)
-			q.ContractAckP50OverHandBuilt = ratio(float64(c.Acks.P50), float64(b.HandBuilt.Acks.P50))
-			q.RateOverContract = ratio(r.Rate, c.Rate)
-			q.AckP50OverContract = ratio(float64(r.Acks.P50), float64(c.Acks.P50))
+			q.ContractRateOverHandBuilt, q.ContractAckP50OverHandBuilt, q.RateOverContract, q.AckP50OverContract = r.against(c, b.HandBuilt)
 		}
 	}
 	return q
+}
+
+// against returns bound's rate and ack p50 over the hand-built bound's,
+// then the daemon's rate and ack p50 over bound's.
+func (r *Report) against(bound *BoundRun, hand BoundRun) (rate, ackP50, rateOver, ackP50Over float64) {
+	return ratio(bound.Rate, hand.Rate), ratio(float64(bound.Acks.P50), float64(hand.Acks.P50)),
+		ratio(r.Rate, bound.Rate), ratio(float64(r.Acks.P50), float64(bound.Acks.P50))
 }
 
 // WriteJSON writes r as indented JSON.
