@@ -12,6 +12,7 @@ import (
 
 	"github.com/wacpd/wacpd/auditor"
 	"github.com/wacpd/wacpd/checkpointchain"
+	"github.com/wacpd/wacpd/internal/seglog"
 	"github.com/wacpd/wacpd/runtime"
 	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/trail/traillog"
@@ -189,7 +190,7 @@ func logTrail(t *testing.T, events []traillog.Event) []trail.Entry {
 			ev.Actor = trail.ActorProtocol
 		}
 		txn := db.NewTransaction(true)
-		b := l.NewBatch(txn)
+		b := l.NewBatch(seglog.Direct(txn))
 		if _, err := b.Append(ev); err != nil {
 			t.Fatalf("Append(%s): %v", ev.Type, err)
 		}

@@ -55,14 +55,15 @@ type Bounds struct {
 	// and the accounts it puts each principal in). Measured with the volume
 	// bound.
 	Contract *BoundRun `json:"contract,omitempty"`
-	// Volume is the hand-built service with group commit (one synchronous
-	// transaction for every request waiting, the next built while one is
-	// written) that stores, per request, as many keys and bytes as the
-	// daemon gave Badger per checkpoint in this run's load, and as many
-	// bytes as it gave its segment files, appended to a file and synced
-	// before the transaction (Shape); and does nothing else. No server
-	// that stores what the daemon stores, as it stores it, is faster. Measured after the load (it needs the load's figures),
-	// only with the in-process daemon.
+	// Volume is the hand-built service with group commit (one transaction
+	// for every request waiting, the next built while one is written) that
+	// stores, per request, as many keys and bytes as the daemon gave Badger
+	// per checkpoint in this run's load, and as many bytes as it gave its
+	// segment files, appended to a file and synced before the transaction,
+	// which Badger then writes without syncing, as the daemon's (Shape);
+	// and does nothing else. No server that stores what the daemon stores,
+	// as it stores it, is faster. Measured after the load (it needs the
+	// load's figures), only with the in-process daemon.
 	Volume *BoundRun `json:"volume,omitempty"`
 	Shape  *Shape    `json:"volume_shape,omitempty"`
 }
@@ -77,11 +78,6 @@ type boundSpec struct {
 	// window cuts a long run into windows of that many requests, as the
 	// load's (Config.Window).
 	window int
-	// oneWrite opens Badger without synchronous writes, so that with a
-	// shape's segment bytes the segment file's sync is the group's only
-	// one: a probe of the one-write design (BenchmarkOneWrite), not a
-	// bound.
-	oneWrite bool
 }
 
 // boundStore is how a bound's server stores a request before answering.
@@ -200,7 +196,11 @@ func runBound(ctx context.Context, dir string, clients int, msgs boundMessages, 
 	}
 	var db *badger.DB
 	if spec.store != storeNothing {
-		if db, err = badger.Open(badger.DefaultOptions(filepath.Join(dir, "db")).WithSyncWrites(!spec.oneWrite).WithLogger(nil)); err != nil {
+		// With a segment file, its sync is a group's only one, as the
+		// daemon's (its block holds the redo record of the group's Badger
+		// writes): Badger then writes without syncing.
+		segmented := spec.store == storeSegmented || spec.shape.Segment > 0
+		if db, err = badger.Open(badger.DefaultOptions(filepath.Join(dir, "db")).WithSyncWrites(!segmented).WithLogger(nil)); err != nil {
 			return BoundRun{}, fmt.Errorf("open badger: %w", err)
 		}
 		defer func() {

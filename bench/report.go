@@ -66,7 +66,7 @@ type VerifyReport struct {
 // deleted (with Badger's own transaction markers) and their bytes, as
 // Badger counts them (key with its version, value, two bytes of meta); and
 // what it gave its segment files: the blocks' bytes (compressed, with
-// their headers) and the values' bytes before compression.
+// their headers) and the values' and redo records' bytes before compression.
 type Written struct {
 	PutsPerCheckpoint    float64 `json:"puts_per_checkpoint"`
 	BytesPerCheckpoint   float64 `json:"bytes_per_checkpoint"`

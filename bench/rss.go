@@ -94,7 +94,7 @@ func badgerWrites() (puts, bytes int64) {
 
 // segmentWrites returns what the segment files were given so far, in this
 // process (internal/seglog's counters): bytes written (compressed blocks
-// with their headers) and the values' bytes before compression.
+// with their headers) and the values' and redo records' bytes before compression.
 func segmentWrites() (bytes, raw int64) {
 	return expvarInt("wacpd_segment_write_bytes"), expvarInt("wacpd_segment_raw_bytes")
 }

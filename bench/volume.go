@@ -24,8 +24,8 @@ import (
 
 // Shape is what the volume bound writes per request: Puts keys of
 // Value-byte values, and Segment bytes appended to a segment file (synced
-// before the transaction), from the daemon's writes per checkpoint
-// (Written).
+// before the transaction, which Badger then writes without syncing, as the
+// daemon's), from the daemon's writes per checkpoint (Written).
 type Shape struct {
 	Puts    int `json:"puts"`
 	Value   int `json:"value_bytes"`
@@ -72,7 +72,8 @@ const maxGroupBytes = 4 << 20
 // waiting (at least one), writes shape.Puts values of shape.Value bytes
 // for each in one transaction, and hands the transaction to Badger without
 // waiting for it, so the next group is built while one is written; each
-// group's requests are answered once its synchronous write is done.
+// group's requests are answered once its write is done (with a segment
+// file, its sync is the group's only one).
 func (s *boundServer) commitGroups(db *badger.DB, shape Shape, answer func(boundReq)) {
 	var seq uint64
 	for {

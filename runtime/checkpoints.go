@@ -84,7 +84,7 @@ func (e *Engine) createCheckpointLocked(ctx context.Context, ws string, body []b
 		if err := t.step("object"); err != nil {
 			return err
 		}
-		next, err := chainstore.Put(t.txn, e.seg, cp, b, t.chain(ws))
+		next, err := chainstore.Put(t.txn, cp, b, t.chain(ws))
 		if err != nil {
 			return err
 		}

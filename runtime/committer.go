@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+
 	"github.com/wacpd/wacpd/runtime/opqueue"
 )
 
@@ -234,11 +235,12 @@ func (c *committer) runBatch(first *opqueue.Op) {
 	c.spare = nil
 
 	e.mu.Lock()
+	wt := e.seg.Txn(b.txn)
 	if c.inflight != nil {
 		p := c.inflight.b.tx
-		b.tx = newLayer(e, p, b.txn, e.log.NewBatchAfter(p.batch, b.txn), &b.steps)
+		b.tx = newLayer(e, p, wt, e.log.NewBatchAfter(p.batch, wt), &b.steps)
 	} else {
-		b.tx = newLayer(e, nil, b.txn, e.log.NewBatch(b.txn), &b.steps)
+		b.tx = newLayer(e, nil, wt, e.log.NewBatch(wt), &b.steps)
 	}
 	b.tx.reloaded = b.probe
 	e.open = b
@@ -349,7 +351,7 @@ func (c *committer) submit(b *openBatch) {
 		return
 	}
 	e.mu.Lock()
-	e.takeAcks(b.txn)
+	e.takeAcks(b.tx.txn)
 	e.mu.Unlock()
 	// The next batch's transaction is opened now, before b's commit takes
 	// a timestamp, so that opening it does not wait for b's write.
@@ -370,10 +372,12 @@ func (c *committer) submit(b *openBatch) {
 			f.done <- cerr
 		})
 	}
-	// The batch's block of values (its trail entries, its objects) is
-	// written and synced before the transaction that points into it
-	// commits, on a goroutine of its own: the committer goes on building
-	// the next batch.
+	// The batch's block (its trail entries, its objects, and the redo
+	// record of all it writes to Badger) is written and synced before the
+	// transaction commits, on a goroutine of its own: the committer goes
+	// on building the next batch. That sync is the batch's only one:
+	// Badger writes without syncing, and a start redoes the blocks whose
+	// commits it lost (seglog.Replay).
 	blk, serr := e.seg.Seal(b.txn)
 	if blk == nil && serr == nil {
 		commit()

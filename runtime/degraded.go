@@ -19,7 +19,11 @@ import (
 // backoff: it reloads its state from the database (the failed write may
 // have reached the disk after all) and tries to write one entry,
 // system_degraded (scope trail_storage), which marks in the trail where the
-// degraded period ended. When that write is durable the engine admits work
+// degraded period ended. A failed batch whose segment block was written
+// and synced is redone first (seglog.Replay): the block is the batch's
+// durable record, which the next start would redo too, so its operations,
+// answered unavailable, may have taken effect, as when a write reached
+// the disk although it reported an error. When that write is durable the engine admits work
 // again. No operation takes effect without its trail entry, and nothing
 // acknowledged is lost: an operation is acknowledged only after its batch
 // is durable.
@@ -109,6 +113,12 @@ func (c *committer) refusal() error {
 func (c *committer) probe() (*opqueue.Op, error) {
 	e := c.e
 	if err := c.space.check(true); err != nil {
+		return nil, err
+	}
+	// A failed batch whose block was written is durable all the same (a
+	// start would redo it): redo it now, so that the state reloaded is
+	// the one a restart would find.
+	if _, err := e.seg.Replay(e.db); err != nil {
 		return nil, err
 	}
 	e.mu.Lock()

@@ -350,9 +350,10 @@ func (e *Engine) close() error {
 	return errors.Join(e.db.Close(), serr)
 }
 
-// openSegments opens the segment files of db, in DataDir/seg, up to the end
-// db records; it removes what lies past it (written for a batch whose
-// transaction never committed).
+// openSegments opens the segment files of db, in DataDir/seg, and redoes in
+// db the whole blocks past the end it records (batches whose commits Badger,
+// which writes without syncing, lost in a crash); it cuts off what a crash
+// tore.
 func openSegments(cfg Config, db *badger.DB) (*seglog.Log, error) {
 	var end seglog.Pos
 	if err := db.View(func(txn *badger.Txn) (err error) { end, err = seglog.ReadEnd(txn); return err }); err != nil {
@@ -366,7 +367,18 @@ func openSegments(cfg Config, db *badger.DB) (*seglog.Log, error) {
 		return nil, fmt.Errorf("open segments: %w", err)
 	}
 	if rec.Bytes > 0 {
-		cfg.Logger.Info("removed segment bytes no commit points at", "bytes", rec.Bytes, "files", rec.Files)
+		cfg.Logger.Info("removed segment bytes no whole block holds (torn by a crash, or written ahead)", "bytes", rec.Bytes, "files", rec.Files)
+	}
+	redone, err := seg.Replay(db)
+	if err != nil {
+		seg.Close()
+		if errors.Is(err, seglog.ErrDamaged) {
+			return nil, fmt.Errorf("%w: %v; the data dir is left as it is: restore it from a backup (docs/operations.md)", ErrTrailCorrupt, err)
+		}
+		return nil, fmt.Errorf("open segments: %w", err)
+	}
+	if redone.Blocks > 0 {
+		cfg.Logger.Info("redid the batches whose commits Badger lost in a crash", "blocks", redone.Blocks, "writes", redone.Writes)
 	}
 	return seg, nil
 }

@@ -122,7 +122,7 @@ func (e *Engine) integrateLocked(ctx context.Context, actor string, body []byte)
 	// Verify the checkpoint's integrity proof before integrating (Security §4.3).
 	// Read through the open batch: the checkpoint may have been created by an
 	// earlier operation of it.
-	if _, err := chainstore.Get(e.open.tx.txn, e.seg, cpID); err != nil {
+	if _, err := chainstore.Get(e.open.tx.txn.Txn, e.seg, cpID); err != nil {
 		var ce *casstore.CorruptError
 		if !errors.As(err, &ce) {
 			return wire.IntegrateResult{}, err

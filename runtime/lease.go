@@ -8,6 +8,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/wacpd/wacpd/envelope/envstore"
+	"github.com/wacpd/wacpd/internal/seglog"
 	"github.com/wacpd/wacpd/runtime/delivery"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
@@ -72,7 +73,7 @@ func (e *Engine) AckLeased(ctx context.Context, ws string) ([]string, error) {
 // leases it ended.
 func (e *Engine) ExpireLeases(ctx context.Context, now time.Time) (int, error) {
 	return runAs(ctx, e, 0, func() (int, error) {
-		due, err := envstore.DueBy(e.open.tx.txn, now)
+		due, err := envstore.DueBy(e.open.tx.txn.Txn, now)
 		if err != nil {
 			return 0, err
 		}
@@ -148,7 +149,7 @@ func (l *leaseTimer) fire(ctx context.Context) {
 // deliveryTx is a commit's layer as package delivery sees it.
 type deliveryTx struct{ t *tx }
 
-func (d deliveryTx) Txn() *badger.Txn                         { return d.t.txn }
+func (d deliveryTx) Txn() *seglog.Txn                         { return d.t.txn }
 func (d deliveryTx) Step(name string) error                   { return d.t.step(name) }
 func (d deliveryTx) Now() time.Time                           { return d.t.next() }
 func (d deliveryTx) Arrived(ws string)                        { d.t.inboxed[ws] = true }

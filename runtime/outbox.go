@@ -6,6 +6,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/wacpd/wacpd/internal/seglog"
 	agentsignal "github.com/wacpd/wacpd/signal"
 	"github.com/wacpd/wacpd/signal/outboxstore"
 )
@@ -66,7 +67,7 @@ func (e *Engine) AckOutbox(ids ...string) error {
 
 // takeAcks deletes the confirmed outbox items pending into txn. Caller
 // holds e.mu. If a delete cannot join txn, the rest stay pending.
-func (e *Engine) takeAcks(txn *badger.Txn) {
+func (e *Engine) takeAcks(txn *seglog.Txn) {
 	for i, id := range e.acks {
 		if err := outboxstore.Delete(txn, id); err != nil {
 			e.acks = e.acks[i:]
@@ -76,7 +77,9 @@ func (e *Engine) takeAcks(txn *badger.Txn) {
 	e.acks = e.acks[:0]
 }
 
-// flushAcks writes the pending deletes on their own, at Close.
+// flushAcks writes the pending deletes on their own, at Close (Badger's
+// Close writes them out; a crash before loses them, and their signals are
+// published again, as any unconfirmed).
 func (e *Engine) flushAcks() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -84,7 +87,7 @@ func (e *Engine) flushAcks() {
 		return
 	}
 	err := e.db.Update(func(txn *badger.Txn) error {
-		e.takeAcks(txn)
+		e.takeAcks(seglog.Direct(txn))
 		return nil
 	})
 	if err != nil {

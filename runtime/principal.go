@@ -6,6 +6,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/wacpd/wacpd/internal/seglog"
 	"github.com/wacpd/wacpd/principal"
 	"github.com/wacpd/wacpd/principal/tokenstore"
 	"github.com/wacpd/wacpd/trail"
@@ -15,7 +16,7 @@ import (
 // writes token records: a new workspace's agent token commits with the
 // workspace, a rotated one with the migration, a revocation with its
 // user_deactivated entry. Only a token's SHA-256 is stored.
-type Grants struct{ txn *badger.Txn }
+type Grants struct{ txn *seglog.Txn }
 
 // Put stores the token hashed h as p's.
 func (g Grants) Put(h [32]byte, p principal.Principal) error { return tokenstore.Put(g.txn, h, p) }

@@ -116,6 +116,12 @@ func checkTrail(cfg Config, db *badger.DB, seg *seglog.Log) (recovery, error) {
 		}
 	}
 	err = db.Update(func(txn *badger.Txn) error { return txn.Set(keyOpen, []byte(clock.Format(cfg.Now().UTC()))) })
+	if err == nil {
+		// Badger writes without syncing (the segment blocks are the
+		// batches' log): what the start wrote (the marker, a repair, a
+		// layout upgrade, the Merkle nodes) is synced here, once.
+		err = db.Sync()
+	}
 	if err != nil {
 		return rec, fmt.Errorf("recover: mark the data dir open: %w", err)
 	}

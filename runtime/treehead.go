@@ -40,7 +40,11 @@ func (e *Engine) SignTreeHead(signer note.Signer) (trail.TreeHead, error) {
 	if err != nil {
 		return trail.TreeHead{}, err
 	}
-	if err := e.db.Update(func(txn *badger.Txn) error { return txn.Set(keySTH, b) }); err != nil {
+	err = e.db.Update(func(txn *badger.Txn) error { return txn.Set(keySTH, b) })
+	if err == nil {
+		err = e.db.Sync() // Badger writes without syncing
+	}
+	if err != nil {
 		return trail.TreeHead{}, fmt.Errorf("%w: store tree head: %v", ErrStorage, err)
 	}
 	return th, nil

@@ -4,10 +4,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/clock"
+	"github.com/wacpd/wacpd/internal/seglog"
 	agentsignal "github.com/wacpd/wacpd/signal"
 	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/trail/traillog"
@@ -23,8 +22,8 @@ import (
 // behind, in memory or on disk.
 type tx struct {
 	e        *Engine
-	parent   *tx // the batch layer; nil for the batch itself
-	txn      *badger.Txn
+	parent   *tx         // the batch layer; nil for the batch itself
+	txn      *seglog.Txn // the batch's transaction: its writes are recorded in its block
 	batch    *traillog.Batch
 	dirty    map[string]*workspace.Workspace // changed copies, by id
 	created  map[string]*workspace.Workspace // new workspaces (also in dirty)
@@ -51,7 +50,7 @@ type CommitObserver interface {
 	Rejected(reason string)
 }
 
-func newLayer(e *Engine, parent *tx, txn *badger.Txn, batch *traillog.Batch, steps *int) *tx {
+func newLayer(e *Engine, parent *tx, txn *seglog.Txn, batch *traillog.Batch, steps *int) *tx {
 	return &tx{
 		e: e, parent: parent, txn: txn, batch: batch, steps: steps,
 		dirty: map[string]*workspace.Workspace{}, created: map[string]*workspace.Workspace{},

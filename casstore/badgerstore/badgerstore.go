@@ -70,7 +70,7 @@ func (b *Store) Put(ctx context.Context, data []byte) (casstore.Ref, error) {
 	var ref casstore.Ref
 	put := func(txn *badger.Txn) error {
 		var err error
-		if ref, err = PutTxn(txn, b.seg, data); err != nil {
+		if ref, err = PutTxn(b.seg.Txn(txn), data); err != nil {
 			return err
 		}
 		blk, err := b.seg.Seal(txn)
@@ -86,7 +86,9 @@ func (b *Store) Put(ctx context.Context, data []byte) (casstore.Ref, error) {
 	err := b.db.Update(put)
 	if errors.Is(err, badger.ErrConflict) {
 		// The only key read was ref's, so another transaction committed
-		// this very object first. Once more finds it present.
+		// this very object first. Once more finds it present. (The block
+		// written for the first attempt stays: its redo sets the object
+		// that is there.)
 		err = b.db.Update(put)
 	}
 	if err != nil {
@@ -168,21 +170,21 @@ func (b *Store) checkSize(n int) error {
 }
 
 // PutTxn stores data within txn, which must be a read-write transaction, and
-// returns its Ref. With seg, the bytes go into seg's block being built, which
-// the caller seals and writes before it commits txn. If the object already exists, or txn has already written
+// returns its Ref. With a Log under txn, the bytes go into its block being
+// built, which the caller seals and writes before it commits txn. If the object already exists, or txn has already written
 // it, PutTxn writes nothing. The object becomes visible only when the caller
 // commits txn, together with anything else txn writes. Like badger.Txn.Set,
 // PutTxn keeps a reference to data until txn ends.
-func PutTxn(txn *badger.Txn, seg *seglog.Log, data []byte) (casstore.Ref, error) {
+func PutTxn(txn *seglog.Txn, data []byte) (casstore.Ref, error) {
 	ref := casstore.RefOf(data)
-	ok, err := HasTxn(txn, ref)
+	ok, err := HasTxn(txn.Txn, ref)
 	if err != nil {
 		return casstore.Ref{}, err
 	}
 	if ok {
 		return ref, nil
 	}
-	if err := PutSealedTxn(txn, seg, ref, data); err != nil {
+	if err := PutSealedTxn(txn, ref, data); err != nil {
 		return casstore.Ref{}, err
 	}
 	return ref, nil
@@ -193,8 +195,8 @@ func PutTxn(txn *badger.Txn, seg *seglog.Log, data []byte) (casstore.Ref, error)
 // checked is RefOf(data). Unlike PutTxn it does not look the object up
 // first: writing identical bytes twice is harmless, and every read verifies
 // the hash. Like PutTxn it keeps a reference to data until txn ends.
-func PutSealedTxn(txn *badger.Txn, seg *seglog.Log, ref casstore.Ref, data []byte) error {
-	if err := seg.Set(txn, key(ref), data); err != nil {
+func PutSealedTxn(txn *seglog.Txn, ref casstore.Ref, data []byte) error {
+	if err := txn.SetValue(key(ref), data); err != nil {
 		return fmt.Errorf("put %s: %w", ref, err)
 	}
 	return nil

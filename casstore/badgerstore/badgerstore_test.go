@@ -92,7 +92,7 @@ func TestBadgerPutDoesNotRewrite(t *testing.T) {
 	}
 	if err := db.Update(func(txn *badger.Txn) error {
 		for range 2 {
-			if _, err := badgerstore.PutTxn(txn, nil, data); err != nil {
+			if _, err := badgerstore.PutTxn(seglog.Direct(txn), data); err != nil {
 				return err
 			}
 		}
@@ -179,7 +179,7 @@ func TestPutTxnAtomic(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			record := []byte("other/" + tt.name)
 			err := db.Update(func(txn *badger.Txn) error {
-				if _, err := badgerstore.PutTxn(txn, nil, []byte(tt.data)); err != nil {
+				if _, err := badgerstore.PutTxn(seglog.Direct(txn), []byte(tt.data)); err != nil {
 					return err
 				}
 				if ok, err := badgerstore.HasTxn(txn, casstore.RefOf([]byte(tt.data))); !ok || err != nil {
@@ -204,7 +204,7 @@ func TestPutTxnAtomic(t *testing.T) {
 func TestPutTxnReadOnly(t *testing.T) {
 	db := memDB(t)
 	err := db.View(func(txn *badger.Txn) error {
-		_, err := badgerstore.PutTxn(txn, nil, []byte("x"))
+		_, err := badgerstore.PutTxn(seglog.Direct(txn), []byte("x"))
 		return err
 	})
 	if !errors.Is(err, badger.ErrReadOnlyTxn) {
@@ -294,7 +294,7 @@ func BenchmarkPutTxn(b *testing.B) {
 		n++
 		data[0], data[1], data[2], data[3] = byte(n), byte(n>>8), byte(n>>16), byte(n>>24)
 		err := db.Update(func(txn *badger.Txn) error {
-			_, err := badgerstore.PutTxn(txn, nil, data)
+			_, err := badgerstore.PutTxn(seglog.Direct(txn), data)
 			return err
 		})
 		if err != nil {
@@ -312,10 +312,10 @@ func TestPutSealedTxn(t *testing.T) {
 	good, bad := []byte("sealed object"), []byte("other bytes")
 	wrong := casstore.RefOf([]byte("what the caller thought"))
 	err := db.Update(func(txn *badger.Txn) error {
-		if err := badgerstore.PutSealedTxn(txn, nil, casstore.RefOf(good), good); err != nil {
+		if err := badgerstore.PutSealedTxn(seglog.Direct(txn), casstore.RefOf(good), good); err != nil {
 			return err
 		}
-		return badgerstore.PutSealedTxn(txn, nil, wrong, bad)
+		return badgerstore.PutSealedTxn(seglog.Direct(txn), wrong, bad)
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -45,7 +45,7 @@ func TestObjectsInSegments(t *testing.T) {
 		if i%2 == 0 {
 			txn = db.NewTransaction(true)
 		}
-		if ch, err = chainstore.Put(txn, seg, c, b, ch); err != nil {
+		if ch, err = chainstore.Put(seg.Txn(txn), c, b, ch); err != nil {
 			t.Fatal(err)
 		}
 		if i%2 == 1 || i == 4 {

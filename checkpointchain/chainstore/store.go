@@ -34,16 +34,16 @@ type indexEntry struct {
 }
 
 // Put writes c (its canonical encoding b) into txn: the object into the
-// content-addressed store (its bytes into seg's block being built, when
-// seg is not nil), the id index, the chain position and the new head.
+// content-addressed store (its bytes into the block being built, when txn
+// has a Log), the id index, the chain position and the new head.
 // prev is the chain before c; Put returns the chain after it.
-func Put(txn *badger.Txn, seg *seglog.Log, c checkpointchain.Checkpoint, b []byte, prev checkpointchain.Chain) (checkpointchain.Chain, error) {
+func Put(txn *seglog.Txn, c checkpointchain.Checkpoint, b []byte, prev checkpointchain.Chain) (checkpointchain.Chain, error) {
 	// The object is new (its bytes hold a fresh id): no lookup first.
 	ref := casstore.RefOf(b)
 	if ref != c.Digest {
 		return checkpointchain.Chain{}, fmt.Errorf("store checkpoint %s: %w", c.ID, casstore.ErrCorrupt)
 	}
-	if err := badgerstore.PutSealedTxn(txn, seg, ref, b); err != nil {
+	if err := badgerstore.PutSealedTxn(txn, ref, b); err != nil {
 		return checkpointchain.Chain{}, fmt.Errorf("store checkpoint %s: %w", c.ID, err)
 	}
 	next := prev.Append(c)
@@ -154,7 +154,7 @@ func orderKey(ws string, n uint64) []byte {
 	return binary.BigEndian.AppendUint64(k, n)
 }
 
-func setJSON(txn *badger.Txn, key []byte, v any) error {
+func setJSON(txn *seglog.Txn, key []byte, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err

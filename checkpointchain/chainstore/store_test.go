@@ -14,6 +14,7 @@ import (
 	"github.com/wacpd/wacpd/casstore/badgerstore"
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/checkpointchain/chainstore"
+	"github.com/wacpd/wacpd/internal/seglog"
 	"github.com/wacpd/wacpd/taxonomy"
 )
 
@@ -46,7 +47,7 @@ func appendCheckpoint(t *testing.T, db *badger.DB, ws, id, status string, ch che
 	var next checkpointchain.Chain
 	err = db.Update(func(txn *badger.Txn) error {
 		var err error
-		next, err = chainstore.Put(txn, nil, c, b, ch)
+		next, err = chainstore.Put(seglog.Direct(txn), c, b, ch)
 		return err
 	})
 	if err != nil {
@@ -259,7 +260,7 @@ func TestPutWrongDigest(t *testing.T) {
 	}
 	other := append(bytes.Clone(b), ' ') // not the checkpoint's bytes
 	err = db.Update(func(txn *badger.Txn) error {
-		_, err := chainstore.Put(txn, nil, c, other, checkpointchain.Chain{})
+		_, err := chainstore.Put(seglog.Direct(txn), c, other, checkpointchain.Chain{})
 		return err
 	})
 	if !errors.Is(err, casstore.ErrCorrupt) {
@@ -276,7 +277,7 @@ func TestPutWrongDigest(t *testing.T) {
 	}
 	// The right bytes go in.
 	err = db.Update(func(txn *badger.Txn) error {
-		_, err := chainstore.Put(txn, nil, c, b, checkpointchain.Chain{})
+		_, err := chainstore.Put(seglog.Direct(txn), c, b, checkpointchain.Chain{})
 		return err
 	})
 	if err != nil {

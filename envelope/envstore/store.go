@@ -30,6 +30,7 @@ import (
 
 	"github.com/wacpd/wacpd/clock"
 	"github.com/wacpd/wacpd/envelope"
+	"github.com/wacpd/wacpd/internal/seglog"
 )
 
 // ErrNotFound is returned (wrapped) by Get for an id with no record.
@@ -56,17 +57,26 @@ func leaseKey(deadline time.Time, id string) []byte {
 	return append(k, id...)
 }
 
+// largeRecord is the size from which a record goes into the segment block
+// (a pointer in Badger) rather than into Badger's tree: an envelope may be
+// as large as a request (4 MiB), and Badger keeps values of 1 MiB and more
+// in its value log, which it does not sync (seglog.Txn.SetEntry).
+const largeRecord = 64 << 10
+
 // Put writes env's record.
-func Put(txn *badger.Txn, env envelope.Envelope) error {
+func Put(txn *seglog.Txn, env envelope.Envelope) error {
 	b, err := json.Marshal(env)
 	if err != nil {
 		return fmt.Errorf("encode envelope %s: %w", env.ID, err)
+	}
+	if len(b) >= largeRecord {
+		return txn.SetValue(recordKey(env.ID), b)
 	}
 	return txn.Set(recordKey(env.ID), b)
 }
 
 // Get reads envelope id's record; ErrNotFound when there is none.
-func Get(txn *badger.Txn, id string) (envelope.Envelope, error) {
+func Get(txn *seglog.Txn, id string) (envelope.Envelope, error) {
 	var env envelope.Envelope
 	item, err := txn.Get(recordKey(id))
 	if errors.Is(err, badger.ErrKeyNotFound) {
@@ -75,7 +85,7 @@ func Get(txn *badger.Txn, id string) (envelope.Envelope, error) {
 	if err != nil {
 		return env, fmt.Errorf("envelope %s: %w", id, err)
 	}
-	err = item.Value(func(v []byte) error { return json.Unmarshal(v, &env) })
+	err = txn.Value(item, func(v []byte) error { return json.Unmarshal(v, &env) })
 	if err != nil {
 		return env, fmt.Errorf("decode envelope %s: %w", id, err)
 	}
@@ -83,13 +93,13 @@ func Get(txn *badger.Txn, id string) (envelope.Envelope, error) {
 }
 
 // Queue records envelope id as queued for ws.
-func Queue(txn *badger.Txn, ws, id string) error {
+func Queue(txn *seglog.Txn, ws, id string) error {
 	return txn.Set(append(queuePrefix(ws), id...), nil)
 }
 
 // Dequeue removes the envelopes queued for ws and returns their ids in
 // the order they were queued.
-func Dequeue(txn *badger.Txn, ws string) ([]string, error) {
+func Dequeue(txn *seglog.Txn, ws string) ([]string, error) {
 	prefix := queuePrefix(ws)
 	var ids []string
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
@@ -106,7 +116,7 @@ func Dequeue(txn *badger.Txn, ws string) ([]string, error) {
 }
 
 // Deliver puts env into the inbox of its receiver, not leased.
-func Deliver(txn *badger.Txn, env envelope.Envelope) error {
+func Deliver(txn *seglog.Txn, env envelope.Envelope) error {
 	return txn.Set(InboxKey(env.To, envelope.Rank(env.Priority), env.ID), nil)
 }
 
@@ -224,7 +234,7 @@ func entryAt(txn *badger.Txn, key []byte, id string) (e Entry, ok bool, err erro
 
 // Lease records hand-over e.Delivery.Attempt+1 of the entry's envelope, a
 // lease until until, and returns the new delivery record.
-func Lease(txn *badger.Txn, e Entry, until time.Time) (Delivery, error) {
+func Lease(txn *seglog.Txn, e Entry, until time.Time) (Delivery, error) {
 	d := Delivery{Attempt: e.Delivery.Attempt + 1, Until: clock.Format(until)}
 	if err := setDelivery(txn, e.Key, d); err != nil {
 		return Delivery{}, err
@@ -235,7 +245,7 @@ func Lease(txn *badger.Txn, e Entry, until time.Time) (Delivery, error) {
 	return d, nil
 }
 
-func setDelivery(txn *badger.Txn, key []byte, d Delivery) error {
+func setDelivery(txn *seglog.Txn, key []byte, d Delivery) error {
 	b, err := json.Marshal(d)
 	if err != nil {
 		return err
@@ -245,14 +255,14 @@ func setDelivery(txn *badger.Txn, key []byte, d Delivery) error {
 
 // Remove takes the entry's envelope out of its inbox, with its lease's
 // deadline key if it is leased.
-func Remove(txn *badger.Txn, e Entry) error {
+func Remove(txn *seglog.Txn, e Entry) error {
 	if err := dropLease(txn, e); err != nil {
 		return err
 	}
 	return txn.Delete(e.Key)
 }
 
-func dropLease(txn *badger.Txn, e Entry) error {
+func dropLease(txn *seglog.Txn, e Entry) error {
 	if e.Delivery.Until == "" {
 		return nil
 	}
@@ -265,7 +275,7 @@ func dropLease(txn *badger.Txn, e Entry) error {
 
 // Release ends the entry's lease and leaves the envelope in its inbox at
 // its old place, to be handed out again; its attempts are kept.
-func Release(txn *badger.Txn, e Entry) error {
+func Release(txn *seglog.Txn, e Entry) error {
 	if err := dropLease(txn, e); err != nil {
 		return err
 	}
@@ -306,11 +316,11 @@ func DueBy(txn *badger.Txn, now time.Time) ([]Due, error) {
 // Expire looks at due lease u inside txn: it removes its deadline key and
 // returns the envelope's inbox entry; ok is false when the envelope left
 // the inbox meanwhile (nothing more to do).
-func Expire(txn *badger.Txn, u Due) (e Entry, ok bool, err error) {
+func Expire(txn *seglog.Txn, u Due) (e Entry, ok bool, err error) {
 	if err := txn.Delete(u.key); err != nil {
 		return Entry{}, false, err
 	}
-	e, ok, err = entryAt(txn, u.InboxKey, u.ID)
+	e, ok, err = entryAt(txn.Txn, u.InboxKey, u.ID)
 	// The deadline key is gone already: Release and Remove must not
 	// delete it again from a record that still names it.
 	e.Delivery.Until = ""

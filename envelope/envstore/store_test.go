@@ -10,6 +10,7 @@ import (
 
 	"github.com/wacpd/wacpd/envelope"
 	"github.com/wacpd/wacpd/envelope/envstore"
+	"github.com/wacpd/wacpd/internal/seglog"
 )
 
 func openDB(t *testing.T) *badger.DB {
@@ -51,10 +52,10 @@ func TestInbox(t *testing.T) {
 	}
 	update(t, db, func(txn *badger.Txn) error {
 		for _, env := range envs {
-			if err := envstore.Put(txn, env); err != nil {
+			if err := envstore.Put(seglog.Direct(txn), env); err != nil {
 				return err
 			}
-			if err := envstore.Deliver(txn, env); err != nil {
+			if err := envstore.Deliver(seglog.Direct(txn), env); err != nil {
 				return err
 			}
 		}
@@ -62,11 +63,11 @@ func TestInbox(t *testing.T) {
 	})
 	t0 := time.Unix(1_800_000_000, 0)
 	update(t, db, func(txn *badger.Txn) error {
-		got, err := envstore.Get(txn, "01c")
+		got, err := envstore.Get(seglog.Direct(txn), "01c")
 		if err != nil || got.Priority != envelope.PriorityUrgent || got.To != "w2" {
 			t.Fatalf("Get = %+v, %v", got, err)
 		}
-		if _, err := envstore.Get(txn, "nope"); !errors.Is(err, envstore.ErrNotFound) {
+		if _, err := envstore.Get(seglog.Direct(txn), "nope"); !errors.Is(err, envstore.ErrNotFound) {
 			t.Fatalf("Get of a missing envelope: %v, want ErrNotFound", err)
 		}
 		var order []string
@@ -75,7 +76,7 @@ func TestInbox(t *testing.T) {
 			if err != nil || !ok {
 				t.Fatalf("FirstUnleased #%d: %v %v", i, ok, err)
 			}
-			d, err := envstore.Lease(txn, e, t0.Add(time.Duration(i)*time.Second))
+			d, err := envstore.Lease(seglog.Direct(txn), e, t0.Add(time.Duration(i)*time.Second))
 			if err != nil {
 				return err
 			}
@@ -103,13 +104,13 @@ func TestInbox(t *testing.T) {
 		if at, ok := envstore.NextDeadline(txn); !ok || !at.Equal(t0) {
 			t.Fatalf("NextDeadline = %v %v, want %v", at, ok, t0)
 		}
-		return envstore.Remove(txn, leased[0]) // 01b, deadline t0
+		return envstore.Remove(seglog.Direct(txn), leased[0]) // 01b, deadline t0
 	})
 	update(t, db, func(txn *badger.Txn) error {
 		if at, ok := envstore.NextDeadline(txn); !ok || !at.Equal(t0.Add(time.Second)) {
 			t.Fatalf("after removing the first leased envelope NextDeadline = %v %v, want its deadline gone", at, ok)
 		}
-		env, _ := envstore.Get(txn, "01b")
+		env, _ := envstore.Get(seglog.Direct(txn), "01b")
 		if _, ok, err := envstore.Lookup(txn, env); ok || err != nil {
 			t.Fatalf("a removed envelope is still in the inbox: %v %v", ok, err)
 		}
@@ -132,10 +133,10 @@ func TestLeaseExpiry(t *testing.T) {
 	c := envelope.Envelope{ID: "01c", From: "w1", To: "w2", Type: "task", Priority: envelope.PriorityNormal}
 	update(t, db, func(txn *badger.Txn) error {
 		for i, env := range []envelope.Envelope{a, b, c} {
-			if err := envstore.Put(txn, env); err != nil {
+			if err := envstore.Put(seglog.Direct(txn), env); err != nil {
 				return err
 			}
-			if err := envstore.Deliver(txn, env); err != nil {
+			if err := envstore.Deliver(seglog.Direct(txn), env); err != nil {
 				return err
 			}
 			e, ok, err := envstore.FirstUnleased(txn, "w2")
@@ -144,7 +145,7 @@ func TestLeaseExpiry(t *testing.T) {
 			}
 			// Deadlines out of hand-out order: c first, then a, then b.
 			deadline := []time.Duration{2, 3, 1}[i] * time.Second
-			if _, err := envstore.Lease(txn, e, t0.Add(deadline)); err != nil {
+			if _, err := envstore.Lease(seglog.Direct(txn), e, t0.Add(deadline)); err != nil {
 				return err
 			}
 		}
@@ -164,22 +165,22 @@ func TestLeaseExpiry(t *testing.T) {
 		t.Fatalf("DueBy = %v, want %v (b is due later)", got, want)
 	}
 	update(t, db, func(txn *badger.Txn) error {
-		env, _ := envstore.Get(txn, "01c")
+		env, _ := envstore.Get(seglog.Direct(txn), "01c")
 		e, ok, err := envstore.Lookup(txn, env)
 		if err != nil || !ok {
 			t.Fatalf("Lookup: %v %v", ok, err)
 		}
-		return envstore.Remove(txn, e) // acknowledged before the expiry pass
+		return envstore.Remove(seglog.Direct(txn), e) // acknowledged before the expiry pass
 	})
 	update(t, db, func(txn *badger.Txn) error {
-		if _, ok, err := envstore.Expire(txn, due[0]); ok || err != nil {
+		if _, ok, err := envstore.Expire(seglog.Direct(txn), due[0]); ok || err != nil {
 			t.Fatalf("Expire of a lease whose envelope left: %v %v, want gone", ok, err)
 		}
-		e, ok, err := envstore.Expire(txn, due[1])
+		e, ok, err := envstore.Expire(seglog.Direct(txn), due[1])
 		if !ok || err != nil || e.ID != "01a" || e.Delivery.Attempt != 1 {
 			t.Fatalf("Expire = %+v %v %v", e, ok, err)
 		}
-		return envstore.Release(txn, e)
+		return envstore.Release(seglog.Direct(txn), e)
 	})
 	update(t, db, func(txn *badger.Txn) error {
 		left, err := envstore.DueBy(txn, t0.Add(time.Hour))
@@ -193,7 +194,7 @@ func TestLeaseExpiry(t *testing.T) {
 		if err != nil || !ok || e.ID != "01a" {
 			t.Fatalf("the released envelope is not handed out again: %+v %v %v", e, ok, err)
 		}
-		d, err := envstore.Lease(txn, e, t0.Add(time.Minute))
+		d, err := envstore.Lease(seglog.Direct(txn), e, t0.Add(time.Minute))
 		if err != nil || d.Attempt != 2 {
 			t.Fatalf("second lease = %+v %v, want attempt 2", d, err)
 		}
@@ -206,24 +207,24 @@ func TestQueue(t *testing.T) {
 	db := openDB(t)
 	update(t, db, func(txn *badger.Txn) error {
 		for _, id := range []string{"01a", "01b", "01c"} {
-			if err := envstore.Queue(txn, "w2", id); err != nil {
+			if err := envstore.Queue(seglog.Direct(txn), "w2", id); err != nil {
 				return err
 			}
 		}
-		return envstore.Queue(txn, "w3", "01d")
+		return envstore.Queue(seglog.Direct(txn), "w3", "01d")
 	})
 	update(t, db, func(txn *badger.Txn) error {
-		got, err := envstore.Dequeue(txn, "w2")
+		got, err := envstore.Dequeue(seglog.Direct(txn), "w2")
 		if err != nil || !slices.Equal(got, []string{"01a", "01b", "01c"}) {
 			t.Fatalf("Dequeue = %v %v", got, err)
 		}
 		return nil
 	})
 	update(t, db, func(txn *badger.Txn) error {
-		if got, err := envstore.Dequeue(txn, "w2"); len(got) != 0 || err != nil {
+		if got, err := envstore.Dequeue(seglog.Direct(txn), "w2"); len(got) != 0 || err != nil {
 			t.Fatalf("second Dequeue = %v %v, want nothing", got, err)
 		}
-		if got, _ := envstore.Dequeue(txn, "w3"); !slices.Equal(got, []string{"01d"}) {
+		if got, _ := envstore.Dequeue(seglog.Direct(txn), "w3"); !slices.Equal(got, []string{"01d"}) {
 			t.Fatalf("another workspace's queue = %v", got)
 		}
 		return nil

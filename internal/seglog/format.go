@@ -28,7 +28,10 @@ const (
 var KeyEnd = []byte("s/e")
 
 var (
-	magic  = [4]byte{'W', 'S', 'B', '1'}
+	// magic starts a block of format 2 (values, then the redo record);
+	// magic1 one of format 1 (values only), which earlier builds wrote.
+	magic  = [4]byte{'W', 'S', 'B', '2'}
+	magic1 = [4]byte{'W', 'S', 'B', '1'}
 	crcTab = crc32.MakeTable(crc32.Castagnoli)
 )
 
@@ -116,6 +119,7 @@ func DecodePtr(b []byte) (Ptr, error) {
 
 // header is a block's header, parsed.
 type header struct {
+	format     int // 1 or 2
 	clen, rlen uint32
 	crc        uint32
 }
@@ -137,10 +141,15 @@ func parseHeader(b []byte) (header, string) {
 	if len(b) < headerSize {
 		return header{}, fmt.Sprintf("torn header (%d of %d bytes)", len(b), headerSize)
 	}
-	if [4]byte(b[:4]) != magic {
+	h := header{format: 2}
+	switch [4]byte(b[:4]) {
+	case magic:
+	case magic1:
+		h.format = 1
+	default:
 		return header{}, fmt.Sprintf("no block here (magic %x)", b[:4])
 	}
-	h := header{
+	h = header{format: h.format,
 		clen: binary.BigEndian.Uint32(b[4:]),
 		rlen: binary.BigEndian.Uint32(b[8:]),
 		crc:  binary.BigEndian.Uint32(b[12:]),

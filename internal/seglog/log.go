@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"expvar"
 	"fmt"
@@ -23,7 +24,7 @@ import (
 var (
 	writtenBlocks = expvar.NewInt("wacpd_segment_blocks")
 	writtenBytes  = expvar.NewInt("wacpd_segment_write_bytes") // headers and compressed bodies
-	writtenRaw    = expvar.NewInt("wacpd_segment_raw_bytes")   // the values, before compression
+	writtenRaw    = expvar.NewInt("wacpd_segment_raw_bytes")   // the values and redo records, before compression
 )
 
 // Options tune a Log; zero fields take their defaults.
@@ -40,8 +41,9 @@ type Options struct {
 // Recovered says what Open removed: bytes past the end Badger recorded,
 // written for batches that never committed.
 type Recovered struct {
-	Files int   // whole files removed
-	Bytes int64 // bytes removed, in all
+	Files  int   // whole files removed
+	Bytes  int64 // bytes removed, in all
+	Replay int   // whole blocks past the end, which Replay redoes
 }
 
 // Log is the segments of one database. One goroutine at a time may build
@@ -56,13 +58,17 @@ type Log struct {
 	fmu   sync.Mutex
 	files map[uint32]*os.File // read handles
 
-	mu      sync.Mutex // guards the fields below
-	pend    []byte     // the raw block being built
-	pendAt  Pos        // where it will be written, once it has a value
-	sealed  map[Pos][]byte
-	next    Pos // where the next block goes
-	durable Pos // the end of the last block written and synced
-	cache   cache
+	mu       sync.Mutex     // guards the fields below
+	pend     []byte         // the values of the block being built
+	ops      []byte         // its redo record
+	last     map[string]int // where each key's last write in ops starts
+	dead     bool           // ops holds writes a later one replaced
+	pendAt   Pos            // where it will be written, once it has a value
+	sealed   map[Pos][]byte
+	next     Pos  // where the next block goes
+	durable  Pos  // the end of the last block written and synced
+	unplayed bool // Open found whole blocks past the end: Replay first
+	cache    cache
 
 	wmu    sync.Mutex // guards w, wn and zeroed
 	w      *os.File   // the file written to, or nil
@@ -107,37 +113,43 @@ func Open(dir string, end Pos, opts Options) (*Log, Recovered, error) {
 		if err != nil {
 			return nil, rec, fmt.Errorf("segments: %w", err)
 		}
-		switch {
-		case uint64(st.Size()) < end.Off:
+		if uint64(st.Size()) < end.Off {
 			return nil, rec, &DamageError{File: p, Off: uint64(st.Size()), Detail: fmt.Sprintf("the file ends here; the database points up to %d", end.Off)}
-		case uint64(st.Size()) > end.Off && !opts.ReadOnly:
-			if err := truncate(p, int64(end.Off)); err != nil {
-				return nil, rec, fmt.Errorf("segments: %w", err)
-			}
-			rec.Bytes += st.Size() - int64(end.Off)
 		}
 	}
+	var tail []Pos
+	stop := end
 	if !opts.ReadOnly {
+		// Blocks past end were written for batches whose transactions
+		// Badger lost (it writes without syncing) or never committed:
+		// the whole ones are kept for Replay, the rest cut off.
+		if tail, stop, err = scanTail(dir, end, nums); err != nil {
+			return nil, rec, err
+		}
+		last := uint32(0)
+		if len(nums) > 0 {
+			last = nums[len(nums)-1]
+		}
 		for _, n := range nums {
-			if n <= end.File {
+			if n < stop.File {
 				continue
 			}
-			p := filepath.Join(dir, fileName(n))
-			st, err := os.Stat(p)
+			st, err := os.Stat(filepath.Join(dir, fileName(n)))
 			if err != nil {
 				return nil, rec, fmt.Errorf("segments: %w", err)
 			}
-			if err := os.Remove(p); err != nil {
-				return nil, rec, fmt.Errorf("segments: %w", err)
-			}
-			rec.Files++
-			rec.Bytes += st.Size()
-		}
-		if rec.Files > 0 {
-			if err := syncDir(dir); err != nil {
-				return nil, rec, fmt.Errorf("segments: %w", err)
+			switch {
+			case n == stop.File && uint64(st.Size()) > stop.Off:
+				rec.Bytes += st.Size() - int64(stop.Off)
+			case n > stop.File:
+				rec.Files++
+				rec.Bytes += st.Size()
 			}
 		}
+		if err := cutFrom(dir, stop, last); err != nil {
+			return nil, rec, fmt.Errorf("segments: %w", err)
+		}
+		rec.Replay = len(tail)
 	}
 	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
 	if err != nil {
@@ -151,7 +163,7 @@ func Open(dir string, end Pos, opts Options) (*Log, Recovered, error) {
 		dir: dir, opts: opts, enc: enc, dec: dec,
 		files:  map[uint32]*os.File{},
 		sealed: map[Pos][]byte{},
-		next:   end, durable: end,
+		next:   stop, durable: stop, unplayed: len(tail) > 0,
 		cache: cache{max: opts.CacheBytes, blocks: map[Pos][]byte{}},
 	}
 	return l, rec, nil
@@ -188,33 +200,27 @@ func (l *Log) Close() error {
 	return errors.Join(errs...)
 }
 
-// Set sets key to value in txn: in the block being built, with a pointer
-// in Badger. On a nil Log (a database in memory) value is set in Badger
-// itself, and so is an empty value. Like txn.Set, it keeps value until the
-// block is sealed.
-func (l *Log) Set(txn *badger.Txn, key, value []byte) error {
-	return l.SetExtra(txn, key, value, nil)
-}
-
-// SetExtra is Set with extra bytes kept in Badger after the pointer, which
-// Extra returns without reading the segments. Without a pointer (a nil
-// Log, an empty value) extra is not kept.
-func (l *Log) SetExtra(txn *badger.Txn, key, value, extra []byte) error {
-	if l == nil || len(value) == 0 {
-		return txn.Set(key, value)
-	}
+// add adds value to the block being built and returns its pointer with
+// extra after it, the value Badger keeps under the value's key.
+func (l *Log) add(value, extra []byte) []byte {
 	l.mu.Lock()
 	if len(l.pend) == 0 {
-		l.pendAt = l.next
-		if l.pendAt.File == 0 || l.pendAt.Off >= uint64(l.opts.MaxFile) {
-			l.pendAt = Pos{File: l.pendAt.File + 1}
-		}
+		l.pendAt = l.place()
 	}
 	p := Ptr{File: l.pendAt.File, Off: l.pendAt.Off, Rec: uint32(len(l.pend)), Len: uint32(len(value))}
 	l.pend = append(l.pend, value...)
 	l.mu.Unlock()
-	v := append(p.Append(make([]byte, 0, PtrSize+len(extra))), extra...)
-	return txn.SetEntry(badger.NewEntry(key, v).WithMeta(Meta))
+	return append(p.Append(make([]byte, 0, PtrSize+len(extra))), extra...)
+}
+
+// place returns where the next block goes: after the last one, or at the
+// start of a new file once the last has reached MaxFile. Caller holds mu.
+func (l *Log) place() Pos {
+	at := l.next
+	if at.File == 0 || at.Off >= uint64(l.opts.MaxFile) {
+		at = Pos{File: at.File + 1}
+	}
+	return at
 }
 
 // Extra calls fn with the extra bytes kept beside item's pointer and
@@ -237,32 +243,55 @@ func Extra(item *badger.Item, fn func([]byte) error) (bool, error) {
 type Block struct {
 	at   Pos
 	data []byte // header and body
+	raw  int    // the values' and the redo record's bytes, before compression
 }
 
-// Seal closes the block being built and sets the new end in txn. It
-// returns nil if the batch set no value here (or the Log is nil).
+// Seal closes the block being built (the batch's values and its redo
+// record) and sets the new end in txn. It returns nil if the batch wrote
+// nothing through the Log (or the Log is nil). The end is set on txn
+// itself, not recorded: Replay sets it from where the block ends.
 func (l *Log) Seal(txn *badger.Txn) (*Block, error) {
 	if l == nil {
 		return nil, nil
 	}
 	l.mu.Lock()
-	raw, at := l.pend, l.pendAt
+	if l.unplayed {
+		l.mu.Unlock()
+		return nil, errors.New("segments: blocks past the end wait to be replayed (Replay)")
+	}
+	vals, ops, at, dead := l.pend, l.ops, l.pendAt, l.dead
 	l.pend = nil
+	l.forget()
+	if len(vals) == 0 {
+		at = l.place()
+	}
 	l.mu.Unlock()
-	if len(raw) == 0 {
+	if len(vals) == 0 && len(ops) == 0 {
 		return nil, nil
 	}
-	if len(raw) > maxBlock {
-		return nil, fmt.Errorf("segments: a block of %d bytes, limit %d", len(raw), maxBlock)
+	if dead {
+		ops = compact(ops)
 	}
-	// The body is compressed after room for the header, which is then
-	// written in front of it.
-	data := l.enc.EncodeAll(raw, make([]byte, headerSize, headerSize+len(raw)/2+64))
-	appendHeader(data[:0], data[headerSize:], len(raw))
-	b := &Block{at: at, data: data}
-	end := Pos{File: at.File, Off: at.Off + uint64(len(data))}
+	if len(vals) > maxBlock || len(ops) > maxBlock {
+		return nil, fmt.Errorf("segments: a block of %d and %d bytes, limit %d", len(vals), len(ops), maxBlock)
+	}
+	// The body (the values' frame, then the redo record's) is compressed
+	// after room for the header and the first frame's length, which are
+	// then written in front of it: readers of values decompress the first
+	// frame only.
+	data := make([]byte, headerSize+4, headerSize+4+(len(vals)+len(ops))/2+128)
+	if len(vals) > 0 {
+		data = l.enc.EncodeAll(vals, data)
+	}
+	binary.BigEndian.PutUint32(data[headerSize:], uint32(len(data)-headerSize-4))
+	if len(ops) > 0 {
+		data = l.enc.EncodeAll(ops, data)
+	}
+	appendHeader(data[:0], data[headerSize:], len(vals))
+	b := &Block{at: at, data: data, raw: len(vals) + len(ops)}
+	end := b.end()
 	l.mu.Lock()
-	l.sealed[at] = raw
+	l.sealed[at] = vals
 	l.next = end
 	l.mu.Unlock()
 	if err := txn.Set(KeyEnd, appendPos(nil, end)); err != nil {
@@ -270,6 +299,9 @@ func (l *Log) Seal(txn *badger.Txn) (*Block, error) {
 	}
 	return b, nil
 }
+
+// end returns where b ends.
+func (b *Block) end() Pos { return Pos{File: b.at.File, Off: b.at.Off + uint64(len(b.data))} }
 
 // Write writes b and syncs it. Blocks must be written in the order they
 // were sealed.
@@ -294,9 +326,9 @@ func (l *Log) Write(b *Block) error {
 	writtenBytes.Add(int64(len(b.data)))
 	l.mu.Lock()
 	raw := l.sealed[b.at]
-	writtenRaw.Add(int64(len(raw)))
+	writtenRaw.Add(int64(b.raw))
 	delete(l.sealed, b.at)
-	l.durable = Pos{File: b.at.File, Off: b.at.Off + uint64(len(b.data))}
+	l.durable = b.end()
 	l.cache.put(b.at, raw)
 	l.mu.Unlock()
 	return nil
@@ -378,40 +410,58 @@ func (l *Log) closeWriter() error {
 
 // Abort forgets every block not written, after a failed batch: the next
 // block goes where the last one written ends, and whatever a failed write
-// left past it is cut off.
+// left past it is cut off. A block written and synced stays, whatever
+// became of its transaction: it is the batch's durable record, which
+// Replay redoes.
 func (l *Log) Abort() error {
 	if l == nil {
 		return nil
 	}
 	l.mu.Lock()
 	l.pend = nil
+	l.forget()
 	clear(l.sealed)
 	l.next = l.durable
 	d := l.durable
 	l.mu.Unlock()
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	if l.w == nil {
-		return nil
-	}
 	// The handle a write failed on may be broken (EIO): the next write
 	// opens the file again.
 	n := l.wn
-	l.w.Close()
-	l.w = nil
-	p := filepath.Join(l.dir, fileName(n))
-	switch {
-	case n == d.File:
-		if err := truncate(p, int64(d.Off)); err != nil {
-			return fmt.Errorf("segments: %w", err)
+	if l.w != nil {
+		l.w.Close()
+		l.w = nil
+	} else {
+		n = d.File
+	}
+	if err := cutFrom(l.dir, d, n); err != nil {
+		return fmt.Errorf("segments: %w", err)
+	}
+	return nil
+}
+
+// cutFrom cuts the segments in dir at d: file d.File to d.Off bytes, and
+// files after it up to last removed.
+func cutFrom(dir string, d Pos, last uint32) error {
+	if d.File > 0 {
+		p := filepath.Join(dir, fileName(d.File))
+		if st, err := os.Stat(p); err == nil && uint64(st.Size()) > d.Off {
+			if err := truncate(p, int64(d.Off)); err != nil {
+				return err
+			}
 		}
-	case n > d.File:
-		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("segments: %w", err)
+	}
+	removed := false
+	for n := d.File + 1; n <= last; n++ {
+		err := os.Remove(filepath.Join(dir, fileName(n)))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
 		}
-		if err := syncDir(l.dir); err != nil {
-			return fmt.Errorf("segments: %w", err)
-		}
+		removed = removed || err == nil
+	}
+	if removed {
+		return syncDir(dir)
 	}
 	return nil
 }
@@ -424,6 +474,7 @@ func (l *Log) Discard() {
 	}
 	l.mu.Lock()
 	l.pend = nil
+	l.forget()
 	l.mu.Unlock()
 }
 
@@ -516,18 +567,32 @@ func (l *Log) block(at Pos) ([]byte, error) {
 	return raw, nil
 }
 
-// readBlock reads, checks and decompresses the block at off in f, and
-// returns it with its length in the file.
+// readBlock reads, checks and decompresses the values of the block at off
+// in f, and returns them with the block's length in the file.
 func (l *Log) readBlock(f *os.File, off uint64) ([]byte, int, error) {
+	h, body, total, err := readBody(f, off)
+	if err != nil {
+		return nil, 0, err
+	}
+	raw, err := l.decode(h, body)
+	if err != nil {
+		return nil, 0, &DamageError{File: f.Name(), Off: off, Detail: err.Error()}
+	}
+	return raw, total, nil
+}
+
+// readBody reads the block at off in f and checks its header and
+// checksum; it returns its header, its body and its length in the file.
+func readBody(f *os.File, off uint64) (header, []byte, int, error) {
 	damaged := func(detail string) error { return &DamageError{File: f.Name(), Off: off, Detail: detail} }
 	buf := make([]byte, headerSize+4096)
 	n, err := f.ReadAt(buf, int64(off))
 	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, 0, fmt.Errorf("segments: %w", err)
+		return header{}, nil, 0, fmt.Errorf("segments: %w", err)
 	}
 	h, bad := parseHeader(buf[:n])
 	if bad != "" {
-		return nil, 0, damaged(bad)
+		return header{}, nil, 0, damaged(bad)
 	}
 	total := headerSize + int(h.clen)
 	if total > n {
@@ -536,31 +601,64 @@ func (l *Log) readBlock(f *os.File, off uint64) ([]byte, int, error) {
 		}
 		m, err := f.ReadAt(buf[n:total], int64(off)+int64(n))
 		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, 0, fmt.Errorf("segments: %w", err)
+			return header{}, nil, 0, fmt.Errorf("segments: %w", err)
 		}
 		n += m
 	}
 	if n > total {
 		n = total
 	}
-	raw, err := l.decode(h, buf[headerSize:n])
-	if err != nil {
-		return nil, 0, damaged(err.Error())
+	body := buf[headerSize:n]
+	if bad := h.checkBody(body); bad != "" {
+		return header{}, nil, 0, damaged(bad)
 	}
-	return raw, total, nil
+	return h, body, total, nil
 }
 
-// decode checks body against h and decompresses it.
-func (l *Log) decode(h header, body []byte) ([]byte, error) {
-	if bad := h.checkBody(body); bad != "" {
-		return nil, errors.New(bad)
+// frames splits the body of a block of format 2 into its values' frame
+// and its redo record's; a block of format 1 is all values.
+func frames(h header, body []byte) (vals, redo []byte, err error) {
+	if h.format == 1 {
+		return body, nil, nil
 	}
-	raw, err := l.dec.DecodeAll(body, make([]byte, 0, h.rlen))
+	if len(body) < 4 {
+		return nil, nil, fmt.Errorf("a body of %d bytes has no room for its first frame's length", len(body))
+	}
+	n := binary.BigEndian.Uint32(body)
+	if uint64(n) > uint64(len(body)-4) {
+		return nil, nil, fmt.Errorf("a first frame of %d bytes in a body of %d", n, len(body))
+	}
+	return body[4 : 4+n], body[4+n:], nil
+}
+
+// decode decompresses the values of a checked block (header h, body).
+func (l *Log) decode(h header, body []byte) ([]byte, error) {
+	vals, _, err := frames(h, body)
+	if err != nil {
+		return nil, err
+	}
+	if len(vals) == 0 && h.rlen == 0 {
+		return nil, nil
+	}
+	raw, err := l.dec.DecodeAll(vals, make([]byte, 0, h.rlen))
 	if err != nil {
 		return nil, fmt.Errorf("decompress: %v", err)
 	}
 	if len(raw) != int(h.rlen) {
 		return nil, fmt.Errorf("raw block of %d bytes, header says %d", len(raw), h.rlen)
+	}
+	return raw, nil
+}
+
+// decodeRedoFrame decompresses the redo record of a checked block.
+func (l *Log) decodeRedoFrame(h header, body []byte) ([]byte, error) {
+	_, redo, err := frames(h, body)
+	if err != nil || len(redo) == 0 {
+		return nil, err
+	}
+	raw, err := l.dec.DecodeAll(redo, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: decompress: %v", ErrRedo, err)
 	}
 	return raw, nil
 }

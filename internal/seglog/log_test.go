@@ -14,11 +14,13 @@ import (
 
 // rig is a Badger database on disk with its segments.
 type rig struct {
-	t   *testing.T
-	dir string
-	db  *badger.DB
-	l   *Log
-	rec Recovered
+	t      *testing.T
+	dir    string
+	db     *badger.DB
+	l      *Log
+	rec    Recovered
+	redone Replayed
+	last   *Block // the block write wrote last
 }
 
 func openRig(t *testing.T, dir string, opts Options) *rig {
@@ -37,6 +39,11 @@ func openRig(t *testing.T, dir string, opts Options) *rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.close)
+	if !opts.ReadOnly {
+		if r.redone, err = r.l.Replay(db); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return r
 }
 
@@ -68,7 +75,7 @@ func (r *rig) write(kv map[string]string) *badger.Txn {
 	r.t.Helper()
 	txn := r.db.NewTransaction(true)
 	for k, v := range kv {
-		if err := r.l.Set(txn, []byte(k), []byte(v)); err != nil {
+		if err := r.l.Txn(txn).SetValue([]byte(k), []byte(v)); err != nil {
 			r.t.Fatal(err)
 		}
 	}
@@ -76,6 +83,7 @@ func (r *rig) write(kv map[string]string) *badger.Txn {
 	if err != nil {
 		r.t.Fatal(err)
 	}
+	r.last = b
 	if b != nil {
 		if err := r.l.Write(b); err != nil {
 			r.t.Fatal(err)
@@ -189,10 +197,10 @@ func TestReadsThroughTheOpenTransaction(t *testing.T) {
 		}
 		return string(v)
 	}
-	if err := r.l.Set(txn, []byte("x"), []byte("first")); err != nil {
+	if err := r.l.Txn(txn).SetValue([]byte("x"), []byte("first")); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.l.Set(txn, []byte("y"), []byte("second")); err != nil {
+	if err := r.l.Txn(txn).SetValue([]byte("y"), []byte("second")); err != nil {
 		t.Fatal(err)
 	}
 	if read("x") != "first" || read("y") != "second" {
@@ -213,45 +221,72 @@ func TestReadsThroughTheOpenTransaction(t *testing.T) {
 	}
 }
 
-// TestOpenRemovesWhatNoCommitPointsAt: a block written for a transaction
-// that never committed (a crash between the two) is removed at the next
-// open, and the next block takes its place.
-func TestOpenRemovesWhatNoCommitPointsAt(t *testing.T) {
+// TestOpenRedoesWholeBlocksPastTheEnd: blocks written and synced whose
+// transactions Badger does not hold (it lost them in a crash: it writes
+// without syncing) are redone at the next open, in order, across files;
+// what a crash tore at the end (a torn block, the zeros written ahead) is
+// cut off, and the next block takes its place.
+func TestOpenRedoesWholeBlocksPastTheEnd(t *testing.T) {
 	dir := t.TempDir()
 	r := openRig(t, dir, Options{MaxFile: 4096})
 	r.commit(values(0, 10))
 	segs := filepath.Join(dir, Dir)
-	before := int64(r.end().Off)
-	// A batch written, then not committed; and another in a new file.
-	for i := range 2 {
-		r.write(values(10+i, 40)).Discard()
+	before := r.end()
+	// Two batches written but not in Badger (the second in a new file),
+	// then a third torn by the crash: half its block reached the disk.
+	lost := []map[string]string{values(10, 40), values(11, 40)}
+	for _, kv := range lost {
+		txn := r.write(kv)
+		if err := txn.Delete([]byte("v/0/0")); err != nil { // not recorded: Badger's own
+			t.Fatal(err)
+		}
+		txn.Discard()
 	}
-	// The process dies: the files keep what was written, and the zeros
-	// written ahead of it.
+	redoneEnd := r.last.end()
+	torn := r.write(values(12, 40))
+	torn.Discard()
+	tornAt, tornLen := r.last.at, len(r.last.data)
 	r.l = nil
 	r.close()
-	written := dirSize(t, segs)
-	if written <= before+zeroChunk {
-		t.Fatalf("nothing written: %d then %d", before, written)
+	p := filepath.Join(segs, fileName(tornAt.File))
+	if err := os.Truncate(p, int64(tornAt.Off)+int64(tornLen)/2); err != nil {
+		t.Fatal(err)
 	}
+
 	r = openRig(t, dir, Options{MaxFile: 4096})
-	if r.rec.Bytes != written-before || r.rec.Files != 1 {
-		t.Errorf("recovered %+v; want %d bytes, one file", r.rec, written-before)
+	if r.rec.Replay != 2 || r.redone.Blocks != 2 || r.redone.Writes != 80 {
+		t.Errorf("recovered %+v, redone %+v; want 2 blocks of 40 writes redone", r.rec, r.redone)
 	}
-	if got := dirSize(t, segs); got != before {
-		t.Errorf("segments hold %d bytes; want %d", got, before)
+	if got := r.end(); got != redoneEnd || got.File == before.File {
+		t.Errorf("end %+v after the redo; want %+v, in the next file", got, redoneEnd)
+	}
+	if st, err := os.Stat(filepath.Join(segs, fileName(redoneEnd.File))); err != nil || st.Size() != int64(redoneEnd.Off) {
+		t.Errorf("the last file after the redo: %v, %v; want %d bytes", st.Size(), err, redoneEnd.Off)
+	}
+	if st, err := os.Stat(p); tornAt.File > redoneEnd.File && err == nil || tornAt.File == redoneEnd.File && st.Size() != int64(tornAt.Off) {
+		t.Errorf("the torn block's file %s is left: %v", p, err)
+	}
+	for _, kv := range append(lost, values(0, 10)) {
+		for k, want := range kv {
+			if got, err := r.get(k); err != nil || got != want {
+				t.Fatalf("%s: %q, %v; want %q", k, got, err, want)
+			}
+		}
+	}
+	if _, err := r.get("v/12/0"); !errors.Is(err, badger.ErrKeyNotFound) {
+		t.Fatalf("a key of the torn block: %v", err)
 	}
 	kv := values(20, 5)
 	r.commit(kv)
 	r.close()
 	r = openRig(t, dir, Options{MaxFile: 4096})
+	if r.rec != (Recovered{}) {
+		t.Errorf("a clean reopen recovered %+v", r.rec)
+	}
 	for k, want := range kv {
 		if got, err := r.get(k); err != nil || got != want {
 			t.Fatalf("%s: %q, %v", k, got, err)
 		}
-	}
-	if _, err := r.get("v/10/0"); !errors.Is(err, badger.ErrKeyNotFound) {
-		t.Fatalf("uncommitted key: %v", err)
 	}
 }
 
@@ -379,7 +414,7 @@ func TestNilLogKeepsValuesInBadger(t *testing.T) {
 	defer db.Close()
 	var l *Log
 	err = db.Update(func(txn *badger.Txn) error {
-		if err := l.Set(txn, []byte("a"), []byte("inline")); err != nil {
+		if err := l.Txn(txn).SetValue([]byte("a"), []byte("inline")); err != nil {
 			return err
 		}
 		if b, err := l.Seal(txn); b != nil || err != nil {
@@ -429,10 +464,10 @@ func dirSize(t *testing.T, dir string) int64 {
 func TestExtraBesideThePointer(t *testing.T) {
 	r := openRig(t, t.TempDir(), Options{})
 	txn := r.db.NewTransaction(true)
-	if err := r.l.SetExtra(txn, []byte("k"), []byte("the value"), []byte("id-1")); err != nil {
+	if err := r.l.Txn(txn).SetValueExtra([]byte("k"), []byte("the value"), []byte("id-1")); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.l.Set(txn, []byte("plain"), []byte("no extra")); err != nil {
+	if err := r.l.Txn(txn).SetValue([]byte("plain"), []byte("no extra")); err != nil {
 		t.Fatal(err)
 	}
 	b, err := r.l.Seal(txn)
@@ -482,7 +517,7 @@ func TestAWriteThatFailsIsCut(t *testing.T) {
 	end := r.end()
 	txn := r.db.NewTransaction(true)
 	for k, v := range values(1, 5) {
-		if err := r.l.Set(txn, []byte(k), []byte(v)); err != nil {
+		if err := r.l.Txn(txn).SetValue([]byte(k), []byte(v)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -512,5 +547,73 @@ func TestAWriteThatFailsIsCut(t *testing.T) {
 		if got, err := r.get(k); err != nil || got != want {
 			t.Fatalf("%s: %q, %v", k, got, err)
 		}
+	}
+}
+
+// TestLargeInlineValueRefused: a value Badger would keep in its value log
+// (which it does not sync) is refused in a recorded transaction, and
+// changes nothing; SetValue keeps it in the block.
+func TestLargeInlineValueRefused(t *testing.T) {
+	r := openRig(t, t.TempDir(), Options{})
+	txn := r.db.NewTransaction(true)
+	defer txn.Discard()
+	big := make([]byte, MaxInline)
+	wt := r.l.Txn(txn)
+	if err := wt.Set([]byte("big"), big); !errors.Is(err, ErrInlineTooLarge) {
+		t.Fatalf("Set of %d bytes: %v", len(big), err)
+	}
+	if _, err := txn.Get([]byte("big")); !errors.Is(err, badger.ErrKeyNotFound) {
+		t.Fatalf("the refused value was set: %v", err)
+	}
+	if len(r.l.ops) != 0 {
+		t.Fatalf("the refused value was recorded: %d bytes", len(r.l.ops))
+	}
+	if err := wt.SetValue([]byte("big"), big); err != nil {
+		t.Fatal(err)
+	}
+	if err := wt.Set([]byte("small"), big[:MaxInline-1]); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRedoKeepsTheLastWriteOfEachKey: a key written several times in one
+// batch is redone once, with its last write.
+func TestRedoKeepsTheLastWriteOfEachKey(t *testing.T) {
+	dir := t.TempDir()
+	r := openRig(t, dir, Options{})
+	txn := r.db.NewTransaction(true)
+	wt := r.l.Txn(txn)
+	for _, w := range []struct{ k, v string }{{"k", "1"}, {"j", "a"}, {"k", "2"}, {"j", ""}, {"k", "3"}, {"i", "z"}} {
+		var err error
+		if w.v == "" {
+			err = wt.Delete([]byte(w.k))
+		} else {
+			err = wt.Set([]byte(w.k), []byte(w.v))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := r.l.Seal(txn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.l.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	txn.Discard() // Badger lost it
+	r.close()
+	r = openRig(t, dir, Options{})
+	if r.redone.Blocks != 1 || r.redone.Writes != 3 {
+		t.Fatalf("redone %+v; want one block of 3 writes", r.redone)
+	}
+	if v, err := r.get("k"); err != nil || v != "3" {
+		t.Errorf("k = %q, %v; want 3", v, err)
+	}
+	if _, err := r.get("j"); !errors.Is(err, badger.ErrKeyNotFound) {
+		t.Errorf("j: %v; want deleted", err)
+	}
+	if v, err := r.get("i"); err != nil || v != "z" {
+		t.Errorf("i = %q, %v; want z", v, err)
 	}
 }

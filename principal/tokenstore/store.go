@@ -11,6 +11,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/wacpd/wacpd/internal/seglog"
 	"github.com/wacpd/wacpd/principal"
 )
 
@@ -19,7 +20,7 @@ var prefix = []byte("a/")
 func key(h [32]byte) []byte { return append([]byte("a/"), hex.EncodeToString(h[:])...) }
 
 // Put stores the token hashed h as p's.
-func Put(txn *badger.Txn, h [32]byte, p principal.Principal) error {
+func Put(txn *seglog.Txn, h [32]byte, p principal.Principal) error {
 	b, err := json.Marshal(p)
 	if err != nil {
 		return err
@@ -28,7 +29,7 @@ func Put(txn *badger.Txn, h [32]byte, p principal.Principal) error {
 }
 
 // Delete deletes the token records hashed hs.
-func Delete(txn *badger.Txn, hs ...[32]byte) error {
+func Delete(txn *seglog.Txn, hs ...[32]byte) error {
 	for _, h := range hs {
 		if err := txn.Delete(key(h)); err != nil {
 			return err

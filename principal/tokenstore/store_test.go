@@ -7,6 +7,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/wacpd/wacpd/internal/seglog"
 	"github.com/wacpd/wacpd/principal"
 	"github.com/wacpd/wacpd/principal/tokenstore"
 )
@@ -35,10 +36,10 @@ func TestTokens(t *testing.T) {
 	agent := sha256.Sum256([]byte("agent token"))
 	user := sha256.Sum256([]byte("user token"))
 	err = db.Update(func(txn *badger.Txn) error {
-		if err := tokenstore.Put(txn, agent, principal.Principal{Kind: principal.KindAgent, Workspace: "w1"}); err != nil {
+		if err := tokenstore.Put(seglog.Direct(txn), agent, principal.Principal{Kind: principal.KindAgent, Workspace: "w1"}); err != nil {
 			return err
 		}
-		return tokenstore.Put(txn, user, principal.Principal{Kind: principal.KindUser, Name: "ada"})
+		return tokenstore.Put(seglog.Direct(txn), user, principal.Principal{Kind: principal.KindUser, Name: "ada"})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +48,7 @@ func TestTokens(t *testing.T) {
 	if len(got) != 2 || got[agent].String() != "agent:w1" || got[user].String() != "user:ada" {
 		t.Fatalf("records = %v", got)
 	}
-	if err := db.Update(func(txn *badger.Txn) error { return tokenstore.Delete(txn, agent) }); err != nil {
+	if err := db.Update(func(txn *badger.Txn) error { return tokenstore.Delete(seglog.Direct(txn), agent) }); err != nil {
 		t.Fatal(err)
 	}
 	if got := all(t, db); len(got) != 1 || got[user].Name != "ada" {

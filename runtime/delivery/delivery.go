@@ -25,11 +25,10 @@ import (
 	"errors"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/wacpd/wacpd/clock"
 	"github.com/wacpd/wacpd/envelope"
 	"github.com/wacpd/wacpd/envelope/envstore"
+	"github.com/wacpd/wacpd/internal/seglog"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/workspace"
@@ -52,7 +51,7 @@ var ErrNotAddressed = errors.New("delivery: no such envelope was sent to the wor
 // Txn; Step is called before each one.
 type Tx interface {
 	// Txn is the Badger transaction of the commit.
-	Txn() *badger.Txn
+	Txn() *seglog.Txn
 	// Step is called before each write: the engine counts the writes an
 	// operation started (and tests inject failures there).
 	Step(name string) error
@@ -183,7 +182,7 @@ func UndeliverQueued(t Tx, ws string) error {
 // agent under a lease of attempt × base, and returns it with its Delivery
 // set; nil when every envelope is leased or the inbox is empty.
 func Lease(t Tx, ws string, base time.Duration) (*envelope.Envelope, error) {
-	en, ok, err := envstore.FirstUnleased(t.Txn(), ws)
+	en, ok, err := envstore.FirstUnleased(t.Txn().Txn, ws)
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -224,7 +223,7 @@ func Ack(t Tx, ws, id string) (removed bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	en, ok, err := envstore.Lookup(t.Txn(), env)
+	en, ok, err := envstore.Lookup(t.Txn().Txn, env)
 	if err != nil || !ok {
 		return false, err
 	}
@@ -234,7 +233,7 @@ func Ack(t Tx, ws, id string) (removed bool, err error) {
 // AckLeased acknowledges every envelope leased to the agent of ws and
 // returns their ids.
 func AckLeased(t Tx, ws string) ([]string, error) {
-	leased, err := envstore.Leased(t.Txn(), ws)
+	leased, err := envstore.Leased(t.Txn().Txn, ws)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/wacpd/wacpd/internal/seglog"
 	"github.com/wacpd/wacpd/signal"
 )
 
@@ -17,7 +18,7 @@ var prefix = []byte("o/")
 func key(id string) []byte { return append([]byte("o/"), id...) }
 
 // Put writes item.
-func Put(txn *badger.Txn, item signal.OutboxItem) error {
+func Put(txn *seglog.Txn, item signal.OutboxItem) error {
 	b, err := json.Marshal(item)
 	if err != nil {
 		return fmt.Errorf("encode outbox item %s: %w", item.ID, err)
@@ -26,7 +27,7 @@ func Put(txn *badger.Txn, item signal.OutboxItem) error {
 }
 
 // Delete removes the item of signal id.
-func Delete(txn *badger.Txn, id string) error { return txn.Delete(key(id)) }
+func Delete(txn *seglog.Txn, id string) error { return txn.Delete(key(id)) }
 
 // After returns up to limit items (all when limit <= 0) of signals emitted
 // after signal after ("" = from the start), in emission order. A reader that

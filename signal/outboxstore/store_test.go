@@ -6,6 +6,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/wacpd/wacpd/internal/seglog"
 	"github.com/wacpd/wacpd/signal"
 	"github.com/wacpd/wacpd/signal/outboxstore"
 )
@@ -21,7 +22,7 @@ func TestOutbox(t *testing.T) {
 	err = db.Update(func(txn *badger.Txn) error {
 		for _, id := range []string{"03", "01", "04", "02"} { // written out of order
 			it := signal.OutboxItem{ID: id, Subject: "wacp.v1.sig.r.w." + id, Signal: signal.Signal{ID: id, From: "w"}}
-			if err := outboxstore.Put(txn, it); err != nil {
+			if err := outboxstore.Put(seglog.Direct(txn), it); err != nil {
 				return err
 			}
 		}
@@ -54,7 +55,7 @@ func TestOutbox(t *testing.T) {
 	if ids, _ := read("02", 1); !slices.Equal(ids, []string{"03"}) {
 		t.Fatalf("after 02, limit 1 = %v", ids)
 	}
-	if err := db.Update(func(txn *badger.Txn) error { return outboxstore.Delete(txn, "01") }); err != nil {
+	if err := db.Update(func(txn *badger.Txn) error { return outboxstore.Delete(seglog.Direct(txn), "01") }); err != nil {
 		t.Fatal(err)
 	}
 	if ids, n := read("", 0); !slices.Equal(ids, []string{"02", "03", "04"}) || n != 3 {

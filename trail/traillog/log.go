@@ -149,7 +149,7 @@ func (l *Log) LocalLen(ws string) uint64 {
 type Batch struct {
 	log     *Log
 	parent  *Batch // the batch this one continues, until Detach
-	txn     *badger.Txn
+	txn     *seglog.Txn
 	global  trail.Head
 	local   map[string]trail.Head // heads touched by this batch
 	rng     *compact.Range        // the Merkle tree including this batch's entries
@@ -157,7 +157,7 @@ type Batch struct {
 }
 
 // NewBatch starts a batch writing into txn.
-func (l *Log) NewBatch(txn *badger.Txn) *Batch {
+func (l *Log) NewBatch(txn *seglog.Txn) *Batch {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return &Batch{log: l, txn: txn, global: l.global, local: make(map[string]trail.Head), rng: cloneRange(l.rng)}
@@ -167,7 +167,7 @@ func (l *Log) NewBatch(txn *badger.Txn) *Batch {
 // transaction has been submitted but may not have committed yet: its
 // entries follow prev's. Commit prev before this batch; if prev fails,
 // drop this batch too.
-func (l *Log) NewBatchAfter(prev *Batch, txn *badger.Txn) *Batch {
+func (l *Log) NewBatchAfter(prev *Batch, txn *seglog.Txn) *Batch {
 	return &Batch{log: l, parent: prev, txn: txn, global: prev.global, local: make(map[string]trail.Head), rng: cloneRange(prev.rng)}
 }
 
@@ -231,7 +231,7 @@ func (b *Batch) Append(ev Event) (trail.Entry, error) {
 	// Beside the pointer, the entry hash and the id: the Merkle tree's low
 	// nodes and the search by id read them without the segments.
 	extra := append(append(make([]byte, 0, len(leaf)+len(e.ID)), leaf...), e.ID...)
-	if err := b.log.seg.SetExtra(b.txn, globalKey(seq), val, extra); err != nil {
+	if err := b.txn.SetValueExtra(globalKey(seq), val, extra); err != nil {
 		return trail.Entry{}, fmt.Errorf("append %s: %w", ev.Type, err)
 	}
 	b.global = trail.Head{Seq: seq, Hash: e.Integrity.EntryHash, ID: e.ID, Timestamp: e.Timestamp}

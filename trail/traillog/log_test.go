@@ -237,7 +237,7 @@ func checkRejected(t *testing.T, tests []rejectCase) {
 		t.Run(tt.name, func(t *testing.T) {
 			ev := tt.ev(tl)
 			txn := tl.db.NewTransaction(true)
-			b := tl.log.NewBatch(txn)
+			b := tl.log.NewBatch(tl.seg.Txn(txn))
 			got, err := b.Append(ev)
 			if !errors.Is(err, tt.wantErr) {
 				t.Errorf("Append(%+v) = %v, want %v", ev, err, tt.wantErr)
@@ -354,7 +354,7 @@ func TestTrail_RejectsOutOfOrder(t *testing.T) {
 		first, second := tl.wsEv("ws-a"), tl.wsEv("ws-b")
 		txn := tl.db.NewTransaction(true)
 		defer txn.Discard()
-		b := tl.log.NewBatch(txn)
+		b := tl.log.NewBatch(tl.seg.Txn(txn))
 		if _, err := b.Append(second); err != nil {
 			t.Fatalf("Append(second): %v", err)
 		}
@@ -385,7 +385,7 @@ func TestTrail_RejectedAppendInCommittedTxn(t *testing.T) {
 
 	txn := tl.db.NewTransaction(true)
 	defer txn.Discard()
-	b := tl.log.NewBatch(txn)
+	b := tl.log.NewBatch(tl.seg.Txn(txn))
 	if _, err := b.Append(good1); err != nil {
 		t.Fatalf("Append(good1): %v", err)
 	}
@@ -414,7 +414,7 @@ func TestTrail_DiscardedBatchChangesNothing(t *testing.T) {
 	lastID, lastTS := tl.log.Last()
 
 	txn := tl.db.NewTransaction(true)
-	b := tl.log.NewBatch(txn)
+	b := tl.log.NewBatch(tl.seg.Txn(txn))
 	for _, ev := range []Event{tl.wsEv("ws-a"), tl.wsEv("ws-c"), tl.sysEv()} {
 		if _, err := b.Append(ev); err != nil {
 			t.Fatalf("Append: %v", err)

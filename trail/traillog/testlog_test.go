@@ -160,7 +160,7 @@ func (tl *testLog) append(evs ...Event) []trail.Entry {
 	tl.t.Helper()
 	txn := tl.db.NewTransaction(true)
 	defer txn.Discard()
-	b := tl.log.NewBatch(txn)
+	b := tl.log.NewBatch(tl.seg.Txn(txn))
 	for _, ev := range evs {
 		if _, err := b.Append(ev); err != nil {
 			tl.t.Fatalf("Append(%s %s in %q): %v", ev.ID, ev.Type, ev.Workspace, err)

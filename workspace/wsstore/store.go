@@ -8,6 +8,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/wacpd/wacpd/internal/seglog"
 	"github.com/wacpd/wacpd/workspace"
 )
 
@@ -17,7 +18,7 @@ var prefix = []byte("w/")
 func key(id string) []byte { return append([]byte("w/"), id...) }
 
 // Put writes w's record into txn.
-func Put(txn *badger.Txn, w *workspace.Workspace) error {
+func Put(txn *seglog.Txn, w *workspace.Workspace) error {
 	b, err := json.Marshal(w)
 	if err != nil {
 		return fmt.Errorf("encode workspace %s: %w", w.ID, err)

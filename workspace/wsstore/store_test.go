@@ -9,6 +9,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/wacpd/wacpd/internal/fixture"
+	"github.com/wacpd/wacpd/internal/seglog"
 	"github.com/wacpd/wacpd/workspace"
 	"github.com/wacpd/wacpd/workspace/wsstore"
 )
@@ -60,7 +61,7 @@ func TestPutLoadAll_RoundTrip(t *testing.T) {
 	}
 	err := db.Update(func(txn *badger.Txn) error {
 		for _, w := range want {
-			if err := wsstore.Put(txn, w); err != nil {
+			if err := wsstore.Put(seglog.Direct(txn), w); err != nil {
 				return err
 			}
 		}
@@ -105,7 +106,7 @@ func TestPutLoadAll_RoundTrip(t *testing.T) {
 	next := want["01MIN"].Clone()
 	next.State = workspace.Active
 	next.UpdatedAt = "2026-11-21T23:00:00.000000000Z"
-	if err := db.Update(func(txn *badger.Txn) error { return wsstore.Put(txn, next) }); err != nil {
+	if err := db.Update(func(txn *badger.Txn) error { return wsstore.Put(seglog.Direct(txn), next) }); err != nil {
 		t.Fatal(err)
 	}
 	want["01MIN"] = next
@@ -132,7 +133,7 @@ func TestPut_Format(t *testing.T) {
 	db := openBadger(t, t.TempDir())
 	defer db.Close()
 	w := workspace.Root("01ROOT", "operator", now)
-	if err := db.Update(func(txn *badger.Txn) error { return wsstore.Put(txn, w) }); err != nil {
+	if err := db.Update(func(txn *badger.Txn) error { return wsstore.Put(seglog.Direct(txn), w) }); err != nil {
 		t.Fatal(err)
 	}
 	var raw map[string]any
