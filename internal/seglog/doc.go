@@ -20,7 +20,8 @@
 //	body   clen bytes:
 //	  vlen   length of the values' frame  4 bytes, big-endian
 //	  the raw values, zstd-compressed (vlen bytes; none without values)
-//	  the redo record, zstd-compressed (the rest; none if it is empty)
+//	  the redo record, S2-compressed, block format (the rest; none if
+//	  it is empty)
 //
 // The raw values are the batch's values, one after another, with nothing
 // between them. The redo record is the batch's writes to Badger, the last

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/klauspost/compress/s2"
 )
 
 // FuzzDecodePtr: a pointer decodes only from 20 bytes or more naming a file
@@ -37,9 +39,10 @@ func FuzzDecodePtr(f *testing.F) {
 	})
 }
 
-// FuzzSegmentFile: whatever a segment file holds, Verify and a read of
-// its first block return the blocks it holds or a *DamageError, never a
-// panic; a file of valid blocks verifies.
+// FuzzSegmentFile: whatever a segment file holds, Verify, a read of its
+// first block and of its redo record return what it holds, a *DamageError
+// or an error wrapping ErrRedo, never a panic; a file of valid blocks
+// verifies.
 func FuzzSegmentFile(f *testing.F) {
 	dir := f.TempDir()
 	l, _, err := Open(dir, Pos{}, Options{})
@@ -49,7 +52,7 @@ func FuzzSegmentFile(f *testing.F) {
 	defer l.Close()
 	vals := l.enc.EncodeAll([]byte(`{"a":1}{"b":2}`), nil)
 	body := append(binary.BigEndian.AppendUint32(nil, uint32(len(vals))), vals...)
-	body = l.enc.EncodeAll([]byte{opDelete, 0, 1, 'k', 0}, body)
+	body = append(body, s2.Encode(nil, []byte{opDelete, 0, 1, 'k', 0})...)
 	good := append(appendHeader(nil, body, 14), body...)
 	f.Add(good)
 	f.Add(append(bytes.Clone(good), good...))
@@ -75,6 +78,23 @@ func FuzzSegmentFile(f *testing.F) {
 		}
 		_, err = r.Get(Ptr{File: 1, Off: 0, Rec: 0, Len: 1})
 		if err != nil && !errors.As(err, &de) {
+			t.Fatalf("untyped read error %v", err)
+		}
+		// The redo record, as Replay reads it.
+		f, err := os.Open(filepath.Join(d, fileName(1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if h, body, _, err := readBody(f, 0); err == nil {
+			redo, err := r.decodeRedoFrame(h, body)
+			if err == nil {
+				err = decodeRedo(redo, func(op, meta byte, key, value []byte) error { return nil })
+			}
+			if err != nil && !errors.Is(err, ErrRedo) {
+				t.Fatalf("untyped redo error %v", err)
+			}
+		} else if !errors.As(err, &de) {
 			t.Fatalf("untyped read error %v", err)
 		}
 	})
