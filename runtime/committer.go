@@ -396,6 +396,14 @@ func (c *committer) submit(b *openBatch) {
 			f.done <- fmt.Errorf("%w: %v", ErrStorage, serr)
 			return
 		}
+		if e.cfg.failAt != nil {
+			// Test seam: Badger's commit fails after the block is durable.
+			if err := e.cfg.failAt("badger"); err != nil {
+				b.txn.Discard()
+				f.done <- fmt.Errorf("%w: %v", ErrStorage, err)
+				return
+			}
+		}
 		commit()
 	}()
 }

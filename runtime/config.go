@@ -54,7 +54,7 @@ type Config struct {
 	// databases have no value log.
 	GCInterval time.Duration
 	// MarkInterval is the period of the running trail check (mark.go),
-	// which keeps the check at start short; zero means 10 seconds,
+	// which keeps the check at start short; zero means 2 seconds,
 	// negative turns it off.
 	MarkInterval time.Duration
 	// DeliveryLease is the base lease of an envelope handed out by

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -120,6 +121,49 @@ func TestDegradedModeReloadsAWriteThatLanded(t *testing.T) {
 	}
 	if _, err := e.CreateCheckpoint(ctx, w.ID, cpReq(&head.ID, "final")); err != nil {
 		t.Fatal(err)
+	}
+	verify(t, e)
+}
+
+// TestDegradedModeRedoesAWrittenBlock: a batch whose segment block was
+// written and synced, and whose Badger commit then failed, is durable all
+// the same (a start would redo the block): degraded mode redoes it before
+// it reloads, so the operation answered unavailable took effect, in the
+// running engine as after a restart.
+func TestDegradedModeRedoesAWrittenBlock(t *testing.T) {
+	var once atomic.Bool
+	dir := t.TempDir()
+	e := openEngineAt(t, dir, func(c *Config) {
+		c.failAt = func(step string) error {
+			if step == "badger" && once.CompareAndSwap(true, false) {
+				return errors.New("injected: badger's commit failed")
+			}
+			return nil
+		}
+	})
+	w := newWorker(t, e)
+	c1 := checkpoint(t, e, w.ID, nil, "provisional")
+	once.Store(true)
+	if _, err := e.CreateCheckpoint(ctx, w.ID, cpReq(&c1.ID, "provisional")); Code(err) != wire.CodeUnavailable {
+		t.Fatalf("checkpoint whose commit failed: %v, want unavailable", err)
+	}
+	waitAdmitting(t, e)
+	list := listCheckpoints(t, e, w.ID)
+	if len(list) != 2 || list[1].ParentID() != c1.ID {
+		t.Fatalf("after the redo: %d checkpoints, want the one whose block was written, after %s", len(list), c1.ID)
+	}
+	c3, err := e.CreateCheckpoint(ctx, w.ID, cpReq(&list[1].ID, "final"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	verify(t, e)
+	trailLen := e.Trail().Len()
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = openEngineAt(t, dir)
+	if got := checkpointIDs(listCheckpoints(t, e, w.ID)); !slices.Equal(got, []string{c1.ID, list[1].ID, c3.ID}) || e.Trail().Len() != trailLen {
+		t.Fatalf("after a restart: %v and %d entries; want %v and %d", got, e.Trail().Len(), []string{c1.ID, list[1].ID, c3.ID}, trailLen)
 	}
 	verify(t, e)
 }

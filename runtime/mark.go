@@ -16,7 +16,7 @@ import (
 
 // defaultMarkInterval is the running check's period when
 // Config.MarkInterval is zero.
-const defaultMarkInterval = 10 * time.Second
+const defaultMarkInterval = 2 * time.Second
 
 // runMarks runs the running check until the engine stops. Started by
 // open, waited for by Close.
