@@ -54,7 +54,7 @@ func snapshot(t *testing.T, e *Engine, ws string) state {
 }
 
 // TestCrashConsistencyEveryStep interrupts a checkpoint commit at each of
-// its steps in turn. Each time, nothing of it exists afterwards, on disk or
+// its steps up to its segment block's write, in turn. Each time, nothing of it exists afterwards, on disk or
 // in memory: same objects, chain, trail and outbox, a verifying trail, and
 // the same request then succeeds on the same parent. Reopening the data dir
 // shows the same.
@@ -74,6 +74,11 @@ func TestCrashConsistencyEveryStep(t *testing.T) {
 	}
 
 	for i, step := range steps {
+		if step == "badger" {
+			// Past the block's write the batch is durable (a start, or
+			// degraded mode, redoes it): TestDegradedModeRedoesAWrittenBlock.
+			continue
+		}
 		t.Run(fmt.Sprintf("%02d_%s", i, step), func(t *testing.T) {
 			dir := t.TempDir()
 			e, err := Open(Config{DataDir: dir})
