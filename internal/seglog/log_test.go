@@ -79,6 +79,14 @@ func (r *rig) write(kv map[string]string) *badger.Txn {
 			r.t.Fatal(err)
 		}
 	}
+	r.seal(txn)
+	return txn
+}
+
+// seal seals the block of txn's batch and writes it (r.last), and does not
+// commit txn.
+func (r *rig) seal(txn *badger.Txn) {
+	r.t.Helper()
 	b, err := r.l.Seal(txn)
 	if err != nil {
 		r.t.Fatal(err)
@@ -89,7 +97,6 @@ func (r *rig) write(kv map[string]string) *badger.Txn {
 			r.t.Fatal(err)
 		}
 	}
-	return txn
 }
 
 // end returns the segments' end as the database records it.
@@ -470,19 +477,13 @@ func TestExtraBesideThePointer(t *testing.T) {
 	if err := r.l.Txn(txn).SetValue([]byte("plain"), []byte("no extra")); err != nil {
 		t.Fatal(err)
 	}
-	b, err := r.l.Seal(txn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.l.Write(b); err != nil {
-		t.Fatal(err)
-	}
+	r.seal(txn)
 	if err := txn.Commit(); err != nil {
 		t.Fatal(err)
 	}
 	r.l.Close()
 	r.l = nil // no segments: Extra needs none
-	err = r.db.View(func(txn *badger.Txn) error {
+	err := r.db.View(func(txn *badger.Txn) error {
 		item, err := txn.Get([]byte("k"))
 		if err != nil {
 			return err
@@ -594,13 +595,7 @@ func TestRedoKeepsTheLastWriteOfEachKey(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	b, err := r.l.Seal(txn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.l.Write(b); err != nil {
-		t.Fatal(err)
-	}
+	r.seal(txn)
 	txn.Discard() // Badger lost it
 	r.close()
 	r = openRig(t, dir, Options{})
