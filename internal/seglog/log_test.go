@@ -14,7 +14,7 @@ import (
 
 // rig is a Badger database on disk with its segments.
 type rig struct {
-	t      *testing.T
+	t      testing.TB
 	dir    string
 	db     *badger.DB
 	l      *Log
@@ -23,7 +23,7 @@ type rig struct {
 	last   *Block // the block write wrote last
 }
 
-func openRig(t *testing.T, dir string, opts Options) *rig {
+func openRig(t testing.TB, dir string, opts Options) *rig {
 	t.Helper()
 	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil).WithSyncWrites(true))
 	if err != nil {
