@@ -358,19 +358,21 @@ func (c *committer) submit(b *openBatch) {
 	c.spare = e.db.NewTransaction(true)
 	f := &flight{b: b, done: make(chan error, 1)}
 	c.inflight = f
+	// commit runs on a goroutine of the batch's own and waits for Badger's
+	// write (Commit, not CommitWith, whose callback is one more goroutine
+	// on the way to the answer).
 	commit := func() {
-		b.txn.CommitWith(func(cerr error) {
-			if seam := e.cfg.written; seam != nil {
-				if serr := seam(); serr != nil && cerr == nil {
-					cerr = serr
-				}
+		cerr := b.txn.Commit()
+		if seam := e.cfg.written; seam != nil {
+			if serr := seam(); serr != nil && cerr == nil {
+				cerr = serr
 			}
-			if cerr != nil {
-				e.lg.Error("commit failed", "err", cerr)
-				cerr = fmt.Errorf("%w: %v", ErrStorage, cerr)
-			}
-			f.done <- cerr
-		})
+		}
+		if cerr != nil {
+			e.lg.Error("commit failed", "err", cerr)
+			cerr = fmt.Errorf("%w: %v", ErrStorage, cerr)
+		}
+		f.done <- cerr
 	}
 	// The batch's block (its trail entries, its objects, and the redo
 	// record of all it writes to Badger) is written and synced before the
@@ -380,7 +382,7 @@ func (c *committer) submit(b *openBatch) {
 	// commits it lost (seglog.Replay).
 	blk, serr := e.seg.Seal(b.txn)
 	if blk == nil && serr == nil {
-		commit()
+		go commit()
 		return
 	}
 	go func() {
