@@ -360,21 +360,19 @@ func openSegments(cfg Config, db *badger.DB) (*seglog.Log, error) {
 		return nil, fmt.Errorf("%w: the segments' end (%s): %v", ErrTrailCorrupt, seglog.KeyEnd, err)
 	}
 	seg, rec, err := seglog.Open(filepath.Join(cfg.DataDir, seglog.Dir), end, seglog.Options{})
-	if errors.Is(err, seglog.ErrDamaged) {
-		return nil, fmt.Errorf("%w: %v; the data dir is left as it is: restore it from a backup (docs/operations.md)", ErrTrailCorrupt, err)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("open segments: %w", err)
-	}
-	if rec.Bytes > 0 {
-		cfg.Logger.Info("removed segment bytes no whole block holds (torn by a crash, or written ahead)", "bytes", rec.Bytes, "files", rec.Files)
-	}
-	redone, err := seg.Replay(db)
-	if err != nil {
-		seg.Close()
-		if errors.Is(err, seglog.ErrDamaged) {
-			return nil, fmt.Errorf("%w: %v; the data dir is left as it is: restore it from a backup (docs/operations.md)", ErrTrailCorrupt, err)
+	var redone seglog.Replayed
+	if err == nil {
+		if rec.Bytes > 0 {
+			cfg.Logger.Info("removed segment bytes no whole block holds (torn by a crash, or written ahead)", "bytes", rec.Bytes, "files", rec.Files)
 		}
+		if redone, err = seg.Replay(db); err != nil {
+			seg.Close()
+		}
+	}
+	switch {
+	case errors.Is(err, seglog.ErrDamaged):
+		return nil, fmt.Errorf("%w: %v; the data dir is left as it is: restore it from a backup (docs/operations.md)", ErrTrailCorrupt, err)
+	case err != nil:
 		return nil, fmt.Errorf("open segments: %w", err)
 	}
 	if redone.Blocks > 0 {

@@ -3,7 +3,6 @@ package seglog
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -51,36 +50,24 @@ func scanTail(dir string, end Pos, nums []uint32) (tail []Pos, stop Pos, err err
 }
 
 // wholeBlocks calls fn with the offset of each whole block of format 2 in
-// f from off on, and returns where the last ends and whether f ends
-// there.
+// f from off on (readBody checks each), and returns where the last ends and
+// whether f ends there.
 func wholeBlocks(f *os.File, off uint64, fn func(uint64)) (next uint64, eof bool, err error) {
 	st, err := f.Stat()
 	if err != nil {
 		return off, false, fmt.Errorf("segments: %w", err)
 	}
-	size := uint64(st.Size())
-	var hdr [headerSize]byte
-	var body []byte
-	for off < size {
-		if size-off < headerSize {
+	for size := uint64(st.Size()); off < size; {
+		h, _, total, err := readBody(f, off)
+		var de *DamageError
+		switch {
+		case errors.As(err, &de) || err == nil && h.format != 2:
 			return off, false, nil
-		}
-		if _, err := f.ReadAt(hdr[:], int64(off)); err != nil {
-			return off, false, fmt.Errorf("segments: %w", err)
-		}
-		h, bad := parseHeader(hdr[:])
-		if bad != "" || h.format != 2 || size-off-headerSize < uint64(h.clen) {
-			return off, false, nil
-		}
-		body = slices.Grow(body[:0], int(h.clen))[:h.clen]
-		if _, err := f.ReadAt(body, int64(off+headerSize)); err != nil && !errors.Is(err, io.EOF) {
-			return off, false, fmt.Errorf("segments: %w", err)
-		}
-		if h.checkBody(body) != "" {
-			return off, false, nil
+		case err != nil:
+			return off, false, err
 		}
 		fn(off)
-		off += headerSize + uint64(h.clen)
+		off += uint64(total)
 	}
 	return off, true, nil
 }
@@ -107,21 +94,24 @@ func (l *Log) Replay(db *badger.DB) (Replayed, error) {
 	if l == nil {
 		return r, nil
 	}
-	var end Pos
-	if err := db.View(func(txn *badger.Txn) (err error) { end, err = ReadEnd(txn); return err }); err != nil {
-		return r, fmt.Errorf("segments: the end: %w", err)
-	}
-	nums, err := list(l.dir)
-	if err != nil {
-		return r, fmt.Errorf("segments: %w", err)
-	}
-	tail, _, err := scanTail(l.dir, end, nums)
-	if err != nil {
-		return r, err
-	}
 	l.mu.Lock()
-	durable := l.durable
+	tail, durable := l.tail, l.durable
 	l.mu.Unlock()
+	if tail == nil {
+		// Open's tail was redone: what lies past the end now is blocks
+		// written since whose commits failed.
+		var end Pos
+		if err := db.View(func(txn *badger.Txn) (err error) { end, err = ReadEnd(txn); return err }); err != nil {
+			return r, fmt.Errorf("segments: the end: %w", err)
+		}
+		nums, err := list(l.dir)
+		if err != nil {
+			return r, fmt.Errorf("segments: %w", err)
+		}
+		if tail, _, err = scanTail(l.dir, end, nums); err != nil {
+			return r, err
+		}
+	}
 	for _, at := range tail {
 		if at.File > durable.File || at.File == durable.File && at.Off >= durable.Off {
 			break // not this Log's: zeros ahead, or a block being written
@@ -168,7 +158,7 @@ func (l *Log) Replay(db *badger.DB) (Replayed, error) {
 		}
 	}
 	l.mu.Lock()
-	l.unplayed = false
+	l.tail = nil
 	l.mu.Unlock()
 	return r, nil
 }
