@@ -22,12 +22,19 @@ type Fingerprint struct {
 // Fingerprint returns the store's version and trail length, and with
 // digest the digests of its content (integrity.Digest): State, and All too
 // when withTrail.
+//
+// The version is a read transaction's timestamp, which Badger's oracle gives
+// under its lock once every commit before it is done: DB.MaxVersion reads
+// the memtable's highest version without the lock Badger's writer updates
+// it under (a data race with any write in flight, such as the running
+// check's mark).
 func (e *Engine) Fingerprint(digest, withTrail bool) (Fingerprint, error) {
-	f := Fingerprint{Version: e.db.MaxVersion(), TrailLen: e.log.Len()}
-	if !digest {
-		return f, nil
-	}
+	f := Fingerprint{TrailLen: e.log.Len()}
 	err := e.db.View(func(txn *badger.Txn) error {
+		f.Version = txn.ReadTs()
+		if !digest {
+			return nil
+		}
 		var err error
 		f.All, f.State, err = integrity.Digest(txn, withTrail)
 		return err
