@@ -194,8 +194,11 @@ func (l *Log) decode(h header, body []byte) ([]byte, error) {
 // decodeRedoFrame decompresses the redo record of a checked block.
 func (l *Log) decodeRedoFrame(h header, body []byte) ([]byte, error) {
 	_, redo, err := frames(h, body)
-	if err != nil || len(redo) == 0 {
-		return nil, err
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrRedo, err)
+	}
+	if len(redo) == 0 {
+		return nil, nil
 	}
 	n, err := s2.DecodedLen(redo)
 	if err == nil && n > maxBlock {
