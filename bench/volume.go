@@ -72,8 +72,9 @@ const maxGroupBytes = 4 << 20
 // waiting (at least one), writes shape.Puts values of shape.Value bytes
 // for each in one transaction, and hands the transaction to Badger without
 // waiting for it, so the next group is built while one is written; each
-// group's requests are answered once its write is done (with a segment
-// file, its sync is the group's only one).
+// group's requests are answered once its write is done. With a segment
+// file, its sync is the group's only one and makes the group durable: its
+// requests are answered then, before Badger's commit, as the daemon's.
 func (s *boundServer) commitGroups(db *badger.DB, shape Shape, answer func(boundReq)) {
 	var seq uint64
 	for {
@@ -130,6 +131,18 @@ func (s *boundServer) commitGroups(db *badger.DB, shape Shape, answer func(bound
 		if err != nil {
 			txn.Discard()
 			finish(err)
+			continue
+		}
+		if s.seg != nil {
+			// As the daemon's: the segment's sync made the group
+			// durable, and its requests are answered before Badger's
+			// commit, which then runs unsynced.
+			finish(nil)
+			txn.CommitWith(func(err error) {
+				if err != nil {
+					s.fail(err)
+				}
+			})
 			continue
 		}
 		txn.CommitWith(finish)

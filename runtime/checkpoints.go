@@ -213,6 +213,9 @@ func exceeds(agent, runtime, abs, ratio float64) bool {
 // object's hash is verified on read.
 func (e *Engine) GetCheckpoint(ctx context.Context, actor, id string) (checkpointchain.Checkpoint, error) {
 	var cp checkpointchain.Checkpoint
+	if err := e.settle(ctx); err != nil {
+		return cp, err
+	}
 	err := e.db.View(func(txn *badger.Txn) error {
 		var err error
 		cp, err = chainstore.Get(txn, e.seg, id)
@@ -237,6 +240,9 @@ func (e *Engine) ListCheckpoints(ctx context.Context, actor, ws, after string, l
 	}
 	if limit <= 0 || limit > 1000 {
 		limit = 1000
+	}
+	if err := e.settle(ctx); err != nil {
+		return nil, err
 	}
 	var out []checkpointchain.Checkpoint
 	err := e.db.View(func(txn *badger.Txn) error {
@@ -279,6 +285,9 @@ func (e *Engine) Head(ctx context.Context, actor, ws string, final bool) (checkp
 		return checkpointchain.Checkpoint{}, Refuse(wire.CodeNotFound, "workspace %s has no checkpoints", ws)
 	}
 	var cp checkpointchain.Checkpoint
+	if err := e.settle(ctx); err != nil {
+		return cp, err
+	}
 	err := e.db.View(func(txn *badger.Txn) error {
 		var err error
 		cp, err = chainstore.Get(txn, e.seg, id)

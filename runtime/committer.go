@@ -53,10 +53,31 @@ type openBatch struct {
 	poisoned error // set when an operation failed after writing
 }
 
-// flight is a batch whose transaction has been submitted.
+// flight is a batch whose transaction has been submitted. Its goroutine
+// sends once on durable (its block is written and synced, or that failed),
+// then once on done (Badger's commit's result, or the block's error again).
 type flight struct {
-	b    *openBatch
-	done chan error // receives the commit's result once
+	b        *openBatch
+	durable  chan error
+	done     chan error
+	seen     bool // durable was received
+	answered bool // its callers were answered when its block was durable
+}
+
+// durableC is the channel of f's next event when it is its block's.
+func (f *flight) durableC() <-chan error {
+	if f == nil || f.seen {
+		return nil
+	}
+	return f.durable
+}
+
+// doneC is the channel of f's next event when it is Badger's commit's.
+func (f *flight) doneC() <-chan error {
+	if f == nil || !f.seen {
+		return nil
+	}
+	return f.done
 }
 
 // run executes fn on the committer goroutine, with e.mu held and a batch
@@ -93,14 +114,13 @@ func (e *Engine) loop() {
 		r := c.carry
 		c.carry = nil
 		if r == nil {
-			var done chan error
-			if c.inflight != nil {
-				done = c.inflight.done
-			}
 			select {
 			case r = <-e.queue.C:
 				e.receivedOps.Add(1)
-			case err := <-done:
+			case err := <-c.inflight.durableC():
+				c.durable(err)
+				continue
+			case err := <-c.inflight.doneC():
 				c.land(err)
 				continue
 			case <-e.ackKick:
@@ -140,9 +160,7 @@ func (e *Engine) loop() {
 
 // drain finishes the batch in flight when the committer stops.
 func (c *committer) drain() {
-	if c.inflight != nil {
-		c.land(<-c.inflight.done)
-	}
+	c.landInflight()
 	if c.spare != nil {
 		c.spare.Discard()
 		c.spare = nil
@@ -176,8 +194,65 @@ func (c *committer) ackFlush() *opqueue.Op {
 	}, 0, true)
 }
 
-// land finishes the batch in flight with its commit's result: on success its
-// effects become the engine's state; either way its callers are answered.
+// landInflight waits for the batch in flight, if any, to land (its block
+// and then Badger's commit), and lands it.
+func (c *committer) landInflight() error {
+	f := c.inflight
+	if f == nil {
+		return nil
+	}
+	if !f.seen {
+		c.durable(<-f.durable)
+	}
+	err := <-f.done
+	c.land(err)
+	return err
+}
+
+// durable handles the outcome of the block of the batch in flight.
+func (c *committer) durable(err error) {
+	c.e.mu.Lock()
+	c.durableLocked(err)
+	c.e.mu.Unlock()
+}
+
+// durableLocked is durable with e.mu held. Once the block is written and
+// synced, the batch is durable (a start, or degraded mode's probe, redoes
+// a block whose commit Badger lost): its effects become the engine's state
+// and its callers are answered, without waiting for Badger's commit, which
+// takes a round through Badger's write goroutine. Until that commit lands,
+// reads of Badger wait for it (settle.go). When the block failed, land
+// answers them.
+func (c *committer) durableLocked(err error) {
+	e, f := c.e, c.inflight
+	f.seen = true
+	if err != nil {
+		return
+	}
+	b := f.b
+	b.tx.batch.Commit()
+	e.apply(b.tx)
+	if obs := e.cfg.Observer; obs != nil {
+		obs.Committed(time.Since(b.start), len(b.reqs))
+		for _, r := range b.tx.reasons {
+			obs.Rejected(r)
+		}
+	}
+	// The open batch, if any, was built on b: it now reads the engine.
+	if o := e.open; o != nil && o.tx.parent == b.tx {
+		o.tx.parent = nil
+		o.tx.batch.Detach()
+	}
+	f.answered = true
+	e.unsettled = make(chan struct{})
+	opqueue.AnswerAll(b.reqs, nil)
+}
+
+// land finishes the batch in flight with its commit's result. A batch
+// whose callers were answered settles (or, when Badger's commit failed,
+// the engine enters degraded mode, whose probe redoes the block); any
+// other takes effect now on success, and its callers are answered either
+// way.
 func (c *committer) land(err error) {
 	c.e.mu.Lock()
 	c.landLocked(err)
@@ -186,8 +261,22 @@ func (c *committer) land(err error) {
 
 // landLocked is land with e.mu held.
 func (c *committer) landLocked(err error) {
-	e, b := c.e, c.inflight.b
+	e, f := c.e, c.inflight
+	b := f.b
 	c.inflight = nil
+	if f.answered {
+		if err != nil {
+			// e.unsettled stays open until the probe redoes the block.
+			e.unsettledLost = true
+			c.failed(b, err)
+			return
+		}
+		e.settledLocked()
+		if b.probe {
+			c.recovered()
+		}
+		return
+	}
 	if err == nil {
 		b.tx.batch.Commit()
 		e.apply(b.tx)
@@ -216,7 +305,7 @@ func (c *committer) landLocked(err error) {
 func (c *committer) runBatch(first *opqueue.Op) {
 	e := c.e
 	if c.inflight != nil && !first.Pipelined {
-		c.land(<-c.inflight.done)
+		c.landInflight()
 		if c.degraded != nil && !first.Probe {
 			// That write failed: nothing new is admitted.
 			first.Answer(c.refusal())
@@ -293,16 +382,22 @@ func (c *committer) next(b *openBatch, cost int64) *opqueue.Op {
 		e.open = nil
 		e.mu.Unlock()
 		var err error
-		landed := false
+		landed, durable := false, false
 		select {
 		case r = <-e.queue.C:
 			e.receivedOps.Add(1)
-		case err = <-c.inflight.done:
+		case err = <-c.inflight.durableC():
+			durable = true
+		case err = <-c.inflight.doneC():
 			landed = true
 		case <-e.stop:
 		}
 		e.mu.Lock()
 		e.open = b
+		if durable {
+			c.durableLocked(err)
+			return c.next(b, cost)
+		}
 		if landed {
 			c.landLocked(err)
 			if err != nil {
@@ -326,8 +421,7 @@ func (c *committer) next(b *openBatch, cost int64) *opqueue.Op {
 func (c *committer) submit(b *openBatch) {
 	e := c.e
 	if c.inflight != nil {
-		err := <-c.inflight.done
-		c.land(err)
+		err := c.landInflight()
 		if err != nil && b.poisoned == nil {
 			b.poisoned = err // b was built on the batch that failed
 		}
@@ -356,12 +450,12 @@ func (c *committer) submit(b *openBatch) {
 	// The next batch's transaction is opened now, before b's commit takes
 	// a timestamp, so that opening it does not wait for b's write.
 	c.spare = e.db.NewTransaction(true)
-	f := &flight{b: b, done: make(chan error, 1)}
+	f := &flight{b: b, durable: make(chan error, 1), done: make(chan error, 1)}
 	c.inflight = f
 	// commit runs on a goroutine of the batch's own and waits for Badger's
 	// write (Commit, not CommitWith, whose callback is one more goroutine
 	// on the way to the answer).
-	commit := func() {
+	commit := func() error {
 		cerr := b.txn.Commit()
 		if seam := e.cfg.written; seam != nil {
 			if serr := seam(); serr != nil && cerr == nil {
@@ -372,7 +466,7 @@ func (c *committer) submit(b *openBatch) {
 			e.lg.Error("commit failed", "err", cerr)
 			cerr = fmt.Errorf("%w: %v", ErrStorage, cerr)
 		}
-		f.done <- cerr
+		return cerr
 	}
 	// The batch's block (its trail entries, its objects, and the redo
 	// record of all it writes to Badger) is written and synced before the
@@ -382,7 +476,12 @@ func (c *committer) submit(b *openBatch) {
 	// commits it lost (seglog.Replay).
 	blk, serr := e.seg.Seal(b.txn)
 	if blk == nil && serr == nil {
-		go commit()
+		// Nothing for the segments: Badger's commit is the batch's write.
+		go func() {
+			cerr := commit()
+			f.durable <- cerr
+			f.done <- cerr
+		}()
 		return
 	}
 	go func() {
@@ -395,9 +494,12 @@ func (c *committer) submit(b *openBatch) {
 		if serr != nil {
 			b.txn.Discard()
 			e.lg.Error("commit failed: segment write", "err", serr)
-			f.done <- fmt.Errorf("%w: %v", ErrStorage, serr)
+			err := fmt.Errorf("%w: %v", ErrStorage, serr)
+			f.durable <- err
+			f.done <- err
 			return
 		}
+		f.durable <- nil // the batch is durable: its callers can be answered
 		if e.cfg.failAt != nil {
 			// Test seam: Badger's commit fails after the block is durable.
 			if err := e.cfg.failAt("badger"); err != nil {
@@ -406,7 +508,7 @@ func (c *committer) submit(b *openBatch) {
 				return
 			}
 		}
-		commit()
+		f.done <- commit()
 	}()
 }
 

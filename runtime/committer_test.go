@@ -27,9 +27,10 @@ func (o *batchObserver) Rejected(string) {}
 
 // holdFirstCommit makes the next batch's commit wait for release; blocked
 // is closed once it waits.
-func holdFirstCommit(e *Engine) (blocked <-chan struct{}, release func()) {
+func holdFirstCommit(t testing.TB, e *Engine) (blocked <-chan struct{}, release func()) {
 	rel, blk := make(chan struct{}), make(chan struct{})
 	var once sync.Once
+	settled(t, e)
 	e.cfg.failAt = func(step string) error {
 		if step == "commit" {
 			once.Do(func() { close(blk); <-rel })
@@ -57,7 +58,7 @@ func TestGroupCommit(t *testing.T) {
 	for i := range ws {
 		ws[i] = newWorker(t, e).ID
 	}
-	blocked, release := holdFirstCommit(e)
+	blocked, release := holdFirstCommit(t, e)
 	// The first operation's batch blocks in its commit...
 	var wg sync.WaitGroup
 	errs := make([]error, n+1)
@@ -77,6 +78,7 @@ func TestGroupCommit(t *testing.T) {
 	obs.mu.Unlock()
 	release()
 	wg.Wait()
+	settled(t, e)
 	e.cfg.failAt = nil
 
 	for i := 1; i <= n; i++ {
@@ -113,6 +115,7 @@ func TestGroupCommitFailureFailsTheBatch(t *testing.T) {
 	blocked := make(chan struct{})
 	var mu sync.Mutex
 	calls := 0
+	settled(t, e)
 	e.cfg.failAt = func(step string) error {
 		if step != "commit" {
 			return nil
@@ -145,6 +148,7 @@ func TestGroupCommitFailureFailsTheBatch(t *testing.T) {
 	}
 	close(release)
 	wg.Wait()
+	settled(t, e)
 	e.cfg.failAt = nil
 	if e1 != nil {
 		t.Fatalf("first batch: %v", e1)
@@ -179,7 +183,7 @@ func TestBatchFitsBadgerTransaction(t *testing.T) {
 	for i := range ws {
 		ws[i] = newWorker(t, e).ID
 	}
-	blocked, release := holdFirstCommit(e)
+	blocked, release := holdFirstCommit(t, e)
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	big := strings.Repeat("0123456789abcdef", 400_000/16) // 400 KB, kept in the LSM tree (under the value threshold)
@@ -197,6 +201,7 @@ func TestBatchFitsBadgerTransaction(t *testing.T) {
 	obs.mu.Unlock()
 	release()
 	wg.Wait()
+	settled(t, e)
 	e.cfg.failAt = nil
 	for i, err := range errs {
 		if err != nil {

@@ -27,6 +27,7 @@ type state struct {
 
 func snapshot(t *testing.T, e *Engine, ws string) state {
 	t.Helper()
+	settled(t, e) // it reads Badger itself
 	var s state
 	err := e.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte("cas/")})
@@ -64,8 +65,10 @@ func TestCrashConsistencyEveryStep(t *testing.T) {
 	probe := openTest(t)
 	pw := newWorker(t, probe)
 	first := checkpoint(t, probe, pw.ID, nil, "provisional")
+	settled(t, probe)
 	probe.cfg.failAt = func(step string) error { steps = append(steps, step); return nil }
 	checkpoint(t, probe, pw.ID, &first.ID, "final")
+	settled(t, probe) // the steps after the answer (its block is durable) are taken too
 	probe.cfg.failAt = nil
 	for _, want := range []string{"object", "checkpoint_created", "signal_emitted", "signal_delivered", "outbox", "workspace", "commit"} {
 		if !contains(steps, want) {
@@ -90,6 +93,7 @@ func TestCrashConsistencyEveryStep(t *testing.T) {
 			before := snapshot(t, e, w.ID)
 
 			n := 0
+			settled(t, e)
 			e.cfg.failAt = func(string) error {
 				if n == i {
 					n++

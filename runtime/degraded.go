@@ -122,6 +122,7 @@ func (c *committer) probe() (*opqueue.Op, error) {
 		return nil, err
 	}
 	e.mu.Lock()
+	e.settledLocked() // Badger holds the batch whose callers were answered
 	err := e.reload()
 	e.mu.Unlock()
 	if err != nil {

@@ -55,6 +55,7 @@ type Engine struct {
 	bg           sync.WaitGroup    // background goroutines other than the committer (GC, the running check)
 	gcPasses     atomic.Uint64     // value-log GC passes run
 	marks        atomic.Uint64     // marks the running check moved (mark.go)
+	settleWaits  atomic.Uint64     // reads that waited for Badger's commit of an answered batch (settle.go)
 	marker       *integrity.Marker // the running check's passes and full verifies, one at a time (mark.go)
 	gcInterval   time.Duration     // the GC loop's period; 0 when none runs (set by Open)
 	stop         chan struct{}     // closed by Close: the committer stops
@@ -68,6 +69,13 @@ type Engine struct {
 	// degradedSince is when degraded mode began (degraded.go); zero when
 	// the engine admits work.
 	degradedSince time.Time
+	// unsettled is open while the callers of the batch in flight have
+	// their answers and Badger's commit of it has not landed (settle.go);
+	// nil otherwise.
+	unsettled chan struct{}
+	// unsettledLost is set when Badger's commit of that batch failed: it
+	// is read once degraded mode's probe has redone its block.
+	unsettledLost bool
 	root          string
 	ws            map[string]*workspace.Workspace
 	chains        map[string]checkpointchain.Chain
@@ -422,7 +430,7 @@ var (
 )
 
 // Trail returns the run's trail, for reading.
-func (e *Engine) Trail() TrailReader { return e.log }
+func (e *Engine) Trail() TrailReader { return settledTrail{e} }
 
 // OnCommit registers fn to be called, in commit order and with the engine's
 // lock held, after every successful commit. fn must not block or call the

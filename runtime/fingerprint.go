@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/wacpd/wacpd/integrity"
@@ -29,6 +30,9 @@ type Fingerprint struct {
 // it under (a data race with any write in flight, such as the running
 // check's mark).
 func (e *Engine) Fingerprint(digest, withTrail bool) (Fingerprint, error) {
+	if err := e.settle(context.Background()); err != nil {
+		return Fingerprint{}, err
+	}
 	f := Fingerprint{TrailLen: e.log.Len()}
 	err := e.db.View(func(txn *badger.Txn) error {
 		f.Version = txn.ReadTs()

@@ -315,6 +315,32 @@ func waitAdmitting(t testing.TB, e *Engine) {
 	waitFor(t, "the engine to leave degraded mode", func() bool { d, _ := e.Degraded(); return !d })
 }
 
+// settled waits until Badger holds every batch answered so far (settle):
+// no batch is then in flight, and a test may change a seam the committer's
+// goroutines read.
+func settled(t testing.TB, e *Engine) {
+	t.Helper()
+	if err := e.settle(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitDegradedRecorded waits until the engine has been through degraded
+// mode and left it: the trail's latest entry is system_degraded, and the
+// engine admits work.
+func waitDegradedRecorded(t testing.TB, e *Engine) {
+	t.Helper()
+	waitFor(t, "system_degraded in the trail", func() bool {
+		n := e.Trail().Len()
+		if n == 0 {
+			return false
+		}
+		last, err := e.Trail().At(n)
+		return err == nil && last.EventType == trail.EventSystemDegraded
+	})
+	waitAdmitting(t, e)
+}
+
 // workerIn returns a worker of the root brought into state: idle (never
 // directed), active, blocked, suspended, integrating (a final checkpoint,
 // then complete), failed, or closed (integrated). It fails the test if the

@@ -89,6 +89,9 @@ func (e *Engine) ExpireLeases(ctx context.Context, now time.Time) (int, error) {
 // nextLeaseDeadline returns the earliest lease deadline, if any lease is
 // held.
 func (e *Engine) nextLeaseDeadline() (at time.Time, found bool, err error) {
+	if err := e.settle(context.Background()); err != nil {
+		return time.Time{}, false, err
+	}
 	err = e.db.View(func(txn *badger.Txn) error {
 		at, found = envstore.NextDeadline(txn)
 		return nil

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -30,6 +31,9 @@ func (t *tx) queueSignal(s agentsignal.Signal) error {
 // OutboxAfter returns up to limit unconfirmed signals emitted after signal
 // after ("" = from the start), in emission order (outboxstore.After).
 func (e *Engine) OutboxAfter(after string, limit int) (out []agentsignal.OutboxItem, err error) {
+	if err := e.settle(context.Background()); err != nil {
+		return nil, err
+	}
 	err = e.db.View(func(txn *badger.Txn) error {
 		out, err = outboxstore.After(txn, after, limit)
 		return err
@@ -97,6 +101,9 @@ func (e *Engine) flushAcks() {
 
 // OutboxLen counts the outbox's items, reading keys only.
 func (e *Engine) OutboxLen() (n int, err error) {
+	if err := e.settle(context.Background()); err != nil {
+		return 0, err
+	}
 	err = e.db.View(func(txn *badger.Txn) error {
 		n = outboxstore.Count(txn)
 		return nil

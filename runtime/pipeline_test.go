@@ -44,6 +44,7 @@ func TestGroupCommitPipelinesCheckpoints(t *testing.T) {
 	for i := range ws {
 		ws[i] = newWorker(t, e).ID
 	}
+	settled(t, e) // no batch in flight: the next one is held
 	seam.armed.Store(true)
 	var wg sync.WaitGroup
 	errs := make([]error, n+1)
@@ -97,8 +98,16 @@ func TestGroupCommitPipelinedBatchFailsWithTheOneBelow(t *testing.T) {
 	dir := t.TempDir()
 	seam := newHoldSeam()
 	seam.fail = errors.New("injected: write reported failed")
-	e := openEngineAt(t, dir, func(c *Config) { c.written = seam.written })
+	e := openEngineAt(t, dir, func(c *Config) {
+		c.failAt = func(step string) error {
+			if step == "segment" { // the batch's durable write: its block
+				return seam.written()
+			}
+			return nil
+		}
+	})
 	w1, w2 := newWorker(t, e), newWorker(t, e)
+	settled(t, e) // no batch in flight: the next one is held
 	seam.armed.Store(true)
 	var wg sync.WaitGroup
 	var e1, e2 error
@@ -117,6 +126,9 @@ func TestGroupCommitPipelinedBatchFailsWithTheOneBelow(t *testing.T) {
 		t.Fatal(err)
 	}
 	e = openEngineAt(t, dir)
+	if list := listCheckpoints(t, e, w1.ID); len(list) != 0 {
+		t.Fatalf("the failed batch was written: %d checkpoints", len(list))
+	}
 	if list := listCheckpoints(t, e, w2.ID); len(list) != 0 {
 		t.Fatalf("the batch built on the failed one was written: %d checkpoints", len(list))
 	}
@@ -135,6 +147,7 @@ func TestGroupCommitFreshSnapshotForQueuedEnvelopes(t *testing.T) {
 	if _, err := e.Suspend(ctx, e.Root(), w.ID, ""); err != nil {
 		t.Fatal(err)
 	}
+	settled(t, e) // no batch in flight: the next one is held
 	seam.armed.Store(true)
 	var wg sync.WaitGroup
 	var sendErr, resumeErr error

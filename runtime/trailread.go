@@ -24,7 +24,7 @@ func (e *Engine) ReadTrail(ctx context.Context, actor string, q trail.Query) ([]
 	case a == nil:
 		return nil, "", Refuse(wire.CodeNotFound, "workspace %s does not exist", actor)
 	case a.IsRoot():
-		return e.log.Read(ctx, q)
+		return e.Trail().Read(ctx, q)
 	case denied:
 		err := e.run(ctx, 0, func() error {
 			return e.commit(func(t *tx) error {
@@ -39,7 +39,7 @@ func (e *Engine) ReadTrail(ctx context.Context, actor string, q trail.Query) ([]
 	if q.Workspace == "" {
 		q.Workspace = actor
 	}
-	return e.log.Read(ctx, q)
+	return e.Trail().Read(ctx, q)
 }
 
 // VerifyTrail verifies the stored database with integrity.Check, every
@@ -47,6 +47,9 @@ func (e *Engine) ReadTrail(ctx context.Context, actor string, q trail.Query) ([]
 // tree head), or only workspace ws's chain when set (traillog.Log.Verify).
 // A full verify that passes moves the running check's mark (mark.go).
 func (e *Engine) VerifyTrail(ctx context.Context, ws string) (trail.VerifyResult, error) {
+	if err := e.settle(ctx); err != nil {
+		return trail.VerifyResult{}, err
+	}
 	if ws != "" {
 		return e.log.Verify(ctx, ws)
 	}

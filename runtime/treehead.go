@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +23,9 @@ func (e *Engine) Origin() string { return "wacpd/" + e.Root() }
 // SignTreeHead signs the current size and Merkle root of the global trail
 // and stores the result as the latest tree head.
 func (e *Engine) SignTreeHead(signer note.Signer) (trail.TreeHead, error) {
+	if err := e.settle(context.Background()); err != nil {
+		return trail.TreeHead{}, err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
