@@ -370,6 +370,15 @@ func (c *committer) next(b *openBatch, cost int64) *opqueue.Op {
 	if b.poisoned != nil || b.probe || c.degraded != nil || len(b.reqs) >= maxBatchOps || cost+opqueue.Overhead > limit || c.carry != nil {
 		return nil
 	}
+	// The batch in flight's callers are answered as soon as its block is
+	// durable, not when this batch stops filling.
+	if f := c.inflight; f != nil && !f.seen {
+		select {
+		case err := <-f.durable:
+			c.durableLocked(err)
+		default:
+		}
+	}
 	var r *opqueue.Op
 	select {
 	case r = <-e.queue.C:
