@@ -2,7 +2,12 @@ package checkpointchain
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/wacpd/wacpd/internal/strictjson"
 )
 
 // FuzzUnmarshalString checks unmarshalString, the shortcut Payload takes for
@@ -27,3 +32,44 @@ func FuzzUnmarshalString(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPayloadDecoders: the payload read by the strict decoder
+// (UnmarshalJSONFrom, in one pass) is the payload UnmarshalJSON reads from
+// the same bytes, member for member, or both refuse it.
+func FuzzPayloadDecoders(f *testing.F) {
+	for _, s := range []string{
+		`{"content":"plain"}`, `{"content":"with \"escape\"","files_changed":["a.go"]}`, `{}`, `null`, `[]`, `"x"`,
+		`{"content":42}`, `{"content":null}`, `{"artifacts":[{"name":"a","digest":"x"}],"verdict":{"ok":true}}`,
+		`{"content":"\u00e9t\u00e9","x":null,"y":[1,{"z":"w"}]}`, `{"files_changed":null}`, `{"Content":"case"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var via struct {
+			Payload Payload `json:"payload"`
+		}
+		doc := append(append([]byte(`{"payload":`), b...), '}')
+		serr := strictjson.Decode(doc, &via)
+		if serr != nil && !json.Valid(doc) {
+			return // refused before the payload is read
+		}
+		var direct Payload
+		derr := direct.UnmarshalJSON(b)
+		if (serr == nil) != (derr == nil) {
+			// A duplicated name or invalid UTF-8 is refused by the strict
+			// decoder alone.
+			if serr != nil && derr == nil && ijsonInvalid(b) {
+				return
+			}
+			t.Fatalf("payload %q: strict decoder %v, UnmarshalJSON %v", b, serr, derr)
+		}
+		if serr == nil && !reflect.DeepEqual(via.Payload, direct) {
+			t.Fatalf("payload %q: strict decoder %+v, UnmarshalJSON %+v", b, via.Payload, direct)
+		}
+	})
+}
+
+// ijsonInvalid reports whether the JSON value b breaks I-JSON (RFC 7493):
+// a name twice in one object, or invalid UTF-8. The strict decoder refuses
+// it; encoding/json takes it.
+func ijsonInvalid(b []byte) bool { return !jsontext.Value(b).IsValid() }
