@@ -13,14 +13,13 @@
 // directory, named by a decimal number of eight digits: 00000001.seg,
 // 00000002.seg, …. A file holds blocks, one after another, from offset 0:
 //
-//	magic  "WSB3"                        4 bytes
+//	magic  "WSB2"                        4 bytes
 //	clen   length of the body            4 bytes, big-endian
 //	rlen   length of the raw values      4 bytes, big-endian
 //	crc    CRC-32C of clen, rlen, body   4 bytes, big-endian
 //	body   clen bytes:
 //	  vlen   length of the values' frame  4 bytes, big-endian
-//	  the raw values, S2-compressed, block format (vlen bytes; none
-//	  without values)
+//	  the raw values, zstd-compressed (vlen bytes; none without values)
 //	  the redo record, S2-compressed, block format (the rest; none if
 //	  it is empty)
 //
@@ -28,11 +27,9 @@
 // between them. The redo record is the batch's writes to Badger, the last
 // of each key only (Txn), the pointers to the block's values included; not
 // the end (KeyEnd), which the block's place gives. A reader of values
-// decompresses the first frame only. Earlier builds wrote blocks of
-// format 2 (magic "WSB2": the same, but the raw values zstd-compressed),
-// which are read and redone as blocks of format 3 are, and of format 1
-// (magic "WSB1", when Badger synced its own writes), whose body is the raw
-// values, zstd-compressed, and no redo record. A new file
+// decompresses the first frame only. A block of format 1 (magic "WSB1",
+// written by earlier builds, when Badger synced its own writes) has for
+// its body the raw values, compressed, and no redo record. A new file
 // starts when the current one has reached MaxFile bytes.
 //
 // # Pointers

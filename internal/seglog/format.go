@@ -28,12 +28,9 @@ const (
 var KeyEnd = []byte("s/e")
 
 var (
-	// magic starts a block of format 3 (values, then the redo record,
-	// both S2-compressed). Earlier builds wrote magic2, format 2 (the
-	// values zstd-compressed, the redo record S2), and before it magic1,
-	// format 1 (values only, zstd).
-	magic  = [4]byte{'W', 'S', 'B', '3'}
-	magic2 = [4]byte{'W', 'S', 'B', '2'}
+	// magic starts a block of format 2 (values, then the redo record);
+	// magic1 one of format 1 (values only), which earlier builds wrote.
+	magic  = [4]byte{'W', 'S', 'B', '2'}
 	magic1 = [4]byte{'W', 'S', 'B', '1'}
 	crcTab = crc32.MakeTable(crc32.Castagnoli)
 )
@@ -122,7 +119,7 @@ func DecodePtr(b []byte) (Ptr, error) {
 
 // header is a block's header, parsed.
 type header struct {
-	format     int // 1, 2 or 3
+	format     int // 1 or 2
 	clen, rlen uint32
 	crc        uint32
 }
@@ -144,11 +141,9 @@ func parseHeader(b []byte) (header, string) {
 	if len(b) < headerSize {
 		return header{}, fmt.Sprintf("torn header (%d of %d bytes)", len(b), headerSize)
 	}
-	h := header{format: 3}
+	h := header{format: 2}
 	switch [4]byte(b[:4]) {
 	case magic:
-	case magic2:
-		h.format = 2
 	case magic1:
 		h.format = 1
 	default:

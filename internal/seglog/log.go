@@ -50,7 +50,8 @@ type Recovered struct {
 type Log struct {
 	dir  string
 	opts Options
-	dec  *zstd.Decoder // blocks of formats 1 and 2
+	enc  *zstd.Encoder
+	dec  *zstd.Decoder
 
 	fmu   sync.Mutex
 	files map[uint32]*os.File // read handles
@@ -133,12 +134,16 @@ func Open(dir string, end Pos, opts Options) (*Log, Recovered, error) {
 		}
 		rec.Replay = len(tail)
 	}
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		return nil, rec, fmt.Errorf("segments: %w", err)
+	}
 	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(maxBlock))
 	if err != nil {
 		return nil, rec, fmt.Errorf("segments: %w", err)
 	}
 	l := &Log{
-		dir: dir, opts: opts, dec: dec,
+		dir: dir, opts: opts, enc: enc, dec: dec,
 		files:  map[uint32]*os.File{},
 		sealed: map[Pos][]byte{},
 		next:   stop, durable: stop, tail: tail,
@@ -256,16 +261,17 @@ func (l *Log) Seal(txn *badger.Txn) (*Block, error) {
 	// The body (the values' frame, then the redo record's) is compressed
 	// after room for the header and the first frame's length, which are
 	// then written in front of it: readers of values decompress the first
-	// frame only. S2 for both, not zstd: zstd's cost per call (about 10 µs
-	// here) is on every batch's way to its answer, and it decodes at half
-	// S2's speed for every read and check; it stores a batch's values in
-	// 6.3 times less room than raw, S2 in 3.9 (docs/performance.md).
-	data := make([]byte, headerSize+4, headerSize+4+s2.MaxEncodedLen(len(vals))+s2.MaxEncodedLen(len(ops)))
+	// frame only.
+	data := make([]byte, headerSize+4, headerSize+4+(len(vals)+len(ops))/2+128)
 	if len(vals) > 0 {
-		data = append(data, s2.Encode(data[len(data):cap(data)], vals)...)
+		data = l.enc.EncodeAll(vals, data)
 	}
 	binary.BigEndian.PutUint32(data[headerSize:], uint32(len(data)-headerSize-4))
 	if len(ops) > 0 {
+		// S2, not zstd, for the redo record: it is read only after a
+		// crash, and zstd's cost per call (about 10 µs here) is on every
+		// batch's way to its answer.
+		data = slices.Grow(data, s2.MaxEncodedLen(len(ops)))
 		data = append(data, s2.Encode(data[len(data):cap(data)], ops)...)
 	}
 	appendHeader(data[:0], data[headerSize:], len(vals))

@@ -156,8 +156,8 @@ func readBody(f *os.File, off uint64) (header, []byte, int, error) {
 	return h, body, total, nil
 }
 
-// frames splits the body of a block of format 2 or 3 into its values'
-// frame and its redo record's; a block of format 1 is all values.
+// frames splits the body of a block of format 2 into its values' frame
+// and its redo record's; a block of format 1 is all values.
 func frames(h header, body []byte) (vals, redo []byte, err error) {
 	if h.format == 1 {
 		return body, nil, nil
@@ -180,20 +180,6 @@ func (l *Log) decode(h header, body []byte) ([]byte, error) {
 	}
 	if len(vals) == 0 && h.rlen == 0 {
 		return nil, nil
-	}
-	if h.format == 3 {
-		n, err := s2.DecodedLen(vals)
-		if err != nil {
-			return nil, fmt.Errorf("decompress: %v", err)
-		}
-		if n != int(h.rlen) {
-			return nil, fmt.Errorf("raw block of %d bytes, header says %d", n, h.rlen)
-		}
-		raw, err := s2.Decode(make([]byte, n), vals)
-		if err != nil {
-			return nil, fmt.Errorf("decompress: %v", err)
-		}
-		return raw, nil
 	}
 	raw, err := l.dec.DecodeAll(vals, make([]byte, 0, h.rlen))
 	if err != nil {

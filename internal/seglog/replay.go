@@ -10,7 +10,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 )
 
-// scanTail finds the whole blocks of format 2 or 3 past end, in the order they
+// scanTail finds the whole blocks of format 2 past end, in the order they
 // were written, and where the last ends (stop; end when there is none).
 // nums are the files in dir. A block is whole when its header, its length
 // and its checksum hold; the first that is not (torn by a crash, or the
@@ -49,7 +49,7 @@ func scanTail(dir string, end Pos, nums []uint32) (tail []Pos, stop Pos, err err
 	return tail, stop, nil
 }
 
-// wholeBlocks calls fn with the offset of each whole block of format 2 or 3 in
+// wholeBlocks calls fn with the offset of each whole block of format 2 in
 // f from off on (readBody checks each), and returns where the last ends and
 // whether f ends there.
 func wholeBlocks(f *os.File, off uint64, fn func(uint64)) (next uint64, eof bool, err error) {
@@ -61,7 +61,7 @@ func wholeBlocks(f *os.File, off uint64, fn func(uint64)) (next uint64, eof bool
 		h, _, total, err := readBody(f, off)
 		var de *DamageError
 		switch {
-		case errors.As(err, &de) || err == nil && h.format < 2:
+		case errors.As(err, &de) || err == nil && h.format != 2:
 			return off, false, nil
 		case err != nil:
 			return off, false, err
