@@ -198,6 +198,25 @@ func checkBuilt(t testing.TB, r checkpointchain.Request, a checkpointchain.Autho
 	if !reflect.DeepEqual(normalize(d), normalize(c)) {
 		t.Errorf("Decode(Build bytes) =\n%+v\nwant the built checkpoint\n%+v", d, c)
 	}
+	// The reply's form reads as json.Marshal's.
+	w, err := checkpointchain.Wire(c)
+	if err != nil {
+		t.Fatalf("Wire(Build result): %v", err)
+	}
+	m, err := json.Marshal(c)
+	if err != nil {
+		t.Fatalf("json.Marshal(Build result): %v", err)
+	}
+	var fromWire, fromMarshal any
+	if err := json.Unmarshal(w, &fromWire); err != nil {
+		t.Fatalf("Wire(Build result) = %s: %v", w, err)
+	}
+	if err := json.Unmarshal(m, &fromMarshal); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(fromWire, fromMarshal) {
+		t.Errorf("Wire(Build result) reads\n%v\njson.Marshal's reads\n%v", fromWire, fromMarshal)
+	}
 }
 
 func orEmpty(s []string) []string {

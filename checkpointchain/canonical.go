@@ -192,3 +192,23 @@ func appendList(b []byte, l []string) []byte {
 	}
 	return append(b, ']')
 }
+
+// Wire returns c as the daemon sends it in a reply: its canonical encoding
+// (Encode) with its digest added as the last member. A JSON decoder reads
+// from it the values it reads from json.Marshal(c) (the same members, in
+// RFC 8785's forms: sorted but for digest, strings escaped only where JSON
+// needs it, numbers in their shortest form), without the reflection and
+// the map json.Marshal takes to write the payload (about 8 µs of a 1 KiB
+// checkpoint's reply). checkBuilt holds the two to the same values.
+func Wire(c Checkpoint) ([]byte, error) {
+	b, err := Encode(c)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b[:len(b)-1], `,"digest":"`...)
+	b, err = c.Digest.AppendText(b)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, `"}`...), nil
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/principal"
 	"github.com/wacpd/wacpd/runtime"
 	"github.com/wacpd/wacpd/taxonomy"
@@ -186,7 +187,12 @@ func (r *Daemon) serve(ep endpoint) micro.HandlerFunc {
 				r.replyErr(ep.name, req, err)
 				return
 			}
-			data, err := json.Marshal(v)
+			var data []byte
+			if cp, ok := v.(checkpointchain.Checkpoint); ok {
+				data, err = checkpointchain.Wire(cp) // canonical, as json.Marshal reads
+			} else {
+				data, err = json.Marshal(v)
+			}
 			if err != nil {
 				r.replyErr(ep.name, req, fmt.Errorf("encode the reply: %w", err))
 				return
