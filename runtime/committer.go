@@ -15,11 +15,14 @@ import (
 // goroutine, which owns the open batch: operations that arrive while the
 // previous batch is being written are run one after another into one Badger
 // transaction, each seeing the effects of those before it, and the batch is
-// committed with one synchronous write. Each operation's caller is answered
-// only after its batch is durable. An operation refused before it wrote
-// anything (a protocol rejection) fails alone; one that fails after writing
-// poisons the batch, and every operation of a failed batch gets
-// unavailable. The trail's chains and Merkle tree are exactly as if the
+// committed with one synchronous write: its segment block (the batch's
+// values and the redo record of its Badger writes), after which Badger's
+// commit follows unsynced. Each operation's caller is answered once its
+// batch is durable, when the block is synced (durableLocked; reads of
+// Badger settle until the commit lands, settle.go). An operation refused
+// before it wrote anything (a protocol rejection) fails alone; one that
+// fails after writing poisons the batch, and every operation of a failed
+// batch gets unavailable. The trail's chains and Merkle tree are exactly as if the
 // operations had committed one by one, in the order they ran.
 //
 // Pipelining. While batch N is being written (its sync takes as long as
@@ -30,8 +33,8 @@ import (
 // an operation that finds it would need more returns errNeedFresh before
 // writing and is moved to the next batch). Every other operation waits for
 // N and runs in a batch whose snapshot has every earlier write. N+1 is
-// submitted only after N is durable, so batches reach the disk in order; if
-// N fails, N+1 fails with it.
+// submitted only after N has landed in Badger, so batches reach the disk
+// and Badger in order; if N fails, N+1 fails with it.
 
 // maxBatchOps bounds the operations of one batch; what they may add to its
 // Badger transaction is bounded too (opqueue.Op.Cost, opqueue.BatchLimit).
@@ -249,10 +252,10 @@ func (c *committer) durableLocked(err error) {
 }
 
 // land finishes the batch in flight with its commit's result. A batch
-// whose callers were answered settles (or, when Badger's commit failed,
-// the engine enters degraded mode, whose probe redoes the block); any
-// other takes effect now on success, and its callers are answered either
-// way.
+// whose callers were answered (durableLocked) settles, or, when Badger's
+// commit failed, the engine enters degraded mode, whose probe redoes the
+// block; a batch whose block failed fails, and its callers are answered
+// with the error.
 func (c *committer) land(err error) {
 	c.e.mu.Lock()
 	c.landLocked(err)
@@ -264,40 +267,27 @@ func (c *committer) landLocked(err error) {
 	e, f := c.e, c.inflight
 	b := f.b
 	c.inflight = nil
-	if f.answered {
-		if err != nil {
-			// e.unsettled stays open until the probe redoes the block.
-			e.unsettledLost = true
-			c.failed(b, err)
-			return
+	if !f.answered {
+		// Its block was not written (durable reported the error, which
+		// done repeats): nothing of the batch took effect.
+		if err == nil {
+			err = fmt.Errorf("%w: a batch landed without its durable write", ErrStorage) // not reached
 		}
-		e.settledLocked()
-		if b.probe {
-			c.recovered()
-		}
+		c.failed(b, err)
+		opqueue.AnswerAll(b.reqs, err)
 		return
 	}
-	if err == nil {
-		b.tx.batch.Commit()
-		e.apply(b.tx)
-		if obs := e.cfg.Observer; obs != nil {
-			obs.Committed(time.Since(b.start), len(b.reqs))
-			for _, r := range b.tx.reasons {
-				obs.Rejected(r)
-			}
-		}
-		// The open batch, if any, was built on b: it now reads the engine.
-		if o := e.open; o != nil && o.tx.parent == b.tx {
-			o.tx.parent = nil
-			o.tx.batch.Detach()
-		}
-		if b.probe {
-			c.recovered()
-		}
-	} else {
+	if err != nil {
+		// Its callers keep their answers; e.unsettled stays open until
+		// the probe redoes the block.
+		e.unsettledLost = true
 		c.failed(b, err)
+		return
 	}
-	opqueue.AnswerAll(b.reqs, err)
+	e.settledLocked()
+	if b.probe {
+		c.recovered()
+	}
 }
 
 // runBatch runs first and whatever else is waiting as one batch and submits
