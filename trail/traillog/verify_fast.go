@@ -180,6 +180,78 @@ func (c *checker) fastEntries(txn *badger.Txn) bool {
 	return true
 }
 
+// pipe hands chunks of work from the iterating goroutine to a goroutine of
+// its own, in order, recycling five chunks: the fast check's Merkle tree
+// and its visits each run on one (hashCheck spreads its chunks over several
+// workers). process handles a chunk and reports whether all of it passed.
+// A chunk that fails, or a panic in process (Badger on damaged storage, a
+// visitor's), sets failed and the chunks after it are skipped: the
+// reference walk then finds the problem and words it.
+type pipe[C any] struct {
+	chunk   C // being filled by the iterating goroutine
+	work    chan C
+	free    chan C
+	done    chan struct{}
+	failed  atomic.Bool
+	closed  bool
+	process func(C) bool
+	reset   func(C) C // empties a chunk for reuse
+}
+
+func newPipe[C any](fresh func() C, process func(C) bool, reset func(C) C) *pipe[C] {
+	p := &pipe[C]{work: make(chan C, 4), free: make(chan C, 5), done: make(chan struct{}), process: process, reset: reset}
+	for range 5 {
+		p.free <- fresh()
+	}
+	p.chunk = <-p.free
+	go p.run() // ends when work is closed (close)
+	return p
+}
+
+func (p *pipe[C]) run() {
+	defer close(p.done)
+	defer func() {
+		if recover() != nil {
+			p.failed.Store(true)
+			for c := range p.work {
+				p.free <- p.reset(c)
+			}
+		}
+	}()
+	for c := range p.work {
+		if !p.failed.Load() && !p.process(c) {
+			p.failed.Store(true)
+		}
+		p.free <- p.reset(c)
+	}
+}
+
+// handOver queues the chunk being filled and takes a free one.
+func (p *pipe[C]) handOver() {
+	p.work <- p.chunk
+	p.chunk = <-p.free
+}
+
+// last queues the chunk being filled if it holds anything (pending); no
+// chunk is filled after it.
+func (p *pipe[C]) last(pending bool) {
+	if pending {
+		p.work <- p.chunk
+	}
+	var none C
+	p.chunk = none
+}
+
+// close stops the goroutine once it has processed what it was handed; it
+// may be called more than once.
+func (p *pipe[C]) close() {
+	if !p.closed {
+		p.closed = true
+		close(p.work)
+		<-p.done
+	}
+}
+
 // visitQueue calls Visit on a goroutine of its own, in the entries' order,
 // with the entries the walk hands it as stored bytes, parsed there: parsing
 // an entry and what the visitor does with it (integrity reads each
@@ -188,13 +260,8 @@ func (c *checker) fastEntries(txn *badger.Txn) bool {
 // (the reference walk then visits from the start again, as CheckOptions
 // says).
 type visitQueue struct {
-	visit  func(seq uint64, e trail.Entry)
-	chunk  *visitChunk
-	work   chan *visitChunk
-	free   chan *visitChunk
-	done   chan struct{}
-	failed atomic.Bool
-	closed bool
+	visit func(seq uint64, e trail.Entry)
+	*pipe[*visitChunk]
 }
 
 // visitChunk holds stored entries back to back, each with its number and
@@ -210,42 +277,27 @@ type visitItem struct {
 }
 
 func newVisitQueue(visit func(uint64, trail.Entry)) *visitQueue {
-	q := &visitQueue{visit: visit, work: make(chan *visitChunk, 4), free: make(chan *visitChunk, 5), done: make(chan struct{})}
-	for range 5 {
-		q.free <- &visitChunk{}
-	}
-	q.chunk = <-q.free
-	go q.run() // ends when work is closed (wait or close)
+	q := &visitQueue{visit: visit}
+	q.pipe = newPipe(func() *visitChunk { return &visitChunk{} }, q.visitAll, func(c *visitChunk) *visitChunk {
+		c.buf, c.items = c.buf[:0], c.items[:0]
+		return c
+	})
 	return q
 }
 
-func (q *visitQueue) run() {
-	defer close(q.done)
-	defer func() {
-		if recover() != nil { // a visitor's panic: the reference walk runs it again, in the caller's goroutine
-			q.failed.Store(true)
-			for c := range q.work {
-				q.free <- c
-			}
+// visitAll parses and visits the entries of c, and reports whether every
+// one parsed.
+func (q *visitQueue) visitAll(c *visitChunk) bool {
+	start := 0
+	for _, it := range c.items {
+		s, ok := parseStored(c.buf[start:it.end])
+		if !ok {
+			return false
 		}
-	}()
-	for c := range q.work {
-		start := 0
-		for _, it := range c.items {
-			if q.failed.Load() {
-				break
-			}
-			s, ok := parseStored(c.buf[start:it.end])
-			if !ok {
-				q.failed.Store(true)
-				break
-			}
-			q.visit(it.seq, s.Entry)
-			start = it.end
-		}
-		c.buf, c.items = c.buf[:0], c.items[:0]
-		q.free <- c
+		q.visit(it.seq, s.Entry)
+		start = it.end
 	}
+	return true
 }
 
 // add queues entry #seq, stored as v (copied).
@@ -254,8 +306,7 @@ func (q *visitQueue) add(seq uint64, v []byte) {
 	c.buf = append(c.buf, v...)
 	c.items = append(c.items, visitItem{seq: seq, end: len(c.buf)})
 	if len(c.items) >= chunkEntries {
-		q.work <- c
-		q.chunk = <-q.free
+		q.handOver()
 	}
 }
 
@@ -268,95 +319,56 @@ func (q *visitQueue) wait() bool {
 	if q == nil {
 		return true
 	}
-	if q.chunk != nil && len(q.chunk.items) > 0 {
-		q.work <- q.chunk
-	}
-	q.chunk = nil
+	q.last(q.chunk != nil && len(q.chunk.items) > 0)
 	q.close()
 	return !q.failed.Load()
-}
-
-// close stops the goroutine once it has visited what it was handed; it may
-// be called more than once.
-func (q *visitQueue) close() {
-	if !q.closed {
-		q.closed = true
-		close(q.work)
-		<-q.done
-	}
 }
 
 // treeCheck builds the Merkle tree of the entries on a goroutine of its
 // own, from their leaves sent in chunks, comparing every node it completes
 // with the stored one (nodeCheck) and, at the signed size, the root.
 type treeCheck struct {
-	rl     *trail.Rules
-	nodes  *nodeCheck
-	chunk  [][32]byte
-	work   chan [][32]byte
-	free   chan [][32]byte
-	done   chan struct{}
-	failed atomic.Bool
-	closed bool
+	rl    *trail.Rules
+	nodes *nodeCheck
+	*pipe[[][32]byte]
 }
 
 func newTreeCheck(txn *badger.Txn, rl *trail.Rules) *treeCheck {
-	t := &treeCheck{rl: rl, nodes: newNodeCheck(txn), work: make(chan [][32]byte, 4), free: make(chan [][32]byte, 5), done: make(chan struct{})}
-	for range 5 {
-		t.free <- make([][32]byte, 0, chunkEntries)
-	}
-	t.chunk = <-t.free
-	go t.run() // ends when work is closed (wait or close)
+	t := &treeCheck{rl: rl, nodes: newNodeCheck(txn)}
+	t.pipe = newPipe(func() [][32]byte { return make([][32]byte, 0, chunkEntries) }, t.leaves,
+		func(c [][32]byte) [][32]byte { return c[:0] })
 	return t
 }
 
-func (t *treeCheck) run() {
-	defer close(t.done)
-	defer func() {
-		if recover() != nil { // damaged storage: the reference walk finds it
-			t.failed.Store(true)
-			for c := range t.work {
-				t.free <- c[:0]
-			}
+// leaves appends the leaves of c to the tree and reports whether every
+// node it completed, and the root at the signed size, matched.
+func (t *treeCheck) leaves(c [][32]byte) bool {
+	for i := range c {
+		if err := t.rl.Range.Append(trail.Hasher{}.HashLeaf(c[i][:]), t.nodes.visit); err != nil || t.nodes.problem != "" {
+			return false
 		}
-	}()
-	for c := range t.work {
-		for i := range c {
-			if t.failed.Load() {
-				break
+		if size, signed := t.rl.Signed(); t.rl.Range.End() == size {
+			if root, err := t.rl.Range.GetRootHash(nil); err != nil || !bytes.Equal(root, signed) {
+				return false
 			}
-			if err := t.rl.Range.Append(trail.Hasher{}.HashLeaf(c[i][:]), t.nodes.visit); err != nil || t.nodes.problem != "" {
-				t.failed.Store(true)
-				break
-			}
-			if size, signed := t.rl.Signed(); t.rl.Range.End() == size {
-				if root, err := t.rl.Range.GetRootHash(nil); err != nil || !bytes.Equal(root, signed) {
-					t.failed.Store(true)
-					break
-				}
-				t.rl.SignedCovered = true
-			}
+			t.rl.SignedCovered = true
 		}
-		t.free <- c[:0]
 	}
+	return true
 }
 
 // add queues the next leaf (the entry hash's bytes).
 func (t *treeCheck) add(leaf [32]byte) {
 	t.chunk = append(t.chunk, leaf)
 	if len(t.chunk) == cap(t.chunk) {
-		t.work <- t.chunk
-		t.chunk = <-t.free
+		t.handOver()
 	}
 }
 
 // wait hands over the last chunk, waits for the goroutine and reports
 // whether every node and the root matched.
 func (t *treeCheck) wait() bool {
-	if len(t.chunk) > 0 {
-		t.work <- t.chunk
-	}
-	t.chunk = nil
+	t.last(len(t.chunk) > 0)
 	t.close()
 	return !t.failed.Load()
 }
@@ -365,9 +377,7 @@ func (t *treeCheck) wait() bool {
 // called more than once.
 func (t *treeCheck) close() {
 	if !t.closed {
-		t.closed = true
-		close(t.work)
-		<-t.done
+		t.pipe.close()
 		t.nodes.close()
 	}
 }
