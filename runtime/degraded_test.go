@@ -7,8 +7,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/internal/diskspace"
 	"github.com/wacpd/wacpd/wire"
+	"github.com/wacpd/wacpd/workspace"
 )
 
 // TestDegradedMode (WACP Recovery §2.4, conformance row "Degraded mode",
@@ -101,19 +103,7 @@ func TestDegradedModeReloadsAWriteThatLanded(t *testing.T) {
 			return nil
 		}
 	})
-	w := newWorker(t, e)
-	c1 := checkpoint(t, e, w.ID, nil, "provisional")
-	settled(t, e) // no batch in flight: the next one fails
-	once.Store(true)
-	c2, err := e.CreateCheckpoint(ctx, w.ID, cpReq(&c1.ID, "provisional"))
-	if err != nil {
-		t.Fatalf("checkpoint whose block was durable: %v", err)
-	}
-	waitDegradedRecorded(t, e)
-	list := listCheckpoints(t, e, w.ID)
-	if len(list) != 2 || list[1].ID != c2.ID || list[1].ParentID() != c1.ID {
-		t.Fatalf("after reload: %d checkpoints, want %s after %s", len(list), c2.ID, c1.ID)
-	}
+	w, c1, list := answeredThenDegraded(t, e, &once)
 	head, err := e.Head(ctx, e.Root(), w.ID, false)
 	if err != nil || head.ID != list[1].ID {
 		t.Fatalf("head = %v, %v; want %s", head.ID, err, list[1].ID)
@@ -144,19 +134,7 @@ func TestDegradedModeRedoesAWrittenBlock(t *testing.T) {
 			return nil
 		}
 	})
-	w := newWorker(t, e)
-	c1 := checkpoint(t, e, w.ID, nil, "provisional")
-	settled(t, e) // no batch in flight: the next one fails
-	once.Store(true)
-	c2, err := e.CreateCheckpoint(ctx, w.ID, cpReq(&c1.ID, "provisional"))
-	if err != nil {
-		t.Fatalf("checkpoint whose block was durable: %v", err)
-	}
-	waitDegradedRecorded(t, e)
-	list := listCheckpoints(t, e, w.ID)
-	if len(list) != 2 || list[1].ID != c2.ID || list[1].ParentID() != c1.ID {
-		t.Fatalf("after the redo: %d checkpoints, want the one whose block was written, after %s", len(list), c1.ID)
-	}
+	w, c1, list := answeredThenDegraded(t, e, &once)
 	c3, err := e.CreateCheckpoint(ctx, w.ID, cpReq(&list[1].ID, "final"))
 	if err != nil {
 		t.Fatal(err)
@@ -171,6 +149,29 @@ func TestDegradedModeRedoesAWrittenBlock(t *testing.T) {
 		t.Fatalf("after a restart: %v and %d entries; want %v and %d", got, e.Trail().Len(), []string{c1.ID, list[1].ID, c3.ID}, trailLen)
 	}
 	verify(t, e)
+}
+
+// answeredThenDegraded makes a worker and its first checkpoint c1, then
+// arms once (the seam that fails the next Badger commit, after its block is
+// durable) and creates c2 on c1. c2's caller is answered; the engine goes
+// through degraded mode and leaves it; the chain then holds c1 and c2, as
+// list returns it.
+func answeredThenDegraded(t *testing.T, e *Engine, once *atomic.Bool) (w *workspace.Workspace, c1 checkpointchain.Checkpoint, list []checkpointchain.Checkpoint) {
+	t.Helper()
+	w = newWorker(t, e)
+	c1 = checkpoint(t, e, w.ID, nil, "provisional")
+	settled(t, e) // no batch in flight: the next one fails
+	once.Store(true)
+	c2, err := e.CreateCheckpoint(ctx, w.ID, cpReq(&c1.ID, "provisional"))
+	if err != nil {
+		t.Fatalf("checkpoint whose block was durable: %v", err)
+	}
+	waitDegradedRecorded(t, e)
+	list = listCheckpoints(t, e, w.ID)
+	if len(list) != 2 || list[1].ID != c2.ID || list[1].ParentID() != c1.ID {
+		t.Fatalf("after degraded mode: %d checkpoints, want %s after %s", len(list), c2.ID, c1.ID)
+	}
+	return w, c1, list
 }
 
 func containsAny(list []any, s string) bool {
