@@ -117,8 +117,8 @@ func measureStore(dir string, checkpoints int) (r StoreReport, err error) {
 // readSegments reads and checks every block of the segment files of db,
 // in dbdir/seg (seglog.Log.Verify).
 func readSegments(db *badger.DB, dbdir string) error {
-	var end seglog.Pos
-	if err := db.View(func(txn *badger.Txn) (err error) { end, err = seglog.ReadEnd(txn); return err }); err != nil {
+	end, err := seglog.End(db)
+	if err != nil {
 		return fmt.Errorf("read the segments' end: %w", err)
 	}
 	seg, _, err := seglog.Open(filepath.Join(dbdir, seglog.Dir), end, seglog.Options{ReadOnly: true})

@@ -294,11 +294,11 @@ func verifySegments(ctx context.Context, db *badger.DB, seg *seglog.Log) (where,
 	if seg == nil {
 		return "", ""
 	}
-	var end seglog.Pos
-	if err := db.View(func(txn *badger.Txn) (err error) { end, err = seglog.ReadEnd(txn); return err }); err != nil {
+	end, err := seglog.End(db)
+	if err != nil {
 		return string(seglog.KeyEnd), fmt.Sprintf("the segments' end: %v", err)
 	}
-	_, err := seg.Verify(ctx, end)
+	_, err = seg.Verify(ctx, end)
 	var de *seglog.DamageError
 	switch {
 	case errors.As(err, &de):

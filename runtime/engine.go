@@ -363,8 +363,8 @@ func (e *Engine) close() error {
 // which writes without syncing, lost in a crash); it cuts off what a crash
 // tore.
 func openSegments(cfg Config, db *badger.DB) (*seglog.Log, error) {
-	var end seglog.Pos
-	if err := db.View(func(txn *badger.Txn) (err error) { end, err = seglog.ReadEnd(txn); return err }); err != nil {
+	end, err := seglog.End(db)
+	if err != nil {
 		return nil, fmt.Errorf("%w: the segments' end (%s): %v", ErrTrailCorrupt, seglog.KeyEnd, err)
 	}
 	seg, rec, err := seglog.Open(filepath.Join(cfg.DataDir, seglog.Dir), end, seglog.Options{})

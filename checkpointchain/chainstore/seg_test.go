@@ -99,8 +99,10 @@ func TestObjectsInSegments(t *testing.T) {
 	if err := os.WriteFile(f, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var end seglog.Pos
-	db.View(func(txn *badger.Txn) (err error) { end, err = seglog.ReadEnd(txn); return err })
+	end, err := seglog.End(db)
+	if err != nil {
+		t.Fatal(err)
+	}
 	seg, _, err = seglog.Open(filepath.Join(dir, seglog.Dir), end, seglog.Options{})
 	if err != nil {
 		t.Fatal(err)

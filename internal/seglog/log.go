@@ -167,6 +167,13 @@ func ReadEnd(txn *badger.Txn) (Pos, error) {
 	return p, err
 }
 
+// End returns the segments' end that db records (ReadEnd in a read-only
+// transaction of its own).
+func End(db *badger.DB) (end Pos, err error) {
+	err = db.View(func(txn *badger.Txn) error { end, err = ReadEnd(txn); return err })
+	return end, err
+}
+
 // Close closes the files. The Log must not be used afterwards.
 func (l *Log) Close() error {
 	var errs []error

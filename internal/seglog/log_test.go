@@ -30,8 +30,8 @@ func openRig(t testing.TB, dir string, opts Options) *rig {
 		t.Fatal(err)
 	}
 	r := &rig{t: t, dir: dir, db: db}
-	var end Pos
-	if err := db.View(func(txn *badger.Txn) (err error) { end, err = ReadEnd(txn); return err }); err != nil {
+	end, err := End(db)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if r.l, r.rec, err = Open(filepath.Join(dir, Dir), end, opts); err != nil {
@@ -102,8 +102,8 @@ func (r *rig) seal(txn *badger.Txn) {
 // end returns the segments' end as the database records it.
 func (r *rig) end() Pos {
 	r.t.Helper()
-	var end Pos
-	if err := r.db.View(func(txn *badger.Txn) (err error) { end, err = ReadEnd(txn); return err }); err != nil {
+	end, err := End(r.db)
+	if err != nil {
 		r.t.Fatal(err)
 	}
 	return end

@@ -100,8 +100,8 @@ func (l *Log) Replay(db *badger.DB) (Replayed, error) {
 	if tail == nil {
 		// Open's tail was redone: what lies past the end now is blocks
 		// written since whose commits failed.
-		var end Pos
-		if err := db.View(func(txn *badger.Txn) (err error) { end, err = ReadEnd(txn); return err }); err != nil {
+		end, err := End(db)
+		if err != nil {
 			return r, fmt.Errorf("segments: the end: %w", err)
 		}
 		nums, err := list(l.dir)

@@ -91,8 +91,8 @@ func (tl *testLog) open() {
 	}
 	tl.seg = nil
 	if tl.dir != "" {
-		var end seglog.Pos
-		if err := tl.db.View(func(txn *badger.Txn) (err error) { end, err = seglog.ReadEnd(txn); return err }); err != nil {
+		end, err := seglog.End(tl.db)
+		if err != nil {
 			tl.t.Fatal(err)
 		}
 		seg, _, err := seglog.Open(filepath.Join(tl.dir, seglog.Dir), end, seglog.Options{})
