@@ -116,11 +116,20 @@ func Check(ctx context.Context, db *badger.DB, opts Options) (Report, error) {
 // check is Check after the storage step.
 func check(ctx context.Context, db *badger.DB, opts Options) (Report, error) {
 	rep := Report{OK: true}
-	var claims []seqClaim
-	var bad *claimError
+	var (
+		claims []seqClaim
+		bad    *claimError
+		sc     *chainstore.StoreCheck // set before the trail's walk
+	)
 	visit := func(seq uint64, e trail.Entry) {
-		for len(claims) > 0 && claims[len(claims)-1].seq >= seq {
-			claims = claims[:len(claims)-1] // the check started again
+		if n := len(claims); n > 0 && claims[n-1].seq >= seq { // the walk started again
+			for len(claims) > 0 && claims[len(claims)-1].seq >= seq {
+				claims = claims[:len(claims)-1]
+			}
+			sc.Reset()
+			for _, c := range claims {
+				sc.Add(c.Claim)
+			}
 		}
 		if bad != nil && bad.seq >= seq {
 			bad = nil
@@ -134,6 +143,7 @@ func check(ctx context.Context, db *badger.DB, opts Options) (Report, error) {
 			return
 		}
 		claims = append(claims, seqClaim{cl, seq})
+		sc.Add(cl)
 	}
 	topts := traillog.CheckOptions{SignedSize: opts.SignedSize, SignedRoot: opts.SignedRoot, Full: opts.Full, Seg: opts.Seg}
 	if opts.Full {
@@ -142,23 +152,26 @@ func check(ctx context.Context, db *badger.DB, opts Options) (Report, error) {
 	var (
 		res traillog.CheckResult
 		p   *chainstore.StoreProblem
-		cls []chainstore.Claim
 	)
 	objects := map[casstore.Ref]bool{}
 	// One snapshot for the trail and the checkpoint store: on a running
-	// daemon both grow in the same transactions.
+	// daemon both grow in the same transactions. The store check takes
+	// each claim as the walk visits its entry, and checks its object while
+	// the block it is in, read for the entry, is in memory.
 	err := safe(func() error {
 		return db.View(func(txn *badger.Txn) error {
+			if opts.Full {
+				sc = chainstore.NewStoreCheck(txn, opts.Seg)
+				defer sc.Close()
+			}
 			var err error
 			if res, err = traillog.CheckTxn(ctx, txn, topts); err != nil || !opts.Full || !res.OK() || bad != nil {
 				return err
 			}
-			cls = make([]chainstore.Claim, len(claims))
-			for i, c := range claims {
-				cls[i] = c.Claim
+			for _, c := range claims {
 				objects[c.Digest] = true
 			}
-			p, err = chainstore.CheckStore(txn, opts.Seg, cls)
+			p, err = sc.Finish()
 			return err
 		})
 	})
@@ -204,7 +217,7 @@ func check(ctx context.Context, db *badger.DB, opts Options) (Report, error) {
 		rep.fail(StepCheckpoints, p.Key, p.Entry, v, "%s", p.Detail)
 		return rep, nil
 	}
-	rep.Checkpoints, rep.Objects = len(cls), len(objects)
+	rep.Checkpoints, rep.Objects = len(claims), len(objects)
 	return rep, nil
 }
 
@@ -222,7 +235,36 @@ type claimError struct {
 
 // claimOf reads what a checkpoint_created entry says of its checkpoint.
 func claimOf(e trail.Entry) (chainstore.Claim, error) {
-	var b struct {
+	b, ok := claimFields(e.Body)
+	if !ok {
+		var err error
+		if b, err = claimFull(e.Body); err != nil {
+			return chainstore.Claim{}, err
+		}
+	}
+	d, err := casstore.Parse(b.digest)
+	if err != nil {
+		return chainstore.Claim{}, fmt.Errorf("digest: %w", err)
+	}
+	if b.id == "" {
+		return chainstore.Claim{}, fmt.Errorf("no checkpoint_id")
+	}
+	cl := chainstore.Claim{Entry: e.ID, ID: b.id, Workspace: b.workspace, Type: b.typ, Status: b.status, Digest: d}
+	if b.hasParent {
+		cl.Parent = b.parent
+	}
+	return cl, nil
+}
+
+// claimBody is the part of a checkpoint_created body claimOf reads.
+type claimBody struct {
+	id, workspace, typ, status, digest, parent string
+	hasParent                                  bool
+}
+
+// claimFull reads body with the full decoder.
+func claimFull(body []byte) (claimBody, error) {
+	var full struct {
 		CheckpointID string  `json:"checkpoint_id"`
 		Workspace    string  `json:"workspace"`
 		Type         string  `json:"type"`
@@ -230,21 +272,51 @@ func claimOf(e trail.Entry) (chainstore.Claim, error) {
 		Parent       *string `json:"parent"`
 		Digest       string  `json:"digest"`
 	}
-	if err := strictjson.DecodeFields(e.Body, &b); err != nil {
-		return chainstore.Claim{}, err
+	if err := strictjson.DecodeFields(body, &full); err != nil {
+		return claimBody{}, err
 	}
-	d, err := casstore.Parse(b.Digest)
-	if err != nil {
-		return chainstore.Claim{}, fmt.Errorf("digest: %w", err)
+	b := claimBody{full.CheckpointID, full.Workspace, full.Type, full.Status, full.Digest, "", full.Parent != nil}
+	if full.Parent != nil {
+		b.parent = *full.Parent
 	}
-	if b.CheckpointID == "" {
-		return chainstore.Claim{}, fmt.Errorf("no checkpoint_id")
+	return b, nil
+}
+
+// claimFields reads body as the daemon writes it (strictjson.ScanFlat),
+// and reports false for any other form, which claimOf then decodes in
+// full (FuzzClaimOf holds the two to the same result).
+func claimFields(body []byte) (b claimBody, ok bool) {
+	ok = true
+	if !strictjson.ScanFlat(body, func(name, value []byte, kind strictjson.Kind) {
+		var to *string
+		switch string(name) {
+		case "checkpoint_id":
+			to = &b.id
+		case "workspace":
+			to = &b.workspace
+		case "type":
+			to = &b.typ
+		case "status":
+			to = &b.status
+		case "digest":
+			to = &b.digest
+		case "parent":
+			if kind == strictjson.KindNull {
+				return
+			}
+			to, b.hasParent = &b.parent, true
+		default:
+			return
+		}
+		if kind != strictjson.KindString {
+			ok = false
+			return
+		}
+		*to = string(value)
+	}) {
+		return claimBody{}, false
 	}
-	cl := chainstore.Claim{Entry: e.ID, ID: b.CheckpointID, Workspace: b.Workspace, Type: b.Type, Status: b.Status, Digest: d}
-	if b.Parent != nil {
-		cl.Parent = *b.Parent
-	}
-	return cl, nil
+	return b, ok
 }
 
 // storage checks Badger's own checksums of every table block and reads

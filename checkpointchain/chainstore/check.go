@@ -64,18 +64,159 @@ type StoreProblem struct {
 // on some damaged blocks; a scan's panic is raised again in the caller's
 // goroutine, where the caller can recover it.
 func CheckStore(txn *badger.Txn, seg *seglog.Log, claims []Claim) (*StoreProblem, error) {
-	c := newStoreCheck(claims)
+	c := newStore(txn, seg, false)
+	for _, cl := range claims {
+		c.Add(cl)
+	}
+	return c.Finish()
+}
+
+// StoreCheck is CheckStore in steps, for a caller that reads the claims
+// from the trail: NewStoreCheck, Add for each claim in trail order (from
+// one goroutine), Finish. With segment files, Add checks each claim's
+// object at once when it can, from the block the caller has just read the
+// claim's trail entry from (seglog's cache still holds it: the objects of a
+// batch and its entries share a block); Finish checks the others. Reading
+// the objects only at the end decoded every block of the segment files a
+// second time (a tenth of a full check's time, docs/performance.md).
+type StoreCheck struct {
+	*storeCheck
+	txn *badger.Txn
+	seg *seglog.Log
+	// Located is closed once locs holds the pointer of every object kept
+	// in the segment files (in digest order); panicked is a panic of that
+	// scan, raised again by Finish.
+	located  chan struct{}
+	locs     *locIndex
+	panicked any
+	early    bool // Add checks objects
+	ready    bool // located has been seen closed (Add's goroutine)
+}
+
+// located is where an object kept in the segment files is.
+type located struct {
+	ref casstore.Ref
+	ptr seglog.Ptr
+}
+
+// locIndex finds an object's pointer among locs, in digest order: starts[k]
+// is the first whose digest's first two bytes are k or more.
+type locIndex struct {
+	locs   []located
+	starts []int32
+}
+
+func (x *locIndex) find(r casstore.Ref) (seglog.Ptr, bool) {
+	sum := r.Sum()
+	k := int(sum[0])<<8 | int(sum[1])
+	for _, l := range x.locs[x.starts[k]:x.starts[k+1]] {
+		if l.ref == r {
+			return l.ptr, true
+		}
+	}
+	return seglog.Ptr{}, false
+}
+
+// NewStoreCheck starts a check of what txn holds; with seg, it starts
+// finding where the objects kept in seg are, on a goroutine of its own.
+func NewStoreCheck(txn *badger.Txn, seg *seglog.Log) *StoreCheck { return newStore(txn, seg, true) }
+
+func newStore(txn *badger.Txn, seg *seglog.Log, early bool) *StoreCheck {
+	c := &StoreCheck{storeCheck: newStoreCheck(), txn: txn, seg: seg, located: make(chan struct{}), early: early && seg != nil}
+	if !c.early {
+		close(c.located)
+		return c
+	}
+	go func() {
+		defer close(c.located)
+		defer func() { c.panicked = recover() }()
+		c.locs = locate(txn)
+	}()
+	return c
+}
+
+// locate returns the pointers of the objects kept in the segment files.
+func locate(txn *badger.Txn) *locIndex {
+	prefix := []byte(badgerstore.KeyPrefix)
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+	defer it.Close()
+	x := &locIndex{starts: make([]int32, 1<<16+1)}
+	for it.Rewind(); it.Valid(); it.Next() {
+		ref, err := casstore.FromBytes(it.Item().Key()[len(prefix):])
+		if err != nil {
+			continue
+		}
+		if p, ok, err := seglog.PointerOf(it.Item()); err == nil && ok {
+			x.locs = append(x.locs, located{ref, p})
+		}
+	}
+	// In key order, so in digest order: count each prefix, then sum.
+	for _, l := range x.locs {
+		sum := l.ref.Sum()
+		x.starts[int(sum[0])<<8|int(sum[1])+1]++
+	}
+	for k := 1; k < len(x.starts); k++ {
+		x.starts[k] += x.starts[k-1]
+	}
+	return x
+}
+
+// Add adds the next claim in trail order and, when its object is in a
+// block seglog has in memory, checks it.
+func (c *StoreCheck) Add(cl Claim) {
+	i := c.add(cl)
+	if !c.early || c.seenObject[i] {
+		return
+	}
+	if !c.ready {
+		select {
+		case <-c.located:
+			c.ready = true
+		default:
+			return // Finish checks it
+		}
+	}
+	if c.panicked != nil {
+		return
+	}
+	ptr, ok := c.locs.find(cl.Digest)
+	if !ok {
+		return
+	}
+	b, cached := c.seg.Cached(ptr)
+	if !cached {
+		return
+	}
+	c.object(i, b)
+	c.checked[i] = true
+}
+
+// Reset forgets the claims added so far: the caller's walk of the trail
+// starts again.
+func (c *StoreCheck) Reset() { c.storeCheck = newStoreCheck() }
+
+// Close waits for the goroutine NewStoreCheck started, which reads txn:
+// call it before txn ends, whether or not Finish was called.
+func (c *StoreCheck) Close() { <-c.located }
+
+// Finish checks what Add left and returns the first problem, as
+// CheckStore does.
+func (c *StoreCheck) Finish() (*StoreProblem, error) {
+	<-c.located
+	if c.panicked != nil {
+		panic(c.panicked)
+	}
 	parts := max(1, runtime.GOMAXPROCS(0))
 	c.pointed = make([][]pointed, parts)
-	scans := []func() error{func() error { return c.scanRecords(txn) }}
+	scans := []func() error{func() error { return c.scanRecords(c.txn) }}
 	for i := range parts {
 		lo, hi := 256*i/parts, 256*(i+1)/parts
-		scans = append(scans, func() error { return c.scanObjects(txn, i, byte(lo), hi) })
+		scans = append(scans, func() error { return c.scanObjects(c.txn, i, byte(lo), hi) })
 	}
 	if err := runAll(scans); err != nil {
 		return nil, err
 	}
-	if err := c.readPointed(seg, parts); err != nil {
+	if err := c.readPointed(c.seg, parts); err != nil {
 		return nil, err
 	}
 	return c.result(), nil
@@ -132,6 +273,7 @@ type storeCheck struct {
 	// the fields after mu; an objects scan the seenObject of the claims
 	// whose digests it covers.
 	seenIndex, seenOrder, seenObject []bool
+	checked                          []bool      // the object was checked by StoreCheck.Add
 	pointed                          [][]pointed // by objects scan: claimed objects in segments
 	problems                         []rankedProblem
 	mu                               sync.Mutex
@@ -147,29 +289,31 @@ type rankedProblem struct {
 	p           *StoreProblem
 }
 
-func newStoreCheck(claims []Claim) *storeCheck {
-	c := &storeCheck{
-		claims: claims, prevs: make([]checkpointchain.Chain, len(claims)),
-		chains: map[string]checkpointchain.Chain{}, byID: make(map[string]int, len(claims)),
-		byRef: make(map[casstore.Ref]int, len(claims)), order: map[string][]int{},
-		seenIndex: make([]bool, len(claims)), seenOrder: make([]bool, len(claims)), seenObject: make([]bool, len(claims)),
-		heads: map[string]bool{},
+func newStoreCheck() *storeCheck {
+	return &storeCheck{chains: map[string]checkpointchain.Chain{}, byID: map[string]int{},
+		byRef: map[casstore.Ref]int{}, order: map[string][]int{}, heads: map[string]bool{}}
+}
+
+// add adds the next claim in trail order and returns its index.
+func (c *storeCheck) add(cl Claim) int {
+	i := len(c.claims)
+	c.claims = append(c.claims, cl)
+	prev := c.chains[cl.Workspace]
+	c.prevs = append(c.prevs, prev)
+	c.chains[cl.Workspace] = prev.Append(checkpointchain.Checkpoint{ID: cl.ID, Status: cl.Status})
+	c.byID[cl.ID] = i
+	c.order[cl.Workspace] = append(c.order[cl.Workspace], i)
+	c.seenIndex, c.seenOrder = append(c.seenIndex, false), append(c.seenOrder, false)
+	c.seenObject, c.checked = append(c.seenObject, false), append(c.checked, false)
+	if j, dup := c.byRef[cl.Digest]; dup {
+		// Two checkpoints cannot have one object (each holds its id).
+		c.seenObject[i] = true
+		c.fail(i, 2, &StoreProblem{Key: cl.Digest.String(), Object: true, Detail: fmt.Sprintf(
+			"checkpoint %s claims object %s, which checkpoint %s claims too", cl.ID, cl.Digest, c.claims[j].ID)})
+		return i
 	}
-	for i, cl := range claims {
-		c.prevs[i] = c.chains[cl.Workspace]
-		c.chains[cl.Workspace] = c.prevs[i].Append(checkpointchain.Checkpoint{ID: cl.ID, Status: cl.Status})
-		c.byID[cl.ID] = i
-		c.order[cl.Workspace] = append(c.order[cl.Workspace], i)
-		if j, dup := c.byRef[cl.Digest]; dup {
-			// Two checkpoints cannot have one object (each holds its id).
-			c.seenObject[i] = true
-			c.fail(i, 2, &StoreProblem{Key: cl.Digest.String(), Object: true, Detail: fmt.Sprintf(
-				"checkpoint %s claims object %s, which checkpoint %s claims too", cl.ID, cl.Digest, claims[j].ID)})
-			continue
-		}
-		c.byRef[cl.Digest] = i
-	}
-	return c
+	c.byRef[cl.Digest] = i
+	return i
 }
 
 func (c *storeCheck) fail(claim, rank int, p *StoreProblem) {
@@ -292,6 +436,9 @@ func (c *storeCheck) scanObjects(txn *badger.Txn, part int, lo byte, hi int) err
 			continue
 		}
 		c.seenObject[i] = true
+		if c.checked[i] {
+			continue
+		}
 		p, ok, err := seglog.PointerOf(it.Item())
 		if err != nil {
 			return fmt.Errorf("get %s: %w", ref, err)

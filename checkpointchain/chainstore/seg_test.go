@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
@@ -114,4 +115,112 @@ func TestObjectsInSegments(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestStoreCheckInSteps: a StoreCheck checks each claim's object as the
+// claim is added, from the block the caller has just read (a walk of the
+// trail reads the claim's entry from it), so Finish reads no block again.
+// Here seglog's cache holds one block: the blocks of the first claims are
+// gone from it by Finish, and their bytes damaged in the file, which a
+// second read would find.
+func TestStoreCheckInSteps(t *testing.T) {
+	dir := t.TempDir()
+	db := openDB(t, dir)
+	segDir := filepath.Join(dir, seglog.Dir)
+	seg, _, err := seglog.Open(segDir, seglog.Pos{}, seglog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var claims []chainstore.Claim
+	var ch checkpointchain.Chain
+	var txn *badger.Txn
+	content := strings.Repeat("x", 2000)
+	for i, id := range []string{"01A", "01B", "01C", "01D", "01E", "01F"} {
+		var parent *string
+		if ch.Head != "" {
+			parent = ptr(ch.Head)
+		}
+		a := worker
+		a.Workspace = "wsS"
+		c, b, err := checkpointchain.Build(req("artifact", parent, `{"content":"`+id+content+`","files_changed":["f.go"]}`), a, ch, taxonomy.Base(), id, ts1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 0 {
+			txn = db.NewTransaction(true)
+		}
+		if ch, err = chainstore.Put(seg.Txn(txn), c, b, ch); err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 1 {
+			blk, err := seg.Seal(txn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := seg.Write(blk); err != nil {
+				t.Fatal(err)
+			}
+			if err := txn.Commit(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		claims = append(claims, chainstore.Claim{Entry: "e" + id, ID: id, Workspace: "wsS", Type: c.Type, Status: c.Status, Parent: c.ParentID(), Digest: c.Digest})
+	}
+	seg.Close()
+	end, err := seglog.End(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A cache of one block (each holds two objects of about 2.4 KB).
+	seg, _, err = seglog.Open(segDir, end, seglog.Options{CacheBytes: 6000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer seg.Close()
+	claims[2].Status = "final" // the trail says otherwise than the object
+	for _, steps := range []bool{true, false} {
+		db.View(func(txn *badger.Txn) error {
+			var sc *chainstore.StoreCheck
+			if steps {
+				sc = chainstore.NewStoreCheck(txn, seg)
+				sc.Close() // let it find the objects before the first Add
+				for _, cl := range claims {
+					if _, err := chainstore.Get(txn, seg, cl.ID); err != nil { // the walk reads the block
+						t.Fatal(err)
+					}
+					sc.Add(cl)
+				}
+				damageFirstBlock(t, segDir)
+				p, err := sc.Finish()
+				if err != nil || p == nil || !p.Object || p.Entry != claims[2].Entry {
+					t.Errorf("StoreCheck in steps: %+v, %v; want the object of claim 2, no read of the damaged block", p, err)
+				}
+				return nil
+			}
+			// All at once, the objects are read at the end, from the file.
+			if _, err := chainstore.CheckStore(txn, seg, claims); !errors.Is(err, seglog.ErrDamaged) {
+				t.Errorf("CheckStore after the damage: %v; want the damaged block", err)
+			}
+			return nil
+		})
+	}
+}
+
+// damageFirstBlock flips a byte of the first block of the first segment
+// file, in place.
+func damageFirstBlock(t *testing.T, segDir string) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(segDir, "00000001.seg"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, 40); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 1
+	if _, err := f.WriteAt(b, 40); err != nil {
+		t.Fatal(err)
+	}
 }

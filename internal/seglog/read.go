@@ -76,6 +76,32 @@ func (l *Log) Get(p Ptr) ([]byte, error) {
 	return raw[p.Rec : p.Rec+p.Len : p.Rec+p.Len], nil
 }
 
+// Cached returns the value p points at when its block is in memory (being
+// built, sealed and not yet written, or in the cache of blocks read), and
+// false, without reading the files, when it is not. It is shared: the
+// caller must not change it.
+func (l *Log) Cached(p Ptr) ([]byte, bool) {
+	if l == nil {
+		return nil, false
+	}
+	at := Pos{File: p.File, Off: p.Off}
+	l.mu.Lock()
+	var raw []byte
+	switch {
+	case len(l.pend) > 0 && at == l.pendAt:
+		raw = l.pend
+	case l.sealed[at] != nil:
+		raw = l.sealed[at]
+	default:
+		raw = l.cache.get(at)
+	}
+	l.mu.Unlock()
+	if raw == nil || uint64(p.Rec)+uint64(p.Len) > uint64(len(raw)) {
+		return nil, false
+	}
+	return raw[p.Rec : p.Rec+p.Len : p.Rec+p.Len], true
+}
+
 // block returns the raw block at at.
 func (l *Log) block(at Pos) ([]byte, error) {
 	l.mu.Lock()

@@ -1,0 +1,52 @@
+package integrity
+
+import (
+	"testing"
+
+	"github.com/wacpd/wacpd/trail"
+)
+
+const claimSeed = `{"checkpoint_id":"cp-1","confidence":"high","digest":"blake3:` +
+	`af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262","parent":null,` +
+	`"status":"provisional","timestamp":"2026-11-25T00:00:00.000000001Z","type":"progress","workspace":"w-1"}`
+
+// TestClaimFields: the body the daemon writes takes the fast path, and
+// reads as the full decoder reads it; other forms do not take it.
+func TestClaimFields(t *testing.T) {
+	for _, body := range []string{claimSeed, `{"checkpoint_id":"c","parent":"p","workspace":"w"}`} {
+		got, ok := claimFields([]byte(body))
+		want, err := claimFull([]byte(body))
+		if !ok || err != nil || got != want {
+			t.Errorf("claimFields(%s) = %+v %v, full decode %+v %v", body, got, ok, want, err)
+		}
+	}
+	for _, body := range []string{`{"checkpoint_id":1}`, `{"workspace":null}`, `{"checkpoint_id":"c", "type":"t"}`, `{"checkpoint_id":"\u0063"}`} {
+		if got, ok := claimFields([]byte(body)); ok {
+			t.Errorf("claimFields(%s) = %+v, want the full decoder", body, got)
+		}
+	}
+	// claimOf reads both forms.
+	for _, body := range []string{claimSeed, `{"checkpoint_id":"\u0063","digest":"blake3:af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262"}`} {
+		if cl, err := claimOf(trail.Entry{ID: "e", Body: []byte(body)}); err != nil || cl.ID == "" {
+			t.Errorf("claimOf(%s) = %+v, %v", body, cl, err)
+		}
+	}
+}
+
+// FuzzClaimOf: when the fast path reads a body, the full decoder reads the
+// same claim from it.
+func FuzzClaimOf(f *testing.F) {
+	f.Add([]byte(claimSeed))
+	f.Add([]byte(`{"checkpoint_id":"c","parent":"p","parent":"q"}`))
+	f.Add([]byte(`{"workspace":null,"type":7}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got, ok := claimFields(body)
+		if !ok {
+			return
+		}
+		want, err := claimFull(body)
+		if err != nil || got != want {
+			t.Fatalf("claimFields(%q) = %+v, full decode %+v %v", body, got, want, err)
+		}
+	})
+}
