@@ -456,21 +456,27 @@ func (c *storeCheck) scanObjects(txn *badger.Txn, part int, lo byte, hi int) err
 
 // object checks claim i's object b.
 func (c *storeCheck) object(i int, b []byte) {
-	cl, prev := c.claims[i], c.prevs[i]
+	if p := objectProblem(c.claims[i], c.prevs[i].Head, b); p != nil {
+		c.fail(i, 2, p)
+	}
+}
+
+// objectProblem checks claim cl's object b, where head is its chain's head
+// before it, and returns the problem (nil when there is none).
+func objectProblem(cl Claim, head string, b []byte) *StoreProblem {
 	if err := casstore.Verify(cl.Digest, b); err != nil {
-		c.fail(i, 2, &StoreProblem{Key: cl.Digest.String(), Object: true, Detail: fmt.Sprintf("checkpoint %s: %v", cl.ID, err)})
-		return
+		return &StoreProblem{Key: cl.Digest.String(), Object: true, Detail: fmt.Sprintf("checkpoint %s: %v", cl.ID, err)}
 	}
 	o, err := checkpointchain.DecodeIdentity(b)
 	if err != nil {
-		c.fail(i, 2, &StoreProblem{Key: cl.Digest.String(), Object: true, Detail: fmt.Sprintf("checkpoint %s: object %s: %v", cl.ID, cl.Digest, err)})
-		return
+		return &StoreProblem{Key: cl.Digest.String(), Object: true, Detail: fmt.Sprintf("checkpoint %s: object %s: %v", cl.ID, cl.Digest, err)}
 	}
-	if o.ID != cl.ID || o.Workspace != cl.Workspace || o.Type != cl.Type || o.Status != cl.Status || o.Parent != cl.Parent || o.Parent != prev.Head {
-		c.fail(i, 2, &StoreProblem{Key: cl.Digest.String(), Object: true, Detail: fmt.Sprintf(
+	if o.ID != cl.ID || o.Workspace != cl.Workspace || o.Type != cl.Type || o.Status != cl.Status || o.Parent != cl.Parent || o.Parent != head {
+		return &StoreProblem{Key: cl.Digest.String(), Object: true, Detail: fmt.Sprintf(
 			"object %s holds checkpoint %s of %s (%s, %s, parent %q), the trail says %s of %s (%s, %s, parent %q; chain head %q)",
-			cl.Digest, o.ID, o.Workspace, o.Type, o.Status, o.Parent, cl.ID, cl.Workspace, cl.Type, cl.Status, cl.Parent, prev.Head)})
+			cl.Digest, o.ID, o.Workspace, o.Type, o.Status, o.Parent, cl.ID, cl.Workspace, cl.Type, cl.Status, cl.Parent, head)}
 	}
+	return nil
 }
 
 // result returns the first problem the scans found or left (a claim's
