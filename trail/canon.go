@@ -10,7 +10,10 @@ import "github.com/wacpd/wacpd/internal/canon"
 // (docs/performance.md). TestFastHashMatchesHash and FuzzFastHash check it
 // against Hash, the reference, on every kind of string.
 func HashCanonical(e Entry) string {
-	b := make([]byte, 0, 256+len(e.Body))
+	// Room for the names and punctuation (about 130 bytes), the fields
+	// and the hashes (71 bytes each): a buffer that grows is copied.
+	b := make([]byte, 0, 160+len(e.Actor)+len(e.Body)+len(e.EventType)+len(e.ID)+len(e.Integrity.Algorithm)+
+		len(e.Integrity.LocalHash)+len(e.PrevHash)+len(e.Timestamp)+len(e.Workspace))
 	b = append(b, `{"actor":`...)
 	b = appendJCSString(b, e.Actor)
 	b = append(b, `,"body":`...)

@@ -62,6 +62,12 @@ type Log struct {
 	last    map[string]int // where each key's last write in ops starts
 	dead    bool           // ops holds writes a later one replaced
 	pendAt  Pos            // where it will be written, once it has a value
+	// hint is the capacity a block's values start with (twice the last
+	// block's), and spare a sealed block's redo record's
+	// buffer, for the next: built by appending, each grew from nothing,
+	// and their copies were a fifth of the bytes the daemon allocated.
+	hint  int
+	spare []byte // at most maxHint
 	sealed  map[Pos][]byte
 	next    Pos   // where the next block goes
 	durable Pos   // the end of the last block written and synced
@@ -196,11 +202,30 @@ func (l *Log) add(value, extra []byte) []byte {
 	l.mu.Lock()
 	if len(l.pend) == 0 {
 		l.pendAt = l.place()
+		if cap(l.pend) == 0 {
+			l.pend = make([]byte, 0, max(l.hint, len(value)))
+		}
 	}
+	l.pend = grow(l.pend, len(value))
 	p := Ptr{File: l.pendAt.File, Off: l.pendAt.Off, Rec: uint32(len(l.pend)), Len: uint32(len(value))}
 	l.pend = append(l.pend, value...)
 	l.mu.Unlock()
 	return append(p.Append(make([]byte, 0, PtrSize+len(extra))), extra...)
+}
+
+// maxHint bounds the memory a block's buffers keep for the next.
+const maxHint = 1 << 20
+
+// grow returns b with room for n more bytes: twice its capacity or more
+// when it has to grow (append grows a large slice by a quarter, so a
+// block built by appending was copied about four times over).
+func grow(b []byte, n int) []byte {
+	if cap(b)-len(b) >= n {
+		return b
+	}
+	nb := make([]byte, len(b), max(2*cap(b), len(b)+n, 4096))
+	copy(nb, b)
+	return nb
 }
 
 // place returns where the next block goes: after the last one, or at the
@@ -287,6 +312,10 @@ func (l *Log) Seal(txn *badger.Txn) (*Block, error) {
 	l.mu.Lock()
 	l.sealed[at] = vals
 	l.next = end
+	l.hint = min(2*len(vals), maxHint)
+	if ops != nil && cap(ops) <= maxHint {
+		l.spare = ops[:0] // compressed into data: nothing else holds it
+	}
 	l.mu.Unlock()
 	if err := txn.Set(KeyEnd, appendPos(nil, end)); err != nil {
 		return nil, err

@@ -120,12 +120,16 @@ func (l *Log) record(op, meta byte, key, value []byte) {
 		l.dead = true
 	}
 	l.last[string(key)] = len(l.ops)
+	if l.ops == nil {
+		l.ops, l.spare = l.spare, nil
+	}
 	l.ops = appendWrite(l.ops, op, meta, key, value)
 	l.mu.Unlock()
 }
 
 // appendWrite appends one write of a redo record to b.
 func appendWrite(b []byte, op, meta byte, key, value []byte) []byte {
+	b = grow(b, 2+2*binary.MaxVarintLen64+len(key)+len(value))
 	b = append(b, op, meta)
 	b = binary.AppendUvarint(b, uint64(len(key)))
 	b = append(b, key...)
