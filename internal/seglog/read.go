@@ -207,7 +207,19 @@ func (l *Log) decode(h header, body []byte) ([]byte, error) {
 	if len(vals) == 0 && h.rlen == 0 {
 		return nil, nil
 	}
-	raw, err := l.dec.DecodeAll(vals, make([]byte, 0, h.rlen))
+	var raw []byte
+	if h.format == 3 {
+		n, derr := s2.DecodedLen(vals)
+		if derr == nil && n != int(h.rlen) {
+			return nil, fmt.Errorf("raw block of %d bytes, header says %d", n, h.rlen)
+		}
+		if derr == nil {
+			raw, derr = s2.Decode(make([]byte, n), vals)
+		}
+		err = derr
+	} else {
+		raw, err = l.dec.DecodeAll(vals, make([]byte, 0, h.rlen))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("decompress: %v", err)
 	}

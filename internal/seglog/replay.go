@@ -61,7 +61,7 @@ func wholeBlocks(f *os.File, off uint64, fn func(uint64)) (next uint64, eof bool
 		h, _, total, err := readBody(f, off)
 		var de *DamageError
 		switch {
-		case errors.As(err, &de) || err == nil && h.format != 2:
+		case errors.As(err, &de) || err == nil && h.format == 1:
 			return off, false, nil
 		case err != nil:
 			return off, false, err
