@@ -194,6 +194,9 @@ func logTrail(t *testing.T, events []traillog.Event) []trail.Entry {
 		if _, err := b.Append(ev); err != nil {
 			t.Fatalf("Append(%s): %v", ev.Type, err)
 		}
+		if err := b.Flush(); err != nil {
+			t.Fatal(err)
+		}
 		if err := txn.Commit(); err != nil {
 			t.Fatal(err)
 		}

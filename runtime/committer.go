@@ -430,6 +430,11 @@ func (c *committer) submit(b *openBatch) {
 	if err == nil && b.steps > 0 {
 		err = b.tx.step("commit")
 	}
+	if err == nil && b.steps > 0 {
+		if ferr := b.tx.batch.Flush(); ferr != nil {
+			err = fmt.Errorf("%w: %v", ErrStorage, ferr)
+		}
+	}
 	if err != nil || b.steps == 0 {
 		b.txn.Discard()
 		e.seg.Discard()

@@ -1,6 +1,10 @@
 package trail
 
-import "github.com/wacpd/wacpd/internal/canon"
+import (
+	"sync"
+
+	"github.com/wacpd/wacpd/internal/canon"
+)
 
 // HashCanonical returns Hash(e) for an entry whose Body is already in canonical
 // form, which Append guarantees. It writes the RFC 8785 form of the entry
@@ -10,10 +14,8 @@ import "github.com/wacpd/wacpd/internal/canon"
 // (docs/performance.md). TestFastHashMatchesHash and FuzzFastHash check it
 // against Hash, the reference, on every kind of string.
 func HashCanonical(e Entry) string {
-	// Room for the names and punctuation (about 130 bytes), the fields
-	// and the hashes (71 bytes each): a buffer that grows is copied.
-	b := make([]byte, 0, 160+len(e.Actor)+len(e.Body)+len(e.EventType)+len(e.ID)+len(e.Integrity.Algorithm)+
-		len(e.Integrity.LocalHash)+len(e.PrevHash)+len(e.Timestamp)+len(e.Workspace))
+	bp := canonBufs.Get().(*[]byte)
+	b := (*bp)[:0]
 	b = append(b, `{"actor":`...)
 	b = appendJCSString(b, e.Actor)
 	b = append(b, `,"body":`...)
@@ -35,8 +37,22 @@ func HashCanonical(e Entry) string {
 	b = append(b, `,"workspace":`...)
 	b = appendNullable(b, e.Workspace)
 	b = append(b, '}')
-	return hashBytes(b)
+	h := hashBytes(b)
+	if cap(b) <= maxCanonBuf {
+		*bp = b
+		canonBufs.Put(bp)
+	}
+	return h
 }
+
+// canonBufs holds the buffers HashCanonical writes an entry into to hash
+// it: every entry is hashed twice as it is appended, and again by each
+// check, and a buffer of its own each time was a twentieth of the bytes
+// the daemon allocated (docs/performance.md). One that grew past
+// maxCanonBuf (an entry with a large body) is left to the collector.
+var canonBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
+
+const maxCanonBuf = 64 << 10
 
 func appendNullable(b []byte, s string) []byte {
 	if s == "" {

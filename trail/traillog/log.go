@@ -142,8 +142,9 @@ func (l *Log) LocalLen(ws string) uint64 {
 }
 
 // Batch stages entries in one Badger transaction. Entries appended to a batch
-// chain onto each other; the Log's heads move only when Commit is called after
-// the transaction committed. A batch is used by one goroutine. Batches are
+// chain onto each other; Flush writes the chains' heads once all are
+// appended, and the Log's heads move only when Commit is called after the
+// transaction committed. A batch is used by one goroutine. Batches are
 // committed in the order they were started; a batch started with
 // NewBatchAfter continues one whose transaction is still being written.
 type Batch struct {
@@ -154,6 +155,8 @@ type Batch struct {
 	local   map[string]trail.Head // heads touched by this batch
 	rng     *compact.Range        // the Merkle tree including this batch's entries
 	entries []trail.Entry
+	// unflushed: entries were appended since the last Flush.
+	unflushed bool
 }
 
 // NewBatch starts a batch writing into txn.
@@ -235,21 +238,38 @@ func (b *Batch) Append(ev Event) (trail.Entry, error) {
 		return trail.Entry{}, fmt.Errorf("append %s: %w", ev.Type, err)
 	}
 	b.global = trail.Head{Seq: seq, Hash: e.Integrity.EntryHash, ID: e.ID, Timestamp: e.Timestamp}
-	if err := b.txn.Set(keyHead, appendHead(nil, b.global)); err != nil {
-		return trail.Entry{}, fmt.Errorf("append %s: %w", ev.Type, err)
-	}
 	if ev.Workspace != "" {
 		lh = trail.Head{Seq: lh.Seq + 1, Hash: e.Integrity.LocalHash, ID: e.ID, Timestamp: e.Timestamp}
 		if err := b.txn.Set(localKey(ev.Workspace, lh.Seq), u64(seq)); err != nil {
 			return trail.Entry{}, fmt.Errorf("append %s: %w", ev.Type, err)
 		}
-		if err := b.txn.Set(append(bytes.Clone(prefixHeadWS), ev.Workspace...), appendHead(nil, lh)); err != nil {
-			return trail.Entry{}, fmt.Errorf("append %s: %w", ev.Type, err)
-		}
 		b.local[ev.Workspace] = lh
 	}
 	b.entries = append(b.entries, e)
+	b.unflushed = true
 	return e, nil
+}
+
+// Flush writes the heads of the chains the batch's entries moved into its
+// transaction: call it once every entry is appended, before the
+// transaction commits (Append does not write them: it wrote them for every
+// entry, each overwriting the last, a fifth of an append's time). It may
+// be called more than once; an append after it needs another.
+func (b *Batch) Flush() error {
+	if !b.unflushed {
+		return nil
+	}
+	buf := make([]byte, 0, 256)
+	if err := b.txn.Set(keyHead, appendHead(buf, b.global)); err != nil {
+		return fmt.Errorf("trail heads: %w", err)
+	}
+	for ws, h := range b.local {
+		if err := b.txn.Set(append(bytes.Clone(prefixHeadWS), ws...), appendHead(make([]byte, 0, 256), h)); err != nil {
+			return fmt.Errorf("trail heads: %w", err)
+		}
+	}
+	b.unflushed = false
+	return nil
 }
 
 // Entries returns the entries appended so far, in order.

@@ -395,6 +395,9 @@ func TestTrail_RejectedAppendInCommittedTxn(t *testing.T) {
 	if _, err := b.Append(good2); err != nil {
 		t.Fatalf("Append(good2): %v", err)
 	}
+	if err := b.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	tl.commit(txn)
 	b.Commit()
 	if got, want := ids(tl.readAll(trail.Query{})), []string{good1.ID, good2.ID}; !slices.Equal(got, want) {
@@ -527,5 +530,36 @@ func TestTrail_OpenEmpty(t *testing.T) {
 	res, err := tl.log.Verify(context.Background(), "")
 	if err != nil || !res.OK || res.Entries != 0 {
 		t.Errorf("Verify(empty) = %+v, %v, want ok with 0 entries", res, err)
+	}
+}
+
+// TestTrail_FlushWritesTheHeads: a batch writes the chains' heads once, at
+// Flush; a reopened log reads its length and each workspace's from them.
+func TestTrail_FlushWritesTheHeads(t *testing.T) {
+	tl := newTestLog(t)
+	tl.append(tl.wsEv("ws-a"), tl.wsEv("ws-b"), tl.wsEv("ws-a"), tl.sysEv())
+	tl.reopen()
+	if got := tl.log.Len(); got != 4 {
+		t.Errorf("Len() after reopen = %d, want 4", got)
+	}
+	for ws, want := range map[string]uint64{"ws-a": 2, "ws-b": 1} {
+		if got := tl.log.LocalLen(ws); got != want {
+			t.Errorf("LocalLen(%q) after reopen = %d, want %d", ws, got, want)
+		}
+	}
+	tl.verifyOK("")
+
+	// Without Flush the batch's entries are stored, its heads are not: a
+	// check finds them missing.
+	txn := tl.db.NewTransaction(true)
+	defer txn.Discard()
+	b := tl.log.NewBatch(tl.seg.Txn(txn))
+	if _, err := b.Append(tl.wsEv("ws-c")); err != nil {
+		t.Fatal(err)
+	}
+	tl.commit(txn)
+	b.Commit()
+	if res, err := tl.log.Verify(context.Background(), ""); err != nil || res.OK {
+		t.Errorf("a batch committed without Flush verifies: %+v, %v", res, err)
 	}
 }

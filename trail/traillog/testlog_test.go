@@ -166,6 +166,9 @@ func (tl *testLog) append(evs ...Event) []trail.Entry {
 			tl.t.Fatalf("Append(%s %s in %q): %v", ev.ID, ev.Type, ev.Workspace, err)
 		}
 	}
+	if err := b.Flush(); err != nil {
+		tl.t.Fatal(err)
+	}
 	tl.commit(txn)
 	b.Commit()
 	return slices.Clone(b.Entries())
