@@ -187,13 +187,13 @@ func CheckTxn(ctx context.Context, txn *badger.Txn, opts CheckOptions) (res Chec
 	return c.res, nil
 }
 
-// run runs the check: the fast path from entry #1, or the reference walk
-// from the mark or when the fast path does not pass the trail.
+// run runs the check from entry #1 or from the mark: the fast path, then
+// the reference walk when the fast path does not pass the trail.
 func (c *checker) run(txn *badger.Txn) error {
 	if !c.opts.Full {
 		c.resume(txn)
 	}
-	if c.r.Prev.Seq == 0 && !c.opts.reference {
+	if !c.opts.reference {
 		ok, err := c.fast(txn)
 		if err != nil {
 			return err
@@ -203,6 +203,9 @@ func (c *checker) run(txn *badger.Txn) error {
 			return c.derived(txn)
 		}
 		*c = *newChecker(c.ctx, c.opts)
+		if !c.opts.Full {
+			c.resume(txn)
+		}
 	}
 	if err := c.entries(txn); err != nil {
 		return err

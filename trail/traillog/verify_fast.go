@@ -15,7 +15,8 @@ import (
 	"github.com/wacpd/wacpd/trail"
 )
 
-// fast is Check's accelerator for a check from entry #1: it applies the
+// fast is Check's accelerator for a check from entry #1, or from the mark
+// a previous check left (resume; the running check every 2 s): it applies the
 // rule set (rules) and compares the derived records (the stored Merkle
 // nodes, the local indexes) without decoding entries into
 // strings. It works on the stored form that appendStored writes and hashes
@@ -31,10 +32,19 @@ import (
 // Verification used to cost about 10 µs per entry, most of it decoding the
 // stored JSON into strings; issue #5 asks for 300,000 entries/s.
 func (c *checker) fast(txn *badger.Txn) (bool, error) {
+	ctx := c.ctx
+	if c.r.Prev.Seq > 0 {
+		// From the mark: each workspace's index is read from its
+		// position at the mark on, after the entries.
+		ok := c.fastEntries(txn)
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		return ok && c.fastTails(txn), nil
+	}
 	// The local indexes are read while the entries are (one more iterator
 	// of the same read-only transaction): reading them after took a third
 	// of the time.
-	ctx := c.ctx
 	proj := make(chan map[string][]uint64, 1)
 	go func() {
 		defer func() {
@@ -70,6 +80,42 @@ func (c *checker) fast(txn *badger.Txn) (bool, error) {
 	return true, nil
 }
 
+// fastTails checks, for a check from the mark, that the local index of
+// each workspace the entries after the mark moved holds, from its position
+// at the mark on, exactly their numbers (derived then looks for positions
+// beyond them).
+func (c *checker) fastTails(txn *badger.Txn) bool {
+	for ws, ch := range c.fastLocals {
+		if len(ch.seqs) == 0 {
+			continue
+		}
+		first := localKey(ws, ch.base+1)
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: first[:len(first)-8]})
+		i := 0
+		for it.Seek(first); it.Valid() && i < len(ch.seqs); it.Next() {
+			want := ch.seqs[i]
+			i++
+			if !bytes.Equal(it.Item().Key(), localKey(ws, ch.base+uint64(i))) {
+				break
+			}
+			if it.Item().Value(func(v []byte) error {
+				if len(v) != 8 || binary.BigEndian.Uint64(v) != want {
+					return errFastPath
+				}
+				return nil
+			}) != nil {
+				i = -1
+				break
+			}
+		}
+		it.Close()
+		if i != len(ch.seqs) {
+			return false
+		}
+	}
+	return true
+}
+
 func (c *checker) fastEntries(txn *badger.Txn) bool {
 	var (
 		prevSeq          uint64
@@ -78,9 +124,12 @@ func (c *checker) fastEntries(txn *badger.Txn) bool {
 		locals           = map[string]*localChain{}
 		leaf             [32]byte
 	)
+	rl := c.r
+	if p := rl.Prev; p.Seq > 0 { // from the mark
+		prevSeq, prevHash, prevID, prevTS = p.Seq, []byte(p.Hash), []byte(p.ID), []byte(p.Timestamp)
+	}
 	h := newHashCheck()
 	defer h.close()
-	rl := c.r
 	tree := newTreeCheck(txn, rl)
 	defer tree.close()
 	var visits *visitQueue
@@ -93,7 +142,7 @@ func (c *checker) fastEntries(txn *badger.Txn) bool {
 	// which Value reads without I/O.
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixGlobal})
 	defer it.Close()
-	for it.Rewind(); it.Valid(); it.Next() {
+	for it.Seek(globalKey(prevSeq + 1)); it.Valid(); it.Next() {
 		if prevSeq%4096 == 0 && (c.ctx.Err() != nil || h.failed.Load() || tree.failed.Load() || visits.hasFailed()) {
 			return false
 		}
@@ -127,6 +176,10 @@ func (c *checker) fastEntries(txn *badger.Txn) bool {
 				}
 			} else {
 				last := locals[string(r.ws)]
+				if hd, ok := rl.Local[string(r.ws)]; last == nil && ok { // its chain up to the mark
+					last = &localChain{hash: []byte(hd.Hash), ts: []byte(hd.Timestamp), id: []byte(hd.ID), base: hd.Seq, terminal: rl.Terminal[string(r.ws)]}
+					locals[string(r.ws)] = last
+				}
 				var lastHash []byte
 				if last != nil {
 					lastHash = last.hash
@@ -170,7 +223,7 @@ func (c *checker) fastEntries(txn *badger.Txn) bool {
 	// The state the reference walk would have left.
 	rl.Prev = trail.Head{Seq: prevSeq, Hash: string(prevHash), ID: string(prevID), Timestamp: string(prevTS)}
 	for ws, ch := range locals {
-		rl.Local[ws] = trail.Head{Seq: uint64(len(ch.seqs)), Hash: string(ch.hash), ID: string(ch.id), Timestamp: string(ch.ts)}
+		rl.Local[ws] = trail.Head{Seq: ch.base + uint64(len(ch.seqs)), Hash: string(ch.hash), ID: string(ch.id), Timestamp: string(ch.ts)}
 		if ch.terminal {
 			rl.Terminal[ws] = true
 		}
@@ -534,6 +587,7 @@ func appendRawNullable(b, s []byte, has bool) []byte {
 // localChain is what the fast path keeps of one workspace's chain.
 type localChain struct {
 	hash, ts, id []byte   // the last entry's local hash, timestamp and id
-	seqs         []uint64 // global sequence numbers of its entries
+	base         uint64   // its entries before the check's first (at the mark)
+	seqs         []uint64 // global sequence numbers of its entries from there
 	terminal     bool     // the workspace reached a terminal state
 }

@@ -1,6 +1,7 @@
 package traillog
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -340,4 +341,127 @@ func TestVerifyCatchesBrokenLocalIndex(t *testing.T) {
 		restore()
 		tl.verifyOK("")
 	}
+}
+
+// fromMark runs a check from the mark, on the fast path alone (then the
+// checks that follow it) and, apart, the reference walk: it returns whether
+// the fast path passed the trail and the reference's verdict.
+func fromMark(t *testing.T, db *badger.DB) (fastOK bool, ref CheckResult) {
+	t.Helper()
+	err := db.View(func(txn *badger.Txn) error {
+		c := newChecker(context.Background(), CheckOptions{})
+		c.resume(txn)
+		if c.r.Prev.Seq == 0 {
+			t.Fatal("no mark to start from")
+		}
+		ok, err := c.fast(txn)
+		if err != nil || !ok {
+			return err
+		}
+		c.end(txn)
+		if err := c.derived(txn); err != nil {
+			return err
+		}
+		fastOK = c.res.OK()
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("fast check from the mark: %v", err)
+	}
+	ref, err = Check(context.Background(), db, CheckOptions{reference: true})
+	if err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	if ref.From == 0 {
+		t.Fatalf("the reference check did not start from the mark: %+v", ref)
+	}
+	return fastOK, ref
+}
+
+// TestVerifyFastPathFromTheMark: from a mark (the running check, a start),
+// the accelerated check carries the chains across it as the reference
+// walk does: it passes the trail the daemon wrote after the mark, never
+// passes one the reference fails (a byte changed in an entry or a local
+// index position after the mark), and Check's verdict is the reference's.
+func TestVerifyFastPathFromTheMark(t *testing.T) {
+	tl := newMemLog(t)
+	awkwardTrail(t, tl)
+	if err := MarkChecked(tl.db, tl.check(0)); err != nil {
+		t.Fatal(err)
+	}
+	from := tl.log.global.Seq
+	awkwardTrail(t, tl)
+	tl.interleaved(10, "ws4")
+	n := tl.log.global.Seq
+	if ok, ref := fromMark(t, tl.db); !ok || !ref.OK() || ref.Examined != n-from {
+		t.Fatalf("a sound trail from the mark: fast %v, reference %+v", ok, ref)
+	}
+	_, c := fastCheckFromMark(t, tl.db)
+	for ws, h := range tl.log.local {
+		if c.r.Local[ws] != h {
+			t.Errorf("workspace %s: fast path head %+v, the log's %+v", ws, c.r.Local[ws], h)
+		}
+	}
+	if c.r.Prev != tl.log.global {
+		t.Errorf("fast path global head %+v, the log's %+v", c.r.Prev, tl.log.global)
+	}
+
+	rng := rand.New(rand.NewPCG(3, 4))
+	rounds := 300
+	if testing.Short() {
+		rounds = 80
+	}
+	caught := 0
+	for round := range rounds {
+		seq := from + 1 + rng.Uint64N(n-from)
+		key := globalKey(seq)
+		if round%4 == 3 { // a local index position instead
+			s, err := decodeStored(rawGet(t, tl.db, key))
+			if err != nil || s.Entry.Workspace == "" {
+				continue
+			}
+			key = localKey(s.Entry.Workspace, 1+rng.Uint64N(tl.log.local[s.Entry.Workspace].Seq))
+		}
+		orig := rawGet(t, tl.db, key)
+		mut := bytes.Clone(orig)
+		i := rng.IntN(len(mut))
+		mut[i] ^= byte(1 + rng.IntN(255))
+		rawSet(t, tl.db, key, mut)
+		fastOK, ref := fromMark(t, tl.db)
+		if fastOK && !ref.OK() {
+			t.Fatalf("%q byte %d changed: fast path ok, reference %+v", key, i, ref)
+		}
+		if !fastOK {
+			caught++
+		}
+		got, err := Check(context.Background(), tl.db, CheckOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Verdict() != ref.Verdict() || got.Valid != ref.Valid {
+			t.Fatalf("%q byte %d changed: Check %+v, the reference %+v", key, i, got, ref)
+		}
+		rawSet(t, tl.db, key, orig)
+	}
+	if caught == 0 {
+		t.Fatalf("no change of %d was caught", rounds)
+	}
+}
+
+// fastCheckFromMark is fastCheck from the mark.
+func fastCheckFromMark(t *testing.T, db *badger.DB) (bool, *checker) {
+	t.Helper()
+	var c *checker
+	ok := false
+	err := db.View(func(txn *badger.Txn) error {
+		c = newChecker(context.Background(), CheckOptions{})
+		c.resume(txn)
+		var err error
+		ok, err = c.fast(txn)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok, c
 }
