@@ -26,44 +26,7 @@ func TestObjectsInSegments(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer seg.Close()
-	var cps []checkpointchain.Checkpoint
-	var claims []chainstore.Claim
-	var ch checkpointchain.Chain
-	var txn *badger.Txn
-	for i, id := range []string{"01A", "01B", "01C", "01D", "01E"} {
-		var parent *string
-		if ch.Head != "" {
-			parent = ptr(ch.Head)
-		}
-		r := req("artifact", parent, `{"content":"work of `+id+`","files_changed":["f.go"]}`)
-		a := worker
-		a.Workspace = "wsS"
-		c, b, err := checkpointchain.Build(r, a, ch, taxonomy.Base(), id, ts1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Two checkpoints to a batch, so two share a block.
-		if i%2 == 0 {
-			txn = db.NewTransaction(true)
-		}
-		if ch, err = chainstore.Put(seg.Txn(txn), c, b, ch); err != nil {
-			t.Fatal(err)
-		}
-		if i%2 == 1 || i == 4 {
-			blk, err := seg.Seal(txn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := seg.Write(blk); err != nil {
-				t.Fatal(err)
-			}
-			if err := txn.Commit(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		cps = append(cps, c)
-		claims = append(claims, chainstore.Claim{Entry: "e" + id, ID: id, Workspace: "wsS", Type: c.Type, Status: c.Status, Parent: c.ParentID(), Digest: c.Digest})
-	}
+	cps, claims := putInPairs(t, db, seg, []string{"01A", "01B", "01C", "01D", "01E"}, "work of ")
 	err = db.View(func(txn *badger.Txn) error {
 		got, err := chainstore.List(txn, seg, "wsS", 0, 10)
 		if err != nil || len(got) != len(cps) {
@@ -131,41 +94,7 @@ func TestStoreCheckInSteps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var claims []chainstore.Claim
-	var ch checkpointchain.Chain
-	var txn *badger.Txn
-	content := strings.Repeat("x", 2000)
-	for i, id := range []string{"01A", "01B", "01C", "01D", "01E", "01F"} {
-		var parent *string
-		if ch.Head != "" {
-			parent = ptr(ch.Head)
-		}
-		a := worker
-		a.Workspace = "wsS"
-		c, b, err := checkpointchain.Build(req("artifact", parent, `{"content":"`+id+content+`","files_changed":["f.go"]}`), a, ch, taxonomy.Base(), id, ts1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if i%2 == 0 {
-			txn = db.NewTransaction(true)
-		}
-		if ch, err = chainstore.Put(seg.Txn(txn), c, b, ch); err != nil {
-			t.Fatal(err)
-		}
-		if i%2 == 1 {
-			blk, err := seg.Seal(txn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := seg.Write(blk); err != nil {
-				t.Fatal(err)
-			}
-			if err := txn.Commit(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		claims = append(claims, chainstore.Claim{Entry: "e" + id, ID: id, Workspace: "wsS", Type: c.Type, Status: c.Status, Parent: c.ParentID(), Digest: c.Digest})
-	}
+	_, claims := putInPairs(t, db, seg, []string{"01A", "01B", "01C", "01D", "01E", "01F"}, strings.Repeat("x", 2000))
 	seg.Close()
 	end, err := seglog.End(db)
 	if err != nil {
@@ -223,4 +152,49 @@ func damageFirstBlock(t *testing.T, segDir string) {
 	if _, err := f.WriteAt(b, 40); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// putInPairs builds a chain of checkpoints of workspace wsS, one per id
+// (content before the id in each payload), and stores them through seg two
+// to a batch, so two share a block (a last odd one has a block of its
+// own); it returns them and their claims.
+func putInPairs(t *testing.T, db *badger.DB, seg *seglog.Log, ids []string, content string) ([]checkpointchain.Checkpoint, []chainstore.Claim) {
+	t.Helper()
+	var cps []checkpointchain.Checkpoint
+	var claims []chainstore.Claim
+	var ch checkpointchain.Chain
+	var txn *badger.Txn
+	for i, id := range ids {
+		var parent *string
+		if ch.Head != "" {
+			parent = ptr(ch.Head)
+		}
+		a := worker
+		a.Workspace = "wsS"
+		c, b, err := checkpointchain.Build(req("artifact", parent, `{"content":"`+content+id+`","files_changed":["f.go"]}`), a, ch, taxonomy.Base(), id, ts1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 0 {
+			txn = db.NewTransaction(true)
+		}
+		if ch, err = chainstore.Put(seg.Txn(txn), c, b, ch); err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 1 || i == len(ids)-1 {
+			blk, err := seg.Seal(txn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := seg.Write(blk); err != nil {
+				t.Fatal(err)
+			}
+			if err := txn.Commit(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cps = append(cps, c)
+		claims = append(claims, chainstore.Claim{Entry: "e" + id, ID: id, Workspace: "wsS", Type: c.Type, Status: c.Status, Parent: c.ParentID(), Digest: c.Digest})
+	}
+	return cps, claims
 }
