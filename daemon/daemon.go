@@ -50,6 +50,7 @@ type Daemon struct {
 	handlersMu sync.Mutex         // guards closing and handlers.Add
 	closing    bool               // set when shutdown begins: no new handler starts
 	handlers   sync.WaitGroup     // request handlers in flight
+	workers    *workers           // the goroutines they run on
 	reqCtx     context.Context    // given to handlers; cancelled when shutdown begins
 	cancelReqs context.CancelFunc // ends waits (inbox.next); commits in flight still finish
 	ready      chan struct{}      // closed once requests are accepted
@@ -233,6 +234,7 @@ func (r *Daemon) Run(ctx context.Context) (err error) {
 	})
 
 	r.reqCtx, r.cancelReqs = context.WithCancel(context.Background())
+	r.workers = newWorkers(maxIdleWorkers)
 	svc, err := r.startService()
 	if err != nil {
 		return err
@@ -244,6 +246,7 @@ func (r *Daemon) Run(ctx context.Context) (err error) {
 		r.handlersMu.Unlock()
 		r.cancelReqs()    // end waits and writes the committer has not taken
 		r.handlers.Wait() // let the ones in flight finish their commits
+		r.workers.close()
 	})
 
 	// The service's subscriptions must reach the server before anyone is

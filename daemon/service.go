@@ -154,8 +154,9 @@ const (
 )
 
 // serve wraps an endpoint's handler: it establishes the caller, admits the
-// request (admission.go), runs the handler in its own goroutine (tracked
-// for shutdown), writes the reply or the error in the wire contract's form,
+// request (admission.go), runs the handler in a goroutine of its own (tracked
+// for shutdown; workers.go keeps finished ones for the next request),
+// writes the reply or the error in the wire contract's form,
 // and counts it.
 func (r *Daemon) serve(ep endpoint) micro.HandlerFunc {
 	return func(req micro.Request) {
@@ -177,7 +178,7 @@ func (r *Daemon) serve(ep endpoint) micro.HandlerFunc {
 		}
 		r.handlers.Add(1)
 		r.handlersMu.Unlock()
-		go func() {
+		r.workers.run(func() {
 			defer r.handlers.Done()
 			defer c.t.release()
 			ctx, cancel := context.WithTimeout(r.reqCtx, ep.deadline())
@@ -206,7 +207,7 @@ func (r *Daemon) serve(ep endpoint) micro.HandlerFunc {
 			if err := req.Respond(data); err != nil {
 				r.cfg.Logger.Warn("reply", "subject", req.Subject(), "err", err)
 			}
-		}()
+		})
 	}
 }
 
