@@ -215,6 +215,10 @@ func (r *Daemon) Run(ctx context.Context) (err error) {
 		return err
 	}
 	pub.recover = r.recoverJetStream
+	if ns := r.ns; ns != nil {
+		acc := ns.GlobalAccount() // the daemon's: the feeds are published there (docs/security.md)
+		pub.interest = acc.SubscriptionInterest
+	}
 	bg, stopBG := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(2)
