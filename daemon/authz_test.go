@@ -68,19 +68,10 @@ func externalAnswer(answer string) string {
 // 127.0.0.1 that admits connections with token, and stops it at cleanup.
 func startNATSServer(t *testing.T, token string) string {
 	t.Helper()
-	ns, err := natsserver.NewServer(&natsserver.Options{
+	return daemon.RunNATSServer(t, &natsserver.Options{
 		Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, NoSigs: true, NoLog: true, Authorization: token,
 		JetStream: true, StoreDir: t.TempDir(), DisableJetStreamBanner: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats server did not start")
-	}
-	return ns.ClientURL()
+	}).ClientURL()
 }
 
 // TestAuthzSubjects tries every action of the subjects table (deliveries,

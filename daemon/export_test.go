@@ -18,3 +18,6 @@ func WithPageBytes(cfg Config, n int) Config {
 	cfg.pageBytes = n
 	return cfg
 }
+
+// RunNATSServer is runNATSServer, for the external tests.
+var RunNATSServer = runNATSServer

@@ -15,15 +15,7 @@ import (
 // only on a subject someone subscribes to (the server's own count of
 // interest), and then as the entry's encoding.
 func TestLiveFeedSkipsSubjectsNobodyReads(t *testing.T) {
-	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, NoSigs: true, NoLog: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats server did not start")
-	}
+	ns := runNATSServer(t, &natsserver.Options{Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, NoSigs: true, NoLog: true})
 	nc, err := nats.Connect(ns.ClientURL())
 	if err != nil {
 		t.Fatal(err)
@@ -66,4 +58,19 @@ func TestLiveFeedSkipsSubjectsNobodyReads(t *testing.T) {
 	if m.Subject != "wacp.v1.trail.w1.checkpoint_created" || string(m.Data) != string(want) {
 		t.Errorf("feed message %s %s, want wacp.v1.trail.w1.checkpoint_created %s", m.Subject, m.Data, want)
 	}
+}
+
+// runNATSServer runs a NATS server with opts and stops it at cleanup.
+func runNATSServer(t *testing.T, opts *natsserver.Options) *natsserver.Server {
+	t.Helper()
+	ns, err := natsserver.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats server did not start")
+	}
+	return ns
 }
