@@ -84,17 +84,8 @@ func (l *Log) Cached(p Ptr) ([]byte, bool) {
 	if l == nil {
 		return nil, false
 	}
-	at := Pos{File: p.File, Off: p.Off}
 	l.mu.Lock()
-	var raw []byte
-	switch {
-	case len(l.pend) > 0 && at == l.pendAt:
-		raw = l.pend
-	case l.sealed[at] != nil:
-		raw = l.sealed[at]
-	default:
-		raw = l.cache.get(at)
-	}
+	raw := l.inMemory(Pos{File: p.File, Off: p.Off})
 	l.mu.Unlock()
 	if raw == nil || uint64(p.Rec)+uint64(p.Len) > uint64(len(raw)) {
 		return nil, false
@@ -102,20 +93,23 @@ func (l *Log) Cached(p Ptr) ([]byte, bool) {
 	return raw[p.Rec : p.Rec+p.Len : p.Rec+p.Len], true
 }
 
+// inMemory returns the raw block at at if it is in memory: being built,
+// sealed and not yet written, or in the cache of blocks read; nil if not.
+// Caller holds mu.
+func (l *Log) inMemory(at Pos) []byte {
+	switch {
+	case len(l.pend) > 0 && at == l.pendAt:
+		return l.pend
+	case l.sealed[at] != nil:
+		return l.sealed[at]
+	}
+	return l.cache.get(at)
+}
+
 // block returns the raw block at at.
 func (l *Log) block(at Pos) ([]byte, error) {
 	l.mu.Lock()
-	switch {
-	case len(l.pend) > 0 && at == l.pendAt:
-		raw := l.pend
-		l.mu.Unlock()
-		return raw, nil
-	case l.sealed[at] != nil:
-		raw := l.sealed[at]
-		l.mu.Unlock()
-		return raw, nil
-	}
-	raw := l.cache.get(at)
+	raw := l.inMemory(at)
 	l.mu.Unlock()
 	if raw != nil {
 		return raw, nil
@@ -209,14 +203,7 @@ func (l *Log) decode(h header, body []byte) ([]byte, error) {
 	}
 	var raw []byte
 	if h.format == 3 {
-		n, derr := s2.DecodedLen(vals)
-		if derr == nil && n != int(h.rlen) {
-			return nil, fmt.Errorf("raw block of %d bytes, header says %d", n, h.rlen)
-		}
-		if derr == nil {
-			raw, derr = s2.Decode(make([]byte, n), vals)
-		}
-		err = derr
+		raw, err = decodeS2(vals, int(h.rlen)) // a frame claiming more is not this block's
 	} else {
 		raw, err = l.dec.DecodeAll(vals, make([]byte, 0, h.rlen))
 	}
@@ -238,18 +225,25 @@ func (l *Log) decodeRedoFrame(h header, body []byte) ([]byte, error) {
 	if len(redo) == 0 {
 		return nil, nil
 	}
-	n, err := s2.DecodedLen(redo)
-	if err == nil && n > maxBlock {
-		err = fmt.Errorf("%d bytes, limit %d", n, maxBlock)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: decompress: %v", ErrRedo, err)
-	}
-	raw, err := s2.Decode(make([]byte, n), redo)
+	raw, err := decodeS2(redo, maxBlock)
 	if err != nil {
 		return nil, fmt.Errorf("%w: decompress: %v", ErrRedo, err)
 	}
 	return raw, nil
+}
+
+// decodeS2 decompresses an S2 frame (block format) of at most limit bytes
+// decompressed; a frame that says it holds more is refused before
+// anything is allocated for it.
+func decodeS2(frame []byte, limit int) ([]byte, error) {
+	n, err := s2.DecodedLen(frame)
+	if err == nil && n > limit {
+		err = fmt.Errorf("%d bytes, limit %d", n, limit)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s2.Decode(make([]byte, n), frame)
 }
 
 // file returns the read handle of file n.
