@@ -122,10 +122,12 @@ func check(ctx context.Context, db *badger.DB, opts Options) (Report, error) {
 		sc     *chainstore.StoreCheck // set before the trail's walk
 	)
 	visit := func(seq uint64, e trail.Entry) {
-		if n := len(claims); n > 0 && claims[n-1].seq >= seq { // the walk started again
-			for len(claims) > 0 && claims[len(claims)-1].seq >= seq {
-				claims = claims[:len(claims)-1]
-			}
+		keep := len(claims)
+		for keep > 0 && claims[keep-1].seq >= seq {
+			keep--
+		}
+		if keep < len(claims) { // the walk started again
+			claims = claims[:keep]
 			sc.Reset()
 			for _, c := range claims {
 				sc.Add(c.Claim)
@@ -153,7 +155,6 @@ func check(ctx context.Context, db *badger.DB, opts Options) (Report, error) {
 		res traillog.CheckResult
 		p   *chainstore.StoreProblem
 	)
-	objects := map[casstore.Ref]bool{}
 	// One snapshot for the trail and the checkpoint store: on a running
 	// daemon both grow in the same transactions. The store check takes
 	// each claim as the walk visits its entry, and checks its object while
@@ -167,9 +168,6 @@ func check(ctx context.Context, db *badger.DB, opts Options) (Report, error) {
 			var err error
 			if res, err = traillog.CheckTxn(ctx, txn, topts); err != nil || !opts.Full || !res.OK() || bad != nil {
 				return err
-			}
-			for _, c := range claims {
-				objects[c.Digest] = true
 			}
 			p, err = sc.Finish()
 			return err
@@ -217,7 +215,7 @@ func check(ctx context.Context, db *badger.DB, opts Options) (Report, error) {
 		rep.fail(StepCheckpoints, p.Key, p.Entry, v, "%s", p.Detail)
 		return rep, nil
 	}
-	rep.Checkpoints, rep.Objects = len(claims), len(objects)
+	rep.Checkpoints, rep.Objects = len(claims), sc.Objects()
 	return rep, nil
 }
 

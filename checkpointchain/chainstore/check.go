@@ -191,6 +191,9 @@ func (c *StoreCheck) Add(cl Claim) {
 	c.checked[i] = true
 }
 
+// Objects returns the number of distinct objects the claims added name.
+func (c *StoreCheck) Objects() int { return len(c.byRef) }
+
 // Reset forgets the claims added so far: the caller's walk of the trail
 // starts again.
 func (c *StoreCheck) Reset() { c.storeCheck = newStoreCheck() }
