@@ -124,7 +124,7 @@ func (b *Store) Enumerate(ctx context.Context, after casstore.Ref, fn func(casst
 		opts.Prefix = []byte(KeyPrefix)
 		it := txn.NewIterator(opts)
 		defer it.Close()
-		start := key(after)
+		start := Key(after)
 		for it.Seek(start); it.Valid(); it.Next() {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -196,7 +196,7 @@ func PutTxn(txn *seglog.Txn, data []byte) (casstore.Ref, error) {
 // first: writing identical bytes twice is harmless, and every read verifies
 // the hash. Like PutTxn it keeps a reference to data until txn ends.
 func PutSealedTxn(txn *seglog.Txn, ref casstore.Ref, data []byte) error {
-	if err := txn.SetValue(key(ref), data); err != nil {
+	if err := txn.SetValue(Key(ref), data); err != nil {
 		return fmt.Errorf("put %s: %w", ref, err)
 	}
 	return nil
@@ -206,7 +206,7 @@ func PutSealedTxn(txn *seglog.Txn, ref casstore.Ref, data []byte) error {
 // returns an error wrapping ErrNotFound if there is none, and a
 // *CorruptError if the stored bytes do not hash to ref.
 func GetTxn(txn *badger.Txn, seg *seglog.Log, ref casstore.Ref) ([]byte, error) {
-	item, err := txn.Get(key(ref))
+	item, err := txn.Get(Key(ref))
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return nil, fmt.Errorf("get %s: %w", ref, casstore.ErrNotFound)
 	}
@@ -226,7 +226,7 @@ func GetTxn(txn *badger.Txn, seg *seglog.Log, ref casstore.Ref) ([]byte, error) 
 // HasTxn reports whether ref is stored as seen by txn. It does not read or
 // verify the content.
 func HasTxn(txn *badger.Txn, ref casstore.Ref) (bool, error) {
-	_, err := txn.Get(key(ref))
+	_, err := txn.Get(Key(ref))
 	switch {
 	case err == nil:
 		return true, nil
@@ -236,8 +236,8 @@ func HasTxn(txn *badger.Txn, ref casstore.Ref) (bool, error) {
 	return false, fmt.Errorf("has %s: %w", ref, err)
 }
 
-// key returns the Badger key of ref: KeyPrefix followed by the raw sum.
-func key(ref casstore.Ref) []byte {
+// Key returns the Badger key of ref: KeyPrefix followed by the raw sum.
+func Key(ref casstore.Ref) []byte {
 	sum := ref.Sum()
 	return append([]byte(KeyPrefix), sum[:]...)
 }

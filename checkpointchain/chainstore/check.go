@@ -76,7 +76,9 @@ func CheckStore(txn *badger.Txn, seg *seglog.Log, claims []Claim) (*StoreProblem
 // one goroutine), Finish. With segment files, Add checks each claim's
 // object at once when it can, from the block the caller has just read the
 // claim's trail entry from (seglog's cache still holds it: the objects of a
-// batch and its entries share a block); Finish checks the others. Reading
+// batch and its entries share a block); Finish checks the others, from
+// where NewStoreCheck's one scan of cas/ found them (or, for an object not
+// in the segment files, a lookup), and scans only k/ again. Reading
 // the objects only at the end decoded every block of the segment files a
 // second time (a tenth of a full check's time, docs/performance.md).
 type StoreCheck struct {
@@ -183,6 +185,7 @@ func (c *StoreCheck) Add(cl Claim) {
 	if !ok {
 		return
 	}
+	c.seenObject[i] = true // Finish takes it from locs if it is not checked here
 	b, cached := c.seg.Cached(ptr)
 	if !cached {
 		return
@@ -212,9 +215,15 @@ func (c *StoreCheck) Finish() (*StoreProblem, error) {
 	parts := max(1, runtime.GOMAXPROCS(0))
 	c.pointed = make([][]pointed, parts)
 	scans := []func() error{func() error { return c.scanRecords(c.txn) }}
-	for i := range parts {
-		lo, hi := 256*i/parts, 256*(i+1)/parts
-		scans = append(scans, func() error { return c.scanObjects(c.txn, i, byte(lo), hi) })
+	if c.locs != nil {
+		// locate read cas/ already: the objects Add did not check are
+		// found in what it read, or looked up.
+		scans = append(scans, c.findObjects)
+	} else {
+		for i := range parts {
+			lo, hi := 256*i/parts, 256*(i+1)/parts
+			scans = append(scans, func() error { return c.scanObjects(c.txn, i, byte(lo), hi) })
+		}
 	}
 	if err := runAll(scans); err != nil {
 		return nil, err
@@ -223,6 +232,35 @@ func (c *StoreCheck) Finish() (*StoreProblem, error) {
 		return nil, err
 	}
 	return c.result(), nil
+}
+
+// findObjects finds, for Finish after locate, the objects of the claims
+// Add did not check: those locate found are read from the segment files
+// (readPointed); the others, objects kept in Badger's tree (none is, with
+// segment files, but an empty one) or missing, are looked up one by one.
+func (c *StoreCheck) findObjects() error {
+	for i, cl := range c.claims {
+		if c.checked[i] || c.byRef[cl.Digest] != i {
+			continue // checked, or a second claim of one object (add reported it)
+		}
+		if ptr, ok := c.locs.find(cl.Digest); ok {
+			c.seenObject[i] = true
+			c.pointed[0] = append(c.pointed[0], pointed{ptr: ptr, claim: i})
+			continue
+		}
+		item, err := c.txn.Get(badgerstore.Key(cl.Digest))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			continue // missing: result reports it
+		}
+		if err != nil {
+			return fmt.Errorf("get %s: %w", cl.Digest, err)
+		}
+		c.seenObject[i] = true
+		if err := c.seg.Value(item, func(b []byte) error { c.object(i, b); return nil }); err != nil {
+			return fmt.Errorf("get %s: %w", cl.Digest, err)
+		}
+	}
+	return nil
 }
 
 // pointed is a claimed object kept in the segment files.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/wacpd/wacpd/casstore/badgerstore"
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/checkpointchain/chainstore"
 )
@@ -50,7 +51,7 @@ func TestCheckStoreFirstProblem(t *testing.T) {
 	}
 	// Delete the objects of the fifth and the second claim, in that order.
 	for _, i := range []int{4, 1} {
-		if err := db.Update(func(txn *badger.Txn) error { return txn.Delete(casKey(claims[i].Digest)) }); err != nil {
+		if err := db.Update(func(txn *badger.Txn) error { return txn.Delete(badgerstore.Key(claims[i].Digest)) }); err != nil {
 			t.Fatal(err)
 		}
 		p := check()
@@ -102,18 +103,20 @@ func TestCheckStoreProblems(t *testing.T) {
 			func(cl []chainstore.Claim) string { return "k/w/wsB/2" }, 4, false, false},
 		{"order wrong", func(txn *badger.Txn, cl []chainstore.Claim) error { return txn.Set(order("wsA", 1), []byte(cl[2].ID)) },
 			func(cl []chainstore.Claim) string { return "k/w/wsA/1" }, 0, false, false},
-		{"object missing", func(txn *badger.Txn, cl []chainstore.Claim) error { return txn.Delete(casKey(cl[5].Digest)) },
+		{"object missing", func(txn *badger.Txn, cl []chainstore.Claim) error { return txn.Delete(badgerstore.Key(cl[5].Digest)) },
 			func(cl []chainstore.Claim) string { return cl[5].Digest.String() }, 5, true, true},
-		{"object corrupt", func(txn *badger.Txn, cl []chainstore.Claim) error { return txn.Set(casKey(cl[1].Digest), []byte(`{}`)) },
+		{"object corrupt", func(txn *badger.Txn, cl []chainstore.Claim) error {
+			return txn.Set(badgerstore.Key(cl[1].Digest), []byte(`{}`))
+		},
 			func(cl []chainstore.Claim) string { return cl[1].Digest.String() }, 1, true, false},
 		{"first claim first", func(txn *badger.Txn, cl []chainstore.Claim) error {
-			if err := txn.Delete(casKey(cl[4].Digest)); err != nil {
+			if err := txn.Delete(badgerstore.Key(cl[4].Digest)); err != nil {
 				return err
 			}
 			return txn.Delete(order("wsA", 2)) // claim 2's order record
 		}, func(cl []chainstore.Claim) string { return "k/w/wsA/2" }, 2, false, false},
 		{"index before object of one claim", func(txn *badger.Txn, cl []chainstore.Claim) error {
-			if err := txn.Delete(casKey(cl[3].Digest)); err != nil {
+			if err := txn.Delete(badgerstore.Key(cl[3].Digest)); err != nil {
 				return err
 			}
 			return txn.Set([]byte("k/c/"+cl[3].ID), []byte(`{`))

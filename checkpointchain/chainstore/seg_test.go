@@ -4,11 +4,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/wacpd/wacpd/casstore/badgerstore"
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/checkpointchain/chainstore"
 	"github.com/wacpd/wacpd/internal/seglog"
@@ -37,7 +39,7 @@ func TestObjectsInSegments(t *testing.T) {
 				t.Errorf("checkpoint %d: %s, want %s", i, got[i].Digest, cps[i].Digest)
 			}
 		}
-		item, err := txn.Get(casKey(cps[0].Digest))
+		item, err := txn.Get(badgerstore.Key(cps[0].Digest))
 		if err != nil || item.UserMeta() != seglog.Meta {
 			t.Errorf("object in Badger: meta %d, %v; want a pointer", item.UserMeta(), err)
 		}
@@ -197,4 +199,61 @@ func putInPairs(t *testing.T, db *badger.DB, seg *seglog.Log, ids []string, cont
 		claims = append(claims, chainstore.Claim{Entry: "e" + id, ID: id, Workspace: "wsS", Type: c.Type, Status: c.Status, Parent: c.ParentID(), Digest: c.Digest})
 	}
 	return cps, claims
+}
+
+// TestStoreCheckFinishFindsWhatAddLeft: the objects Add could not check
+// (their blocks are not in memory) are read by Finish from where locate
+// found them, and a missing one is reported, as CheckStore reports them.
+func TestStoreCheckFinishFindsWhatAddLeft(t *testing.T) {
+	dir := t.TempDir()
+	db := openDB(t, dir)
+	segDir := filepath.Join(dir, seglog.Dir)
+	seg, _, err := seglog.Open(segDir, seglog.Pos{}, seglog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, claims := putInPairs(t, db, seg, []string{"01A", "01B", "01C", "01D", "01E", "01F"}, "work of ")
+	seg.Close()
+	end, err := seglog.End(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seg, _, err = seglog.Open(segDir, end, seglog.Options{}) // nothing in memory
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer seg.Close()
+	check := func(claims []chainstore.Claim) (steps, once *chainstore.StoreProblem) {
+		t.Helper()
+		db.View(func(txn *badger.Txn) error {
+			sc := chainstore.NewStoreCheck(txn, seg)
+			defer sc.Close()
+			for _, cl := range claims {
+				sc.Add(cl)
+			}
+			var err error
+			if steps, err = sc.Finish(); err != nil {
+				t.Fatal(err)
+			}
+			if once, err = chainstore.CheckStore(txn, seg, claims); err != nil {
+				t.Fatal(err)
+			}
+			return nil
+		})
+		return steps, once
+	}
+	if steps, once := check(claims); steps != nil || once != nil {
+		t.Fatalf("a sound store: in steps %+v, at once %+v", steps, once)
+	}
+	bad := slices.Clone(claims)
+	bad[1].Status = "final" // the trail says otherwise than the object
+	if steps, once := check(bad); steps == nil || !steps.Object || steps.Entry != bad[1].Entry || *steps != *once {
+		t.Errorf("claim 1 contradicted by its object: in steps %+v, at once %+v", steps, once)
+	}
+	if err := db.Update(func(txn *badger.Txn) error { return txn.Delete(badgerstore.Key(claims[4].Digest)) }); err != nil {
+		t.Fatal(err)
+	}
+	if steps, once := check(claims); steps == nil || !steps.Missing || steps.Entry != claims[4].Entry || *steps != *once {
+		t.Errorf("claim 4's object deleted: in steps %+v, at once %+v", steps, once)
+	}
 }

@@ -184,14 +184,13 @@ func TestStoreNotFound(t *testing.T) {
 
 // casKey is casstore's Badger key for ref (casstore's documented format:
 // KeyPrefix followed by the 32 raw bytes of the sum).
-func casKey(ref casstore.Ref) []byte { return append([]byte(badgerstore.KeyPrefix), ref.Bytes()...) }
 
 func TestStoreCorruptObject(t *testing.T) {
 	db := openDB(t, t.TempDir())
 	s := fill(t, db)
 	victim := s.byWS["wsA"][1]
 	err := db.Update(func(txn *badger.Txn) error {
-		return txn.Set(casKey(victim.Digest), []byte(`{"id":"forged"}`))
+		return txn.Set(badgerstore.Key(victim.Digest), []byte(`{"id":"forged"}`))
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +210,7 @@ func TestStoreCorruptObject(t *testing.T) {
 
 	// An object that is gone is reported as casstore's not-found.
 	lost := s.byWS["wsB"][0]
-	if err := db.Update(func(txn *badger.Txn) error { return txn.Delete(casKey(lost.Digest)) }); err != nil {
+	if err := db.Update(func(txn *badger.Txn) error { return txn.Delete(badgerstore.Key(lost.Digest)) }); err != nil {
 		t.Fatal(err)
 	}
 	db.View(func(txn *badger.Txn) error {
