@@ -428,11 +428,10 @@ func (c *committer) submit(b *openBatch) {
 	}
 	err := b.poisoned
 	if err == nil && b.steps > 0 {
-		err = b.tx.step("commit")
-	}
-	if err == nil && b.steps > 0 {
-		if ferr := b.tx.batch.Flush(); ferr != nil {
-			err = fmt.Errorf("%w: %v", ErrStorage, ferr)
+		if err = b.tx.step("commit"); err == nil {
+			if ferr := b.tx.batch.Flush(); ferr != nil {
+				err = fmt.Errorf("%w: %v", ErrStorage, ferr)
+			}
 		}
 	}
 	if err != nil || b.steps == 0 {
