@@ -20,7 +20,7 @@ import (
 // checks after it found nothing, ref is the reference walk's verdict.
 func fastAndRef(t *testing.T, db *badger.DB) (fastOK bool, ref trail.VerifyResult) {
 	t.Helper()
-	fastOK, _ = fastCheck(t, db)
+	fastOK, _ = fastCheck(t, db, CheckOptions{Full: true})
 	res, err := Check(context.Background(), db, CheckOptions{Full: true, reference: true})
 	if err != nil {
 		t.Fatalf("Check: %v", err)
@@ -28,13 +28,19 @@ func fastAndRef(t *testing.T, db *badger.DB) (fastOK bool, ref trail.VerifyResul
 	return fastOK, res.Verdict()
 }
 
-// fastCheck runs Check's fast path alone, then the checks that follow it.
-func fastCheck(t *testing.T, db *badger.DB) (bool, *checker) {
+// fastCheck runs Check's fast path alone (from the mark without
+// opts.Full), then the checks that follow it.
+func fastCheck(t *testing.T, db *badger.DB, opts CheckOptions) (bool, *checker) {
 	t.Helper()
 	var c *checker
 	ok := false
 	err := db.View(func(txn *badger.Txn) error {
-		c = newChecker(context.Background(), CheckOptions{Full: true})
+		c = newChecker(context.Background(), opts)
+		if !opts.Full {
+			if c.resume(txn); c.r.Prev.Seq == 0 {
+				t.Fatal("no mark to start from")
+			}
+		}
 		var err error
 		if ok, err = c.fast(txn); err != nil || !ok {
 			return err
@@ -75,7 +81,7 @@ func TestVerifyFastPathTakesWellFormedTrails(t *testing.T) {
 	if !fastOK || ref.Violation != "" {
 		t.Fatalf("fast = %v, reference = %+v; want both ok", fastOK, ref)
 	}
-	_, c := fastCheck(t, tl.db)
+	_, c := fastCheck(t, tl.db, CheckOptions{Full: true})
 	if n := c.res.Valid; n != tl.log.global.Seq || len(c.fastLocals) != 3 {
 		t.Errorf("fast path counted %d entries in %d workspaces, want %d in 3", n, len(c.fastLocals), tl.log.global.Seq)
 	}
@@ -348,27 +354,8 @@ func TestVerifyCatchesBrokenLocalIndex(t *testing.T) {
 // the fast path passed the trail and the reference's verdict.
 func fromMark(t *testing.T, db *badger.DB) (fastOK bool, ref CheckResult) {
 	t.Helper()
-	err := db.View(func(txn *badger.Txn) error {
-		c := newChecker(context.Background(), CheckOptions{})
-		c.resume(txn)
-		if c.r.Prev.Seq == 0 {
-			t.Fatal("no mark to start from")
-		}
-		ok, err := c.fast(txn)
-		if err != nil || !ok {
-			return err
-		}
-		c.end(txn)
-		if err := c.derived(txn); err != nil {
-			return err
-		}
-		fastOK = c.res.OK()
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("fast check from the mark: %v", err)
-	}
-	ref, err = Check(context.Background(), db, CheckOptions{reference: true})
+	fastOK, _ = fastCheck(t, db, CheckOptions{})
+	ref, err := Check(context.Background(), db, CheckOptions{reference: true})
 	if err != nil {
 		t.Fatalf("Check: %v", err)
 	}
@@ -396,7 +383,7 @@ func TestVerifyFastPathFromTheMark(t *testing.T) {
 	if ok, ref := fromMark(t, tl.db); !ok || !ref.OK() || ref.Examined != n-from {
 		t.Fatalf("a sound trail from the mark: fast %v, reference %+v", ok, ref)
 	}
-	_, c := fastCheckFromMark(t, tl.db)
+	_, c := fastCheck(t, tl.db, CheckOptions{})
 	for ws, h := range tl.log.local {
 		if c.r.Local[ws] != h {
 			t.Errorf("workspace %s: fast path head %+v, the log's %+v", ws, c.r.Local[ws], h)
@@ -446,22 +433,4 @@ func TestVerifyFastPathFromTheMark(t *testing.T) {
 	if caught == 0 {
 		t.Fatalf("no change of %d was caught", rounds)
 	}
-}
-
-// fastCheckFromMark is fastCheck from the mark.
-func fastCheckFromMark(t *testing.T, db *badger.DB) (bool, *checker) {
-	t.Helper()
-	var c *checker
-	ok := false
-	err := db.View(func(txn *badger.Txn) error {
-		c = newChecker(context.Background(), CheckOptions{})
-		c.resume(txn)
-		var err error
-		ok, err = c.fast(txn)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ok, c
 }
