@@ -89,25 +89,8 @@ func TestObjectsInSegments(t *testing.T) {
 // gone from it by Finish, and their bytes damaged in the file, which a
 // second read would find.
 func TestStoreCheckInSteps(t *testing.T) {
-	dir := t.TempDir()
-	db := openDB(t, dir)
-	segDir := filepath.Join(dir, seglog.Dir)
-	seg, _, err := seglog.Open(segDir, seglog.Pos{}, seglog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, claims := putInPairs(t, db, seg, []string{"01A", "01B", "01C", "01D", "01E", "01F"}, strings.Repeat("x", 2000))
-	seg.Close()
-	end, err := seglog.End(db)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// A cache of one block (each holds two objects of about 2.4 KB).
-	seg, _, err = seglog.Open(segDir, end, seglog.Options{CacheBytes: 6000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer seg.Close()
+	db, seg, segDir, claims := sixInPairs(t, strings.Repeat("x", 2000), seglog.Options{CacheBytes: 6000})
 	claims[2].Status = "final" // the trail says otherwise than the object
 	for _, steps := range []bool{true, false} {
 		db.View(func(txn *badger.Txn) error {
@@ -135,6 +118,31 @@ func TestStoreCheckInSteps(t *testing.T) {
 			return nil
 		})
 	}
+}
+
+// sixInPairs stores six checkpoints of wsS two to a block (putInPairs) in
+// a new database, and returns it with its segment files reopened with opts
+// (nothing of them in memory), their directory and the claims.
+func sixInPairs(t *testing.T, content string, opts seglog.Options) (*badger.DB, *seglog.Log, string, []chainstore.Claim) {
+	t.Helper()
+	dir := t.TempDir()
+	db := openDB(t, dir)
+	segDir := filepath.Join(dir, seglog.Dir)
+	seg, _, err := seglog.Open(segDir, seglog.Pos{}, seglog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, claims := putInPairs(t, db, seg, []string{"01A", "01B", "01C", "01D", "01E", "01F"}, content)
+	seg.Close()
+	end, err := seglog.End(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seg, _, err = seglog.Open(segDir, end, opts); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { seg.Close() })
+	return db, seg, segDir, claims
 }
 
 // damageFirstBlock flips a byte of the first block of the first segment
@@ -205,24 +213,7 @@ func putInPairs(t *testing.T, db *badger.DB, seg *seglog.Log, ids []string, cont
 // (their blocks are not in memory) are read by Finish from where locate
 // found them, and a missing one is reported, as CheckStore reports them.
 func TestStoreCheckFinishFindsWhatAddLeft(t *testing.T) {
-	dir := t.TempDir()
-	db := openDB(t, dir)
-	segDir := filepath.Join(dir, seglog.Dir)
-	seg, _, err := seglog.Open(segDir, seglog.Pos{}, seglog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, claims := putInPairs(t, db, seg, []string{"01A", "01B", "01C", "01D", "01E", "01F"}, "work of ")
-	seg.Close()
-	end, err := seglog.End(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seg, _, err = seglog.Open(segDir, end, seglog.Options{}) // nothing in memory
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer seg.Close()
+	db, seg, _, claims := sixInPairs(t, "work of ", seglog.Options{})
 	check := func(claims []chainstore.Claim) (steps, once *chainstore.StoreProblem) {
 		t.Helper()
 		db.View(func(txn *badger.Txn) error {
