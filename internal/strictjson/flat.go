@@ -10,6 +10,10 @@ const (
 	KindUint   Kind = 'u' // an unsigned integer: the value is its digits
 )
 
+// maxFlatDigits bounds the digits of an integer ScanFlat accepts, so that
+// every one it accepts fits in a uint64 (whose largest has 20 digits).
+const maxFlatDigits = 19
+
 // maxFlatMembers bounds the members ScanFlat accepts (it compares each
 // name with those before to refuse a duplicate).
 const maxFlatMembers = 32
@@ -18,8 +22,8 @@ const maxFlatMembers = 32
 // canonical encoder writes, calling fn with each member in order, and
 // reports whether data has that form: no whitespace; names and string
 // values of printable ASCII without escapes; values that are such strings,
-// null or unsigned integers without a leading zero; no name twice; at most
-// 32 members. The slices point into data.
+// null or unsigned integers of at most 19 digits without a leading zero;
+// no name twice; at most 32 members. The slices point into data.
 //
 // It is the fast path of reading a few fields of a stored record (as
 // DecodeFields does, which accepts all JSON): when it reports false, or a
@@ -77,7 +81,7 @@ func ScanFlat(data []byte, fn func(name, value []byte, kind Kind)) bool {
 			for i < len(data) && data[i] >= '0' && data[i] <= '9' {
 				i++
 			}
-			if data[start] == '0' && i-start > 1 {
+			if data[start] == '0' && i-start > 1 || i-start > maxFlatDigits {
 				return false
 			}
 			value, kind = data[start:i], KindUint

@@ -25,13 +25,15 @@ func TestScanFlat(t *testing.T) {
 		{`{"a":{"b":1}}`, false, nil},     // not flat
 		{`{"a":01}`, false, nil},          // a leading zero
 		{`{"a":-1}`, false, nil},          // a sign
-		{`{"a":1.5}`, false, nil},         // a fraction
-		{`{"a":true}`, false, nil},        // another kind
-		{`{"a":"x"}x`, false, nil},        // trailing data
-		{`{"a":"x",}`, false, nil},        // a trailing comma
-		{`{"a":"x"`, false, nil},          // cut short
-		{`{"a":nul}`, false, nil},         // not null
-		{`["a"]`, false, nil},             // not an object
+		{`{"a":9999999999999999999}`, true, []member{{"a", "9999999999999999999", KindUint}}},
+		{`{"a":18446744073709551615}`, false, nil}, // more than 19 digits
+		{`{"a":1.5}`, false, nil},                  // a fraction
+		{`{"a":true}`, false, nil},                 // another kind
+		{`{"a":"x"}x`, false, nil},                 // trailing data
+		{`{"a":"x",}`, false, nil},                 // a trailing comma
+		{`{"a":"x"`, false, nil},                   // cut short
+		{`{"a":nul}`, false, nil},                  // not null
+		{`["a"]`, false, nil},                      // not an object
 	} {
 		var got []member
 		ok := ScanFlat([]byte(c.in), func(name, value []byte, kind Kind) {
