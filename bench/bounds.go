@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -515,7 +516,7 @@ func boundRequesters(ctx context.Context, url string, clients int, req client.Ch
 					errs[i] = err
 					return
 				}
-				body, err := json.Marshal(req)
+				body, err := jsonv1.Marshal(req) // the client library's codec
 				if err != nil {
 					errs[i] = err
 					return
@@ -531,7 +532,7 @@ func boundRequesters(ctx context.Context, url string, clients int, req client.Ch
 					return
 				}
 				var cp checkpointchain.Checkpoint
-				if err := json.Unmarshal(m.Data, &cp); err != nil {
+				if err := jsonv1.Unmarshal(m.Data, &cp); err != nil {
 					errs[i] = fmt.Errorf("requester %d: decode reply: %w", i, err)
 					return
 				}

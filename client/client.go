@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	json "github.com/go-json-experiment/json/v1"
 	"github.com/nats-io/nats.go"
 
 	"github.com/wacpd/wacpd/wire"
