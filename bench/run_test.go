@@ -81,9 +81,10 @@ func TestRun(t *testing.T) {
 					t.Errorf("hand-built bound stored %d, want %d", got, tt.n)
 				}
 				// A checkpoint writes its object, chain records, three
-				// trail entries and their indexes, the outbox item.
+				// trail entries and their indexes, the heads; the values
+				// go to the segment files.
 				w := rep.Written
-				if w == nil || w.PutsPerCheckpoint < 9 || w.BytesPerCheckpoint < 9*256 {
+				if w == nil || w.PutsPerCheckpoint < 9 || w.BytesPerCheckpoint < 1024 || w.RawPerCheckpoint < 1024 {
 					t.Errorf("written = %+v, want at least 9 keys and a payload's bytes per checkpoint", w)
 				}
 				v, shape := rep.Bounds.Volume, rep.Bounds.Shape

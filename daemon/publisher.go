@@ -194,9 +194,9 @@ func (p *publisher) runSignals(ctx context.Context) {
 		case <-okC:
 			inflight = p.confirm(inflight)
 		case err := <-errC:
-			fail(fmt.Errorf("publish %s: %w", inflight[0].id, err))
+			fail(fmt.Errorf("publish %s: %w", inflight[0].item.ID, err))
 		case <-timeout.C:
-			fail(fmt.Errorf("publish %s: no acknowledgement from the stream in %s", inflight[0].id, ackTimeout))
+			fail(fmt.Errorf("publish %s: no acknowledgement from the stream in %s", inflight[0].item.ID, ackTimeout))
 		}
 		timeout.Stop()
 	}
@@ -204,9 +204,9 @@ func (p *publisher) runSignals(ctx context.Context) {
 
 // sent is a signal published and not yet confirmed.
 type sent struct {
-	id string
-	f  jetstream.PubAckFuture
-	at time.Time // when it was published
+	item runtime.OutboxItem
+	f    jetstream.PubAckFuture
+	at   time.Time // when it was published
 }
 
 // idle reports whether nothing waits to be published.
@@ -247,7 +247,7 @@ func (p *publisher) publish(inflight []sent) ([]sent, error) {
 				continue // published from the database
 			}
 			var err error
-			if inflight, err = p.push(inflight, it.ID, it.Subject, it.Signal); err != nil {
+			if inflight, err = p.push(inflight, it); err != nil {
 				return inflight, err
 			}
 		}
@@ -272,7 +272,7 @@ func (p *publisher) publishStored() ([]sent, error) {
 	}
 	var inflight []sent
 	for _, it := range items {
-		if inflight, err = p.push(inflight, it.ID, it.Subject, it.Signal); err != nil {
+		if inflight, err = p.push(inflight, it); err != nil {
 			return inflight, err
 		}
 	}
@@ -281,17 +281,17 @@ func (p *publisher) publishStored() ([]sent, error) {
 
 // push publishes one signal behind inflight, expecting the last of them
 // (if any) to be the stream's last message, and returns inflight with it.
-func (p *publisher) push(inflight []sent, id, subject string, sig any) ([]sent, error) {
+func (p *publisher) push(inflight []sent, it runtime.OutboxItem) ([]sent, error) {
 	expect := ""
 	if len(inflight) > 0 {
-		expect = inflight[len(inflight)-1].id
+		expect = inflight[len(inflight)-1].item.ID
 	}
-	f, err := p.send(id, subject, sig, expect)
+	f, err := p.send(it.ID, it.Subject, it.Signal, expect)
 	if err != nil {
 		return inflight, err
 	}
-	p.high = max(p.high, id)
-	return append(inflight, sent{id: id, f: f, at: time.Now()}), nil
+	p.high = max(p.high, it.ID)
+	return append(inflight, sent{item: it, f: f, at: time.Now()}), nil
 }
 
 // confirm removes the confirmed prefix of inflight from the outbox; the
@@ -307,15 +307,12 @@ func (p *publisher) confirm(inflight []sent) []sent {
 		}
 		break
 	}
-	ids := make([]string, n)
-	for i := range n {
-		ids[i] = inflight[i].id
-	}
-	if err := p.eng.AckOutbox(ids...); err != nil {
+	last := inflight[n-1].item
+	if err := p.eng.AckOutbox(last); err != nil {
 		// The engine is closing: the items are published again at start.
 		p.lg.Warn("confirm signals", "err", err)
 	}
-	p.cursor = ids[n-1]
+	p.cursor = last.ID
 	p.m.outboxAdd(-n)
 	p.m.signalsPublished(n)
 	return inflight[n:]

@@ -186,12 +186,12 @@ func (c *committer) ackC() <-chan time.Time {
 	return c.ackTimer.C
 }
 
-// ackFlush is a request whose batch carries only the pending outbox
-// deletes (submit adds them to every batch it writes).
+// ackFlush is a request whose batch carries only the outbox mark of the
+// pending confirmation (submit adds it to every batch it writes).
 func (c *committer) ackFlush() *opqueue.Op {
 	e := c.e
 	return opqueue.New(func() error {
-		if len(e.acks) == 0 {
+		if !e.acksPending() {
 			return nil
 		}
 		return e.commit(func(t *tx) error { return t.step("outbox_ack") })
@@ -449,7 +449,7 @@ func (c *committer) submit(b *openBatch) {
 		return
 	}
 	e.mu.Lock()
-	e.takeAcks(b.tx.txn)
+	e.takeAcks(b.tx)
 	e.mu.Unlock()
 	// The next batch's transaction is opened now, before b's commit takes
 	// a timestamp, so that opening it does not wait for b's write.

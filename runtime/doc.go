@@ -19,18 +19,18 @@
 //
 // A checkpoint commit holds: the object in casstore, the chain register,
 // checkpoint_created, resource_discrepancy entries, the runtime's checkpoint
-// signal (signal_emitted, signal_delivered) and an outbox record of the
-// signal, which the daemon publishes after the commit and acknowledges with
-// AckOutbox.
+// signal (signal_emitted, signal_delivered), which the daemon publishes
+// after the commit (the outbox is derived from the trail: outbox.go) and
+// confirms with AckOutbox.
 //
 // # Format
 //
 // Key prefixes, each owned by one storage package: cas/ (casstore/
 // badgerstore), t/ (trail/traillog), w/ (workspace/wsstore), k/
 // (checkpointchain/chainstore), e/ (envelopes, inboxes, queues and lease
-// deadlines: envelope/envstore), o/ (the signal outbox: signal/outboxstore),
-// a/ (token records: principal/tokenstore); m/ (metadata: m/root) is the
-// engine's own.
+// deadlines: envelope/envstore), a/ (token records: principal/tokenstore);
+// m/ (metadata: m/root, m/open, m/sth; m/outbox, the outbox's mark, is
+// signal/outboxstore's) is the engine's own.
 //
 // # Caveats
 //

@@ -21,6 +21,7 @@ import (
 	"github.com/wacpd/wacpd/internal/seglog"
 	"github.com/wacpd/wacpd/runtime/opqueue"
 	agentsignal "github.com/wacpd/wacpd/signal"
+	"github.com/wacpd/wacpd/signal/outboxstore"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/trail/traillog"
@@ -45,7 +46,7 @@ type Engine struct {
 	lg    *slog.Logger
 
 	queue   opqueue.Queue // operations for the committer goroutine (committer.go)
-	ackKick chan struct{} // AckOutbox has queued deletes (outbox.go)
+	ackKick chan struct{} // AckOutbox has a confirmation to write (outbox.go)
 	// leaseKick tells the timer loop a delivery lease was taken (lease.go).
 	leaseKick chan struct{}
 	// pipelinedOps counts operations run in a batch built while another
@@ -80,7 +81,8 @@ type Engine struct {
 	ws            map[string]*workspace.Workspace
 	chains        map[string]checkpointchain.Chain
 	inboxSig      map[string]chan struct{} // closed and replaced when an envelope lands in a workspace's inbox
-	acks          []string                 // confirmed outbox items to delete with the next batch (outbox.go)
+	outMark       outboxstore.Mark         // the outbox's mark as written (outbox.go)
+	outAck        outboxstore.Mark         // the last confirmation, written with the next batch (outbox.go)
 	onCommit      []func(Commit)
 }
 
@@ -192,6 +194,9 @@ func open(cfg Config, db *badger.DB) (_ *Engine, err error) {
 		}
 	}()
 	if e.log, err = traillog.Open(db, e.seg); err != nil {
+		return nil, err
+	}
+	if err = e.openOutbox(); err != nil {
 		return nil, err
 	}
 	if err = e.loadState(); err != nil {

@@ -73,7 +73,7 @@ func TestRedoAfterBadgerLosesItsWrites(t *testing.T) {
 	if err != nil || len(out) == 0 {
 		t.Fatalf("outbox: %v, %v", out, err)
 	}
-	if err := e.AckOutbox(out[0].ID); err != nil {
+	if err := e.AckOutbox(out[0]); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.CreateUser(ctx, e.Root(), "ada", func(g Grants) error {

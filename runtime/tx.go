@@ -8,6 +8,7 @@ import (
 	"github.com/wacpd/wacpd/clock"
 	"github.com/wacpd/wacpd/internal/seglog"
 	agentsignal "github.com/wacpd/wacpd/signal"
+	"github.com/wacpd/wacpd/signal/outboxstore"
 	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/trail/traillog"
 	"github.com/wacpd/wacpd/workspace"
@@ -29,13 +30,14 @@ type tx struct {
 	created  map[string]*workspace.Workspace // new workspaces (also in dirty)
 	chains   map[string]checkpointchain.Chain
 	outbox   []agentsignal.OutboxItem
-	inboxed  map[string]bool // workspaces whose inbox got an envelope
-	leased   bool            // a delivery lease was taken (lease.go)
-	later    []func()        // run after a successful commit
-	steps    *int            // writes started in the whole batch (shared)
-	detail   string          // free text for the next workspace_state_changed, then cleared
-	reasons  []string        // reasons of the rejections recorded, kept only for an observer
-	reloaded bool            // the batch that ends degraded mode (Commit.Reloaded)
+	mark     outboxstore.Mark // the outbox mark the batch writes (takeAcks)
+	inboxed  map[string]bool  // workspaces whose inbox got an envelope
+	leased   bool             // a delivery lease was taken (lease.go)
+	later    []func()         // run after a successful commit
+	steps    *int             // writes started in the whole batch (shared)
+	detail   string           // free text for the next workspace_state_changed, then cleared
+	reasons  []string         // reasons of the rejections recorded, kept only for an observer
+	reloaded bool             // the batch that ends degraded mode (Commit.Reloaded)
 }
 
 // CommitObserver is told of durable commits and of the rejections they
@@ -125,6 +127,9 @@ func (e *Engine) apply(t *tx) {
 	}
 	for _, f := range t.later {
 		f()
+	}
+	if t.mark.Seq > e.outMark.Seq {
+		e.outMark = t.mark
 	}
 	c := Commit{Entries: t.batch.Entries(), Outbox: t.outbox, Reloaded: t.reloaded}
 	for _, fn := range e.onCommit {

@@ -220,3 +220,27 @@ func seqOf(txn *badger.Txn, seg *seglog.Log, id string, n uint64) (uint64, error
 	}
 	return 0, fmt.Errorf("%w: %s", ErrNotFound, id)
 }
+
+// firstAfterID returns the seq of the first of the global trail's n
+// entries whose id is greater than id, n+1 when none is, by the same
+// binary search as seqOf.
+func firstAfterID(txn *badger.Txn, seg *seglog.Log, id string, n uint64) (uint64, error) {
+	lo, hi := uint64(1), n
+	for lo <= hi {
+		mid := lo + (hi-lo)/2
+		item, err := txn.Get(globalKey(mid))
+		if err != nil {
+			return 0, fmt.Errorf("entry #%d: %w", mid, err)
+		}
+		_, got, err := leafAndID(seg, item)
+		if err != nil {
+			return 0, fmt.Errorf("entry #%d: %w", mid, err)
+		}
+		if got > id {
+			hi = mid - 1
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo, nil
+}

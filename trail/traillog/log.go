@@ -272,6 +272,10 @@ func (b *Batch) Flush() error {
 	return nil
 }
 
+// Seq returns the global seq of the batch's last entry (of the committed
+// trail's last, before the batch's first append).
+func (b *Batch) Seq() uint64 { return b.global.Seq }
+
 // Entries returns the entries appended so far, in order.
 func (b *Batch) Entries() []trail.Entry { return b.entries }
 

@@ -99,6 +99,38 @@ func (l *Log) Get(id string) (trail.Entry, error) {
 	return e, err
 }
 
+// ScanAfter calls fn with each entry of the global trail after global seq
+// after (1-based) and its seq, in order, until fn returns false or the
+// trail ends.
+func (l *Log) ScanAfter(ctx context.Context, after uint64, fn func(seq uint64, e trail.Entry) bool) error {
+	err := view(l.db, "scan trail", func(txn *badger.Txn) error {
+		seq := after
+		return l.scan(ctx, txn, "", after, func(s stored) bool {
+			seq++
+			return fn(seq, s.Entry)
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("scan trail: %w", err)
+	}
+	return nil
+}
+
+// FirstAfterID returns the seq of the first entry of the global trail
+// whose id is greater than id (ids strictly increase along it:
+// trail.Rules), or Len()+1 when there is none.
+func (l *Log) FirstAfterID(id string) (seq uint64, err error) {
+	n := l.Len()
+	err = view(l.db, "find trail entry", func(txn *badger.Txn) error {
+		seq, err = firstAfterID(txn, l.seg, id, n)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("find the entry after %s: %w", id, err)
+	}
+	return seq, nil
+}
+
 // local returns the local view of a stored entry.
 func (s stored) local() trail.Entry { return trail.LocalView(s.Entry, s.LocalPrev) }
 
