@@ -345,7 +345,7 @@ func storage(ctx context.Context, db *badger.DB, seg *seglog.Log) (where, detail
 					continue
 				}
 				at = it.Item().KeyCopy(at[:0])
-				if err := it.Item().Value(func([]byte) error { return nil }); err != nil {
+				if err := readValue(it.Item()); err != nil {
 					return err
 				}
 			}
@@ -356,6 +356,24 @@ func storage(ctx context.Context, db *badger.DB, seg *seglog.Log) (where, detail
 		return fmt.Sprintf("key %q", at), fmt.Sprintf("badger: read the value of %q: %v", at, err)
 	}
 	return "", ""
+}
+
+// errValueLost is a value Badger could not read from its value log.
+var errValueLost = errors.New("no value: badger could not read it from the value log (damaged or missing)")
+
+// readValue reads item's value. Badger's Item.Value does not return the
+// error of a value-log read that fails (a value that fails its checksum,
+// a file that is gone): it logs it and gives the function a nil value
+// (Badger v4.9.6, Item.yieldItemValue). A value it reads is never nil
+// when ValueSize is above 0 (a slice of the entry it read), so nil there
+// is the failure; a value of 0 bytes would be nil either way.
+func readValue(item *badger.Item) error {
+	return item.Value(func(v []byte) error {
+		if v == nil && item.ValueSize() > 0 {
+			return errValueLost
+		}
+		return nil
+	})
 }
 
 // verifySegments reads and checks every block of the segment files up to
