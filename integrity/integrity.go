@@ -1,6 +1,7 @@
 package integrity
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -321,8 +322,21 @@ func claimFields(body []byte) (b claimBody, ok bool) {
 // back every value kept in the value log (the others are in the table
 // blocks just checked, or in memtables). It returns where the first damage
 // is and what it is ("" when there is none).
+//
+// Values are in the value log only when an entry of a table or a memtable
+// points there. For a database opened read-only without memtables (an
+// offline check without write-ahead logs to replay), no process changes
+// the tables, so the entries that do are those the table check reads,
+// and only their keys are looked up (most databases have none: this build
+// keeps large values in the segment files). Otherwise every key is read
+// through Badger's merged iterator, which sees the memtables and any
+// table a compaction writes meanwhile.
 func storage(ctx context.Context, db *badger.DB, seg *seglog.Log) (where, detail string) {
-	if where, detail, err := VerifyTables(ctx, db); detail != "" || err != nil {
+	var ptrs *pointers
+	if tablesOnly(db) {
+		ptrs = &pointers{}
+	}
+	if where, detail, err := verifyTables(ctx, db, ptrs); detail != "" || err != nil {
 		if err != nil {
 			return "", "" // ctx ended: Check returns its error
 		}
@@ -331,10 +345,16 @@ func storage(ctx context.Context, db *badger.DB, seg *seglog.Log) (where, detail
 	if where, detail := verifySegments(ctx, db, seg); detail != "" {
 		return where, detail
 	}
+	if ptrs != nil && ptrs.partial {
+		ptrs = nil
+	}
 	var at []byte
 	threshold := db.Opts().ValueThreshold
 	err := safe(func() error {
 		return db.View(func(txn *badger.Txn) error {
+			if ptrs != nil {
+				return readKeys(ctx, txn, ptrs.keys, threshold, &at)
+			}
 			it := txn.NewIterator(badger.IteratorOptions{AllVersions: false})
 			defer it.Close()
 			for it.Rewind(); it.Valid(); it.Next() {
@@ -358,6 +378,40 @@ func storage(ctx context.Context, db *badger.DB, seg *seglog.Log) (where, detail
 	return "", ""
 }
 
+// badgerPrefix starts Badger's internal keys, which its iterator skips.
+var badgerPrefix = []byte("!badger!")
+
+// readKeys is storage's read of every key through the merged iterator for
+// only keys (in key order): it reads the value of each key's latest
+// version when that is of at least threshold bytes, as the iterator gives
+// it (not deleted or expired, not one of Badger's internal keys). It sets
+// at to the key it reads.
+func readKeys(ctx context.Context, txn *badger.Txn, keys [][]byte, threshold int64, at *[]byte) error {
+	for _, k := range keys {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if bytes.HasPrefix(k, badgerPrefix) {
+			continue
+		}
+		*at = k
+		item, err := txn.Get(k)
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if item.ValueSize() < threshold {
+			continue
+		}
+		if err := readValue(item); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // errValueLost is a value Badger could not read from its value log.
 var errValueLost = errors.New("no value: badger could not read it from the value log (damaged or missing)")
 
@@ -374,6 +428,18 @@ func readValue(item *badger.Item) error {
 		}
 		return nil
 	})
+}
+
+// tablesOnly reports whether every entry db can give is in a table no
+// process changes: db is opened read-only (Badger compacts nothing then)
+// and has no write-ahead log of a memtable to replay (a .mem file).
+func tablesOnly(db *badger.DB) bool {
+	opts := db.Opts()
+	if !opts.ReadOnly || opts.InMemory {
+		return false
+	}
+	mems, err := filepath.Glob(filepath.Join(opts.Dir, "*.mem"))
+	return err == nil && len(mems) == 0
 }
 
 // verifySegments reads and checks every block of the segment files up to
