@@ -117,40 +117,10 @@ func Check(ctx context.Context, db *badger.DB, opts Options) (Report, error) {
 // check is Check after the storage step.
 func check(ctx context.Context, db *badger.DB, opts Options) (Report, error) {
 	rep := Report{OK: true}
-	var (
-		claims []seqClaim
-		bad    *claimError
-		sc     *chainstore.StoreCheck // set before the trail's walk
-	)
-	visit := func(seq uint64, e trail.Entry) {
-		keep := len(claims)
-		for keep > 0 && claims[keep-1].seq >= seq {
-			keep--
-		}
-		if keep < len(claims) { // the walk started again
-			claims = claims[:keep]
-			sc.Reset()
-			for _, c := range claims {
-				sc.Add(c.Claim)
-			}
-		}
-		if bad != nil && bad.seq >= seq {
-			bad = nil
-		}
-		if e.EventType != trail.EventCheckpointCreated || bad != nil {
-			return
-		}
-		cl, err := claimOf(e)
-		if err != nil {
-			bad = &claimError{seq: seq, id: e.ID, err: err}
-			return
-		}
-		claims = append(claims, seqClaim{cl, seq})
-		sc.Add(cl)
-	}
+	w := &claimWalk{}
 	topts := traillog.CheckOptions{SignedSize: opts.SignedSize, SignedRoot: opts.SignedRoot, Full: opts.Full, Seg: opts.Seg}
 	if opts.Full {
-		topts.Visit, topts.VisitEvent = visit, trail.EventCheckpointCreated
+		topts.Visit, topts.VisitEvent = w.visit, trail.EventCheckpointCreated
 	}
 	var (
 		res traillog.CheckResult
@@ -163,14 +133,14 @@ func check(ctx context.Context, db *badger.DB, opts Options) (Report, error) {
 	err := safe(func() error {
 		return db.View(func(txn *badger.Txn) error {
 			if opts.Full {
-				sc = chainstore.NewStoreCheck(txn, opts.Seg)
-				defer sc.Close()
+				w.sc = chainstore.NewStoreCheck(txn, opts.Seg)
+				defer w.sc.Close()
 			}
 			var err error
-			if res, err = traillog.CheckTxn(ctx, txn, topts); err != nil || !opts.Full || !res.OK() || bad != nil {
+			if res, err = traillog.CheckTxn(ctx, txn, topts); err != nil || !opts.Full || !res.OK() || w.bad != nil {
 				return err
 			}
-			p, err = sc.Finish()
+			p, err = w.sc.Finish()
 			return err
 		})
 	})
@@ -202,7 +172,8 @@ func check(ctx context.Context, db *badger.DB, opts Options) (Report, error) {
 		return rep, nil
 	case !opts.Full:
 		return rep, nil
-	case bad != nil:
+	case w.bad != nil:
+		bad := w.bad
 		rep.fail(StepCheckpoints, fmt.Sprintf("#%d (%s)", bad.seq, bad.id), bad.id, trail.ViolationHashMismatch, "checkpoint_created: %v", bad.err)
 		return rep, nil
 	case p != nil:
@@ -216,13 +187,47 @@ func check(ctx context.Context, db *badger.DB, opts Options) (Report, error) {
 		rep.fail(StepCheckpoints, p.Key, p.Entry, v, "%s", p.Detail)
 		return rep, nil
 	}
-	rep.Checkpoints, rep.Objects = len(claims), sc.Objects()
+	rep.Checkpoints, rep.Objects = len(w.seqs), w.sc.Objects()
 	return rep, nil
 }
 
-type seqClaim struct {
-	chainstore.Claim
-	seq uint64
+// claimWalk takes the claims of the checkpoint_created entries the
+// trail's walk visits (traillog.CheckOptions.Visit) into sc, until one
+// names no checkpoint (bad).
+type claimWalk struct {
+	sc   *chainstore.StoreCheck // set before the walk
+	seqs []uint64               // seqs[i]: the trail position of sc's claim i
+	bad  *claimError
+}
+
+// visit takes entry e at trail position seq. A walk that starts again
+// visits a position again: what was taken from there on is dropped.
+func (w *claimWalk) visit(seq uint64, e trail.Entry) {
+	keep := len(w.seqs)
+	for keep > 0 && w.seqs[keep-1] >= seq {
+		keep--
+	}
+	if keep < len(w.seqs) { // the walk started again
+		w.seqs = w.seqs[:keep]
+		kept := w.sc.Claims()[:keep]
+		w.sc.Reset()
+		for _, c := range kept {
+			w.sc.Add(c)
+		}
+	}
+	if w.bad != nil && w.bad.seq >= seq {
+		w.bad = nil
+	}
+	if e.EventType != trail.EventCheckpointCreated || w.bad != nil {
+		return
+	}
+	cl, err := claimOf(e)
+	if err != nil {
+		w.bad = &claimError{seq: seq, id: e.ID, err: err}
+		return
+	}
+	w.seqs = append(w.seqs, seq)
+	w.sc.Add(cl)
 }
 
 // claimError is a checkpoint_created entry whose body names no checkpoint.

@@ -195,6 +195,11 @@ func (c *StoreCheck) Add(cl Claim) {
 	c.checked[i] = true
 }
 
+// Claims returns the claims added since NewStoreCheck or the last Reset,
+// in order (a caller whose walk starts again keeps those before where it
+// starts from): the StoreCheck's own, which the caller must not change.
+func (c *StoreCheck) Claims() []Claim { return c.claims }
+
 // Objects returns the number of distinct objects the claims added name.
 func (c *StoreCheck) Objects() int { return len(c.byRef) }
 
