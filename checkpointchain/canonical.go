@@ -102,6 +102,51 @@ type Identity struct {
 // is the object that was stored) and ask only which checkpoint it is.
 // Decode reads and checks the whole object.
 func DecodeIdentity(b []byte) (Identity, error) {
+	if id, ok := identityFields(b); ok {
+		return id, nil
+	}
+	return decodeIdentity(b)
+}
+
+// identityFields reads the identity from b in the form Encode writes it
+// (strictjson.ScanObject), and reports false for any other form, which
+// DecodeIdentity then decodes in full (FuzzDecodeIdentity holds the two
+// to the same result). It saves most of the full decoder's time, which
+// was a tenth of a full check's CPU.
+func identityFields(b []byte) (id Identity, ok bool) {
+	ok = true
+	if !strictjson.ScanObject(b, func(name, value []byte, kind strictjson.Kind) {
+		var to *string
+		switch string(name) {
+		case "id":
+			to = &id.ID
+		case "workspace":
+			to = &id.Workspace
+		case "type":
+			to = &id.Type
+		case "status":
+			to = &id.Status
+		case "parent":
+			if kind == strictjson.KindNull {
+				return
+			}
+			to = &id.Parent
+		default:
+			return
+		}
+		if kind != strictjson.KindString {
+			ok = false
+			return
+		}
+		*to = string(value)
+	}) {
+		return Identity{}, false
+	}
+	return id, ok
+}
+
+// decodeIdentity is DecodeIdentity with the full decoder.
+func decodeIdentity(b []byte) (Identity, error) {
 	var r struct {
 		ID        string  `json:"id"`
 		Workspace string  `json:"workspace"`

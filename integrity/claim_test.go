@@ -1,8 +1,14 @@
 package integrity
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/wacpd/wacpd/casstore"
+	"github.com/wacpd/wacpd/checkpointchain/chainstore"
 	"github.com/wacpd/wacpd/trail"
 )
 
@@ -49,4 +55,34 @@ func FuzzClaimOf(f *testing.F) {
 			t.Fatalf("claimFields(%q) = %+v, full decode %+v %v", body, got, want, err)
 		}
 	})
+}
+
+// TestClaimWalkStartsAgain: when the trail's walk starts again from an
+// entry it visited, the claims taken before it stay, in order, and those
+// from it on are taken again, not twice.
+func TestClaimWalkStartsAgain(t *testing.T) {
+	db, err := badger.Open(badger.DefaultOptions("").WithInMemory(true).WithLogger(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	txn := db.NewTransaction(false)
+	defer txn.Discard()
+	w := &claimWalk{sc: chainstore.NewStoreCheck(txn, nil)}
+	defer w.sc.Close()
+	entry := func(seq uint64) trail.Entry {
+		body := fmt.Sprintf(`{"checkpoint_id":"cp-%d","digest":"%s","parent":null,"status":"final","type":"progress","workspace":"w"}`,
+			seq, casstore.RefOf(fmt.Appendf(nil, "%d", seq)))
+		return trail.Entry{ID: fmt.Sprintf("e%d", seq), EventType: trail.EventCheckpointCreated, Body: []byte(body)}
+	}
+	for _, seq := range []uint64{1, 2, 3, 4, 5, 3, 4, 5, 6} {
+		w.visit(seq, entry(seq))
+	}
+	var got []string
+	for _, cl := range w.sc.Claims() {
+		got = append(got, cl.ID)
+	}
+	if want := []string{"cp-1", "cp-2", "cp-3", "cp-4", "cp-5", "cp-6"}; !slices.Equal(got, want) || !slices.Equal(w.seqs, []uint64{1, 2, 3, 4, 5, 6}) {
+		t.Errorf("claims after a walk that starts again at 3 = %v at %v, want %v at 1..6", got, w.seqs, want)
+	}
 }

@@ -1,6 +1,7 @@
 package integrity
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -116,40 +117,10 @@ func Check(ctx context.Context, db *badger.DB, opts Options) (Report, error) {
 // check is Check after the storage step.
 func check(ctx context.Context, db *badger.DB, opts Options) (Report, error) {
 	rep := Report{OK: true}
-	var (
-		claims []seqClaim
-		bad    *claimError
-		sc     *chainstore.StoreCheck // set before the trail's walk
-	)
-	visit := func(seq uint64, e trail.Entry) {
-		keep := len(claims)
-		for keep > 0 && claims[keep-1].seq >= seq {
-			keep--
-		}
-		if keep < len(claims) { // the walk started again
-			claims = claims[:keep]
-			sc.Reset()
-			for _, c := range claims {
-				sc.Add(c.Claim)
-			}
-		}
-		if bad != nil && bad.seq >= seq {
-			bad = nil
-		}
-		if e.EventType != trail.EventCheckpointCreated || bad != nil {
-			return
-		}
-		cl, err := claimOf(e)
-		if err != nil {
-			bad = &claimError{seq: seq, id: e.ID, err: err}
-			return
-		}
-		claims = append(claims, seqClaim{cl, seq})
-		sc.Add(cl)
-	}
+	w := &claimWalk{}
 	topts := traillog.CheckOptions{SignedSize: opts.SignedSize, SignedRoot: opts.SignedRoot, Full: opts.Full, Seg: opts.Seg}
 	if opts.Full {
-		topts.Visit, topts.VisitEvent = visit, trail.EventCheckpointCreated
+		topts.Visit, topts.VisitEvent = w.visit, trail.EventCheckpointCreated
 	}
 	var (
 		res traillog.CheckResult
@@ -162,14 +133,14 @@ func check(ctx context.Context, db *badger.DB, opts Options) (Report, error) {
 	err := safe(func() error {
 		return db.View(func(txn *badger.Txn) error {
 			if opts.Full {
-				sc = chainstore.NewStoreCheck(txn, opts.Seg)
-				defer sc.Close()
+				w.sc = chainstore.NewStoreCheck(txn, opts.Seg)
+				defer w.sc.Close()
 			}
 			var err error
-			if res, err = traillog.CheckTxn(ctx, txn, topts); err != nil || !opts.Full || !res.OK() || bad != nil {
+			if res, err = traillog.CheckTxn(ctx, txn, topts); err != nil || !opts.Full || !res.OK() || w.bad != nil {
 				return err
 			}
-			p, err = sc.Finish()
+			p, err = w.sc.Finish()
 			return err
 		})
 	})
@@ -201,7 +172,8 @@ func check(ctx context.Context, db *badger.DB, opts Options) (Report, error) {
 		return rep, nil
 	case !opts.Full:
 		return rep, nil
-	case bad != nil:
+	case w.bad != nil:
+		bad := w.bad
 		rep.fail(StepCheckpoints, fmt.Sprintf("#%d (%s)", bad.seq, bad.id), bad.id, trail.ViolationHashMismatch, "checkpoint_created: %v", bad.err)
 		return rep, nil
 	case p != nil:
@@ -215,13 +187,47 @@ func check(ctx context.Context, db *badger.DB, opts Options) (Report, error) {
 		rep.fail(StepCheckpoints, p.Key, p.Entry, v, "%s", p.Detail)
 		return rep, nil
 	}
-	rep.Checkpoints, rep.Objects = len(claims), sc.Objects()
+	rep.Checkpoints, rep.Objects = len(w.seqs), w.sc.Objects()
 	return rep, nil
 }
 
-type seqClaim struct {
-	chainstore.Claim
-	seq uint64
+// claimWalk takes the claims of the checkpoint_created entries the
+// trail's walk visits (traillog.CheckOptions.Visit) into sc, until one
+// names no checkpoint (bad).
+type claimWalk struct {
+	sc   *chainstore.StoreCheck // set before the walk
+	seqs []uint64               // seqs[i]: the trail position of sc's claim i
+	bad  *claimError
+}
+
+// visit takes entry e at trail position seq. A walk that starts again
+// visits a position again: what was taken from there on is dropped.
+func (w *claimWalk) visit(seq uint64, e trail.Entry) {
+	keep := len(w.seqs)
+	for keep > 0 && w.seqs[keep-1] >= seq {
+		keep--
+	}
+	if keep < len(w.seqs) { // the walk started again
+		w.seqs = w.seqs[:keep]
+		kept := w.sc.Claims()[:keep]
+		w.sc.Reset()
+		for _, c := range kept {
+			w.sc.Add(c)
+		}
+	}
+	if w.bad != nil && w.bad.seq >= seq {
+		w.bad = nil
+	}
+	if e.EventType != trail.EventCheckpointCreated || w.bad != nil {
+		return
+	}
+	cl, err := claimOf(e)
+	if err != nil {
+		w.bad = &claimError{seq: seq, id: e.ID, err: err}
+		return
+	}
+	w.seqs = append(w.seqs, seq)
+	w.sc.Add(cl)
 }
 
 // claimError is a checkpoint_created entry whose body names no checkpoint.
@@ -321,8 +327,21 @@ func claimFields(body []byte) (b claimBody, ok bool) {
 // back every value kept in the value log (the others are in the table
 // blocks just checked, or in memtables). It returns where the first damage
 // is and what it is ("" when there is none).
+//
+// Values are in the value log only when an entry of a table or a memtable
+// points there. For a database opened read-only without memtables (an
+// offline check without write-ahead logs to replay), no process changes
+// the tables, so the entries that do are those the table check reads,
+// and only their keys are looked up (most databases have none: this build
+// keeps large values in the segment files). Otherwise every key is read
+// through Badger's merged iterator, which sees the memtables and any
+// table a compaction writes meanwhile.
 func storage(ctx context.Context, db *badger.DB, seg *seglog.Log) (where, detail string) {
-	if where, detail, err := VerifyTables(ctx, db); detail != "" || err != nil {
+	var ptrs *pointers
+	if tablesOnly(db) {
+		ptrs = &pointers{}
+	}
+	if where, detail, err := verifyTables(ctx, db, ptrs); detail != "" || err != nil {
 		if err != nil {
 			return "", "" // ctx ended: Check returns its error
 		}
@@ -331,10 +350,16 @@ func storage(ctx context.Context, db *badger.DB, seg *seglog.Log) (where, detail
 	if where, detail := verifySegments(ctx, db, seg); detail != "" {
 		return where, detail
 	}
+	if ptrs != nil && ptrs.partial {
+		ptrs = nil
+	}
 	var at []byte
 	threshold := db.Opts().ValueThreshold
 	err := safe(func() error {
 		return db.View(func(txn *badger.Txn) error {
+			if ptrs != nil {
+				return readKeys(ctx, txn, ptrs.keys, threshold, &at)
+			}
 			it := txn.NewIterator(badger.IteratorOptions{AllVersions: false})
 			defer it.Close()
 			for it.Rewind(); it.Valid(); it.Next() {
@@ -345,7 +370,7 @@ func storage(ctx context.Context, db *badger.DB, seg *seglog.Log) (where, detail
 					continue
 				}
 				at = it.Item().KeyCopy(at[:0])
-				if err := it.Item().Value(func([]byte) error { return nil }); err != nil {
+				if err := readValue(it.Item()); err != nil {
 					return err
 				}
 			}
@@ -356,6 +381,70 @@ func storage(ctx context.Context, db *badger.DB, seg *seglog.Log) (where, detail
 		return fmt.Sprintf("key %q", at), fmt.Sprintf("badger: read the value of %q: %v", at, err)
 	}
 	return "", ""
+}
+
+// badgerPrefix starts Badger's internal keys, which its iterator skips.
+var badgerPrefix = []byte("!badger!")
+
+// readKeys is storage's read of every key through the merged iterator for
+// only keys (in key order): it reads the value of each key's latest
+// version when that is of at least threshold bytes, as the iterator gives
+// it (not deleted or expired, not one of Badger's internal keys). It sets
+// at to the key it reads.
+func readKeys(ctx context.Context, txn *badger.Txn, keys [][]byte, threshold int64, at *[]byte) error {
+	for _, k := range keys {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if bytes.HasPrefix(k, badgerPrefix) {
+			continue
+		}
+		*at = k
+		item, err := txn.Get(k)
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if item.ValueSize() < threshold {
+			continue
+		}
+		if err := readValue(item); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// errValueLost is a value Badger could not read from its value log.
+var errValueLost = errors.New("no value: badger could not read it from the value log (damaged or missing)")
+
+// readValue reads item's value. Badger's Item.Value does not return the
+// error of a value-log read that fails (a value that fails its checksum,
+// a file that is gone): it logs it and gives the function a nil value
+// (Badger v4.9.6, Item.yieldItemValue). A value it reads is never nil
+// when ValueSize is above 0 (a slice of the entry it read), so nil there
+// is the failure; a value of 0 bytes would be nil either way.
+func readValue(item *badger.Item) error {
+	return item.Value(func(v []byte) error {
+		if v == nil && item.ValueSize() > 0 {
+			return errValueLost
+		}
+		return nil
+	})
+}
+
+// tablesOnly reports whether every entry db can give is in a table no
+// process changes: db is opened read-only (Badger compacts nothing then)
+// and has no write-ahead log of a memtable to replay (a .mem file).
+func tablesOnly(db *badger.DB) bool {
+	opts := db.Opts()
+	if !opts.ReadOnly || opts.InMemory {
+		return false
+	}
+	mems, err := filepath.Glob(filepath.Join(opts.Dir, "*.mem"))
+	return err == nil && len(mems) == 0
 }
 
 // verifySegments reads and checks every block of the segment files up to

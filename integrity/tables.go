@@ -1,6 +1,7 @@
 package integrity
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
 	"github.com/dgraph-io/badger/v4/table"
+	"github.com/dgraph-io/badger/v4/y"
 	"golang.org/x/sys/unix"
 )
 
@@ -32,10 +34,18 @@ import (
 // at least (each block read from its file and decompressed once): wacp-bench
 // times it as the verify's bound.
 func VerifyTables(ctx context.Context, db *badger.DB) (where, detail string, err error) {
+	return verifyTables(ctx, db, nil)
+}
+
+// verifyTables is VerifyTables; with ptrs, it also notes there the keys of
+// the entries whose values are in the value log, as it reads each block
+// (for a database no process is changing: see storage).
+func verifyTables(ctx context.Context, db *badger.DB, ptrs *pointers) (where, detail string, err error) {
 	opts := db.Opts()
 	topts := tableOptions(opts, true)
 	tables := db.Tables()
 	bad := make([]error, len(tables))
+	found := make([]pointers, len(tables))
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range min(len(tables), runtime.GOMAXPROCS(0)) {
@@ -43,8 +53,12 @@ func VerifyTables(ctx context.Context, db *badger.DB) (where, detail string, err
 			var buf []byte // one table's copy at a time
 			for i := int(next.Add(1) - 1); i < len(tables) && ctx.Err() == nil; i = int(next.Add(1) - 1) {
 				ti := tables[i]
+				var p *pointers
+				if ptrs != nil {
+					p = &found[i]
+				}
 				var err error
-				if buf, err = verifyTable(table.NewFilename(ti.ID, opts.Dir), topts, buf); err != nil && holds(db, ti.ID) {
+				if buf, err = verifyTable(table.NewFilename(ti.ID, opts.Dir), topts, buf, p); err != nil && holds(db, ti.ID) {
 					bad[i] = err // else a running daemon's compaction replaced it since Tables
 				}
 			}
@@ -53,6 +67,14 @@ func VerifyTables(ctx context.Context, db *badger.DB) (where, detail string, err
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return "", "", err
+	}
+	if ptrs != nil {
+		for _, p := range found {
+			ptrs.keys = append(ptrs.keys, p.keys...)
+			ptrs.partial = ptrs.partial || p.partial
+		}
+		slices.SortFunc(ptrs.keys, bytes.Compare)
+		ptrs.keys = slices.CompactFunc(ptrs.keys, bytes.Equal)
 	}
 	for i, err := range bad {
 		if err != nil {
@@ -117,7 +139,7 @@ func CheckTableFiles(dir string, opts badger.Options, full bool) (where, detail 
 		if mapped {
 			err = verifyMappedTable(name, topts)
 		} else {
-			_, err = verifyTable(name, topts, nil)
+			_, err = verifyTable(name, topts, nil, nil)
 		}
 		if err != nil {
 			return filepath.Base(name), fmt.Sprintf("table %s: %v", filepath.Base(name), err)
@@ -185,7 +207,8 @@ func lockDir(dir string) (unlock func(), ok bool) {
 // (its index, checked against its checksum, and its last block; with
 // options.OnTableRead every block's checksum too), from a copy of the file
 // it reads into buf (grown when the file does not fit; returned for the
-// next table). A panic inside Badger is returned as an error.
+// next table). A panic inside Badger is returned as an error. With ptrs,
+// it notes there the keys whose values are in the value log (openTable).
 //
 // A copy, not a mapping of the file (verifyMappedTable), because a running
 // daemon's compaction truncates a table file it deletes, and touching a
@@ -194,7 +217,7 @@ func lockDir(dir string) (unlock func(), ok bool) {
 // block decompressor ends the process ("missing stackmap": CI hit it). A
 // table deleted meanwhile is short or empty here and fails, and
 // VerifyTables then finds the table gone from the database and skips it.
-func verifyTable(path string, topts table.Options, buf []byte) ([]byte, error) {
+func verifyTable(path string, topts table.Options, buf []byte, ptrs *pointers) ([]byte, error) {
 	f, size, err := openTableFile(path)
 	if err != nil {
 		return buf, err
@@ -207,7 +230,7 @@ func verifyTable(path string, topts table.Options, buf []byte) ([]byte, error) {
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
 		return buf, fmt.Errorf("read %s: %w", filepath.Base(path), err)
 	}
-	return buf, openTable(path, buf[:n], topts)
+	return buf, openTable(path, buf[:n], topts, ptrs)
 }
 
 // verifyMappedTable is verifyTable through a read-only mapping of the
@@ -220,13 +243,15 @@ func verifyMappedTable(path string, topts table.Options) error {
 		return err
 	}
 	defer unix.Munmap(m)
-	return openTable(path, m, topts)
+	return openTable(path, m, topts, nil)
 }
 
 // openTable opens the table of the file at path from its content data and
-// with options.OnTableRead checks every block's checksum. A panic inside
-// Badger is returned as an error.
-func openTable(path string, data []byte, topts table.Options) (err error) {
+// with options.OnTableRead checks every block's checksum; with ptrs too,
+// it does so as it reads every entry, and notes in ptrs the keys of those
+// whose values are in the value log. A panic inside Badger is returned as
+// an error.
+func openTable(path string, data []byte, topts table.Options, ptrs *pointers) (err error) {
 	base := filepath.Base(path)
 	id, ok := table.ParseFileID(base)
 	if !ok {
@@ -240,12 +265,58 @@ func openTable(path string, data []byte, topts table.Options) (err error) {
 			err = fmt.Errorf("damaged: badger cannot read it (%v)", p)
 		}
 	}()
+	if ptrs != nil && topts.ChkMode == options.OnTableRead {
+		// Each block's checksum checked as the iterator reads it.
+		topts.ChkMode = options.OnBlockRead
+	}
 	t, err := table.OpenInMemoryTable(data, id, &topts)
 	if err != nil {
 		return err
 	}
-	if topts.ChkMode == options.OnTableRead {
+	switch {
+	case ptrs != nil:
+		return ptrs.scan(t)
+	case topts.ChkMode == options.OnTableRead:
 		return t.VerifyChecksum()
+	}
+	return nil
+}
+
+// bitValuePointer is the bit of an entry's meta by which Badger marks a
+// value kept in its value log (the entry holds a pointer to it): Badger's
+// own constant, in its value.go, is not exported.
+const bitValuePointer = 1 << 1
+
+// pointers are the keys (without their versions) of table entries whose
+// values are in the value log.
+type pointers struct {
+	keys [][]byte
+	// partial is set when a table's entries could not all be read,
+	// though its blocks pass their checksums: the keys may be missing
+	// some.
+	partial bool
+}
+
+// scan reads every entry of t, each block checked against its checksum
+// as it is read, and notes the keys of those whose values are in the
+// value log. It returns the error of a block that fails its checksum.
+func (p *pointers) scan(t *table.Table) error {
+	it := t.NewIterator(table.NOCACHE)
+	defer it.Close()
+	var n uint32
+	for it.Rewind(); it.Valid(); it.Next() {
+		n++
+		if it.Value().Meta&bitValuePointer != 0 {
+			p.keys = append(p.keys, bytes.Clone(y.ParseKey(it.Key())))
+		}
+	}
+	if n != t.KeyCount() {
+		// The iterator stops at a block it cannot read as at the end:
+		// the checksums say which it was.
+		if err := t.VerifyChecksum(); err != nil {
+			return err
+		}
+		p.partial = true
 	}
 	return nil
 }

@@ -1,0 +1,146 @@
+package integrity
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
+)
+
+// valueLogOptions opens a database as the engine does (each value's
+// checksum checked as it is read), with values of 1 KiB or more in the
+// value log (of small files: a test reads them whole).
+func valueLogOptions(dir string) badger.Options {
+	return badger.DefaultOptions(dir).WithLogger(nil).WithValueThreshold(1 << 10).WithValueLogFileSize(1 << 20).
+		WithChecksumVerificationMode(options.OnBlockRead).WithVerifyValueChecksum(true)
+}
+
+// bigValue is key's value of 4 KiB, in the value log.
+func bigValue(key string) []byte {
+	return bytes.Repeat([]byte("value of "+key+";"), 4<<10/(len(key)+10))
+}
+
+// writeValueLog writes small values and big ones (b0 to b4) into db, then
+// overwrites b1 with a small value and deletes b3: their big values stay
+// in the value log, which no key's latest version points to.
+func writeValueLog(t *testing.T, db *badger.DB) {
+	t.Helper()
+	wb := db.NewWriteBatch()
+	for i := range 100 {
+		if err := wb.Set(fmt.Appendf(nil, "s%03d", i), []byte("small")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 5 {
+		k := fmt.Sprintf("b%d", i)
+		if err := wb.Set([]byte(k), bigValue(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := wb.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(txn *badger.Txn) error {
+		if err := txn.Set([]byte("b1"), []byte("small now")); err != nil {
+			return err
+		}
+		return txn.Delete([]byte("b3"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// damageValue flips a byte in the middle of key's big value in the value
+// log files of dir.
+func damageValue(t *testing.T, dir, key string) {
+	t.Helper()
+	vlogs, _ := filepath.Glob(filepath.Join(dir, "*.vlog"))
+	for _, name := range vlogs {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := bytes.Index(b, bigValue(key)); i >= 0 {
+			f, err := os.OpenFile(name, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if _, err := f.WriteAt([]byte{b[i+2<<10] ^ 0x40}, int64(i+2<<10)); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatalf("no value of %s in %v", key, vlogs)
+}
+
+// TestStorageReadsValueLog: the storage step reads back the value-log
+// value of every key whose latest version has one, and reports a damaged
+// one with its key; values no key's latest version points to (b1
+// overwritten, b3 deleted) are not read, damaged or not. It finds them
+// from the table entries that point to the value log when the database
+// is opened read-only without memtables, through Badger's merged iterator
+// otherwise (also while the values are in a memtable).
+func TestStorageReadsValueLog(t *testing.T) {
+	tests := []struct {
+		name       string
+		readOnly   bool
+		memtable   bool // the values are still in a memtable, not in tables
+		tablesOnly bool // storage finds the values from the tables
+	}{
+		{name: "read-only", readOnly: true, tablesOnly: true},
+		{name: "read-write", readOnly: false},
+		{name: "memtable", memtable: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			db, err := badger.Open(valueLogOptions(dir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { db.Close() }()
+			writeValueLog(t, db)
+			reopen := func() {
+				t.Helper()
+				if tt.memtable {
+					return
+				}
+				if err := db.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if db, err = badger.Open(valueLogOptions(dir).WithReadOnly(tt.readOnly)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			reopen()
+			if got := tablesOnly(db); got != tt.tablesOnly {
+				t.Fatalf("tablesOnly = %v, want %v", got, tt.tablesOnly)
+			}
+			if where, detail := storage(context.Background(), db, nil); detail != "" {
+				t.Fatalf("storage of an undamaged database = %s: %s", where, detail)
+			}
+
+			damageValue(t, dir, "b1")
+			damageValue(t, dir, "b3")
+			reopen()
+			if where, detail := storage(context.Background(), db, nil); detail != "" {
+				t.Fatalf("storage read a value no key points to: %s: %s", where, detail)
+			}
+
+			damageValue(t, dir, "b2")
+			damageValue(t, dir, "b4")
+			reopen()
+			where, detail := storage(context.Background(), db, nil)
+			if want := fmt.Sprintf("key %q", "b2"); where != want || detail == "" {
+				t.Fatalf("storage with b2's and b4's values damaged = %q (%s), want %s", where, detail, want)
+			}
+		})
+	}
+}
