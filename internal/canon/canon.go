@@ -187,11 +187,8 @@ func AppendString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	for i := 0; i < len(s); {
-		// Runs of printable ASCII, most strings whole, are copied at once.
-		j := i
-		for j < len(s) && s[j] >= 0x20 && s[j] < utf8.RuneSelf && s[j] != '"' && s[j] != '\\' {
-			j++
-		}
+		// Runs of plain bytes, most strings whole, are copied at once.
+		j := i + PlainRun(s[i:])
 		b = append(b, s[i:j]...)
 		if i = j; i == len(s) {
 			break

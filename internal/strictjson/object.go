@@ -2,9 +2,10 @@ package strictjson
 
 import (
 	"bytes"
-	"encoding/binary"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/wacpd/wacpd/internal/canon"
 )
 
 // KindOther is the kind ScanObject gives any value ScanFlat would not
@@ -138,9 +139,9 @@ func (s *scanner) str(i int) (b []byte, next int, plain, ok bool) {
 	}
 	plain = true
 	for j := i + 1; j < len(d); {
-		if len(d)-j >= 8 && printableWord(binary.LittleEndian.Uint64(d[j:])) {
-			j += 8 // the common case, a word at a time: content is long
-			continue
+		// The common case, a word at a time: content is long.
+		if j += canon.PlainRun(d[j:]); j >= len(d) {
+			break
 		}
 		switch c := d[j]; {
 		case c == '"':
@@ -274,21 +275,4 @@ func bmpEscape(b []byte) bool {
 		}
 	}
 	return !utf16.IsSurrogate(r)
-}
-
-// Bytes repeated in each byte of a word, for printableWord.
-const (
-	ones  = 0x0101010101010101
-	highs = 0x8080808080808080
-)
-
-// printableWord reports whether each byte of w is printable ASCII other
-// than a quote and a backslash: a string's bytes str passes over as they
-// are. The high bit of a byte is set: in w, for one beyond ASCII; in
-// w - 0x20*ones, for the lowest byte below 0x20, when w is ASCII (no byte
-// borrows before it); in (x-ones)&^x, for the lowest zero byte of x, so
-// of q, b and del, for a quote, a backslash or DEL (0x7f).
-func printableWord(w uint64) bool {
-	q, b, del := w^('"'*ones), w^('\\'*ones), w^(0x7f*ones)
-	return (w|(w-0x20*ones)|(q-ones)&^q|(b-ones)&^b|(del-ones)&^del)&highs == 0
 }

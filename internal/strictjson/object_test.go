@@ -118,35 +118,3 @@ func FuzzScanObject(f *testing.F) {
 		}
 	})
 }
-
-// TestPrintableWord holds printableWord to a byte at a time: every byte
-// value at every place among printable bytes, and pairs of bytes that
-// could borrow from each other.
-func TestPrintableWord(t *testing.T) {
-	printable := func(c byte) bool { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\' }
-	word := func(b [8]byte) uint64 {
-		var w uint64
-		for i := 7; i >= 0; i-- {
-			w = w<<8 | uint64(b[i])
-		}
-		return w
-	}
-	for at := range 8 {
-		for c := range 256 {
-			b := [8]byte{'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'}
-			b[at] = byte(c)
-			if got, want := printableWord(word(b)), printable(byte(c)); got != want {
-				t.Errorf("printableWord(%q) = %v, want %v", b[:], got, want)
-			}
-		}
-	}
-	for c := range 256 {
-		for d := range 256 {
-			b := [8]byte{' ', '~', byte(c), byte(d), ' ', '~', byte(d), byte(c)}
-			want := printable(byte(c)) && printable(byte(d))
-			if got := printableWord(word(b)); got != want {
-				t.Errorf("printableWord(%q) = %v, want %v", b[:], got, want)
-			}
-		}
-	}
-}

@@ -163,6 +163,9 @@ func (p *parser) raw(out *[]byte) bool {
 	}
 	high := false
 	for j := p.i + 1; j < len(p.b); j++ {
+		if j += canon.PlainRun(p.b[j:]); j >= len(p.b) {
+			break // most of a string, a word at a time
+		}
 		switch c := p.b[j]; {
 		case c == '"':
 			if high && !utf8.Valid(p.b[p.i+1:j]) {
@@ -219,12 +222,15 @@ func (p *parser) scanObject() bool {
 				j++
 			case '"':
 				inStr = false
+			default:
+				j += canon.PlainRun(p.b[j+1:])
 			}
 			continue
 		}
 		switch c {
 		case '"':
 			inStr = true
+			j += canon.PlainRun(p.b[j+1:]) // most of a string, a word at a time
 		case '{', '[':
 			depth++
 		case '}', ']':

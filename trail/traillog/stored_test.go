@@ -101,3 +101,28 @@ func TestAppendHeadDecodes(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseStored: what the stored-entry parser accepts (scanStored, which
+// passes over plain bytes a word at a time, canon.PlainRun) encoding/json
+// reads to the same entry.
+func FuzzParseStored(f *testing.F) {
+	f.Add(appendStored(nil, stored{Entry: trail.Entry{ID: "01A", Timestamp: "t", Workspace: "w", Actor: "a",
+		EventType: "e", Body: json.RawMessage(`{"k":["v",{"n":"a long string \"quoted\" past a word é"}]}`), PrevHash: "p",
+		Integrity: trail.Integrity{EntryHash: "h", Algorithm: trail.Algorithm, LocalHash: "l"}}, LocalPrev: "lp"}))
+	f.Add(appendStored(nil, stored{Entry: trail.Entry{ID: "01B-with-an-id-longer-than-a-word", Timestamp: "2026-11-26T01:02:03.000004Z",
+		Actor: "system", EventType: "workspace_created", Body: json.RawMessage(`{}`),
+		Integrity: trail.Integrity{EntryHash: "blake3:0123456789abcdef", Algorithm: trail.Algorithm}}}))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, ok := parseStored(data)
+		if !ok || !json.Valid(s.Entry.Body) {
+			return
+		}
+		var ref stored
+		if err := json.Unmarshal(data, &ref); err != nil {
+			t.Fatalf("parseStored accepts %q, encoding/json: %v", data, err)
+		}
+		if !reflect.DeepEqual(s, ref) {
+			t.Fatalf("parseStored(%q) = %+v, encoding/json %+v", data, s, ref)
+		}
+	})
+}
