@@ -188,7 +188,7 @@ func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	for i := 0; i < len(s); {
 		// Runs of plain bytes, most strings whole, are copied at once.
-		j := i + PlainRun(s[i:])
+		j := i + PlainRunString(s[i:])
 		b = append(b, s[i:j]...)
 		if i = j; i == len(s) {
 			break

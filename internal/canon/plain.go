@@ -1,5 +1,10 @@
 package canon
 
+import (
+	"encoding/binary"
+	"unsafe"
+)
+
 // PlainRun returns the length of the longest prefix of s made of plain
 // bytes: printable ASCII other than the quote and the backslash (0x20 to
 // 0x7e, less '"' and '\\'), which a JSON string holds as they are and a
@@ -8,9 +13,9 @@ package canon
 // scanners, the trail's stored-entry parser) pass over long contents
 // quickly; each handles what follows the run itself. FuzzPlainRun holds it
 // to a byte at a time.
-func PlainRun[T ~string | ~[]byte](s T) int {
+func PlainRun(s []byte) int {
 	i := 0
-	for len(s)-i >= 8 && plainWord(word(s, i)) {
+	for len(s)-i >= 8 && plainWord(binary.LittleEndian.Uint64(s[i:])) {
 		i += 8
 	}
 	for i < len(s) && plainByte(s[i]) {
@@ -19,16 +24,13 @@ func PlainRun[T ~string | ~[]byte](s T) int {
 	return i
 }
 
+// PlainRunString is PlainRun of a string, read in place.
+func PlainRunString(s string) int {
+	return PlainRun(unsafe.Slice(unsafe.StringData(s), len(s))) // only read
+}
+
 // plainByte reports whether c is plain (PlainRun).
 func plainByte(c byte) bool { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\' }
-
-// word returns the eight bytes of s from i as a little-endian word (the
-// compiler turns this into one load).
-func word[T ~string | ~[]byte](s T, i int) uint64 {
-	_ = s[i+7]
-	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-}
 
 // Bytes repeated in each byte of a word, for plainWord.
 const (
