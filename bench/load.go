@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/oklog/ulid/v2"
+
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/client"
 	"github.com/wacpd/wacpd/taxonomy"
@@ -15,8 +17,8 @@ import (
 
 // committed is an acknowledged checkpoint and its timestamp.
 type committed struct {
-	id string
-	at time.Time
+	id ulid.ULID // not a string: see receipts
+	at int64     // its timestamp, Unix nanoseconds
 }
 
 // worker is one agent's share of the load.
@@ -77,8 +79,12 @@ func (w *worker) run(ctx context.Context, c *client.Client, content string, p pl
 		if err != nil {
 			return fmt.Errorf("checkpoint %s: timestamp: %w", cp.ID, err)
 		}
+		id, err := ulid.ParseStrict(cp.ID)
+		if err != nil {
+			return fmt.Errorf("checkpoint %s: id: %w", cp.ID, err)
+		}
 		w.acks = append(w.acks, ack{end: end, d: end.Sub(t0)})
-		w.cps = append(w.cps, committed{cp.ID, at})
+		w.cps = append(w.cps, committed{id, at.UnixNano()})
 		parent = &cp.ID
 	}
 	return nil

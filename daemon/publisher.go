@@ -261,22 +261,71 @@ func (p *publisher) publish(inflight []sent) ([]sent, error) {
 // committed meanwhile are queued too; those it published are skipped there
 // (Signal ids increase in commit order).
 func (p *publisher) publishStored() ([]sent, error) {
-	items, err := p.eng.OutboxAfter(p.cursor, maxInFlight)
+	held, err := p.lastHeld()
 	if err != nil {
-		return nil, err
+		// The stream's window for repeats still drops those it holds
+		// from the last two minutes.
+		p.lg.Warn("read the signal stream's last signal; publishing the outbox from the last confirmed one", "err", err)
 	}
-	if len(items) == maxInFlight {
-		p.mu.Lock()
-		p.behind, p.queue, p.queued = true, nil, 0
-		p.mu.Unlock()
-	}
-	var inflight []sent
-	for _, it := range items {
-		if inflight, err = p.push(inflight, it); err != nil {
-			return inflight, err
+	for {
+		items, err := p.eng.OutboxAfter(p.cursor, maxInFlight)
+		if err != nil {
+			return nil, err
 		}
+		full := len(items) == maxInFlight
+		n := 0
+		for n < len(items) && items[n].ID <= held {
+			n++
+		}
+		if n > 0 {
+			// Published before and held by the stream: confirmed now.
+			p.confirmed(items[n-1], n)
+			items = items[n:]
+		}
+		if len(items) == 0 && full {
+			continue // every item of a full page was held: read the next
+		}
+		if full {
+			p.mu.Lock()
+			p.behind, p.queue, p.queued = true, nil, 0
+			p.mu.Unlock()
+		}
+		var inflight []sent
+		for _, it := range items {
+			if inflight, err = p.push(inflight, it); err != nil {
+				return inflight, err
+			}
+		}
+		return inflight, nil
 	}
-	return inflight, nil
+}
+
+// lastHeld returns the id of the last signal the stream holds ("" when it
+// holds none). The stream holds signals in emission order (each publish
+// behind an unconfirmed one expects that one last, and only the daemon
+// publishes there), so it holds every signal up to that one: those the
+// outbox still has were published and not seen confirmed, by a run that
+// stopped or a publish that failed, and are not published again. The
+// stream's own window for repeats (signalsDedupeWindow) is short.
+func (p *publisher) lastHeld() (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), ackTimeout)
+	defer cancel()
+	st, err := p.js.Stream(ctx, signalStream)
+	if err != nil {
+		return "", err
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return "", err
+	}
+	if info.State.Msgs == 0 {
+		return "", nil
+	}
+	m, err := st.GetMsg(ctx, info.State.LastSeq)
+	if err != nil {
+		return "", err
+	}
+	return m.Header.Get(jetstream.MsgIDHeader), nil
 }
 
 // push publishes one signal behind inflight, expecting the last of them
@@ -307,15 +356,20 @@ func (p *publisher) confirm(inflight []sent) []sent {
 		}
 		break
 	}
-	last := inflight[n-1].item
+	p.confirmed(inflight[n-1].item, n)
+	p.m.signalsPublished(n)
+	return inflight[n:]
+}
+
+// confirmed records that the stream holds last and the n-1 signals before
+// it that the outbox still had.
+func (p *publisher) confirmed(last runtime.OutboxItem, n int) {
 	if err := p.eng.AckOutbox(last); err != nil {
 		// The engine is closing: the items are published again at start.
 		p.lg.Warn("confirm signals", "err", err)
 	}
 	p.cursor = last.ID
 	p.m.outboxAdd(-n)
-	p.m.signalsPublished(n)
-	return inflight[n:]
 }
 
 // send publishes one signal with its id as Nats-Msg-Id and, unless expect
