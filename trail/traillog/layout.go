@@ -190,57 +190,50 @@ func leafAndID(seg *seglog.Log, item *badger.Item) (leaf []byte, id string, err 
 }
 
 // seqOf returns the position of entry id in the global trail of txn's
-// snapshot, among the first n entries: a binary search, as ids strictly
-// increase along the trail. An entry beyond the snapshot (committed after
-// it) counts as greater.
+// snapshot, among the first n entries (searchID).
 func seqOf(txn *badger.Txn, seg *seglog.Log, id string, n uint64) (uint64, error) {
-	lo, hi := uint64(1), n
-	for lo <= hi {
-		mid := lo + (hi-lo)/2
-		item, err := txn.Get(globalKey(mid))
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			hi = mid - 1
-			continue
-		}
-		if err != nil {
-			return 0, err
-		}
-		_, got, err := leafAndID(seg, item)
-		if err != nil {
-			return 0, fmt.Errorf("entry #%d: %w", mid, err)
-		}
-		switch {
-		case got == id:
-			return mid, nil
-		case got < id:
-			lo = mid + 1
-		default:
-			hi = mid - 1
-		}
+	seq, at, err := searchID(txn, seg, id, n, false)
+	if err != nil {
+		return 0, err
 	}
-	return 0, fmt.Errorf("%w: %s", ErrNotFound, id)
+	if seq > n || at != id {
+		return 0, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	return seq, nil
 }
 
 // firstAfterID returns the seq of the first of the global trail's n
-// entries whose id is greater than id, n+1 when none is, by the same
-// binary search as seqOf.
+// entries whose id is greater than id, n+1 when none is (searchID).
 func firstAfterID(txn *badger.Txn, seg *seglog.Log, id string, n uint64) (uint64, error) {
+	seq, _, err := searchID(txn, seg, id, n, true)
+	return seq, err
+}
+
+// searchID searches the first n entries of the global trail of txn's
+// snapshot by id, with a binary search, as ids strictly increase along
+// the trail. It returns the seq of the first entry whose id is at least id
+// (with after, greater than id), n+1 when none is, and that entry's id. An
+// entry beyond the snapshot (committed after it) counts as greater, with
+// the id "".
+func searchID(txn *badger.Txn, seg *seglog.Log, id string, n uint64, after bool) (seq uint64, at string, err error) {
 	lo, hi := uint64(1), n
 	for lo <= hi {
 		mid := lo + (hi-lo)/2
 		item, err := txn.Get(globalKey(mid))
-		if err != nil {
-			return 0, fmt.Errorf("entry #%d: %w", mid, err)
+		got, beyond := "", errors.Is(err, badger.ErrKeyNotFound)
+		if err != nil && !beyond {
+			return 0, "", fmt.Errorf("entry #%d: %w", mid, err)
 		}
-		_, got, err := leafAndID(seg, item)
-		if err != nil {
-			return 0, fmt.Errorf("entry #%d: %w", mid, err)
+		if !beyond {
+			if _, got, err = leafAndID(seg, item); err != nil {
+				return 0, "", fmt.Errorf("entry #%d: %w", mid, err)
+			}
 		}
-		if got > id {
-			hi = mid - 1
+		if beyond || got > id || !after && got == id {
+			hi, at = mid-1, got
 		} else {
 			lo = mid + 1
 		}
 	}
-	return lo, nil
+	return lo, at, nil
 }

@@ -270,3 +270,26 @@ func TestTrail_ReadCanceled(t *testing.T) {
 		t.Errorf("Verify(canceled ctx) = %v, want %v", err, context.Canceled)
 	}
 }
+
+// TestTrail_SearchByID: the binary search by id behind Get and FirstAfterID
+// finds every entry of a trail by its id, the entry after each, the first
+// entry for an id below all, and none for one above all.
+func TestTrail_SearchByID(t *testing.T) {
+	tl := newMemLog(t)
+	entries := readFixture(tl)
+	n := uint64(len(entries))
+	for i, e := range entries {
+		if got, err := tl.log.Get(e.ID); err != nil || got.ID != e.ID {
+			t.Errorf("Get(entry #%d) = %s, %v", i+1, got.ID, err)
+		}
+		if seq, err := tl.log.FirstAfterID(e.ID); err != nil || seq != uint64(i)+2 {
+			t.Errorf("FirstAfterID(entry #%d) = %d, %v; want %d", i+1, seq, err, i+2)
+		}
+	}
+	if seq, err := tl.log.FirstAfterID(""); err != nil || seq != 1 {
+		t.Errorf(`FirstAfterID("") = %d, %v; want 1`, seq, err)
+	}
+	if seq, err := tl.log.FirstAfterID("01ZZZZZZZZZZZZZZZZZZZZZZZZ"); err != nil || seq != n+1 {
+		t.Errorf("FirstAfterID(above all) = %d, %v; want %d", seq, err, n+1)
+	}
+}
