@@ -45,14 +45,8 @@ func (t *tx) queueSignal(s agentsignal.Signal) error {
 // after ("" = from the start), in emission order: those of the
 // signal_delivered entries after the written mark.
 func (e *Engine) OutboxAfter(after string, limit int) ([]agentsignal.OutboxItem, error) {
-	if err := e.settle(context.Background()); err != nil {
-		return nil, err
-	}
-	e.mu.Lock()
-	from := e.outMark.Seq
-	e.mu.Unlock()
 	var out []agentsignal.OutboxItem
-	err := e.scanOutbox(from, func(it agentsignal.OutboxItem) bool {
+	err := e.scanOutbox(func(it agentsignal.OutboxItem) bool {
 		if it.ID > after {
 			out = append(out, it)
 		}
@@ -66,13 +60,7 @@ func (e *Engine) OutboxAfter(after string, limit int) ([]agentsignal.OutboxItem,
 
 // OutboxLen counts the unconfirmed signals.
 func (e *Engine) OutboxLen() (n int, err error) {
-	if err := e.settle(context.Background()); err != nil {
-		return 0, err
-	}
-	e.mu.Lock()
-	from := e.outMark.Seq
-	e.mu.Unlock()
-	err = e.scanOutbox(from, func(agentsignal.OutboxItem) bool { n++; return true })
+	err = e.scanOutbox(func(agentsignal.OutboxItem) bool { n++; return true })
 	if err != nil {
 		return 0, fmt.Errorf("count outbox: %w", err)
 	}
@@ -80,10 +68,17 @@ func (e *Engine) OutboxLen() (n int, err error) {
 }
 
 // scanOutbox calls fn with the signal of each signal_delivered entry after
-// global seq from, in order, until fn returns false. A signal_delivered
-// entry follows its signal_emitted entry at once (tx.emitTo appends the
-// two together), which gives the rest of the signal.
-func (e *Engine) scanOutbox(from uint64, fn func(agentsignal.OutboxItem) bool) error {
+// the written mark, in order, until fn returns false, once Badger holds
+// every batch written (settle). A signal_delivered entry follows its
+// signal_emitted entry at once (tx.emitTo appends the two together), which
+// gives the rest of the signal.
+func (e *Engine) scanOutbox(fn func(agentsignal.OutboxItem) bool) error {
+	if err := e.settle(context.Background()); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	from := e.outMark.Seq
+	e.mu.Unlock()
 	var prev trail.Entry
 	var ferr error
 	start := max(from, 1) - 1 // the entry before the first one scanned, for its signal_emitted
