@@ -3,11 +3,9 @@ package daemon_test
 import (
 	"encoding/json"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/wacpd/wacpd/client"
@@ -53,29 +51,9 @@ func TestSignalsKeepOrderAfterAStreamError(t *testing.T) {
 		return cp.ID
 	}
 
-	// Every attempt to publish a signal, stored or refused, crosses the
-	// server: a plain subscription sees each one.
-	var attemptsMu sync.Mutex
-	attempts := map[string]int{} // checkpoint id -> publish attempts of its signal
-	sub, err := nc.Subscribe("wacp.v1.sig.>", func(m *nats.Msg) {
-		var s struct {
-			Ref string `json:"ref"`
-		}
-		if json.Unmarshal(m.Data, &s) == nil && s.Ref != "" {
-			attemptsMu.Lock()
-			attempts[s.Ref]++
-			attemptsMu.Unlock()
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
-	attemptsOf := func(id string) int {
-		attemptsMu.Lock()
-		defer attemptsMu.Unlock()
-		return attempts[id]
-	}
+	// checkpoint id -> publish attempts of its signal
+	attempts := countPublishAttempts(t, nc, func(_, ref string) string { return ref })
+	attemptsOf := attempts.of
 
 	w1, w2 := worker(), worker()
 	// Setting up the workers signalled (their acknowledged receipts), and

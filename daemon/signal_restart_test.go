@@ -1,14 +1,11 @@
 package daemon_test
 
 import (
-	"encoding/json"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/wacpd/wacpd/client"
@@ -63,25 +60,7 @@ func TestSignalsTheStreamHoldsAreNotPublishedAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var mu sync.Mutex
-	attempts := map[string]int{} // signal id -> publish attempts
-	sub, err := rig.nc.Subscribe("wacp.v1.sig.>", func(m *nats.Msg) {
-		var s struct {
-			ID string `json:"id"`
-		}
-		if json.Unmarshal(m.Data, &s) == nil && s.ID != "" {
-			mu.Lock()
-			attempts[s.ID]++
-			mu.Unlock()
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
-	if err := rig.nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	attempts := countPublishAttempts(t, rig.nc, func(id, _ string) string { return id })
 
 	d := daemontest.Start(t, daemon.Config{DataDir: rig.d.Dir, NATSURL: rig.url, NATSToken: token})
 	coord, err := dialClient(t, ctx, client.Options{URL: d.URL, Token: d.AdminToken, NATSToken: token})
@@ -95,14 +74,13 @@ func TestSignalsTheStreamHoldsAreNotPublishedAgain(t *testing.T) {
 	}
 	// A new worker's acknowledged and checkpoint signals follow the four.
 	rig.waitMsgs(t, ctx, 6, 10*time.Second)
-	mu.Lock()
-	defer mu.Unlock()
-	for id, n := range attempts {
+	all := attempts.all()
+	for id, n := range all {
 		if held[id] || n != 1 {
 			t.Errorf("signal %s published %d times after the restart (held before: %v)", id, n, held[id])
 		}
 	}
-	if len(attempts) != 2 {
-		t.Errorf("publish attempts after the restart: %v; want the new worker's two signals", attempts)
+	if len(all) != 2 {
+		t.Errorf("publish attempts after the restart: %v; want the new worker's two signals", all)
 	}
 }

@@ -2,6 +2,9 @@ package daemon_test
 
 import (
 	"context"
+	"encoding/json"
+	"maps"
+	"sync"
 	"testing"
 	"time"
 
@@ -75,4 +78,53 @@ func (r *signalRig) waitMsgs(t *testing.T, ctx context.Context, n uint64, within
 			t.Fatalf("stream holds %d signals after %s, want %d", r.msgs(t, ctx), within, n)
 		}
 	}
+}
+
+// publishAttempts counts every attempt to publish a signal, stored or
+// refused: each crosses the server, and a plain subscription on the signal
+// subjects sees it. Attempts are counted under key(id, ref) of the signal.
+type publishAttempts struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func countPublishAttempts(t *testing.T, nc *nats.Conn, key func(id, ref string) string) *publishAttempts {
+	t.Helper()
+	a := &publishAttempts{n: map[string]int{}}
+	sub, err := nc.Subscribe("wacp.v1.sig.>", func(m *nats.Msg) {
+		var s struct {
+			ID  string `json:"id"`
+			Ref string `json:"ref"`
+		}
+		if json.Unmarshal(m.Data, &s) != nil {
+			return
+		}
+		if k := key(s.ID, s.Ref); k != "" {
+			a.mu.Lock()
+			a.n[k]++
+			a.mu.Unlock()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sub.Unsubscribe() })
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// of returns the attempts counted under k.
+func (a *publishAttempts) of(k string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.n[k]
+}
+
+// all returns a copy of every count.
+func (a *publishAttempts) all() map[string]int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return maps.Clone(a.n)
 }
