@@ -286,12 +286,12 @@ func claimFull(body []byte) (claimBody, error) {
 	return b, nil
 }
 
-// claimFields reads body as the daemon writes it (strictjson.ScanFlat),
+// claimFields reads body as the daemon writes it (strictjson.ScanObject),
 // and reports false for any other form, which claimOf then decodes in
 // full (FuzzClaimOf holds the two to the same result).
 func claimFields(body []byte) (b claimBody, ok bool) {
 	ok = true
-	if !strictjson.ScanFlat(body, func(name, value []byte, kind strictjson.Kind) {
+	if !strictjson.ScanObject(body, func(name, value []byte, kind strictjson.Kind) {
 		var to *string
 		switch string(name) {
 		case "checkpoint_id":

@@ -8,32 +8,30 @@ import (
 	"github.com/wacpd/wacpd/internal/canon"
 )
 
-// KindOther is the kind ScanObject gives any value ScanFlat would not
-// accept: the value is its JSON text.
-const KindOther Kind = 'o'
-
 // maxObjectDepth bounds the nesting of objects and arrays ScanObject
 // accepts (it reads them recursively).
 const maxObjectDepth = 32
 
-// ScanObject is ScanFlat for an object whose members may hold any JSON
-// value: it reads data as one JSON object in the compact form a canonical
-// encoder writes, calling fn with each member of the outer object in
-// order, and reports whether data has that form. A member whose value
-// ScanFlat accepts has the kind ScanFlat gives it; any other (an object,
-// an array, true, false, another number, a string with escapes or with
-// bytes beyond printable ASCII) is KindOther, and its value is its JSON
-// text. The form, at every depth: no whitespace; strings of valid UTF-8
+// ScanObject reads data as one JSON object in the compact form a
+// canonical encoder writes, calling fn with each member of the outer
+// object in order, and reports whether data has that form. A member's
+// value is a string of printable ASCII without escapes (KindString), null
+// (KindNull), an unsigned integer of at most 19 digits without a leading
+// zero (KindUint), or any other value (KindOther: an object, an array,
+// true, false, another number, a string with escapes or with bytes beyond
+// printable ASCII), whose value is its JSON text. The form, at every depth: no whitespace; strings of valid UTF-8
 // without control characters, whose \u escapes spell characters other
 // than surrogates (an escaped pair, or a half, is refused); names without
 // escapes; numbers as JSON writes them; no name twice in one object; at
 // most 32 members in an object and 32 levels of nesting. The slices
 // point into data.
 //
-// It is the fast path of reading a few members of a stored record that
-// nests (DecodeFields reads any JSON): on data ScanObject accepts,
-// DecodeFields accepts it too and gives the members fn saw, with the
-// values fn saw for those of ScanFlat's kinds (FuzzScanObject). fn may be
+// It is the fast path of reading a few members of a stored record
+// (DecodeFields reads any JSON): when it reports false, or a member has a
+// kind the caller does not expect, the caller decodes with DecodeFields.
+// On data ScanObject accepts, DecodeFields accepts it too and gives the
+// members fn saw, with the values fn saw for those of kinds other than
+// KindOther (FuzzScanObject). fn may be
 // called before ScanObject finds data is not of that form.
 func ScanObject(data []byte, fn func(name, value []byte, kind Kind)) bool {
 	s := scanner{data: data}
@@ -83,8 +81,8 @@ func (s *scanner) literal(i int, lit string, kind Kind) (next int, k Kind, ok bo
 	return i + len(lit), kind, true
 }
 
-// number reads the JSON number at data[i]; its kind is KindUint when
-// ScanFlat accepts it.
+// number reads the JSON number at data[i]; its kind is KindUint for an
+// unsigned integer of at most maxDigits digits.
 func (s *scanner) number(i int) (next int, kind Kind, ok bool) {
 	d, j := s.data, i
 	digits := func() int {
@@ -103,7 +101,7 @@ func (s *scanner) number(i int) (next int, kind Kind, ok bool) {
 	case j < len(d) && d[j] == '0':
 		j++
 	case j < len(d) && d[j] >= '1' && d[j] <= '9':
-		if digits() > maxFlatDigits {
+		if digits() > maxDigits {
 			kind = KindOther
 		}
 	default:
@@ -192,10 +190,10 @@ func (s *scanner) object(i, depth int, fn func(name, value []byte, kind Kind)) (
 	if i < len(d) && d[i] == '}' {
 		return i + 1, true
 	}
-	var names [maxFlatMembers][]byte
+	var names [maxMembers][]byte
 	for n := 0; ; n++ {
 		name, next, plain, ok := s.str(i)
-		if !ok || !plain && bytes.IndexByte(name, '\\') >= 0 || next >= len(d) || d[next] != ':' || n == maxFlatMembers {
+		if !ok || !plain && bytes.IndexByte(name, '\\') >= 0 || next >= len(d) || d[next] != ':' || n == maxMembers {
 			return 0, false
 		}
 		for _, prev := range names[:n] {

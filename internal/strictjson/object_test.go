@@ -23,6 +23,8 @@ func TestScanObject(t *testing.T) {
 			{"a", `{"b":[1,-2.5e+3,"\n",true,false,null,{}],"c":[]}`, KindOther}, {"d", `"é"`, KindOther}}},
 		{`{"a":0,"b":-0,"c":1.0,"d":18446744073709551615}`, true, []member{
 			{"a", "0", KindUint}, {"b", "-0", KindOther}, {"c", "1.0", KindOther}, {"d", "18446744073709551615", KindOther}}},
+		{`{"a":9999999999999999999,"b":01}`, false, nil}, // a leading zero
+		{`{"a":9999999999999999999}`, true, []member{{"a", "9999999999999999999", KindUint}}},
 		{`{"a":"x","a":"y"}`, false, nil},        // a name twice
 		{`{"a":{"b":1,"b":2}}`, false, nil},      // a name twice, nested
 		{`{"a":[{"b":1,"b":2}]}`, false, nil},    // a name twice, in an array
