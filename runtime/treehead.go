@@ -21,41 +21,44 @@ var keySTH = []byte("m/sth") // the latest signed tree head (JSON of trail.TreeH
 func (e *Engine) Origin() string { return "wacpd/" + e.Root() }
 
 // SignTreeHead signs the current size and Merkle root of the global trail
-// and stores the result as the latest tree head.
+// and stores the result as the latest tree head. It runs on the committer:
+// the tree head covers the entries answered so far and is written in the
+// next batch, durable with that batch's block (no sync of Badger's own:
+// the memtable's msync cost every signing a write of all its dirty pages,
+// on the disk the batches sync on).
 func (e *Engine) SignTreeHead(signer note.Signer) (trail.TreeHead, error) {
-	if err := e.settle(context.Background()); err != nil {
-		return trail.TreeHead{}, err
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return trail.TreeHead{}, ErrClosed
-	}
-	size := e.log.Len()
-	root, err := e.log.Root(size)
+	var th trail.TreeHead
+	err := e.runPipelined(context.Background(), 0, func() error {
+		size := e.log.Len()
+		root, err := e.log.Root(size)
+		if err != nil {
+			return err
+		}
+		if th, err = trail.SignTreeHead(signer, "wacpd/"+e.root, size, root, clock.Format(e.clock.Next())); err != nil {
+			return err
+		}
+		b, err := json.Marshal(th)
+		if err != nil {
+			return err
+		}
+		return e.commit(func(t *tx) error {
+			if err := t.step("tree_head"); err != nil {
+				return err
+			}
+			return t.txn.Set(keySTH, b)
+		})
+	})
 	if err != nil {
-		return trail.TreeHead{}, err
-	}
-	th, err := trail.SignTreeHead(signer, "wacpd/"+e.root, size, root, clock.Format(e.clock.Next()))
-	if err != nil {
-		return trail.TreeHead{}, err
-	}
-	b, err := json.Marshal(th)
-	if err != nil {
-		return trail.TreeHead{}, err
-	}
-	err = e.db.Update(func(txn *badger.Txn) error { return txn.Set(keySTH, b) })
-	if err == nil {
-		err = e.db.Sync() // Badger writes without syncing
-	}
-	if err != nil {
-		return trail.TreeHead{}, fmt.Errorf("%w: store tree head: %v", ErrStorage, err)
+		return trail.TreeHead{}, fmt.Errorf("store tree head: %w", err)
 	}
 	return th, nil
 }
 
 // TreeHead returns the latest signed tree head; not_found before the first.
 func (e *Engine) TreeHead() (th trail.TreeHead, err error) {
+	if err := e.settle(context.Background()); err != nil {
+		return trail.TreeHead{}, err
+	}
 	defer func() {
 		// Badger panics on some damaged blocks: an error reply, not a
 		// crash (audit.proof.inclusion and audit.sth read this first).

@@ -22,8 +22,8 @@ import (
 // value-log value's), so that damage at rest is an error, which the
 // integrity check reports, instead of wrong data or a panic. Conflict
 // detection is off: one committer writes the batches, and the few writes
-// beside it (the signed tree head, the check mark, a token store's own
-// Put in tests) each own keys nothing else writes, so no transaction can
+// beside it (the check mark, the outbox mark at start and close, a token
+// store's own Put in tests) each own keys nothing else writes, so no transaction can
 // conflict, and tracking every read of every batch costs CPU for nothing.
 func Options(dir string) badger.Options {
 	return badger.DefaultOptions(dir).WithSyncWrites(false).WithLogger(nil).
