@@ -1,12 +1,15 @@
 package runtime
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dgraph-io/badger/v4"
 
 	"github.com/wacpd/wacpd/checkpointchain"
 	agentsignal "github.com/wacpd/wacpd/signal"
@@ -244,6 +247,86 @@ func TestCheckpoint_ResourceUsageDelta(t *testing.T) {
 		t.Fatal(err)
 	}
 	step("suspension pauses the meter", 6*time.Minute, 3100, map[string]any{"wall_time": "10m", "tokens_consumed": 100})
+}
+
+// TestCheckpoint_MeterAcrossRestart: a checkpoint restarts the meter's
+// interval without rewriting the workspace's record (one key and about 450
+// bytes less per checkpoint); a restart derives the restart from the
+// chain's head, so the wall time compared after it is still the time since
+// the last checkpoint.
+func TestCheckpoint_MeterAcrossRestart(t *testing.T) {
+	clk := newFakeClock()
+	dir := t.TempDir()
+	e := openEngineAt(t, dir, withFakeClock(clk))
+	w := newWorker(t, e)
+	activated := wsMeter(t, e, w.ID).ActiveSince
+	var parent *string
+	checkpoint := func(e *Engine, name string, advance time.Duration, wall string, wantDiscrepancy bool) {
+		t.Helper()
+		clk.Advance(advance)
+		before := len(trailWhere(t, e, trail.EventResourceDiscrepancy, map[string]string{"workspace": w.ID}))
+		cp, err := e.CreateCheckpoint(ctx, w.ID, cpBody(parent, func(b map[string]any) {
+			b["resource_usage"] = map[string]any{"wall_time": wall}
+		}))
+		if err != nil {
+			t.Fatalf("%s: CreateCheckpoint = %v", name, err)
+		}
+		parent = &cp.ID
+		got := len(trailWhere(t, e, trail.EventResourceDiscrepancy, map[string]string{"workspace": w.ID})) - before
+		if got != 0 != wantDiscrepancy {
+			t.Errorf("%s: %d resource_discrepancy entries, want one: %v", name, got, wantDiscrepancy)
+		}
+		if m := wsMeter(t, e, w.ID); m.ActiveSince != cp.Timestamp || m.ActiveNanos != 0 {
+			t.Errorf("%s: meter %+v, want the interval restarted at the checkpoint (%s)", name, m, cp.Timestamp)
+		}
+	}
+	checkpoint(e, "first", 10*time.Minute, "10m", false)
+	checkpoint(e, "second", 5*time.Minute, "5m", false)
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	rawDB(t, dir, func(txn *badger.Txn) error {
+		item, err := txn.Get([]byte("w/" + w.ID))
+		if err != nil {
+			return err
+		}
+		return item.Value(func(v []byte) error {
+			var rec workspace.Workspace
+			if err := json.Unmarshal(v, &rec); err != nil {
+				return err
+			}
+			if rec.Meter.ActiveSince != activated {
+				t.Errorf("the record's meter starts at %s, want the activation's %s: the checkpoints rewrote the record", rec.Meter.ActiveSince, activated)
+			}
+			return nil
+		})
+	})
+
+	e = openEngineAt(t, dir, withFakeClock(clk))
+	if m := wsMeter(t, e, w.ID); m.ActiveSince != *cpTimestamp(t, e, *parent) {
+		t.Errorf("after the restart the meter starts at %s, want the last checkpoint's timestamp", m.ActiveSince)
+	}
+	checkpoint(e, "after the restart", 3*time.Minute, "3m", false)
+	checkpoint(e, "a report since the one before the restart", 2*time.Minute, "5m", true)
+}
+
+func wsMeter(t testing.TB, e *Engine, id string) workspace.Meter {
+	t.Helper()
+	w, err := e.GetWorkspace(ctx, e.Root(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w.Meter
+}
+
+func cpTimestamp(t testing.TB, e *Engine, id string) *string {
+	t.Helper()
+	cp, err := e.GetCheckpoint(ctx, e.Root(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &cp.Timestamp
 }
 
 // TestCheckpoint_RejectionCodes: every checkpoint rejection reason maps

@@ -97,14 +97,21 @@ func (e *Engine) createCheckpointLocked(ctx context.Context, ws string, body []b
 		if err != nil {
 			return err
 		}
-		if err := t.checkUsage(c, cp, ts); err != nil {
+		metered, err := t.checkUsage(c, cp, ts)
+		if err != nil {
 			return err
 		}
 		if _, err := t.emit(c, taxonomy.SignalCheckpoint, "", cp.ID, trail.ActorProtocol); err != nil {
 			return err
 		}
-		if err := t.put(c); err != nil {
-			return err
+		// The meter's interval restarts at every checkpoint (in c, the tx's
+		// copy), but that alone does not rewrite the workspace's record:
+		// loadState derives the restart from the chain's head (deriveMeter).
+		// An external meter's readings are written.
+		if metered {
+			if err := t.put(c); err != nil {
+				return err
+			}
 		}
 		return t.checkCheckpointBudget(c, next.Count)
 	})
@@ -154,15 +161,16 @@ func (e *Engine) rejectTooLarge(w *workspace.Workspace, typ string, size int) er
 // checkUsage compares the agent's resource_usage with the runtime's own
 // meter and writes one resource_discrepancy per field that differs beyond
 // the tolerance. It never blocks the checkpoint. It also restarts the meter
-// interval at ts.
-func (t *tx) checkUsage(w *workspace.Workspace, cp checkpointchain.Checkpoint, ts time.Time) error {
+// interval at ts (the checkpoint's timestamp: deriveMeter relies on it), and
+// reports whether it read the external meter (Config.Meter), whose readings
+// only the workspace's record holds.
+func (t *tx) checkUsage(w *workspace.Workspace, cp checkpointchain.Checkpoint, ts time.Time) (metered bool, err error) {
 	wall := w.Meter.ActiveNanos + activeSince(w, ts)
 	w.Meter.ActiveNanos = 0
 	if w.Meter.ActiveSince != "" {
 		w.Meter.ActiveSince = clock.Format(ts)
 	}
 	var tokens, cost float64
-	metered := false
 	if m := t.e.cfg.Meter; m != nil {
 		if tk, c, ok := m.Consumed(w.ID); ok {
 			// Readings are cumulative from the workspace's start: the first
@@ -173,7 +181,7 @@ func (t *tx) checkUsage(w *workspace.Workspace, cp checkpointchain.Checkpoint, t
 	}
 	u := cp.ResourceUsage
 	if u == nil {
-		return nil
+		return metered, nil
 	}
 	tol := t.e.cfg.Tolerance
 	type diff struct {
@@ -199,10 +207,10 @@ func (t *tx) checkUsage(w *workspace.Workspace, cp checkpointchain.Checkpoint, t
 			"agent_value": d.agent, "runtime_value": d.metric, "timestamp": nil,
 		})
 		if err != nil {
-			return err
+			return metered, err
 		}
 	}
-	return nil
+	return metered, nil
 }
 
 func exceeds(agent, runtime, abs, ratio float64) bool {

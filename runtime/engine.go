@@ -270,6 +270,7 @@ func (e *Engine) loadState() error {
 	if err != nil {
 		return err
 	}
+	e.deriveMeters(ws, chains)
 	e.ws, e.chains = ws, chains
 	if id, ts := e.log.Last(); id != "" {
 		t, err := clock.Parse(ts)
@@ -280,6 +281,37 @@ func (e *Engine) loadState() error {
 		e.ids.Observe(id)
 	}
 	return nil
+}
+
+// deriveMeters restarts the meter of each active workspace at its chain's
+// last checkpoint when that came after the interval its record holds: a
+// checkpoint restarts the interval (checkUsage) without rewriting the
+// record. A head that cannot be read (the integrity check reports it)
+// leaves the record's meter, which only the wall-time comparison of
+// resource_discrepancy reads, as it is.
+func (e *Engine) deriveMeters(ws map[string]*workspace.Workspace, chains map[string]checkpointchain.Chain) {
+	err := e.db.View(func(txn *badger.Txn) error {
+		for id, w := range ws {
+			head := chains[id].Head
+			if w.Meter.ActiveSince == "" || head == "" {
+				continue
+			}
+			cp, err := chainstore.Get(txn, e.seg, head)
+			if err != nil {
+				e.lg.Warn("meter: the chain's head is unreadable; the interval stays as recorded", "workspace", id, "checkpoint", head, "err", err)
+				continue
+			}
+			at, err1 := clock.Parse(cp.Timestamp)
+			since, err2 := clock.Parse(w.Meter.ActiveSince)
+			if err1 == nil && err2 == nil && at.After(since) {
+				w.Meter.ActiveNanos, w.Meter.ActiveSince = 0, cp.Timestamp
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		e.lg.Warn("meter: reading the chains' heads", "err", err)
+	}
 }
 
 // bootstrap creates the root workspace as trail entry #1, recording the hash
