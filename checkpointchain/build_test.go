@@ -132,8 +132,8 @@ func TestBuildRejects(t *testing.T) {
 			if !strings.HasPrefix(err.Error(), "checkpointchain: ") || rj.Message == "" {
 				t.Errorf("Build(%s) error = %q, want a checkpointchain: prefix and a message", tt.name, err)
 			}
-			if b != nil || !reflect.DeepEqual(c, checkpointchain.Checkpoint{}) {
-				t.Errorf("Build(%s) = %+v, %d bytes with its rejection, want nothing", tt.name, c, len(b))
+			if b.Bytes() != nil || !reflect.DeepEqual(c, checkpointchain.Checkpoint{}) {
+				t.Errorf("Build(%s) = %+v, %d bytes with its rejection, want nothing", tt.name, c, len(b.Bytes()))
 			}
 		})
 	}
@@ -169,8 +169,12 @@ func TestBuildAccepts(t *testing.T) {
 // checkBuilt checks a successful Build: the record carries the request and
 // the runtime's fields, b is its canonical encoding, its digest is the hash
 // of b, and b decodes to the same record.
-func checkBuilt(t testing.TB, r checkpointchain.Request, a checkpointchain.Author, c checkpointchain.Checkpoint, b []byte, id, ts string) {
+func checkBuilt(t testing.TB, r checkpointchain.Request, a checkpointchain.Author, c checkpointchain.Checkpoint, o checkpointchain.Object, id, ts string) {
 	t.Helper()
+	b := o.Bytes()
+	if o.Ref() != casstore.RefOf(b) {
+		t.Errorf("Build: the object's ref = %v, want RefOf(its bytes) = %v", o.Ref(), casstore.RefOf(b))
+	}
 	if c.ID != id || c.Timestamp != ts || c.Workspace != a.Workspace {
 		t.Errorf("Build: id, timestamp, workspace = %q, %q, %q, want %q, %q, %q", c.ID, c.Timestamp, c.Workspace, id, ts, a.Workspace)
 	}

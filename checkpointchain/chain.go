@@ -23,6 +23,20 @@ type Author struct {
 	State     string // its state, for the rejection message
 }
 
+// Object is a checkpoint's canonical encoding and its content address,
+// computed together by Build, so that storing it (chainstore.Put) needs no
+// second hash: one cannot be made with bytes that are not its address's.
+type Object struct {
+	bytes []byte
+	ref   casstore.Ref
+}
+
+// Bytes returns the canonical encoding; the caller must not modify it.
+func (o Object) Bytes() []byte { return o.bytes }
+
+// Ref returns the content address of Bytes.
+func (o Object) Ref() casstore.Ref { return o.ref }
+
 // Build checks req against the rules of WACP Checkpoint §4–§5 and returns
 // the new checkpoint (sealed: Digest set) with its canonical encoding. It is
 // pure. The checks run in this order, and the first failure is returned as a
@@ -36,26 +50,26 @@ type Author struct {
 //
 // Shape errors (malformed JSON, missing intent, bad enums) are found earlier,
 // by DecodeRequest.
-func Build(req Request, a Author, chain Chain, tax *taxonomy.Taxonomy, id, timestamp string) (Checkpoint, []byte, error) {
+func Build(req Request, a Author, chain Chain, tax *taxonomy.Taxonomy, id, timestamp string) (Checkpoint, Object, error) {
 	if !a.Active {
-		return Checkpoint{}, nil, reject(ReasonWorkspaceNotActive, "workspace %s is %s, not active", a.Workspace, a.State)
+		return Checkpoint{}, Object{}, reject(ReasonWorkspaceNotActive, "workspace %s is %s, not active", a.Workspace, a.State)
 	}
 	if !tax.HasCheckpointType(req.Type) {
-		return Checkpoint{}, nil, reject(ReasonInvalidType, "checkpoint type %q is not registered in taxonomy %s", req.Type, tax.ID())
+		return Checkpoint{}, Object{}, reject(ReasonInvalidType, "checkpoint type %q is not registered in taxonomy %s", req.Type, tax.ID())
 	}
 	if !tax.CanCreateCheckpoint(a.Role, req.Type) {
-		return Checkpoint{}, nil, reject(ReasonPermissionDenied, "role %s may not create %s checkpoints", a.Role, req.Type)
+		return Checkpoint{}, Object{}, reject(ReasonPermissionDenied, "role %s may not create %s checkpoints", a.Role, req.Type)
 	}
 	for _, f := range tax.RequiredFields(req.Type) {
 		if !hasField(req.Payload, f) {
-			return Checkpoint{}, nil, reject(ReasonInvalidStructure, "checkpoint type %s requires payload.%s", req.Type, f)
+			return Checkpoint{}, Object{}, reject(ReasonInvalidStructure, "checkpoint type %s requires payload.%s", req.Type, f)
 		}
 	}
 	if got := deref(req.Parent); got != chain.Head {
 		if chain.Head == "" {
-			return Checkpoint{}, nil, reject(ReasonInvalidParent, "parent must be null: the chain is empty, got %s", got)
+			return Checkpoint{}, Object{}, reject(ReasonInvalidParent, "parent must be null: the chain is empty, got %s", got)
 		}
-		return Checkpoint{}, nil, reject(ReasonInvalidParent, "parent %q is not the chain head %s", got, chain.Head)
+		return Checkpoint{}, Object{}, reject(ReasonInvalidParent, "parent %q is not the chain head %s", got, chain.Head)
 	}
 	c := Checkpoint{
 		ID: id, Workspace: a.Workspace, Type: req.Type, Payload: req.Payload, Intent: req.Intent,
@@ -64,7 +78,7 @@ func Build(req Request, a Author, chain Chain, tax *taxonomy.Taxonomy, id, times
 	}
 	b, err := Encode(c)
 	if err != nil {
-		return Checkpoint{}, nil, reject(ReasonInvalidStructure, "%v", err)
+		return Checkpoint{}, Object{}, reject(ReasonInvalidStructure, "%v", err)
 	}
 	// Return the record as Get will read it back. Extra payload values may
 	// change form (RFC 8785 reformats them and rounds numbers beyond a
@@ -75,13 +89,13 @@ func Build(req Request, a Author, chain Chain, tax *taxonomy.Taxonomy, id, times
 	// canonicalization on the commit path.
 	if len(c.Payload.Extra) > 0 {
 		if c, err = Decode(b); err != nil {
-			return Checkpoint{}, nil, reject(ReasonInvalidStructure, "%v", err)
+			return Checkpoint{}, Object{}, reject(ReasonInvalidStructure, "%v", err)
 		}
-		return c, b, nil
+		return c, Object{b, c.Digest}, nil
 	}
 	c.Payload.FilesChanged, c.Payload.Artifacts = orEmpty(c.Payload.FilesChanged), orEmpty(c.Payload.Artifacts)
 	c.Digest = casstore.RefOf(b)
-	return c, b, nil
+	return c, Object{b, c.Digest}, nil
 }
 
 // Append returns the chain after c is appended.

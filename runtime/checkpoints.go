@@ -70,21 +70,21 @@ func (e *Engine) createCheckpointLocked(ctx context.Context, ws string, body []b
 		ts := t.next()
 		c := t.ws(ws)
 		author := checkpointchain.Author{Workspace: ws, Role: c.Role, Active: c.State == workspace.Active, State: string(c.State)}
-		var b []byte
+		var obj checkpointchain.Object
 		var err error
-		cp, b, err = checkpointchain.Build(req, author, t.chain(ws), e.tax, e.ids.New(ts), clock.Format(ts))
+		cp, obj, err = checkpointchain.Build(req, author, t.chain(ws), e.tax, e.ids.New(ts), clock.Format(ts))
 		if err != nil {
 			rejection = err
 			return err
 		}
-		if len(b) > e.cfg.MaxObjectBytes {
-			rejection = Refuse(wire.CodeTooLarge, "checkpoint of %d bytes", len(b))
+		if n := len(obj.Bytes()); n > e.cfg.MaxObjectBytes {
+			rejection = Refuse(wire.CodeTooLarge, "checkpoint of %d bytes", n)
 			return rejection
 		}
 		if err := t.step("object"); err != nil {
 			return err
 		}
-		next, err := chainstore.Put(t.txn, cp, b, t.chain(ws))
+		next, err := chainstore.Put(t.txn, cp, obj, t.chain(ws))
 		if err != nil {
 			return err
 		}

@@ -33,17 +33,18 @@ type indexEntry struct {
 	Digest    casstore.Ref `json:"digest"`
 }
 
-// Put writes c (its canonical encoding b) into txn: the object into the
-// content-addressed store (its bytes into the block being built, when txn
-// has a Log), the id index, the chain position and the new head.
+// Put writes c (its object o, as Build returned them) into txn: the object
+// into the content-addressed store (its bytes into the block being built,
+// when txn has a Log), the id index, the chain position and the new head.
 // prev is the chain before c; Put returns the chain after it.
-func Put(txn *seglog.Txn, c checkpointchain.Checkpoint, b []byte, prev checkpointchain.Chain) (checkpointchain.Chain, error) {
-	// The object is new (its bytes hold a fresh id): no lookup first.
-	ref := casstore.RefOf(b)
+func Put(txn *seglog.Txn, c checkpointchain.Checkpoint, o checkpointchain.Object, prev checkpointchain.Chain) (checkpointchain.Chain, error) {
+	// The object is new (its bytes hold a fresh id): no lookup first. Its
+	// address was computed with its bytes (Object): no second hash.
+	ref := o.Ref()
 	if ref != c.Digest {
-		return checkpointchain.Chain{}, fmt.Errorf("store checkpoint %s: %w", c.ID, casstore.ErrCorrupt)
+		return checkpointchain.Chain{}, fmt.Errorf("store checkpoint %s: the object is another checkpoint's: %w", c.ID, casstore.ErrCorrupt)
 	}
-	if err := badgerstore.PutSealedTxn(txn, ref, b); err != nil {
+	if err := badgerstore.PutSealedTxn(txn, ref, o.Bytes()); err != nil {
 		return checkpointchain.Chain{}, fmt.Errorf("store checkpoint %s: %w", c.ID, err)
 	}
 	next := prev.Append(c)

@@ -1,7 +1,6 @@
 package chainstore_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -249,21 +248,25 @@ func TestStoreIndexPointsElsewhere(t *testing.T) {
 	})
 }
 
-// TestPutWrongDigest checks that Put refuses bytes that are not the
-// checkpoint's, and that the refused transaction leaves nothing behind.
+// TestPutWrongDigest checks that Put refuses an object that is not the
+// checkpoint's (another Build's), and that the refused transaction leaves
+// nothing behind.
 func TestPutWrongDigest(t *testing.T) {
 	db := openDB(t, t.TempDir())
 	c, b, err := checkpointchain.Build(req("artifact", nil, ""), worker, checkpointchain.Chain{}, taxonomy.Base(), cpID1, ts1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := append(bytes.Clone(b), ' ') // not the checkpoint's bytes
+	_, other, err := checkpointchain.Build(req("artifact", nil, ""), worker, checkpointchain.Chain{}, taxonomy.Base(), "01JA00000000000000000000C2", ts1)
+	if err != nil {
+		t.Fatal(err)
+	}
 	err = db.Update(func(txn *badger.Txn) error {
 		_, err := chainstore.Put(seglog.Direct(txn), c, other, checkpointchain.Chain{})
 		return err
 	})
 	if !errors.Is(err, casstore.ErrCorrupt) {
-		t.Errorf("Put(checkpoint, other bytes) = %v, want %v", err, casstore.ErrCorrupt)
+		t.Errorf("Put(checkpoint, another's object) = %v, want %v", err, casstore.ErrCorrupt)
 	}
 	db.View(func(txn *badger.Txn) error {
 		if _, err := chainstore.Get(txn, nil, c.ID); !errors.Is(err, checkpointchain.ErrNotFound) {
