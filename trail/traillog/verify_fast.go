@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/zeebo/blake3"
 
+	"github.com/wacpd/wacpd/internal/blake3x"
 	"github.com/wacpd/wacpd/trail"
 )
 
@@ -473,20 +473,28 @@ func newHashCheck() *hashCheck {
 
 func (h *hashCheck) worker(work <-chan *hashChunk) {
 	defer h.wg.Done()
-	var sum [32]byte
 	var hexSum [len(hashPrefix) + 64]byte
 	copy(hexSum[:], hashPrefix)
+	msgs := make([][]byte, 0, chunkEntries)
+	sums := make([][32]byte, chunkEntries)
 	for c := range work {
-		start := 0
-		for _, e := range c.ends {
-			if !h.failed.Load() {
-				sum = blake3.Sum256(c.buf[start:e[0]])
-				hex.Encode(hexSum[len(hashPrefix):], sum[:])
+		if !h.failed.Load() {
+			// The chunk's preimages are hashed side by side (blake3x).
+			msgs = msgs[:0]
+			start := 0
+			for _, e := range c.ends {
+				msgs = append(msgs, c.buf[start:e[0]])
+				start = e[1]
+			}
+			sums = slices.Grow(sums[:0], len(msgs))[:len(msgs)]
+			blake3x.Sum256Many(msgs, sums)
+			for i, e := range c.ends {
+				hex.Encode(hexSum[len(hashPrefix):], sums[i][:])
 				if !bytes.Equal(hexSum[:], c.buf[e[0]:e[1]]) {
 					h.failed.Store(true)
+					break
 				}
 			}
-			start = e[1]
 		}
 		c.buf, c.ends = c.buf[:0], c.ends[:0]
 		h.free <- c
