@@ -62,13 +62,20 @@ func signingKey(dir, root string) (note.Signer, string, error) {
 // every interval, until ctx is done (and once more at the end).
 func (r *Daemon) runTreeHeads(ctx context.Context, signer note.Signer, interval time.Duration) {
 	var signed uint64
+	failing := false // logged once per run of failures (degraded mode refuses every one)
 	sign := func() {
 		if n := r.eng.Trail().Len(); n != signed {
 			if _, err := r.eng.SignTreeHead(signer); err != nil {
-				r.cfg.Logger.Error("sign tree head", "err", err)
+				if !failing {
+					r.cfg.Logger.Error("sign tree head; retrying every interval", "err", err)
+				}
+				failing = true
 				return
 			}
-			signed = n
+			if failing {
+				r.cfg.Logger.Info("signed a tree head again", "size", n)
+			}
+			signed, failing = n, false
 		}
 	}
 	sign()
