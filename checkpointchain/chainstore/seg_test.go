@@ -248,3 +248,67 @@ func TestStoreCheckFinishFindsWhatAddLeft(t *testing.T) {
 		t.Errorf("claim 4's object deleted: in steps %+v, at once %+v", steps, once)
 	}
 }
+
+// TestStoreCheckHashesEveryObject: an object whose bytes still name the
+// claim (id, workspace, type, status, parent) but whose content changed is
+// found by its hash alone, whether Add checks it from the cache (batched
+// with the others) or Finish reads it (in steps and at once alike).
+func TestStoreCheckHashesEveryObject(t *testing.T) {
+	db, seg, _, claims := sixInPairs(t, "work of ", seglog.Options{})
+	orig, err := func() (b []byte, err error) {
+		err = db.View(func(txn *badger.Txn) error {
+			b, err = badgerstore.GetTxn(txn, seg, claims[3].Digest)
+			return err
+		})
+		return b, err
+	}()
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := []byte(strings.Replace(string(orig), "work of ", "work on ", 1))
+	if string(changed) == string(orig) {
+		t.Fatal("the object's content was not found")
+	}
+	// A later block holds the changed bytes under the object's digest.
+	txn := db.NewTransaction(true)
+	if err := badgerstore.PutSealedTxn(seg.Txn(txn), claims[3].Digest, changed); err != nil {
+		t.Fatal(err)
+	}
+	blk, err := seg.Seal(txn)
+	if err == nil {
+		err = seg.Write(blk)
+	}
+	if err == nil {
+		err = txn.Commit()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cached := range []bool{true, false} {
+		db.View(func(txn *badger.Txn) error {
+			sc := chainstore.NewStoreCheck(txn, seg)
+			defer sc.Close()
+			sc.Close() // the objects are located before the first Add
+			for _, cl := range claims {
+				if cached {
+					chainstore.Get(txn, seg, cl.ID) // the walk reads the block (claim 3's fails its hash)
+				}
+				sc.Add(cl)
+			}
+			steps, err := sc.Finish()
+			if err != nil {
+				t.Fatal(err)
+			}
+			once, err := chainstore.CheckStore(txn, seg, claims)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range []*chainstore.StoreProblem{steps, once} {
+				if p == nil || !p.Object || p.Entry != claims[3].Entry || p.Key != claims[3].Digest.String() {
+					t.Errorf("cached %v: %+v; want claim 3's object, by its hash", cached, p)
+				}
+			}
+			return nil
+		})
+	}
+}

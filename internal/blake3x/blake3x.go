@@ -14,9 +14,13 @@ import (
 	"github.com/zeebo/blake3"
 )
 
-// MaxLen is the longest message Sum256Many hashes side by side: one BLAKE3
-// chunk. Longer ones are hashed one by one.
-const MaxLen = 1024
+// MaxLen is the longest message Sum256Many hashes side by side: two
+// BLAKE3 chunks (a checkpoint object of about 1.3 KB is two). Longer ones
+// are hashed one by one.
+const MaxLen = 2 * chunkLen
+
+// chunkLen is BLAKE3's chunk: 16 blocks of 64 bytes.
+const chunkLen = 1024
 
 // lanes is how many messages go through the compression function at once.
 const lanes = 16
@@ -25,6 +29,7 @@ const lanes = 16
 const (
 	flagChunkStart = 1 << 0
 	flagChunkEnd   = 1 << 1
+	flagParent     = 1 << 2
 	flagRoot       = 1 << 3
 )
 
@@ -71,45 +76,92 @@ func Sum256Many(msgs [][]byte, out [][32]byte) {
 	}
 }
 
-// sum16 hashes the messages group names (at most 16, each at most one
-// chunk) side by side.
+// sum16 hashes the messages group names (at most 16, each of at most two
+// chunks) side by side: block after block, each lane in its own chunk with
+// its own counter; a lane of two chunks ends with their parent node.
 func sum16(s *state16, msgs [][]byte, group []int, out [][32]byte) {
 	var blocks [lanes]int
-	most := 0
+	var first, second [lanes][8]uint32 // the chunks' chaining values, of a lane of two
+	most, parents := 0, false
 	for lane, i := range group {
 		blocks[lane] = max(1, (len(msgs[i])+63)/64) // an empty message is one empty block
 		most = max(most, blocks[lane])
-		for w := range 8 {
-			s.cv[w][lane] = iv[w]
-		}
+		parents = parents || len(msgs[i]) > chunkLen
 	}
 	for j := range most {
+		chunk, k := j/16, j%16 // the chunk of block j, and j's place in it
 		for lane, i := range group {
 			if j >= blocks[lane] {
-				continue // done: its hash is out already; the lane computes garbage
+				continue // done: its output is taken; the lane computes garbage
+			}
+			if k == 0 {
+				for w := range 8 {
+					if chunk == 1 {
+						first[lane][w] = s.cv[w][lane]
+					}
+					s.cv[w][lane] = iv[w]
+				}
 			}
 			if n := copy(s.block[lane][:], msgs[i][64*j:]); n < 64 {
 				clear(s.block[lane][n:])
 			}
+			last := j == blocks[lane]-1
 			var f uint32
-			if j == 0 {
+			if k == 0 {
 				f = flagChunkStart
 			}
-			if j == blocks[lane]-1 {
-				f |= flagChunkEnd | flagRoot
-				s.blen[lane] = uint32(len(msgs[i]) - 64*j)
-			} else {
-				s.blen[lane] = 64
+			if last || k == 15 {
+				f |= flagChunkEnd
 			}
-			s.flags[lane] = f
+			if last && blocks[lane] <= 16 {
+				f |= flagRoot // one chunk: its last block is the root
+			}
+			s.blen[lane] = 64
+			if last {
+				s.blen[lane] = uint32(len(msgs[i]) - 64*j)
+			}
+			s.ctr[lane], s.flags[lane] = uint32(chunk), f
 		}
 		compress16(s)
 		for lane, i := range group {
-			if j == blocks[lane]-1 {
+			switch {
+			case j != blocks[lane]-1:
+			case blocks[lane] <= 16:
+				put(&out[i], s, lane)
+			default: // later blocks overwrite the lane: keep its second chunk's value
 				for w := range 8 {
-					binary.LittleEndian.PutUint32(out[i][4*w:], s.cv[w][lane])
+					second[lane][w] = s.cv[w][lane]
 				}
 			}
 		}
+	}
+	if !parents {
+		return
+	}
+	// The parents: the two chunks' chaining values as one block, from the
+	// key (IV), as the root.
+	for lane, i := range group {
+		if len(msgs[i]) <= chunkLen {
+			continue
+		}
+		for w := range 8 {
+			binary.LittleEndian.PutUint32(s.block[lane][4*w:], first[lane][w])
+			binary.LittleEndian.PutUint32(s.block[lane][32+4*w:], second[lane][w])
+			s.cv[w][lane] = iv[w]
+		}
+		s.ctr[lane], s.blen[lane], s.flags[lane] = 0, 64, flagParent|flagRoot
+	}
+	compress16(s)
+	for lane, i := range group {
+		if len(msgs[i]) > chunkLen {
+			put(&out[i], s, lane)
+		}
+	}
+}
+
+// put writes lane's chaining value in s as a hash.
+func put(out *[32]byte, s *state16, lane int) {
+	for w := range 8 {
+		binary.LittleEndian.PutUint32(out[4*w:], s.cv[w][lane])
 	}
 }
