@@ -106,7 +106,7 @@ func (e *Engine) createCheckpointLocked(ctx context.Context, ws string, body []b
 		}
 		// The meter's interval restarts at every checkpoint (in c, the tx's
 		// copy), but that alone does not rewrite the workspace's record:
-		// loadState derives the restart from the chain's head (deriveMeter).
+		// loadState derives the restart from the chain's head (deriveMeters).
 		// An external meter's readings are written.
 		if metered {
 			if err := t.put(c); err != nil {
@@ -161,7 +161,7 @@ func (e *Engine) rejectTooLarge(w *workspace.Workspace, typ string, size int) er
 // checkUsage compares the agent's resource_usage with the runtime's own
 // meter and writes one resource_discrepancy per field that differs beyond
 // the tolerance. It never blocks the checkpoint. It also restarts the meter
-// interval at ts (the checkpoint's timestamp: deriveMeter relies on it), and
+// interval at ts (the checkpoint's timestamp: deriveMeters relies on it), and
 // reports whether it read the external meter (Config.Meter), whose readings
 // only the workspace's record holds.
 func (t *tx) checkUsage(w *workspace.Workspace, cp checkpointchain.Checkpoint, ts time.Time) (metered bool, err error) {

@@ -288,8 +288,14 @@ func (e *Engine) loadState() error {
 // checkpoint restarts the interval (checkUsage) without rewriting the
 // record. A head that cannot be read (the integrity check reports it)
 // leaves the record's meter, which only the wall-time comparison of
-// resource_discrepancy reads, as it is.
+// resource_discrepancy reads, as it is; so does a panic of Badger on a
+// damaged block.
 func (e *Engine) deriveMeters(ws map[string]*workspace.Workspace, chains map[string]checkpointchain.Chain) {
+	defer func() {
+		if p := recover(); p != nil {
+			e.lg.Warn("meter: reading the chains' heads", "panic", p)
+		}
+	}()
 	err := e.db.View(func(txn *badger.Txn) error {
 		for id, w := range ws {
 			head := chains[id].Head
