@@ -329,18 +329,23 @@ func claimFields(body []byte) (b claimBody, ok bool) {
 // is and what it is ("" when there is none).
 //
 // Values are in the value log only when an entry of a table or a memtable
-// points there. For a database opened read-only without memtables (an
-// offline check without write-ahead logs to replay), no process changes
-// the tables, so the entries that do are those the table check reads,
-// and only their keys are looked up (most databases have none: this build
-// keeps large values in the segment files). Otherwise every key is read
-// through Badger's merged iterator, which sees the memtables and any
-// table a compaction writes meanwhile.
+// points there. The table check reads every entry of the tables it was
+// given (db.Tables) and notes the keys of those that do; their latest
+// versions are looked up. What it did not read is newer than every entry
+// it read: memtables, and tables flushed from them meanwhile, hold
+// versions above the largest of those tables' (Badger's versions only
+// grow), and a table a compaction writes meanwhile holds the entries of
+// tables it read (the same pointers) and of newer ones. So the merged
+// iterator is asked only for versions above that largest one
+// (IteratorOptions.SinceTs): for a running daemon, about what its
+// memtables hold instead of every key of the database. For a database
+// opened read-only without memtables (an offline check without
+// write-ahead logs to replay) nothing is newer. When a table's entries
+// could not all be read (a table a compaction removed before the check
+// read it, or one that stops early), every key is read through the merged
+// iterator instead.
 func storage(ctx context.Context, db *badger.DB, seg *seglog.Log) (where, detail string) {
-	var ptrs *pointers
-	if tablesOnly(db) {
-		ptrs = &pointers{}
-	}
+	ptrs := &pointers{}
 	if where, detail, err := verifyTables(ctx, db, ptrs); detail != "" || err != nil {
 		if err != nil {
 			return "", "" // ctx ended: Check returns its error
@@ -350,17 +355,21 @@ func storage(ctx context.Context, db *badger.DB, seg *seglog.Log) (where, detail
 	if where, detail := verifySegments(ctx, db, seg); detail != "" {
 		return where, detail
 	}
-	if ptrs != nil && ptrs.partial {
-		ptrs = nil
-	}
 	var at []byte
 	threshold := db.Opts().ValueThreshold
 	err := safe(func() error {
 		return db.View(func(txn *badger.Txn) error {
-			if ptrs != nil {
-				return readKeys(ctx, txn, ptrs.keys, threshold, &at)
+			since := uint64(0) // every version
+			if !ptrs.partial {
+				if err := readKeys(ctx, txn, ptrs.keys, threshold, &at); err != nil {
+					return err
+				}
+				if tablesOnly(db) {
+					return nil
+				}
+				since = ptrs.maxVersion
 			}
-			it := txn.NewIterator(badger.IteratorOptions{AllVersions: false})
+			it := txn.NewIterator(badger.IteratorOptions{AllVersions: false, SinceTs: since})
 			defer it.Close()
 			for it.Rewind(); it.Valid(); it.Next() {
 				if err := ctx.Err(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
@@ -140,6 +141,48 @@ func TestStorageReadsValueLog(t *testing.T) {
 			where, detail := storage(context.Background(), db, nil)
 			if want := fmt.Sprintf("key %q", "b2"); where != want || detail == "" {
 				t.Fatalf("storage with b2's and b4's values damaged = %q (%s), want %s", where, detail, want)
+			}
+		})
+	}
+}
+
+// TestStorageReadsNewerThanTheTables: in a running daemon's database the
+// storage step reads the value-log values that the tables point to (found
+// as it reads them) and those of every newer entry (a memtable's), through
+// the merged iterator for versions above the tables' largest only; a
+// damaged value of either kind is reported with its key.
+func TestStorageReadsNewerThanTheTables(t *testing.T) {
+	for _, damaged := range []string{"b2", "c1"} {
+		t.Run(damaged, func(t *testing.T) {
+			dir := t.TempDir()
+			db, err := badger.Open(valueLogOptions(dir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeValueLog(t, db)
+			if err := db.Close(); err != nil { // b0 to b4 go to tables
+				t.Fatal(err)
+			}
+			if db, err = badger.Open(valueLogOptions(dir)); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { db.Close() }()
+			if err := db.Update(func(txn *badger.Txn) error { return txn.Set([]byte("c1"), bigValue("c1")) }); err != nil {
+				t.Fatal(err)
+			}
+			var ptrs pointers
+			if _, detail, err := verifyTables(context.Background(), db, &ptrs); detail != "" || err != nil || ptrs.partial ||
+				!slices.ContainsFunc(ptrs.keys, func(k []byte) bool { return string(k) == "b2" }) ||
+				slices.ContainsFunc(ptrs.keys, func(k []byte) bool { return string(k) == "c1" }) {
+				t.Fatalf("the tables' pointers = %q (partial %v), %s, %v; want b2's among them and not c1's (in a memtable)", ptrs.keys, ptrs.partial, detail, err)
+			}
+			if where, detail := storage(context.Background(), db, nil); detail != "" {
+				t.Fatalf("storage of an undamaged database = %s: %s", where, detail)
+			}
+			damageValue(t, dir, damaged)
+			where, detail := storage(context.Background(), db, nil)
+			if want := fmt.Sprintf("key %q", damaged); where != want || detail == "" {
+				t.Fatalf("storage with %s's value damaged = %q (%s), want %s", damaged, where, detail, want)
 			}
 		})
 	}

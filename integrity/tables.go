@@ -38,8 +38,8 @@ func VerifyTables(ctx context.Context, db *badger.DB) (where, detail string, err
 }
 
 // verifyTables is VerifyTables; with ptrs, it also notes there the keys of
-// the entries whose values are in the value log, as it reads each block
-// (for a database no process is changing: see storage).
+// the entries whose values are in the value log, as it reads each block,
+// and the largest version of the tables it read (see storage).
 func verifyTables(ctx context.Context, db *badger.DB, ptrs *pointers) (where, detail string, err error) {
 	opts := db.Opts()
 	topts := tableOptions(opts, true)
@@ -58,8 +58,12 @@ func verifyTables(ctx context.Context, db *badger.DB, ptrs *pointers) (where, de
 					p = &found[i]
 				}
 				var err error
-				if buf, err = verifyTable(table.NewFilename(ti.ID, opts.Dir), topts, buf, p); err != nil && holds(db, ti.ID) {
-					bad[i] = err // else a running daemon's compaction replaced it since Tables
+				if buf, err = verifyTable(table.NewFilename(ti.ID, opts.Dir), topts, buf, p); err != nil {
+					if holds(db, ti.ID) {
+						bad[i] = err
+					} else if p != nil {
+						p.partial = true // a running daemon's compaction replaced it since Tables
+					}
 				}
 			}
 		})
@@ -69,9 +73,10 @@ func verifyTables(ctx context.Context, db *badger.DB, ptrs *pointers) (where, de
 		return "", "", err
 	}
 	if ptrs != nil {
-		for _, p := range found {
+		for i, p := range found {
 			ptrs.keys = append(ptrs.keys, p.keys...)
 			ptrs.partial = ptrs.partial || p.partial
+			ptrs.maxVersion = max(ptrs.maxVersion, tables[i].MaxVersion)
 		}
 		slices.SortFunc(ptrs.keys, bytes.Compare)
 		ptrs.keys = slices.CompactFunc(ptrs.keys, bytes.Equal)
@@ -292,9 +297,12 @@ const bitValuePointer = 1 << 1
 type pointers struct {
 	keys [][]byte
 	// partial is set when a table's entries could not all be read,
-	// though its blocks pass their checksums: the keys may be missing
-	// some.
+	// though its blocks pass their checksums, or a table was gone before
+	// it was read: the keys may be missing some.
 	partial bool
+	// maxVersion is the largest version of the tables read (each table's
+	// MaxVersion in db.Tables): every entry not read is newer (storage).
+	maxVersion uint64
 }
 
 // scan reads every entry of t, each block checked against its checksum
