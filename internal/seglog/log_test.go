@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/klauspost/compress/zstd"
 )
 
 // rig is a Badger database on disk with its segments.
@@ -648,6 +649,56 @@ func TestBlockFormats(t *testing.T) {
 		t.Errorf("redone %+v, want the 2 lost blocks", r.redone)
 	}
 	for _, kv := range []map[string]string{small, large, lostSmall, lostLarge} {
+		for k, want := range kv {
+			if got, err := r.get(k); err != nil || got != want {
+				t.Fatalf("%s: %q, %v; want %q", k, got, err, want)
+			}
+		}
+	}
+	if _, err := r.l.Verify(context.Background(), r.end()); err != nil {
+		t.Errorf("Verify: %v", err)
+	}
+}
+
+// TestZstdWithoutChecksum: a large block's zstd frame carries no content
+// checksum of zstd's own (the block's CRC covers the compressed bytes),
+// and a block an earlier release wrote with one reads back as before.
+func TestZstdWithoutChecksum(t *testing.T) {
+	dir := t.TempDir()
+	r := openRig(t, dir, Options{})
+	earlier, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours := r.l.enc
+	r.l.enc = earlier // with zstd's checksum, as releases before wrote
+	before := values(0, 200)
+	r.commit(before)
+	beforeAt := r.last.at
+	r.l.enc = ours
+	after := values(1, 200)
+	r.commit(after)
+	afterAt := r.last.at
+	r.close()
+
+	f, err := os.ReadFile(filepath.Join(dir, Dir, fileName(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// After the header and the values' length: the frame's magic, then its
+	// descriptor, whose bit 2 says a content checksum ends the frame.
+	checksummed := func(at Pos) bool {
+		frame := f[at.Off+headerSize+4:]
+		if string(frame[:4]) != "\x28\xb5\x2f\xfd" {
+			t.Fatalf("no zstd frame at %d", at.Off)
+		}
+		return frame[4]&(1<<2) != 0
+	}
+	if !checksummed(beforeAt) || checksummed(afterAt) {
+		t.Errorf("checksum flags: earlier block %v, this build's %v; want true, false", checksummed(beforeAt), checksummed(afterAt))
+	}
+	r = openRig(t, dir, Options{})
+	for _, kv := range []map[string]string{before, after} {
 		for k, want := range kv {
 			if got, err := r.get(k); err != nil || got != want {
 				t.Fatalf("%s: %q, %v; want %q", k, got, err, want)
