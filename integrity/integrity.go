@@ -29,6 +29,10 @@ type Options struct {
 	// Seg is the database's segment files (nil: none, values are all in
 	// Badger).
 	Seg *seglog.Log
+	// Opened is what NoteOpen noted when the caller opened the database
+	// (nil: nothing): the storage step skips what the process wrote since
+	// when none of it went to Badger's value log.
+	Opened *Opened
 }
 
 // Step names the part of Check that found a problem.
@@ -99,7 +103,7 @@ func Check(ctx context.Context, db *badger.DB, opts Options) (Report, error) {
 	type found struct{ where, detail string }
 	st := make(chan found, 1)
 	go func() {
-		where, detail := storage(ctx, db, opts.Seg)
+		where, detail := storage(ctx, db, opts.Seg, opts.Opened)
 		st <- found{where, detail}
 	}()
 	rep, err := check(ctx, db, opts)
@@ -338,13 +342,15 @@ func claimFields(body []byte) (b claimBody, ok bool) {
 // tables it read (the same pointers) and of newer ones. So the merged
 // iterator is asked only for versions above that largest one
 // (IteratorOptions.SinceTs): for a running daemon, about what its
-// memtables hold instead of every key of the database. For a database
-// opened read-only without memtables (an offline check without
-// write-ahead logs to replay) nothing is newer. When a table's entries
+// memtables hold instead of every key of the database; and not even those
+// when the daemon wrote them all itself, none to the value log (Opened,
+// which says why that is sound). For a database opened read-only without
+// memtables (an offline check without write-ahead logs to replay) nothing
+// is newer. When a table's entries
 // could not all be read (a table a compaction removed before the check
 // read it, or one that stops early), every key is read through the merged
 // iterator instead.
-func storage(ctx context.Context, db *badger.DB, seg *seglog.Log) (where, detail string) {
+func storage(ctx context.Context, db *badger.DB, seg *seglog.Log, opened *Opened) (where, detail string) {
 	ptrs := &pointers{}
 	if where, detail, err := verifyTables(ctx, db, ptrs); detail != "" || err != nil {
 		if err != nil {
@@ -364,7 +370,7 @@ func storage(ctx context.Context, db *badger.DB, seg *seglog.Log) (where, detail
 				if err := readKeys(ctx, txn, ptrs.keys, threshold, &at); err != nil {
 					return err
 				}
-				if tablesOnly(db) {
+				if tablesOnly(db) || opened.covers(db, ptrs.maxVersion) {
 					return nil
 				}
 				since = ptrs.maxVersion

@@ -124,21 +124,21 @@ func TestStorageReadsValueLog(t *testing.T) {
 			if got := tablesOnly(db); got != tt.tablesOnly {
 				t.Fatalf("tablesOnly = %v, want %v", got, tt.tablesOnly)
 			}
-			if where, detail := storage(context.Background(), db, nil); detail != "" {
+			if where, detail := storage(context.Background(), db, nil, nil); detail != "" {
 				t.Fatalf("storage of an undamaged database = %s: %s", where, detail)
 			}
 
 			damageValue(t, dir, "b1")
 			damageValue(t, dir, "b3")
 			reopen()
-			if where, detail := storage(context.Background(), db, nil); detail != "" {
+			if where, detail := storage(context.Background(), db, nil, nil); detail != "" {
 				t.Fatalf("storage read a value no key points to: %s: %s", where, detail)
 			}
 
 			damageValue(t, dir, "b2")
 			damageValue(t, dir, "b4")
 			reopen()
-			where, detail := storage(context.Background(), db, nil)
+			where, detail := storage(context.Background(), db, nil, nil)
 			if want := fmt.Sprintf("key %q", "b2"); where != want || detail == "" {
 				t.Fatalf("storage with b2's and b4's values damaged = %q (%s), want %s", where, detail, want)
 			}
@@ -176,14 +176,123 @@ func TestStorageReadsNewerThanTheTables(t *testing.T) {
 				slices.ContainsFunc(ptrs.keys, func(k []byte) bool { return string(k) == "c1" }) {
 				t.Fatalf("the tables' pointers = %q (partial %v), %s, %v; want b2's among them and not c1's (in a memtable)", ptrs.keys, ptrs.partial, detail, err)
 			}
-			if where, detail := storage(context.Background(), db, nil); detail != "" {
+			if where, detail := storage(context.Background(), db, nil, nil); detail != "" {
 				t.Fatalf("storage of an undamaged database = %s: %s", where, detail)
 			}
 			damageValue(t, dir, damaged)
-			where, detail := storage(context.Background(), db, nil)
+			where, detail := storage(context.Background(), db, nil, nil)
 			if want := fmt.Sprintf("key %q", damaged); where != want || detail == "" {
 				t.Fatalf("storage with %s's value damaged = %q (%s), want %s", damaged, where, detail, want)
 			}
 		})
+	}
+}
+
+// copyOpenDir copies the files of the database open in from (but its
+// lock) into a new directory: what a crash would leave, its memtable
+// still in its write-ahead log.
+func copyOpenDir(t *testing.T, from string) string {
+	t.Helper()
+	to := t.TempDir()
+	files, err := os.ReadDir(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if f.IsDir() || f.Name() == "LOCK" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(from, f.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(to, f.Name()), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return to
+}
+
+// TestStorageSkipsWhatTheProcessWroteInline: with what NoteOpen noted, the
+// storage step skips the versions newer than the tables when the process
+// wrote none of its values to the value log since it opened the database
+// and every memtable replayed at the open has been flushed; a value the
+// process did write there after the open (c1), or one a replayed memtable
+// points to (r1, written before a crash), is still read and its damage
+// found.
+func TestStorageSkipsWhatTheProcessWroteInline(t *testing.T) {
+	dir := t.TempDir()
+	db, err := badger.Open(valueLogOptions(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeValueLog(t, db)
+	if err := db.Close(); err != nil { // b0 to b4 go to tables
+		t.Fatal(err)
+	}
+	if db, err = badger.Open(valueLogOptions(dir)); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { db.Close() }()
+	opened := NoteOpen(db)
+	if opened == nil {
+		t.Fatal("NoteOpen = nil: Badger keeps no counter of value-log writes")
+	}
+	tablesMax := func(db *badger.DB) uint64 {
+		var m uint64
+		for _, ti := range db.Tables() {
+			m = max(m, ti.MaxVersion)
+		}
+		return m
+	}
+	if err := db.Update(func(txn *badger.Txn) error { return txn.Set([]byte("s1"), []byte("small, inline")) }); err != nil {
+		t.Fatal(err)
+	}
+	if !opened.covers(db, tablesMax(db)) {
+		t.Fatal("covers = false after inline writes only: the step would read the memtables for nothing")
+	}
+	if err := db.Update(func(txn *badger.Txn) error { return txn.Set([]byte("c1"), bigValue("c1")) }); err != nil {
+		t.Fatal(err)
+	}
+	if opened.covers(db, tablesMax(db)) {
+		t.Fatal("covers = true after a value went to the value log")
+	}
+	damageValue(t, dir, "c1")
+	where, detail := storage(context.Background(), db, nil, opened)
+	if want := fmt.Sprintf("key %q", "c1"); where != want || detail == "" {
+		t.Fatalf("storage with c1's value damaged = %q (%s), want %s", where, detail, want)
+	}
+
+	// Versions from before the open that no table holds yet (a memtable
+	// replayed at the open, not flushed yet) are read.
+	now, _ := vlogWritten(db)
+	if pending := (&Opened{version: tablesMax(db) + 1, vlog: now}); pending.covers(db, tablesMax(db)) {
+		t.Fatal("covers = true while a version from before the open is in no table")
+	}
+}
+
+// TestStorageAfterACrash: a value in the value log that a memtable
+// replayed at the open points to (r1, written before a crash) is read and
+// its damage found, with what NoteOpen noted.
+func TestStorageAfterACrash(t *testing.T) {
+	dir := t.TempDir()
+	db, err := badger.Open(valueLogOptions(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Update(func(txn *badger.Txn) error { return txn.Set([]byte("r1"), bigValue("r1")) }); err != nil {
+		t.Fatal(err)
+	}
+	crashed := copyOpenDir(t, dir)
+	damageValue(t, crashed, "r1")
+	db2, err := badger.Open(valueLogOptions(crashed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	where, detail := storage(context.Background(), db2, nil, NoteOpen(db2))
+	if want := fmt.Sprintf("key %q", "r1"); where != want || detail == "" {
+		t.Fatalf("storage with r1's value (a replayed memtable's) damaged = %q (%s), want %s", where, detail, want)
 	}
 }

@@ -58,6 +58,7 @@ type Engine struct {
 	marks        atomic.Uint64     // marks the running check moved (mark.go)
 	settleWaits  atomic.Uint64     // reads that waited for Badger's commit of an answered batch (settle.go)
 	marker       *integrity.Marker // the running check's passes and full verifies, one at a time (mark.go)
+	opened       *integrity.Opened // noted before the engine's first write: what a full verify's storage step may skip
 	gcInterval   time.Duration     // the GC loop's period; 0 when none runs (set by Open)
 	stop         chan struct{}     // closed by Close: the committer stops
 	loopDone     chan struct{}     // closed when the committer has stopped
@@ -153,7 +154,7 @@ func openBadger(opts badger.Options) (db *badger.DB, err error) {
 
 func open(cfg Config, db *badger.DB) (_ *Engine, err error) {
 	e := &Engine{
-		cfg: cfg, db: db, clock: clock.New(cfg.Now), ids: clock.NewIDs(cfg.Entropy),
+		cfg: cfg, db: db, opened: integrity.NoteOpen(db), clock: clock.New(cfg.Now), ids: clock.NewIDs(cfg.Entropy),
 		tax: cfg.Taxonomy, lg: cfg.Logger, inboxSig: map[string]chan struct{}{},
 		ackKick: make(chan struct{}, 1), leaseKick: make(chan struct{}, 1), stop: make(chan struct{}), loopDone: make(chan struct{}),
 	}

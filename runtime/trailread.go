@@ -53,7 +53,7 @@ func (e *Engine) VerifyTrail(ctx context.Context, ws string) (trail.VerifyResult
 	if ws != "" {
 		return e.log.Verify(ctx, ws)
 	}
-	opts := integrity.Options{Full: true, Seg: e.seg}
+	opts := integrity.Options{Full: true, Seg: e.seg, Opened: e.opened}
 	th, err := e.TreeHead()
 	switch {
 	case err == nil:
