@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -257,7 +258,8 @@ func claimOf(e trail.Entry) (chainstore.Claim, error) {
 	if b.id == "" {
 		return chainstore.Claim{}, fmt.Errorf("no checkpoint_id")
 	}
-	cl := chainstore.Claim{Entry: e.ID, ID: b.id, Workspace: b.workspace, Type: b.typ, Status: b.status, Digest: d}
+	// The entry's strings share one allocation (traillog.CheckOptions.Visit).
+	cl := chainstore.Claim{Entry: strings.Clone(e.ID), ID: b.id, Workspace: b.workspace, Type: b.typ, Status: b.status, Digest: d}
 	if b.hasParent {
 		cl.Parent = b.parent
 	}

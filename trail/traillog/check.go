@@ -29,7 +29,9 @@ type CheckOptions struct {
 	// Visit, when set, is called with each entry of the valid prefix that
 	// the check read, in order. When the accelerated check gives way to
 	// the reference walk, the calls start again from the first entry read:
-	// a visitor that sees seq again drops what it kept from seq on.
+	// a visitor that sees seq again drops what it kept from seq on. The
+	// entry's strings may all be parts of one string, the whole stored
+	// entry: a visitor keeps a copy (strings.Clone) of one it keeps.
 	Visit func(seq uint64, e trail.Entry)
 	// VisitEvent, when set, limits the calls of Visit to entries of that
 	// event type (the others are not decoded for it).

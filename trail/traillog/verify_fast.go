@@ -343,7 +343,7 @@ func newVisitQueue(visit func(uint64, trail.Entry)) *visitQueue {
 func (q *visitQueue) visitAll(c *visitChunk) bool {
 	start := 0
 	for _, it := range c.items {
-		s, ok := parseStored(c.buf[start:it.end])
+		s, ok := parseStoredShared(c.buf[start:it.end])
 		if !ok {
 			return false
 		}
