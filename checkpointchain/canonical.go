@@ -115,22 +115,23 @@ func DecodeIdentity(b []byte) (Identity, error) {
 // was a tenth of a full check's CPU.
 func identityFields(b []byte) (id Identity, ok bool) {
 	ok = true
+	var vals [5][]byte // id, workspace, type, status, parent: slices of b
 	if !strictjson.ScanObject(b, func(name, value []byte, kind strictjson.Kind) {
-		var to *string
+		var to *[]byte
 		switch string(name) {
 		case "id":
-			to = &id.ID
+			to = &vals[0]
 		case "workspace":
-			to = &id.Workspace
+			to = &vals[1]
 		case "type":
-			to = &id.Type
+			to = &vals[2]
 		case "status":
-			to = &id.Status
+			to = &vals[3]
 		case "parent":
 			if kind == strictjson.KindNull {
 				return
 			}
-			to = &id.Parent
+			to = &vals[4]
 		default:
 			return
 		}
@@ -138,11 +139,12 @@ func identityFields(b []byte) (id Identity, ok bool) {
 			ok = false
 			return
 		}
-		*to = string(value)
-	}) {
+		*to = value
+	}) || !ok {
 		return Identity{}, false
 	}
-	return id, ok
+	strictjson.Strings([]*string{&id.ID, &id.Workspace, &id.Type, &id.Status, &id.Parent}, vals[:])
+	return id, true
 }
 
 // decodeIdentity is DecodeIdentity with the full decoder.

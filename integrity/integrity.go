@@ -297,24 +297,25 @@ func claimFull(body []byte) (claimBody, error) {
 // full (FuzzClaimOf holds the two to the same result).
 func claimFields(body []byte) (b claimBody, ok bool) {
 	ok = true
+	var vals [6][]byte // checkpoint_id, workspace, type, status, digest, parent: slices of body
 	if !strictjson.ScanObject(body, func(name, value []byte, kind strictjson.Kind) {
-		var to *string
+		var to *[]byte
 		switch string(name) {
 		case "checkpoint_id":
-			to = &b.id
+			to = &vals[0]
 		case "workspace":
-			to = &b.workspace
+			to = &vals[1]
 		case "type":
-			to = &b.typ
+			to = &vals[2]
 		case "status":
-			to = &b.status
+			to = &vals[3]
 		case "digest":
-			to = &b.digest
+			to = &vals[4]
 		case "parent":
 			if kind == strictjson.KindNull {
 				return
 			}
-			to, b.hasParent = &b.parent, true
+			to, b.hasParent = &vals[5], true
 		default:
 			return
 		}
@@ -322,11 +323,13 @@ func claimFields(body []byte) (b claimBody, ok bool) {
 			ok = false
 			return
 		}
-		*to = string(value)
-	}) {
+		*to = value
+	}) || !ok {
 		return claimBody{}, false
 	}
-	return b, ok
+	// One allocation for the claim's strings, which live as long as it.
+	strictjson.Strings([]*string{&b.id, &b.workspace, &b.typ, &b.status, &b.digest, &b.parent}, vals[:])
+	return b, true
 }
 
 // storage checks Badger's own checksums of every table block and reads

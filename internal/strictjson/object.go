@@ -2,6 +2,7 @@ package strictjson
 
 import (
 	"bytes"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -273,4 +274,24 @@ func bmpEscape(b []byte) bool {
 		}
 	}
 	return !utf16.IsSurrogate(r)
+}
+
+// Strings sets *dst[i] to the bytes of src[i] (values ScanObject gave),
+// all of them parts of one new string: one allocation for the fields of a
+// record that are kept, and dropped, together.
+func Strings(dst []*string, src [][]byte) {
+	n := 0
+	for _, b := range src {
+		n += len(b)
+	}
+	var sb strings.Builder
+	sb.Grow(n)
+	for _, b := range src {
+		sb.Write(b)
+	}
+	all, at := sb.String(), 0
+	for i, b := range src {
+		*dst[i] = all[at : at+len(b)]
+		at += len(b)
+	}
 }

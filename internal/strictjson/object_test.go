@@ -120,3 +120,21 @@ func FuzzScanObject(f *testing.F) {
 		}
 	})
 }
+
+// TestStrings: each string holds its value's bytes (not the values
+// themselves, which the caller's buffer may change), made in one
+// allocation.
+func TestStrings(t *testing.T) {
+	src := [][]byte{[]byte("id-1"), nil, []byte("w"), []byte("")}
+	var a, b, c, d string
+	dst := []*string{&a, &b, &c, &d}
+	Strings(dst, src)
+	clear(src[0])
+	if a != "id-1" || b != "" || c != "w" || d != "" {
+		t.Fatalf("Strings = %q %q %q %q", a, b, c, d)
+	}
+	src[0] = []byte("id-1")
+	if n := testing.AllocsPerRun(100, func() { Strings(dst, src) }); n != 1 {
+		t.Errorf("Strings allocates %v times, want 1", n)
+	}
+}
