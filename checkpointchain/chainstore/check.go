@@ -378,22 +378,41 @@ func (c *storeCheck) fail(claim, rank int, p *StoreProblem) {
 	c.mu.Unlock()
 }
 
-// scanRecords reads every "k/" record in key order.
+// scanRecords reads every "k/" record in key order, in two parts side by
+// side: the indexes (k/c/, and any other record before k/h/) and the
+// chains' registers and order records (k/h/ on). It ran alone on one core
+// at the end of a verify.
 func (c *storeCheck) scanRecords(txn *badger.Txn) error {
+	var extras [2]*StoreProblem
+	err := runAll([]func() error{
+		func() error { return c.scanRecordRange(txn, []byte("k/"), prefixHead, &extras[0]) },
+		func() error { return c.scanRecordRange(txn, prefixHead, nil, &extras[1]) },
+	})
+	c.extra = cmp.Or(extras[0], extras[1])
+	return err
+}
+
+// scanRecordRange reads the "k/" records from the key from on, up to to
+// (nil: all), in key order; extra is set to the first record of the range
+// no claim accounts for.
+func (c *storeCheck) scanRecordRange(txn *badger.Txn, from, to []byte, extra **StoreProblem) error {
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte("k/")})
 	defer it.Close()
-	for it.Rewind(); it.Valid(); it.Next() {
+	for it.Seek(from); it.Valid(); it.Next() {
 		k := it.Item().Key()
+		if to != nil && bytes.Compare(k, to) >= 0 {
+			break
+		}
 		var err error
 		switch {
 		case bytes.HasPrefix(k, prefixIndex):
-			err = it.Item().Value(func(v []byte) error { c.index(string(k), v); return nil })
+			err = it.Item().Value(func(v []byte) error { c.index(string(k), v, extra); return nil })
 		case bytes.HasPrefix(k, prefixOrder):
-			err = it.Item().Value(func(v []byte) error { c.orderRecord(k, v); return nil })
+			err = it.Item().Value(func(v []byte) error { c.orderRecord(k, v, extra); return nil })
 		case bytes.HasPrefix(k, prefixHead):
-			err = it.Item().Value(func(v []byte) error { c.head(string(k), v); return nil })
+			err = it.Item().Value(func(v []byte) error { c.head(string(k), v, extra); return nil })
 		default:
-			c.unaccounted(&StoreProblem{Key: string(k), Detail: fmt.Sprintf("unknown checkpoint record %q", k)})
+			unaccounted(extra, &StoreProblem{Key: string(k), Detail: fmt.Sprintf("unknown checkpoint record %q", k)})
 		}
 		if err != nil {
 			return err
@@ -402,19 +421,19 @@ func (c *storeCheck) scanRecords(txn *badger.Txn) error {
 	return nil
 }
 
-// unaccounted keeps the first record no claim accounts for.
-func (c *storeCheck) unaccounted(p *StoreProblem) {
-	if c.extra == nil {
-		c.extra = p
+// unaccounted keeps the first record no claim accounts for in *extra.
+func unaccounted(extra **StoreProblem, p *StoreProblem) {
+	if *extra == nil {
+		*extra = p
 	}
 }
 
 // index checks the index record k/c/<id> (value v).
-func (c *storeCheck) index(k string, v []byte) {
+func (c *storeCheck) index(k string, v []byte, extra **StoreProblem) {
 	id := k[len(prefixIndex):]
 	i, ok := c.byID[id]
 	if !ok {
-		c.unaccounted(&StoreProblem{Key: k, Detail: fmt.Sprintf("index of checkpoint %s, which the trail does not record", id)})
+		unaccounted(extra, &StoreProblem{Key: k, Detail: fmt.Sprintf("index of checkpoint %s, which the trail does not record", id)})
 		return
 	}
 	c.seenIndex[i] = true
@@ -458,16 +477,16 @@ func indexIs(v []byte, ws string, n uint64, d casstore.Ref) bool {
 }
 
 // orderRecord checks the chain order record k/w/<ws>/<n> (value v).
-func (c *storeCheck) orderRecord(k, v []byte) {
+func (c *storeCheck) orderRecord(k, v []byte, extra **StoreProblem) {
 	rest := k[len(prefixOrder):]
 	if len(rest) < 9 || rest[len(rest)-9] != '/' {
-		c.unaccounted(&StoreProblem{Key: string(k), Detail: fmt.Sprintf("malformed chain order key %q", k)})
+		unaccounted(extra, &StoreProblem{Key: string(k), Detail: fmt.Sprintf("malformed chain order key %q", k)})
 		return
 	}
 	ws, n := string(rest[:len(rest)-9]), binary.BigEndian.Uint64(rest[len(rest)-8:])
 	chain := c.order[ws]
 	if n == 0 || n > uint64(len(chain)) {
-		c.unaccounted(&StoreProblem{Key: string(k), Detail: fmt.Sprintf("chain order of %s holds position %d, the trail gives it %d checkpoints", ws, n, len(chain))})
+		unaccounted(extra, &StoreProblem{Key: string(k), Detail: fmt.Sprintf("chain order of %s holds position %d, the trail gives it %d checkpoints", ws, n, len(chain))})
 		return
 	}
 	i := chain[n-1]
@@ -478,11 +497,11 @@ func (c *storeCheck) orderRecord(k, v []byte) {
 }
 
 // head checks the register k/h/<ws> (value v).
-func (c *storeCheck) head(k string, v []byte) {
+func (c *storeCheck) head(k string, v []byte, extra **StoreProblem) {
 	ws := k[len(prefixHead):]
 	want, ok := c.chains[ws]
 	if !ok {
-		c.unaccounted(&StoreProblem{Key: k, Detail: fmt.Sprintf("chain register of %s, which the trail gives no checkpoint", ws)})
+		unaccounted(extra, &StoreProblem{Key: k, Detail: fmt.Sprintf("chain register of %s, which the trail gives no checkpoint", ws)})
 		return
 	}
 	c.heads[ws] = true

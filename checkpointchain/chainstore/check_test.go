@@ -136,6 +136,21 @@ func TestCheckStoreProblems(t *testing.T) {
 			func(cl []chainstore.Claim) string { return string(order("wsB", 3)) }, -1, false, false},
 		{"unknown record", func(txn *badger.Txn, cl []chainstore.Claim) error { return txn.Set([]byte("k/z"), []byte("x")) },
 			func(cl []chainstore.Claim) string { return "k/z" }, -1, false, false},
+		// The records are read in two parts side by side (before k/h/, and
+		// from it on): the first in key order is reported, whichever part
+		// finds it first.
+		{"first unaccounted in key order", func(txn *badger.Txn, cl []chainstore.Claim) error {
+			if err := txn.Set([]byte("k/z"), []byte("x")); err != nil {
+				return err
+			}
+			return txn.Set([]byte("k/d"), []byte("x"))
+		}, func(cl []chainstore.Claim) string { return "k/d" }, -1, false, false},
+		{"first unaccounted in key order, from k/h/ on", func(txn *badger.Txn, cl []chainstore.Claim) error {
+			if err := txn.Set([]byte("k/z"), []byte("x")); err != nil {
+				return err
+			}
+			return txn.Set([]byte("k/h/wsC"), []byte(`{"head":"x","count":1,"last_final":""}`))
+		}, func(cl []chainstore.Claim) string { return "k/h/wsC" }, -1, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
