@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
@@ -707,5 +708,80 @@ func TestZstdWithoutChecksum(t *testing.T) {
 	}
 	if _, err := r.l.Verify(context.Background(), r.end()); err != nil {
 		t.Errorf("Verify: %v", err)
+	}
+}
+
+// TestAheadReadsTheNextBlocks: a reader going through the blocks in order
+// finds the n blocks after the one it is in already in memory, read by
+// Ahead's goroutine from the files, and no more; a block Ahead cannot read
+// (damaged) stops it, and the reader's own read reports the damage.
+func TestAheadReadsTheNextBlocks(t *testing.T) {
+	dir := t.TempDir()
+	r := openRig(t, dir, Options{MaxFile: 4096})
+	var blocks []Pos
+	for b := range 8 {
+		r.commit(values(b, 10))
+		blocks = append(blocks, r.last.at)
+	}
+	if blocks[7].File < 2 {
+		t.Fatalf("the blocks fill %d files; the test wants more than one", blocks[7].File)
+	}
+	r.close()
+	seg := filepath.Join(dir, Dir, fileName(blocks[6].File))
+	data, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[blocks[6].Off+headerSize+10] ^= 0x40 // block 6's body
+	if err := os.WriteFile(seg, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = openRig(t, dir, Options{MaxFile: 4096})
+	inMemory := func() (in []int) {
+		r.l.mu.Lock()
+		defer r.l.mu.Unlock()
+		for i, at := range blocks {
+			if r.l.inMemory(at) != nil {
+				in = append(in, i)
+			}
+		}
+		return in
+	}
+	if in := inMemory(); len(in) != 0 {
+		t.Fatalf("blocks %v in memory after the open", in)
+	}
+	passed := make(chan Pos)
+	a := r.l.newAhead(3, passed)
+	defer a.Close()
+	read := func(b int) error {
+		return r.db.View(func(txn *badger.Txn) error {
+			item, err := txn.Get(fmt.Appendf(nil, "v/%d/0", b))
+			if err != nil {
+				return err
+			}
+			return a.Value(item, func([]byte) error { return nil })
+		})
+	}
+	for _, tt := range []struct {
+		block int
+		want  []int
+	}{
+		{0, []int{0, 1, 2, 3}},
+		{1, []int{0, 1, 2, 3, 4}},
+		{3, []int{0, 1, 2, 3, 4, 5}}, // 6 is damaged
+	} {
+		if err := read(tt.block); err != nil {
+			t.Fatalf("read block %d: %v", tt.block, err)
+		}
+		if at := <-passed; at != blocks[tt.block] {
+			t.Fatalf("Ahead went past %v, the reader is in %v", at, blocks[tt.block])
+		}
+		if in := inMemory(); !slices.Equal(in, tt.want) {
+			t.Fatalf("in block %d: blocks %v in memory, want %v", tt.block, in, tt.want)
+		}
+	}
+	var de *DamageError
+	if err := read(6); !errors.As(err, &de) {
+		t.Fatalf("the reader's read of a damaged block: %v", err)
 	}
 }
