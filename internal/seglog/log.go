@@ -22,6 +22,7 @@ var (
 	writtenBlocks = expvar.NewInt("wacpd_segment_blocks")
 	writtenBytes  = expvar.NewInt("wacpd_segment_write_bytes") // headers and compressed bodies
 	writtenRaw    = expvar.NewInt("wacpd_segment_raw_bytes")   // the values and redo records, before compression
+	readBlocks    = expvar.NewInt("wacpd_segment_blocks_read") // blocks read from the files (into the cache)
 )
 
 // Options tune a Log; zero fields take their defaults.
@@ -69,9 +70,10 @@ type Log struct {
 	hint    int
 	spare   []byte // at most maxHint
 	sealed  map[Pos][]byte
-	next    Pos   // where the next block goes
-	durable Pos   // the end of the last block written and synced
-	tail    []Pos // whole blocks Open found past the end: Replay first
+	loading map[Pos]chan struct{} // blocks being read from the files, closed when read
+	next    Pos                   // where the next block goes
+	durable Pos                   // the end of the last block written and synced
+	tail    []Pos                 // whole blocks Open found past the end: Replay first
 	cache   cache
 
 	wmu    sync.Mutex // guards w, wn and zeroed
@@ -158,7 +160,7 @@ func Open(dir string, end Pos, opts Options) (*Log, Recovered, error) {
 		files:  map[uint32]*os.File{},
 		sealed: map[Pos][]byte{},
 		next:   stop, durable: stop, tail: tail,
-		cache: cache{max: opts.CacheBytes, blocks: map[Pos][]byte{}},
+		cache: cache{max: opts.CacheBytes, blocks: map[Pos][]byte{}}, loading: map[Pos]chan struct{}{},
 	}
 	return l, rec, nil
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
@@ -783,5 +784,36 @@ func TestAheadReadsTheNextBlocks(t *testing.T) {
 	var de *DamageError
 	if err := read(6); !errors.As(err, &de) {
 		t.Fatalf("the reader's read of a damaged block: %v", err)
+	}
+}
+
+// TestBlockReadOnce: readers that want a block another is reading from its
+// file wait for it rather than read it again (Ahead and the walk it reads
+// for want the same blocks).
+func TestBlockReadOnce(t *testing.T) {
+	dir := t.TempDir()
+	r := openRig(t, dir, Options{})
+	r.commit(values(0, 10))
+	at := r.last.at
+	r.close()
+	r = openRig(t, dir, Options{})
+	const readers = 8
+	var entered sync.WaitGroup
+	entered.Add(readers)
+	testHooks.enter = entered.Done
+	testHooks.read = entered.Wait // the first read waits until every reader is in block
+	defer func() { testHooks.enter, testHooks.read = nil, nil }()
+	before := readBlocks.Value()
+	var done sync.WaitGroup
+	for range readers {
+		done.Go(func() {
+			if _, err := r.l.block(at); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	done.Wait()
+	if n := readBlocks.Value() - before; n != 1 {
+		t.Fatalf("%d readers read the block %d times from the file, want once", readers, n)
 	}
 }

@@ -107,27 +107,57 @@ func (l *Log) inMemory(at Pos) []byte {
 	return l.cache.get(at)
 }
 
-// block returns the raw block at at.
+// block returns the raw block at at. A block another goroutine is reading
+// (Ahead's, or another reader's) is waited for, not read a second time.
 func (l *Log) block(at Pos) ([]byte, error) {
-	l.mu.Lock()
-	raw := l.inMemory(at)
-	l.mu.Unlock()
-	if raw != nil {
-		return raw, nil
+	if testHooks.enter != nil {
+		testHooks.enter()
+	}
+	for {
+		l.mu.Lock()
+		if raw := l.inMemory(at); raw != nil {
+			l.mu.Unlock()
+			return raw, nil
+		}
+		wait, busy := l.loading[at]
+		if !busy {
+			done := make(chan struct{})
+			l.loading[at] = done
+			l.mu.Unlock()
+			raw, err := l.readAt(at)
+			l.mu.Lock()
+			delete(l.loading, at)
+			if err == nil {
+				l.cache.put(at, raw)
+			}
+			l.mu.Unlock()
+			close(done)
+			return raw, err
+		}
+		l.mu.Unlock()
+		<-wait // then in memory; or it failed, or the cache did not keep it, and this reads it
+	}
+}
+
+// readAt reads the block at at from its file.
+func (l *Log) readAt(at Pos) ([]byte, error) {
+	if testHooks.read != nil {
+		testHooks.read()
 	}
 	f, err := l.file(at.File)
 	if err != nil {
 		return nil, err
 	}
-	raw, _, err = l.readBlock(f, at.Off)
-	if err != nil {
-		return nil, err
+	raw, _, err := l.readBlock(f, at.Off)
+	if err == nil {
+		readBlocks.Add(1)
 	}
-	l.mu.Lock()
-	l.cache.put(at, raw)
-	l.mu.Unlock()
-	return raw, nil
+	return raw, err
 }
+
+// testHooks are called, in tests, as block starts and before a block is
+// read from its file.
+var testHooks struct{ enter, read func() }
 
 // readBlock reads, checks and decompresses the values of the block at off
 // in f, and returns them with the block's length in the file.
