@@ -10,6 +10,7 @@ import (
 	"github.com/wacpd/wacpd/casstore"
 	"github.com/wacpd/wacpd/checkpointchain/chainstore"
 	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/trail/traillog"
 )
 
 const claimSeed = `{"checkpoint_id":"cp-1","confidence":"high","digest":"blake3:` +
@@ -33,7 +34,7 @@ func TestClaimFields(t *testing.T) {
 	}
 	// claimOf reads both forms.
 	for _, body := range []string{claimSeed, `{"checkpoint_id":"\u0063","digest":"blake3:af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262"}`} {
-		if cl, err := claimOf(trail.Entry{ID: "e", Body: []byte(body)}); err != nil || cl.ID == "" {
+		if cl, err := claimOf("e", []byte(body)); err != nil || cl.ID == "" {
 			t.Errorf("claimOf(%s) = %+v, %v", body, cl, err)
 		}
 	}
@@ -70,10 +71,10 @@ func TestClaimWalkStartsAgain(t *testing.T) {
 	defer txn.Discard()
 	w := &claimWalk{sc: chainstore.NewStoreCheck(txn, nil)}
 	defer w.sc.Close()
-	entry := func(seq uint64) trail.Entry {
+	entry := func(seq uint64) traillog.Visited {
 		body := fmt.Sprintf(`{"checkpoint_id":"cp-%d","digest":"%s","parent":null,"status":"final","type":"progress","workspace":"w"}`,
 			seq, casstore.RefOf(fmt.Appendf(nil, "%d", seq)))
-		return trail.Entry{ID: fmt.Sprintf("e%d", seq), EventType: trail.EventCheckpointCreated, Body: []byte(body)}
+		return traillog.Visited{ID: fmt.Appendf(nil, "e%d", seq), EventType: []byte(trail.EventCheckpointCreated), Body: []byte(body)}
 	}
 	for _, seq := range []uint64{1, 2, 3, 4, 5, 3, 4, 5, 6} {
 		w.visit(seq, entry(seq))

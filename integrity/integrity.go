@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -207,7 +206,7 @@ type claimWalk struct {
 
 // visit takes entry e at trail position seq. A walk that starts again
 // visits a position again: what was taken from there on is dropped.
-func (w *claimWalk) visit(seq uint64, e trail.Entry) {
+func (w *claimWalk) visit(seq uint64, e traillog.Visited) {
 	keep := len(w.seqs)
 	for keep > 0 && w.seqs[keep-1] >= seq {
 		keep--
@@ -223,12 +222,12 @@ func (w *claimWalk) visit(seq uint64, e trail.Entry) {
 	if w.bad != nil && w.bad.seq >= seq {
 		w.bad = nil
 	}
-	if e.EventType != trail.EventCheckpointCreated || w.bad != nil {
+	if string(e.EventType) != string(trail.EventCheckpointCreated) || w.bad != nil {
 		return
 	}
-	cl, err := claimOf(e)
+	cl, err := claimOf(string(e.ID), e.Body)
 	if err != nil {
-		w.bad = &claimError{seq: seq, id: e.ID, err: err}
+		w.bad = &claimError{seq: seq, id: string(e.ID), err: err}
 		return
 	}
 	w.seqs = append(w.seqs, seq)
@@ -242,12 +241,13 @@ type claimError struct {
 	err error
 }
 
-// claimOf reads what a checkpoint_created entry says of its checkpoint.
-func claimOf(e trail.Entry) (chainstore.Claim, error) {
-	b, ok := claimFields(e.Body)
+// claimOf reads what the checkpoint_created entry id, of body, says of
+// its checkpoint.
+func claimOf(id string, body []byte) (chainstore.Claim, error) {
+	b, ok := claimFields(body)
 	if !ok {
 		var err error
-		if b, err = claimFull(e.Body); err != nil {
+		if b, err = claimFull(body); err != nil {
 			return chainstore.Claim{}, err
 		}
 	}
@@ -258,8 +258,7 @@ func claimOf(e trail.Entry) (chainstore.Claim, error) {
 	if b.id == "" {
 		return chainstore.Claim{}, fmt.Errorf("no checkpoint_id")
 	}
-	// The entry's strings share one allocation (traillog.CheckOptions.Visit).
-	cl := chainstore.Claim{Entry: strings.Clone(e.ID), ID: b.id, Workspace: b.workspace, Type: b.typ, Status: b.status, Digest: d}
+	cl := chainstore.Claim{Entry: id, ID: b.id, Workspace: b.workspace, Type: b.typ, Status: b.status, Digest: d}
 	if b.hasParent {
 		cl.Parent = b.parent
 	}

@@ -29,10 +29,8 @@ type CheckOptions struct {
 	// Visit, when set, is called with each entry of the valid prefix that
 	// the check read, in order. When the accelerated check gives way to
 	// the reference walk, the calls start again from the first entry read:
-	// a visitor that sees seq again drops what it kept from seq on. The
-	// entry's strings may all be parts of one string, the whole stored
-	// entry: a visitor keeps a copy (strings.Clone) of one it keeps.
-	Visit func(seq uint64, e trail.Entry)
+	// a visitor that sees seq again drops what it kept from seq on.
+	Visit func(seq uint64, e Visited)
 	// VisitEvent, when set, limits the calls of Visit to entries of that
 	// event type (the others are not decoded for it).
 	VisitEvent trail.EventType
@@ -40,6 +38,12 @@ type CheckOptions struct {
 	Seg *seglog.Log
 
 	reference bool // tests: skip the accelerated check
+}
+
+// Visited is what Visit is given of an entry. Its slices are valid during
+// the call only (the check's buffers): a visitor copies what it keeps.
+type Visited struct {
+	ID, EventType, Body []byte
 }
 
 // visits reports whether Visit is called with an entry of event type typ.
@@ -293,7 +297,7 @@ func (c *checker) entries(txn *badger.Txn) error {
 		}
 		c.extra(it.Item(), seq, e)
 		if c.opts.visits(string(e.EventType)) {
-			c.opts.Visit(seq, e)
+			c.opts.Visit(seq, Visited{ID: []byte(e.ID), EventType: []byte(e.EventType), Body: e.Body})
 		}
 		if e.Workspace != "" {
 			c.localIndex(&locals, seq, e.Workspace)

@@ -451,8 +451,8 @@ func TestCheck_VisitEvent(t *testing.T) {
 	}
 	for _, reference := range []bool{false, true} {
 		var got []uint64
-		visit := func(seq uint64, e trail.Entry) {
-			if e.EventType != typ || e.ID != entries[seq-1].ID {
+		visit := func(seq uint64, e Visited) {
+			if trail.EventType(e.EventType) != typ || string(e.ID) != entries[seq-1].ID || !bytes.Equal(e.Body, entries[seq-1].Body) {
 				t.Errorf("reference %v: Visit(%d, %s %s), want entries of type %s", reference, seq, e.ID, e.EventType, typ)
 			}
 			got = append(got, seq)

@@ -73,48 +73,17 @@ func parseStored(v []byte) (stored, bool) {
 	if !ok {
 		return stored{}, false
 	}
-	return r.stored(func(f []byte) string { return string(f) }), true
-}
-
-// parseStoredShared is parseStored with the entry's strings all parts of
-// one copy of v: one allocation instead of eleven, for the check's visits
-// (which parse every checkpoint_created entry). A string kept after the
-// entry is done keeps all of v: keep a copy (strings.Clone).
-func parseStoredShared(v []byte) (stored, bool) {
-	r, ok := scanStored(v)
-	if !ok {
-		return stored{}, false
-	}
-	all := string(v)
-	return r.stored(func(f []byte) string { return substring(all, v, f) }), true
-}
-
-// stored returns r as a stored entry, its strings made by str.
-func (r *rawStored) stored(str func([]byte) string) stored {
 	return stored{
 		Entry: trail.Entry{
-			ID: str(r.id), Timestamp: str(r.ts), Workspace: str(r.ws), Actor: str(r.actor),
-			EventType: trail.EventType(str(r.typ)), Body: bytes.Clone(r.body), PrevHash: str(r.prev),
+			ID: string(r.id), Timestamp: string(r.ts), Workspace: string(r.ws), Actor: string(r.actor),
+			EventType: trail.EventType(r.typ), Body: bytes.Clone(r.body), PrevHash: string(r.prev),
 			Integrity: trail.Integrity{
-				EntryHash: str(r.entryHash), Algorithm: str(r.alg), LocalHash: str(r.localHash),
-				Signature: str(r.sig), Signer: str(r.signer),
+				EntryHash: string(r.entryHash), Algorithm: string(r.alg), LocalHash: string(r.localHash),
+				Signature: string(r.sig), Signer: string(r.signer),
 			},
 		},
-		LocalPrev: str(r.localPrev),
-	}
-}
-
-// substring returns f, a slice of v, as the same bytes of s, a copy of v
-// as a string; a copy of its own when f is not in v.
-func substring(s string, v, f []byte) string {
-	if len(f) == 0 {
-		return ""
-	}
-	off := cap(v) - cap(f)
-	if off < 0 || off+len(f) > len(v) || &v[off] != &f[0] {
-		return string(f)
-	}
-	return s[off : off+len(f)]
+		LocalPrev: string(r.localPrev),
+	}, true
 }
 
 // rawStored is a stored entry as slices of the stored bytes. Strings are

@@ -124,30 +124,5 @@ func FuzzParseStored(f *testing.F) {
 		if !reflect.DeepEqual(s, ref) {
 			t.Fatalf("parseStored(%q) = %+v, encoding/json %+v", data, s, ref)
 		}
-		if shared, ok := parseStoredShared(data); !ok || !reflect.DeepEqual(shared, s) {
-			t.Fatalf("parseStoredShared(%q) = %+v (%v), parseStored %+v", data, shared, ok, s)
-		}
 	})
-}
-
-// TestParseStoredShared: the shared parse's strings are parts of one copy
-// of the stored bytes (not the bytes themselves, which Badger may reuse),
-// and equal parseStored's.
-func TestParseStoredShared(t *testing.T) {
-	v := appendStored(nil, stored{Entry: trail.Entry{ID: "01A", Timestamp: "t", Workspace: "w", Actor: "a",
-		EventType: "checkpoint_created", Body: json.RawMessage(`{"k":"v"}`), PrevHash: "p",
-		Integrity: trail.Integrity{EntryHash: "h", Algorithm: trail.Algorithm, LocalHash: "l"}}, LocalPrev: "lp"})
-	want, _ := parseStored(v)
-	got, ok := parseStoredShared(v)
-	if !ok || !reflect.DeepEqual(got, want) {
-		t.Fatalf("parseStoredShared = %+v (%v), want %+v", got, ok, want)
-	}
-	clear(v) // the caller's buffer is reused
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("after the stored bytes changed: %+v, want %+v", got, want)
-	}
-	v = appendStored(nil, want)
-	if n := testing.AllocsPerRun(100, func() { parseStoredShared(v) }); n > 2 {
-		t.Errorf("parseStoredShared allocates %v times, want 2 (the string and the body)", n)
-	}
 }

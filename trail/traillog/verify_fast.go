@@ -209,7 +209,7 @@ func (c *checker) fastEntries(txn *badger.Txn) bool {
 			}
 			tree.add(leaf)
 			if c.opts.visits(string(r.typ)) {
-				visits.add(seq, v)
+				visits.add(seq, &r)
 			}
 			prevHash = append(prevHash[:0], r.entryHash...)
 			prevID = append(prevID[:0], r.id...)
@@ -310,30 +310,28 @@ func (p *pipe[C]) close() {
 }
 
 // visitQueue calls Visit on a goroutine of its own, in the entries' order,
-// with the entries the walk hands it as stored bytes, parsed there: parsing
-// an entry and what the visitor does with it (integrity reads each
+// with the id, event type and body of the entries the walk hands it
+// (copied): what the visitor does with them (integrity reads each
 // checkpoint_created body) took a fifth of the iterating goroutine's time,
-// which bounds the walk. An entry that does not parse fails the fast path
-// (the reference walk then visits from the start again, as CheckOptions
-// says).
+// which bounds the walk.
 type visitQueue struct {
-	visit func(seq uint64, e trail.Entry)
+	visit func(seq uint64, e Visited)
 	*pipe[*visitChunk]
 }
 
-// visitChunk holds stored entries back to back, each with its number and
-// where it ends in buf.
+// visitChunk holds the entries' parts back to back, each with its number
+// and where its parts end in buf.
 type visitChunk struct {
 	buf   []byte
 	items []visitItem
 }
 
 type visitItem struct {
-	seq uint64
-	end int
+	seq                uint64
+	idEnd, typEnd, end int
 }
 
-func newVisitQueue(visit func(uint64, trail.Entry)) *visitQueue {
+func newVisitQueue(visit func(uint64, Visited)) *visitQueue {
 	q := &visitQueue{visit: visit}
 	q.pipe = newPipe(func() *visitChunk { return &visitChunk{} }, q.visitAll, func(c *visitChunk) *visitChunk {
 		c.buf, c.items = c.buf[:0], c.items[:0]
@@ -342,36 +340,36 @@ func newVisitQueue(visit func(uint64, trail.Entry)) *visitQueue {
 	return q
 }
 
-// visitAll parses and visits the entries of c, and reports whether every
-// one parsed.
+// visitAll visits the entries of c; it reports true (the walk checked
+// each entry before it handed it over).
 func (q *visitQueue) visitAll(c *visitChunk) bool {
 	start := 0
 	for _, it := range c.items {
-		s, ok := parseStoredShared(c.buf[start:it.end])
-		if !ok {
-			return false
-		}
-		q.visit(it.seq, s.Entry)
+		q.visit(it.seq, Visited{ID: c.buf[start:it.idEnd], EventType: c.buf[it.idEnd:it.typEnd], Body: c.buf[it.typEnd:it.end]})
 		start = it.end
 	}
 	return true
 }
 
-// add queues entry #seq, stored as v (copied).
-func (q *visitQueue) add(seq uint64, v []byte) {
+// add queues entry #seq (r's parts, copied).
+func (q *visitQueue) add(seq uint64, r *rawStored) {
 	c := q.chunk
-	c.buf = append(c.buf, v...)
-	c.items = append(c.items, visitItem{seq: seq, end: len(c.buf)})
+	c.buf = append(c.buf, r.id...)
+	idEnd := len(c.buf)
+	c.buf = append(c.buf, r.typ...)
+	typEnd := len(c.buf)
+	c.buf = append(c.buf, r.body...)
+	c.items = append(c.items, visitItem{seq: seq, idEnd: idEnd, typEnd: typEnd, end: len(c.buf)})
 	if len(c.items) >= chunkEntries {
 		q.handOver()
 	}
 }
 
-// hasFailed reports whether an entry did not parse (false for a nil queue).
+// hasFailed reports whether a visitor panicked (false for a nil queue).
 func (q *visitQueue) hasFailed() bool { return q != nil && q.failed.Load() }
 
 // wait hands over the last chunk, waits for the goroutine and reports
-// whether every entry parsed (true for a nil queue).
+// whether no visitor panicked (true for a nil queue).
 func (q *visitQueue) wait() bool {
 	if q == nil {
 		return true
