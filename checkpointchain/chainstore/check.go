@@ -224,6 +224,12 @@ func (c *StoreCheck) Finish() (*StoreProblem, error) {
 	if c.panicked != nil {
 		panic(c.panicked)
 	}
+	if c.unordered {
+		c.byID = make(map[string]int, len(c.claims))
+		for i, cl := range c.claims {
+			c.byID[cl.ID] = i
+		}
+	}
 	parts := max(1, runtime.GOMAXPROCS(0))
 	c.pointed = make([][]pointed, parts)
 	scans := []func() error{func() error { return c.scanRecords(c.txn) }}
@@ -319,10 +325,15 @@ func (c *storeCheck) readPointed(seg *seglog.Log, parts int) error {
 type storeCheck struct {
 	claims []Claim
 	prevs  []checkpointchain.Chain // prevs[i]: claims[i]'s chain before it
-	chains map[string]checkpointchain.Chain
-	byID   map[string]int
+	chains map[string]*chainOf     // by workspace
 	byRef  map[casstore.Ref]int
-	order  map[string][]int // each workspace's claims, in chain order
+	// The claims' ids ascend (the daemon's ids grow with time), unless
+	// unordered; then byID finds a claim by id (made by Finish). Otherwise
+	// the index records, read in key order, are matched to the claims in
+	// order (idNext: the first claim not yet matched).
+	unordered bool
+	byID      map[string]int
+	idNext    int
 
 	// Set by the scans: the records scan writes seenIndex, seenOrder and
 	// the fields after mu; an objects scan the seenObject of the claims
@@ -344,20 +355,32 @@ type rankedProblem struct {
 	p           *StoreProblem
 }
 
+// chainOf is a workspace's chain as the claims give it, and its claims in
+// chain order.
+type chainOf struct {
+	chain checkpointchain.Chain
+	order []int
+}
+
 func newStoreCheck() *storeCheck {
-	return &storeCheck{chains: map[string]checkpointchain.Chain{}, byID: map[string]int{},
-		byRef: map[casstore.Ref]int{}, order: map[string][]int{}, heads: map[string]bool{}}
+	return &storeCheck{chains: map[string]*chainOf{}, byRef: map[casstore.Ref]int{}, heads: map[string]bool{}}
 }
 
 // add adds the next claim in trail order and returns its index.
 func (c *storeCheck) add(cl Claim) int {
 	i := len(c.claims)
 	c.claims = append(c.claims, cl)
-	prev := c.chains[cl.Workspace]
-	c.prevs = append(c.prevs, prev)
-	c.chains[cl.Workspace] = prev.Append(checkpointchain.Checkpoint{ID: cl.ID, Status: cl.Status})
-	c.byID[cl.ID] = i
-	c.order[cl.Workspace] = append(c.order[cl.Workspace], i)
+	if i > 0 && cl.ID <= c.claims[i-1].ID {
+		c.unordered = true
+	}
+	ch := c.chains[cl.Workspace]
+	if ch == nil {
+		ch = &chainOf{}
+		c.chains[cl.Workspace] = ch
+	}
+	c.prevs = append(c.prevs, ch.chain)
+	ch.chain = ch.chain.Append(checkpointchain.Checkpoint{ID: cl.ID, Status: cl.Status})
+	ch.order = append(ch.order, i)
 	c.seenIndex, c.seenOrder = append(c.seenIndex, false), append(c.seenOrder, false)
 	c.seenObject, c.checked = append(c.seenObject, false), append(c.checked, false)
 	if j, dup := c.byRef[cl.Digest]; dup {
@@ -431,7 +454,7 @@ func unaccounted(extra **StoreProblem, p *StoreProblem) {
 // index checks the index record k/c/<id> (value v).
 func (c *storeCheck) index(k string, v []byte, extra **StoreProblem) {
 	id := k[len(prefixIndex):]
-	i, ok := c.byID[id]
+	i, ok := c.claimOf(id)
 	if !ok {
 		unaccounted(extra, &StoreProblem{Key: k, Detail: fmt.Sprintf("index of checkpoint %s, which the trail does not record", id)})
 		return
@@ -450,6 +473,22 @@ func (c *storeCheck) index(k string, v []byte, extra **StoreProblem) {
 		c.fail(i, 0, &StoreProblem{Key: k, Detail: fmt.Sprintf("index of checkpoint %s says %s #%d %s, the trail %s #%d %s",
 			cl.ID, ix.Workspace, ix.N, ix.Digest, cl.Workspace, n, cl.Digest)})
 	}
+}
+
+// claimOf returns the index of the claim of checkpoint id. Without byID
+// the claims' ids ascend and index asks in key order, so in the claims'
+// order: the claims before the one asked for have no index record.
+func (c *storeCheck) claimOf(id string) (int, bool) {
+	if c.byID != nil {
+		i, ok := c.byID[id]
+		return i, ok
+	}
+	j := c.idNext
+	for j < len(c.claims) && c.claims[j].ID < id {
+		j++
+	}
+	c.idNext = j
+	return j, j < len(c.claims) && c.claims[j].ID == id
 }
 
 // indexIs reports whether v is, byte for byte, the index record Put
@@ -484,7 +523,10 @@ func (c *storeCheck) orderRecord(k, v []byte, extra **StoreProblem) {
 		return
 	}
 	ws, n := string(rest[:len(rest)-9]), binary.BigEndian.Uint64(rest[len(rest)-8:])
-	chain := c.order[ws]
+	var chain []int
+	if ch := c.chains[ws]; ch != nil {
+		chain = ch.order
+	}
 	if n == 0 || n > uint64(len(chain)) {
 		unaccounted(extra, &StoreProblem{Key: string(k), Detail: fmt.Sprintf("chain order of %s holds position %d, the trail gives it %d checkpoints", ws, n, len(chain))})
 		return
@@ -499,7 +541,7 @@ func (c *storeCheck) orderRecord(k, v []byte, extra **StoreProblem) {
 // head checks the register k/h/<ws> (value v).
 func (c *storeCheck) head(k string, v []byte, extra **StoreProblem) {
 	ws := k[len(prefixHead):]
-	want, ok := c.chains[ws]
+	ch, ok := c.chains[ws]
 	if !ok {
 		unaccounted(extra, &StoreProblem{Key: k, Detail: fmt.Sprintf("chain register of %s, which the trail gives no checkpoint", ws)})
 		return
@@ -511,8 +553,8 @@ func (c *storeCheck) head(k string, v []byte, extra **StoreProblem) {
 	var got checkpointchain.Chain
 	if err := strictjson.DecodeFields(v, &got); err != nil {
 		c.register = &StoreProblem{Key: k, Detail: fmt.Sprintf("record %s: %v", k, err)}
-	} else if got != want {
-		c.register = &StoreProblem{Key: k, Detail: fmt.Sprintf("chain register of %s is %+v, the trail gives %+v", ws, got, want)}
+	} else if got != ch.chain {
+		c.register = &StoreProblem{Key: k, Detail: fmt.Sprintf("chain register of %s is %+v, the trail gives %+v", ws, got, ch.chain)}
 	}
 }
 

@@ -203,3 +203,50 @@ func TestCheckStoreSharedDigest(t *testing.T) {
 		t.Errorf("CheckStore = %+v; want claim 4's object, claimed by %s too", p, claims[1].ID)
 	}
 }
+
+// TestCheckStoreClaimsOutOfIDOrder: claims whose ids do not ascend in
+// trail order (each workspace's in chain order, the workspaces one after
+// the other) are matched to their index records by id all the same: an
+// undamaged store passes, a missing or an unaccounted index record is
+// found.
+func TestCheckStoreClaimsOutOfIDOrder(t *testing.T) {
+	for _, damage := range []string{"", "index missing", "index unaccounted"} {
+		t.Run(damage, func(t *testing.T) {
+			db := openDB(t, t.TempDir())
+			sorted := claimsOf(fill(t, db))
+			claims := slices.Clone(sorted)
+			slices.SortStableFunc(claims, func(a, b chainstore.Claim) int { return -strings.Compare(a.Workspace, b.Workspace) })
+			if slices.IsSortedFunc(claims, func(a, b chainstore.Claim) int { return strings.Compare(a.ID, b.ID) }) {
+				t.Fatal("the claims' ids ascend; the test wants them out of order")
+			}
+			victim := claims[len(claims)-1] // the last in trail order, not in id order
+			wantKey := ""
+			if err := db.Update(func(txn *badger.Txn) error {
+				switch damage {
+				case "index missing":
+					wantKey = "k/c/" + victim.ID
+					return txn.Delete([]byte(wantKey))
+				case "index unaccounted":
+					wantKey = "k/c/01JA0000000000000000009999"
+					return txn.Set([]byte(wantKey), []byte(`{}`))
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			var p *chainstore.StoreProblem
+			if err := db.View(func(txn *badger.Txn) (err error) {
+				p, err = chainstore.CheckStore(txn, nil, claims)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case wantKey == "" && p != nil:
+				t.Fatalf("CheckStore of an undamaged store = %+v", p)
+			case wantKey != "" && (p == nil || p.Key != wantKey):
+				t.Fatalf("CheckStore = %+v, want a problem at %s", p, wantKey)
+			}
+		})
+	}
+}
