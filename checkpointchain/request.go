@@ -32,6 +32,22 @@ type Request struct {
 // as a *Rejection with reason invalid_structure. It does not look at the
 // taxonomy, the workspace or the chain: see Build.
 func DecodeRequest(data []byte) (Request, error) {
+	r, ok := requestFields(data)
+	if !ok {
+		var err error
+		if r, err = decodeRequestStrict(data); err != nil {
+			return Request{}, err
+		}
+	}
+	if err := r.check(); err != nil {
+		return Request{}, err
+	}
+	return r, nil
+}
+
+// decodeRequestStrict is DecodeRequest's decoding of any form, with the
+// strict decoder, before the checks of the values.
+func decodeRequestStrict(data []byte) (Request, error) {
 	bad := func(format string, args ...any) (Request, error) {
 		return Request{}, reject(ReasonInvalidStructure, format, args...)
 	}
@@ -44,9 +60,6 @@ func DecodeRequest(data []byte) (Request, error) {
 	var r Request
 	if err := strictjson.Decode(data, &r); err != nil {
 		return bad("malformed request: %v", err)
-	}
-	if err := r.check(); err != nil {
-		return Request{}, err
 	}
 	return r, nil
 }
