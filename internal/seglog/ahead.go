@@ -45,24 +45,31 @@ func (l *Log) newAhead(n int, passed chan Pos) *Ahead {
 	return a
 }
 
-// Value is Log.Value for the reader, which notes the block each value is in.
-func (a *Ahead) Value(item *badger.Item, fn func([]byte) error) error {
-	if a == nil {
-		return (*Log)(nil).Value(item, fn)
+// ValueExtra is Log.Value for the reader, which notes the block each value
+// is in; fn is also given the extra bytes kept beside the value's pointer
+// (Extra; extra false, x nil, when item holds a value of its own), the
+// pointer read once for both.
+func (a *Ahead) ValueExtra(item *badger.Item, fn func(v, x []byte, extra bool) error) error {
+	if item.UserMeta()&Meta == 0 {
+		return item.Value(func(v []byte) error { return fn(v, nil, false) })
 	}
-	p, ok, err := PointerOf(item)
-	switch {
-	case err != nil:
-		return err
-	case !ok:
-		return item.Value(fn)
-	}
-	a.enter(Pos{File: p.File, Off: p.Off})
-	v, err := a.l.Get(p)
-	if err != nil {
-		return fmt.Errorf("key %q: %w", item.Key(), err)
-	}
-	return fn(v)
+	return item.Value(func(pv []byte) error {
+		p, err := DecodePtr(pv)
+		if err != nil {
+			return fmt.Errorf("key %q: %w", item.Key(), err)
+		}
+		var v []byte
+		if a == nil {
+			v, err = (*Log)(nil).Get(p)
+		} else {
+			a.enter(Pos{File: p.File, Off: p.Off})
+			v, err = a.l.Get(p)
+		}
+		if err != nil {
+			return fmt.Errorf("key %q: %w", item.Key(), err)
+		}
+		return fn(v, pv[PtrSize:], true)
+	})
 }
 
 // enter tells the goroutine that the reader is in block at, when that is

@@ -760,7 +760,7 @@ func TestAheadReadsTheNextBlocks(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			return a.Value(item, func([]byte) error { return nil })
+			return a.ValueExtra(item, func([]byte, []byte, bool) error { return nil })
 		})
 	}
 	for _, tt := range []struct {

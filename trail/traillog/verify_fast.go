@@ -156,11 +156,10 @@ func (c *checker) fastEntries(txn *badger.Txn) bool {
 			return false
 		}
 		c.res.Examined++
-		xhash, xid, hasExtra, err := entryExtra(item)
-		if err != nil {
-			return false
-		}
-		err = ahead.Value(item, func(v []byte) error {
+		err := ahead.ValueExtra(item, func(v, x []byte, hasExtra bool) error {
+			if hasExtra && len(x) <= 32 {
+				return errFastPath // the reference walk names it (entryExtra)
+			}
 			r, good := scanStored(v)
 			if !good || !r.fastable() || string(r.alg) != trail.Algorithm || !bytes.Equal(r.prev, prevHash) || (r.hasPrev != (prevSeq > 0)) ||
 				(prevID != nil && (bytes.Compare(r.id, prevID) <= 0 || bytes.Compare(r.ts, prevTS) < 0)) ||
@@ -170,7 +169,7 @@ func (c *checker) fastEntries(txn *badger.Txn) bool {
 			if _, err := hex.Decode(leaf[:], r.entryHash[len(hashPrefix):]); err != nil {
 				return errFastPath
 			}
-			if hasExtra && (!bytes.Equal(xhash, leaf[:]) || xid != string(r.id)) {
+			if hasExtra && (!bytes.Equal(x[:32], leaf[:]) || !bytes.Equal(x[32:], r.id)) {
 				return errFastPath // the reference walk names it
 			}
 			h.add(&r, r.prev, r.hasPrev, true, r.entryHash)
