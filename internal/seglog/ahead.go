@@ -100,12 +100,29 @@ func (a *Ahead) Close() {
 	<-a.done
 }
 
-// run keeps ahead the positions of the blocks after the reader's that it
-// has read (or found in memory), in order, and reads more as the reader
-// moves on.
+// Ahead keeps at least n blocks (NewAhead), and at least aheadBytes of
+// values, read ahead of the reader, up to aheadMax blocks; it reads the
+// files runBytes at a time. A block of a checkpoint or two (a daemon
+// under a light load writes one per checkpoint) is a few kilobytes: read
+// one at a time, two reads each, Ahead fell behind the reader.
+const (
+	aheadBytes = 256 << 10
+	aheadMax   = 256
+	runBytes   = 256 << 10
+)
+
+// aheadBlock is a block read ahead: where it is and its values' size.
+type aheadBlock struct {
+	at  Pos
+	raw int
+}
+
+// run keeps ahead the blocks after the reader's that it has read (or found
+// in memory), in order, and reads more as the reader moves on.
 func (a *Ahead) run() {
 	defer close(a.done)
-	var ahead []Pos
+	var ahead []aheadBlock
+	buf := make([]byte, runBytes)
 	for {
 		var at Pos
 		select {
@@ -113,16 +130,12 @@ func (a *Ahead) run() {
 			return
 		case at = <-a.entry:
 		}
-		if i := slices.Index(ahead, at); i >= 0 {
+		if i := slices.IndexFunc(ahead, func(b aheadBlock) bool { return b.at == at }); i >= 0 {
 			ahead = ahead[i+1:]
 		} else {
 			ahead = ahead[:0]
 		}
-		next := at
-		if len(ahead) > 0 {
-			next = ahead[len(ahead)-1]
-		}
-		for len(ahead) < a.n {
+		for !a.enough(ahead) {
 			select {
 			case <-a.stop:
 				return
@@ -131,12 +144,15 @@ func (a *Ahead) run() {
 			if len(a.entry) > 0 {
 				break // the reader moved on: start from there
 			}
-			end, ok := a.l.after(next)
-			if !ok {
+			from := at
+			if len(ahead) > 0 {
+				from = ahead[len(ahead)-1].at
+			}
+			got := a.l.readRun(from, buf, aheadMax-len(ahead))
+			if len(got) == 0 {
 				break
 			}
-			ahead = append(ahead, end)
-			next = end
+			ahead = append(ahead, got...)
 		}
 		if a.passed != nil {
 			a.passed <- at
@@ -144,37 +160,101 @@ func (a *Ahead) run() {
 	}
 }
 
-// after returns where the block after the one at at starts, having read
-// that block into the cache if it is not in memory; false when there is
-// none yet (at is the end of what was written) or it cannot be read.
-func (l *Log) after(at Pos) (Pos, bool) {
-	f, err := l.file(at.File)
+// enough reports whether the blocks ahead are enough.
+func (a *Ahead) enough(ahead []aheadBlock) bool {
+	if len(ahead) >= aheadMax {
+		return true
+	}
+	if len(ahead) < a.n {
+		return false
+	}
+	raw := 0
+	for _, b := range ahead {
+		raw += b.raw
+	}
+	return raw >= aheadBytes
+}
+
+// readRun reads the blocks after the one at from, at most limit, that one
+// read of the file into buf holds whole (or, when the next does not fit,
+// that one alone),
+// puts those not in memory in the cache, and returns them in order; none
+// when the block at from is the last written or a block cannot be read
+// (the reader reads it itself and reports what is wrong).
+func (l *Log) readRun(from Pos, buf []byte, limit int) []aheadBlock {
+	f, err := l.file(from.File)
 	if err != nil {
-		return Pos{}, false
+		return nil
 	}
-	var hb [headerSize]byte
-	if n, _ := f.ReadAt(hb[:], int64(at.Off)); n < headerSize {
-		return Pos{}, false
-	}
-	h, bad := parseHeader(hb[:])
+	n, _ := f.ReadAt(buf, int64(from.Off))
+	h, bad := parseHeader(buf[:n])
 	if bad != "" {
-		return Pos{}, false
+		return nil
 	}
-	next := Pos{File: at.File, Off: at.Off + uint64(headerSize) + uint64(h.clen)}
-	if next.Off >= uint64(l.opts.MaxFile) {
-		next = Pos{File: at.File + 1}
+	var out []aheadBlock
+	off := headerSize + int(h.clen) // in buf: where the block after from starts
+	next := Pos{File: from.File, Off: from.Off + uint64(off)}
+	for len(out) < limit {
+		if next.Off >= uint64(l.opts.MaxFile) {
+			if len(out) > 0 {
+				return out // the next file's first block: in the next run
+			}
+			return l.readFirst(Pos{File: from.File + 1})
+		}
+		l.mu.Lock()
+		written := next.File < l.durable.File || next.File == l.durable.File && next.Off < l.durable.Off
+		inMemory := l.inMemory(next) != nil
+		l.mu.Unlock()
+		if !written {
+			return out
+		}
+		h, bad := parseHeader(buf[min(off, n):n])
+		end := off + headerSize + int(h.clen)
+		if bad != "" || end > n {
+			if len(out) > 0 || off+headerSize <= n && bad != "" {
+				return out // the rest in the next run; a damaged block for the reader
+			}
+			// The block after from does not fit in buf: read it alone.
+			if _, err := l.block(next); err != nil {
+				return nil
+			}
+			return []aheadBlock{{at: next, raw: int(h.rlen)}}
+		}
+		if !inMemory {
+			body := buf[off+headerSize : end]
+			if h.checkBody(body) != "" {
+				return out
+			}
+			raw, err := l.decode(h, body)
+			if err != nil {
+				return out
+			}
+			l.mu.Lock()
+			if l.loading[next] == nil {
+				l.cache.put(next, raw)
+			}
+			l.mu.Unlock()
+			readBlocks.Add(1)
+		}
+		out = append(out, aheadBlock{at: next, raw: int(h.rlen)})
+		off = end
+		next = Pos{File: from.File, Off: from.Off + uint64(off)}
 	}
+	return out
+}
+
+// readFirst reads the block at at (the first of its file) into the cache
+// unless it is in memory, as readRun's one block.
+func (l *Log) readFirst(at Pos) []aheadBlock {
 	l.mu.Lock()
-	written := next.File < l.durable.File || next.File == l.durable.File && next.Off < l.durable.Off
-	inMemory := l.inMemory(next) != nil
+	written := at.File < l.durable.File || at.File == l.durable.File && at.Off < l.durable.Off
 	l.mu.Unlock()
 	if !written {
-		return Pos{}, false
+		return nil
 	}
-	if !inMemory {
-		if _, err := l.block(next); err != nil {
-			return Pos{}, false
-		}
+	raw, err := l.block(at)
+	if err != nil {
+		return nil
 	}
-	return next, true
+	return []aheadBlock{{at: at, raw: len(raw)}}
 }

@@ -713,8 +713,8 @@ func TestZstdWithoutChecksum(t *testing.T) {
 }
 
 // TestAheadReadsTheNextBlocks: a reader going through the blocks in order
-// finds the n blocks after the one it is in already in memory, read by
-// Ahead's goroutine from the files, and no more; a block Ahead cannot read
+// finds the blocks after the one it is in already in memory, read from the
+// files by Ahead's goroutine, across files; a block Ahead cannot read
 // (damaged) stops it, and the reader's own read reports the damage.
 func TestAheadReadsTheNextBlocks(t *testing.T) {
 	dir := t.TempDir()
@@ -738,53 +738,75 @@ func TestAheadReadsTheNextBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = openRig(t, dir, Options{MaxFile: 4096})
-	inMemory := func() (in []int) {
-		r.l.mu.Lock()
-		defer r.l.mu.Unlock()
-		for i, at := range blocks {
-			if r.l.inMemory(at) != nil {
-				in = append(in, i)
-			}
-		}
-		return in
-	}
-	if in := inMemory(); len(in) != 0 {
+	if in := r.inMemory(blocks); len(in) != 0 {
 		t.Fatalf("blocks %v in memory after the open", in)
 	}
 	passed := make(chan Pos)
 	a := r.l.newAhead(3, passed)
 	defer a.Close()
-	read := func(b int) error {
-		return r.db.View(func(txn *badger.Txn) error {
-			item, err := txn.Get(fmt.Appendf(nil, "v/%d/0", b))
-			if err != nil {
-				return err
-			}
-			return a.ValueExtra(item, func([]byte, []byte, bool) error { return nil })
-		})
+	if err := r.readThrough(a, "v/0/0"); err != nil {
+		t.Fatal(err)
 	}
-	for _, tt := range []struct {
-		block int
-		want  []int
-	}{
-		{0, []int{0, 1, 2, 3}},
-		{1, []int{0, 1, 2, 3, 4}},
-		{3, []int{0, 1, 2, 3, 4, 5}}, // 6 is damaged
-	} {
-		if err := read(tt.block); err != nil {
-			t.Fatalf("read block %d: %v", tt.block, err)
-		}
-		if at := <-passed; at != blocks[tt.block] {
-			t.Fatalf("Ahead went past %v, the reader is in %v", at, blocks[tt.block])
-		}
-		if in := inMemory(); !slices.Equal(in, tt.want) {
-			t.Fatalf("in block %d: blocks %v in memory, want %v", tt.block, in, tt.want)
-		}
+	if at := <-passed; at != blocks[0] {
+		t.Fatalf("Ahead went past %v, the reader is in %v", at, blocks[0])
+	}
+	if in, want := r.inMemory(blocks), []int{0, 1, 2, 3, 4, 5}; !slices.Equal(in, want) {
+		t.Fatalf("blocks %v in memory, want %v (6 is damaged)", in, want)
 	}
 	var de *DamageError
-	if err := read(6); !errors.As(err, &de) {
+	if err := r.readThrough(a, "v/6/0"); !errors.As(err, &de) {
 		t.Fatalf("the reader's read of a damaged block: %v", err)
 	}
+}
+
+// TestAheadStopsAhead: Ahead reads at most aheadMax blocks ahead of the
+// reader, and more as the reader moves on.
+func TestAheadStopsAhead(t *testing.T) {
+	dir := t.TempDir()
+	r := openRig(t, dir, Options{})
+	var blocks []Pos
+	for b := range aheadMax + 20 {
+		r.commit(map[string]string{fmt.Sprintf("v/%d/0", b): "x"})
+		blocks = append(blocks, r.last.at)
+	}
+	r.close()
+	r = openRig(t, dir, Options{})
+	passed := make(chan Pos)
+	a := r.l.newAhead(8, passed)
+	defer a.Close()
+	for _, first := range []int{0, 10} {
+		if err := r.readThrough(a, fmt.Sprintf("v/%d/0", first)); err != nil {
+			t.Fatal(err)
+		}
+		<-passed
+		in := r.inMemory(blocks)
+		if want := first + aheadMax; in[len(in)-1] != want {
+			t.Fatalf("the reader in block %d: blocks up to %d in memory, want up to %d", first, in[len(in)-1], want)
+		}
+	}
+}
+
+// inMemory returns the indexes of blocks in memory.
+func (r *rig) inMemory(blocks []Pos) (in []int) {
+	r.l.mu.Lock()
+	defer r.l.mu.Unlock()
+	for i, at := range blocks {
+		if r.l.inMemory(at) != nil {
+			in = append(in, i)
+		}
+	}
+	return in
+}
+
+// readThrough reads key's value through a.
+func (r *rig) readThrough(a *Ahead, key string) error {
+	return r.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get([]byte(key))
+		if err != nil {
+			return err
+		}
+		return a.ValueExtra(item, func([]byte, []byte, bool) error { return nil })
+	})
 }
 
 // TestBlockReadOnce: readers that want a block another is reading from its
