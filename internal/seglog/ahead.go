@@ -155,7 +155,11 @@ func (a *Ahead) run() {
 			ahead = append(ahead, got...)
 		}
 		if a.passed != nil {
-			a.passed <- at
+			select {
+			case a.passed <- at:
+			case <-a.stop:
+				return
+			}
 		}
 	}
 }
