@@ -10,8 +10,8 @@ import (
 // Ahead reads blocks ahead of a reader that goes through the segment files
 // in order (a verify's walk of the trail, whose entries are in the blocks in
 // the order they were written), on a goroutine of its own: when the reader
-// enters a block, the blocks after it, up to a few, are read, checked and
-// decompressed into the cache, so that the reader finds them there. A
+// enters a block, blocks after it are read, checked and decompressed into
+// the cache, so that the reader finds them there. A
 // verify's walk decompressed every block itself, a third of its time on
 // the goroutine that feeds all the others. A block Ahead cannot read is
 // left for the reader, which reads it itself and reports what is wrong; a
@@ -181,10 +181,9 @@ func (a *Ahead) enough(ahead []aheadBlock) bool {
 
 // readRun reads the blocks after the one at from, at most limit, that one
 // read of the file into buf holds whole (or, when the next does not fit,
-// that one alone),
-// puts those not in memory in the cache, and returns them in order; none
-// when the block at from is the last written or a block cannot be read
-// (the reader reads it itself and reports what is wrong).
+// that one alone), puts those not in memory in the cache, and returns them
+// in order; none when the block at from is the last written or a block
+// cannot be read (the reader reads it itself and reports what is wrong).
 func (l *Log) readRun(from Pos, buf []byte, limit int) []aheadBlock {
 	f, err := l.file(from.File)
 	if err != nil {
