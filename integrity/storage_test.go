@@ -146,6 +146,27 @@ func TestStorageReadsValueLog(t *testing.T) {
 	}
 }
 
+// reopenedWithTables returns a database of writeValueLog's values, closed
+// (b0 to b4 go to tables) and opened again, and its directory; the test's
+// cleanup closes it.
+func reopenedWithTables(t *testing.T) (string, *badger.DB) {
+	t.Helper()
+	dir := t.TempDir()
+	db, err := badger.Open(valueLogOptions(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeValueLog(t, db)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if db, err = badger.Open(valueLogOptions(dir)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return dir, db
+}
+
 // TestStorageReadsNewerThanTheTables: in a running daemon's database the
 // storage step reads the value-log values that the tables point to (found
 // as it reads them) and those of every newer entry (a memtable's), through
@@ -154,19 +175,7 @@ func TestStorageReadsValueLog(t *testing.T) {
 func TestStorageReadsNewerThanTheTables(t *testing.T) {
 	for _, damaged := range []string{"b2", "c1"} {
 		t.Run(damaged, func(t *testing.T) {
-			dir := t.TempDir()
-			db, err := badger.Open(valueLogOptions(dir))
-			if err != nil {
-				t.Fatal(err)
-			}
-			writeValueLog(t, db)
-			if err := db.Close(); err != nil { // b0 to b4 go to tables
-				t.Fatal(err)
-			}
-			if db, err = badger.Open(valueLogOptions(dir)); err != nil {
-				t.Fatal(err)
-			}
-			defer func() { db.Close() }()
+			dir, db := reopenedWithTables(t)
 			if err := db.Update(func(txn *badger.Txn) error { return txn.Set([]byte("c1"), bigValue("c1")) }); err != nil {
 				t.Fatal(err)
 			}
@@ -217,23 +226,10 @@ func copyOpenDir(t *testing.T, from string) string {
 // storage step skips the versions newer than the tables when the process
 // wrote none of its values to the value log since it opened the database
 // and every memtable replayed at the open has been flushed; a value the
-// process did write there after the open (c1), or one a replayed memtable
-// points to (r1, written before a crash), is still read and its damage
+// process did write there after the open (c1) is still read and its damage
 // found.
 func TestStorageSkipsWhatTheProcessWroteInline(t *testing.T) {
-	dir := t.TempDir()
-	db, err := badger.Open(valueLogOptions(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeValueLog(t, db)
-	if err := db.Close(); err != nil { // b0 to b4 go to tables
-		t.Fatal(err)
-	}
-	if db, err = badger.Open(valueLogOptions(dir)); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { db.Close() }()
+	dir, db := reopenedWithTables(t)
 	opened := NoteOpen(db)
 	if opened == nil {
 		t.Fatal("NoteOpen = nil: Badger keeps no counter of value-log writes")
