@@ -202,10 +202,10 @@ func (l *Log) readRun(from Pos, buf []byte, limit int) []aheadBlock {
 			if len(out) > 0 {
 				return out // the next file's first block: in the next run
 			}
-			return l.readFirst(Pos{File: from.File + 1})
+			return l.readAlone(Pos{File: from.File + 1})
 		}
 		l.mu.Lock()
-		written := next.File < l.durable.File || next.File == l.durable.File && next.Off < l.durable.Off
+		written := l.written(next)
 		inMemory := l.inMemory(next) != nil
 		l.mu.Unlock()
 		if !written {
@@ -217,11 +217,7 @@ func (l *Log) readRun(from Pos, buf []byte, limit int) []aheadBlock {
 			if len(out) > 0 || off+headerSize <= n && bad != "" {
 				return out // the rest in the next run; a damaged block for the reader
 			}
-			// The block after from does not fit in buf: read it alone.
-			if _, err := l.block(next); err != nil {
-				return nil
-			}
-			return []aheadBlock{{at: next, raw: int(h.rlen)}}
+			return l.readAlone(next) // it does not fit in buf
 		}
 		if !inMemory {
 			body := buf[off+headerSize : end]
@@ -246,11 +242,12 @@ func (l *Log) readRun(from Pos, buf []byte, limit int) []aheadBlock {
 	return out
 }
 
-// readFirst reads the block at at (the first of its file) into the cache
-// unless it is in memory, as readRun's one block.
-func (l *Log) readFirst(at Pos) []aheadBlock {
+// readAlone reads the block at at into the cache unless it is in memory,
+// as readRun's one block: the first of its file, or one larger than a
+// run's buffer.
+func (l *Log) readAlone(at Pos) []aheadBlock {
 	l.mu.Lock()
-	written := at.File < l.durable.File || at.File == l.durable.File && at.Off < l.durable.Off
+	written := l.written(at)
 	l.mu.Unlock()
 	if !written {
 		return nil
@@ -260,4 +257,10 @@ func (l *Log) readFirst(at Pos) []aheadBlock {
 		return nil
 	}
 	return []aheadBlock{{at: at, raw: len(raw)}}
+}
+
+// written reports whether the block at at was written and synced (it
+// starts before the durable end). Caller holds mu.
+func (l *Log) written(at Pos) bool {
+	return at.File < l.durable.File || at.File == l.durable.File && at.Off < l.durable.Off
 }
