@@ -18,17 +18,8 @@ func requestFields(data []byte) (r Request, ok bool) {
 	ok = true
 	var seen [6]bool // type, payload, intent, parent, status, confidence
 	str := func(v []byte, kind strictjson.Kind, to *string) {
-		switch {
-		case kind == strictjson.KindString:
-			*to = string(v)
-		case kind == strictjson.KindOther && len(v) > 0 && v[0] == '"':
-			s, err := jsontext.AppendUnquote(nil, v)
-			if err != nil {
-				ok = false
-				return
-			}
-			*to = string(s)
-		default:
+		var good bool
+		if *to, good = stringValue(v, kind); !good {
 			ok = false
 		}
 	}
@@ -80,17 +71,8 @@ func payloadFields(data []byte, p *Payload) bool {
 		case "artifacts":
 			p.Artifacts, ok = plainStrings(value, kind, ok)
 		case "content":
-			switch {
-			case kind == strictjson.KindString:
-				p.Content = string(value)
-			case kind == strictjson.KindOther && len(value) > 0 && value[0] == '"':
-				s, err := jsontext.AppendUnquote(nil, value)
-				if err != nil {
-					ok = false
-					return
-				}
-				p.Content = string(s)
-			default:
+			var good bool
+			if p.Content, good = stringValue(value, kind); !good {
 				ok = false
 			}
 		default: // an extra member: the strict decoder keeps it
@@ -100,6 +82,20 @@ func payloadFields(data []byte, p *Payload) bool {
 		return false
 	}
 	return ok
+}
+
+// stringValue returns the string a member's value of kind holds (one
+// with escapes or bytes beyond printable ASCII unquoted); false when it is
+// not a string.
+func stringValue(v []byte, kind strictjson.Kind) (string, bool) {
+	switch {
+	case kind == strictjson.KindString:
+		return string(v), true
+	case kind == strictjson.KindOther && len(v) > 0 && v[0] == '"':
+		s, err := jsontext.AppendUnquote(nil, v)
+		return string(s), err == nil
+	}
+	return "", false
 }
 
 // plainStrings reads a JSON array of strings of printable ASCII without
