@@ -230,3 +230,130 @@ func TestOpensDataDirBeforeSegments(t *testing.T) {
 	coord.Close()
 	d.stop()
 }
+
+// TestOpensDataDirOfLayout2: a data dir written by the release before the
+// trail's layout 3 (testdata/datadir-layout2-seg.tar.gz: wacpd at 64c147e,
+// segment files, two workers of eight checkpoints each written at once, 65
+// trail entries, one local index key per position, stopped with SIGTERM)
+// verifies offline as it is; wacpd opens it and logs the upgrade (a mark:
+// a key of one position is a group of one), reads and verifies each
+// worker's local trail through the old keys, goes on writing (a batch's
+// positions of a workspace under one key) from two workers at once, and
+// the mixed data dir verifies offline; a second start has nothing to
+// upgrade and reads the local trails whole.
+func TestOpensDataDirOfLayout2(t *testing.T) {
+	ctx := ctxT(t)
+	dir := extract(t, "datadir-layout2-seg.tar.gz")
+	if rep, err := datadir.Verify(extract(t, "datadir-layout2-seg.tar.gz")); err != nil || !rep.OK || rep.Entries != 65 {
+		t.Fatalf("datadir.Verify(layout 2) = %+v, %v; want OK with 65 entries", rep, err)
+	}
+	d := startDaemon(t, dir)
+	if !strings.Contains(d.log.String(), "upgraded the trail's key layout") || !strings.Contains(d.log.String(), "from=2") {
+		t.Fatalf("wacpd's log has no upgrade from layout 2:\n%s", d.log.String())
+	}
+	coord := dial(t, ctx, client.Options{URL: d.url, Token: d.admin})
+	workers, err := coord.ListWorkspaces(ctx, "", workspace.State(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// localTrail reads ws's local trail whole, verifies it, and returns
+	// how many entries it has.
+	localTrail := func(coord *client.Client, ws string) int {
+		t.Helper()
+		n := 0
+		for e, err := range coord.Entries(ctx, client.TrailQuery{Workspace: ws}) {
+			if err != nil {
+				t.Fatalf("local trail of %s: %v", ws, err)
+			}
+			if e.Workspace != ws {
+				t.Fatalf("local trail of %s holds an entry of %q", ws, e.Workspace)
+			}
+			n++
+		}
+		if v, err := coord.VerifyTrail(ctx, ws); err != nil || !v.OK || v.Entries != uint64(n) {
+			t.Fatalf("VerifyTrail(%s) = %+v, %v; want OK with %d entries", ws, v, err, n)
+		}
+		return n
+	}
+	before := map[string]int{}
+	for _, w := range workers {
+		if before[w.ID] = localTrail(coord, w.ID); before[w.ID] == 0 {
+			t.Fatalf("workspace %s has no local trail", w.ID)
+		}
+	}
+	if len(checkpointIDs(t, ctx, coord)) != 16 {
+		t.Fatal("the old data dir does not hold 16 checkpoints")
+	}
+
+	// Two workers write at once: batches give each several positions.
+	ws := make([]*client.Client, 2)
+	for i := range ws {
+		ws[i] = newWorker(t, ctx, coord, d.url, true, "")
+	}
+	errs := make(chan error, len(ws))
+	for _, w := range ws {
+		go func() {
+			var parent *string
+			for i := range 20 {
+				cp, err := w.CreateCheckpoint(ctx, artifact(parent, "provisional", fmt.Sprintf("after layout 2, %d", i)))
+				if err != nil {
+					errs <- err
+					return
+				}
+				parent = &cp.ID
+			}
+			errs <- nil
+		}()
+	}
+	for range ws {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v, err := coord.VerifyTrail(ctx, ""); err != nil || !v.OK {
+		t.Fatalf("VerifyTrail = %+v, %v", v, err)
+	}
+	for _, w := range ws {
+		w.Close()
+	}
+	coord.Close()
+	d.stop()
+	rep, err := datadir.Verify(dir)
+	if err != nil || !rep.OK || rep.Entries <= 65 {
+		t.Fatalf("datadir.Verify(layouts 2 and 3) = %+v, %v", rep, err)
+	}
+
+	d = startDaemon(t, dir)
+	defer d.stop()
+	if strings.Contains(d.log.String(), "upgraded the trail's key layout") {
+		t.Errorf("second start upgraded again:\n%s", d.log.String())
+	}
+	coord = dial(t, ctx, client.Options{URL: d.url, Token: d.admin})
+	defer coord.Close()
+	all, err := coord.ListWorkspaces(ctx, "", workspace.State(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, w := range all {
+		n := localTrail(coord, w.ID)
+		// The old workers wrote nothing since (the root, their parent,
+		// was told of the new workers' checkpoints).
+		if b, ok := before[w.ID]; ok && w.Parent != nil && n != b {
+			t.Errorf("workspace %s: %d local entries after the restart, %d before new writes", w.ID, n, b)
+		}
+		total += n
+	}
+	if total < sumCounts(before)+2*20*2 {
+		t.Errorf("%d local entries in all, want at least %d", total, sumCounts(before)+2*20*2)
+	}
+}
+
+// sumCounts sums the counts of m.
+func sumCounts(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}

@@ -272,7 +272,7 @@ func (c *checker) entries(txn *badger.Txn) error {
 	defer it.Close()
 	nodes := newNodeCheck(txn)
 	defer nodes.close()
-	locals := localIndexes{txn: txn, its: map[string]*badger.Iterator{}}
+	locals := localIndexes{txn: txn, its: map[string]*localCursor{}}
 	defer locals.close()
 	for it.Seek(globalKey(c.r.Prev.Seq + 1)); it.Valid(); it.Next() {
 		if err := c.ctx.Err(); err != nil {
@@ -306,6 +306,9 @@ func (c *checker) entries(txn *badger.Txn) error {
 	}
 	if nodes.problem != "" {
 		c.derivedFail(nodes.where, "%s", nodes.problem)
+	}
+	if c.res.Violation == "" {
+		locals.ends(c)
 	}
 	c.res.Last = c.res.Valid
 	if c.res.Violation != "" {
@@ -421,44 +424,69 @@ func (c *checker) extra(item *badger.Item, seq uint64, e trail.Entry) {
 }
 
 // localIndexes reads the local indexes of the workspaces a walk meets, each
-// with an iterator of its own that moves on with the workspace's entries
-// (positions 1, 2, … in key order): a step instead of a lookup in every
-// level of the tree per entry. Past maxLocalIterators workspaces it looks
-// positions up.
+// with a cursor of its own that moves on with the workspace's entries
+// (positions 1, 2, … in key order, a group of them per key: local.go): a
+// step instead of a lookup in every level of the tree per entry. Past
+// maxLocalIterators workspaces it looks positions up.
 type localIndexes struct {
-	txn *badger.Txn
-	its map[string]*badger.Iterator
+	txn    *badger.Txn
+	its    map[string]*localCursor
+	looked map[string]bool // workspaces met past maxLocalIterators
 }
 
 // maxLocalIterators bounds the iterators a walk keeps open.
 const maxLocalIterators = 1024
 
-// item returns the item under the local index key of ws at position n.
-func (l *localIndexes) item(ws string, n uint64) (*badger.Item, error) {
-	key := localKey(ws, n)
-	it, ok := l.its[ws]
-	switch {
-	case ok:
-		it.Next()
-	case len(l.its) < maxLocalIterators:
-		it = l.txn.NewIterator(badger.IteratorOptions{Prefix: key[:len(key)-8]})
-		l.its[ws] = it
-		it.Seek(key)
-	default:
-		return l.txn.Get(key)
+// seqAt returns the global seq under position n of ws's local index.
+func (l *localIndexes) seqAt(ws string, n uint64) (uint64, error) {
+	c, ok := l.its[ws]
+	if !ok {
+		if len(l.its) >= maxLocalIterators {
+			if l.looked == nil {
+				l.looked = map[string]bool{}
+			}
+			l.looked[ws] = true
+			return localSeqAt(l.txn, ws, n)
+		}
+		c = &localCursor{it: l.txn.NewIterator(badger.IteratorOptions{Prefix: localPrefix(ws)})}
+		l.its[ws] = c
 	}
-	if !it.Valid() || !bytes.Equal(it.Item().Key(), key) {
-		it.Seek(key) // after a gap, the next position is found again
-		if !it.Valid() || !bytes.Equal(it.Item().Key(), key) {
-			return nil, badger.ErrKeyNotFound
+	return c.seqAt(l.txn, ws, n)
+}
+
+// ends checks, once the walk has met every entry, that the key holding
+// each workspace's last position ends there and that no key follows it.
+// A workspace looked up without a cursor (past maxLocalIterators) is looked
+// up once more.
+func (l *localIndexes) ends(c *checker) {
+	for ws, h := range c.r.Local {
+		if l.looked[ws] {
+			if first, v, err := localGroupAt(l.txn, ws, h.Seq); err == nil && first+uint64(len(v)/8)-1 != h.Seq {
+				c.localFail(ws, "local index of %s goes beyond its %d entries", ws, h.Seq)
+			}
+			continue
+		}
+		cur, ok := l.its[ws]
+		if !ok || cur.first == 0 {
+			continue // not met since the mark
+		}
+		if cur.end() > h.Seq {
+			c.localFail(ws, "local index of %s goes beyond its %d entries", ws, h.Seq)
+			continue
+		}
+		if cur.it.Next(); cur.it.Valid() {
+			if at := localPosition(cur.it.Item().Key()); at <= h.Seq {
+				c.localFail(ws, "local index of %s has a key at position %d, within the key at %d", ws, at, cur.first)
+			} else {
+				c.localFail(ws, "local index of %s goes beyond its %d entries", ws, h.Seq)
+			}
 		}
 	}
-	return it.Item(), nil
 }
 
 func (l *localIndexes) close() {
-	for _, it := range l.its {
-		it.Close()
+	for _, c := range l.its {
+		c.it.Close()
 	}
 }
 
@@ -466,18 +494,12 @@ func (l *localIndexes) close() {
 // position in the workspace's local index.
 func (c *checker) localIndex(locals *localIndexes, seq uint64, ws string) {
 	n := c.r.Local[ws].Seq
-	item, err := locals.item(ws, n)
-	if err != nil {
+	got, err := locals.seqAt(ws, n)
+	switch {
+	case err != nil:
 		c.localFail(ws, "local index of %s lacks position %d: %v", ws, n, err)
-		return
-	}
-	if err := item.Value(func(v []byte) error {
-		if len(v) != 8 || binary.BigEndian.Uint64(v) != seq {
-			c.localFail(ws, "local index of %s position %d is %x, want #%d", ws, n, v, seq)
-		}
-		return nil
-	}); err != nil {
-		c.localFail(ws, "local index of %s position %d: %v", ws, n, err)
+	case got != seq:
+		c.localFail(ws, "local index of %s position %d is #%d, want #%d", ws, n, got, seq)
 	}
 }
 
@@ -523,8 +545,10 @@ func (c *checker) derived(txn *badger.Txn) error {
 			it.Next()
 			continue
 		}
+		// (The key holding the last position ends there: the walk's
+		// localIndexes.ends, or the fast path's projection.)
 		it.Seek(localKey(ws, h.Seq+1))
-		if it.Valid() && bytes.HasPrefix(it.Item().Key(), localKey(ws, 0)[:len(prefixLocal)+len(ws)+1]) {
+		if it.Valid() && bytes.HasPrefix(it.Item().Key(), localPrefix(ws)) {
 			c.localFail(ws, "local index of %s goes beyond its %d entries", ws, h.Seq)
 			it.Seek(localKey(ws, 1<<64-1))
 			it.Next()

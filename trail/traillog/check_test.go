@@ -203,7 +203,14 @@ func TestCheck_DerivedRecords(t *testing.T) {
 		{"local trail.Head missing", func(tl *testLog, es []trail.Entry) { tl.del(append(bytes.Clone(prefixHeadWS), "w2"...)) }},
 		{"layout 1's id index in layout 2", func(tl *testLog, es []trail.Entry) { tl.set(append(bytes.Clone(prefixID), es[3].ID...), u64(4)) }},
 		{"unknown layout", func(tl *testLog, es []trail.Entry) { tl.set(keyLayout, []byte("two")) }},
-		{"local index points elsewhere", func(tl *testLog, es []trail.Entry) { tl.set(localKey("w1", 2), u64(1)) }},
+		{"local index points elsewhere", func(tl *testLog, es []trail.Entry) { rawSetLocalPos(tl.t, tl.db, "w1", 2, 1) }},
+		{"local index key within another", func(tl *testLog, es []trail.Entry) {
+			if _, first, _ := rawLocalGroup(tl.t, tl.db, "w1", 2); first != 1 {
+				tl.t.Fatalf("w1's positions 1 and 2 are in keys %d and 2, want one key", first)
+			}
+			tl.set(localKey("w1", 2), u64(rawLocalPos(tl.t, tl.db, "w1", 2)))
+		}},
+		{"local index value malformed", func(tl *testLog, es []trail.Entry) { tl.set(localKey("w1", 1), []byte{0, 0, 1}) }},
 		{"stray local index position", func(tl *testLog, es []trail.Entry) { tl.set(localKey("w1", 99), u64(1)) }},
 		{"Merkle node changed", func(tl *testLog, es []trail.Entry) { tl.set(nodeKey(compact.NewNodeID(4, 0)), make([]byte, 32)) }},
 		{"Merkle node missing", func(tl *testLog, es []trail.Entry) { tl.del(nodeKey(compact.NewNodeID(4, 0))) }},

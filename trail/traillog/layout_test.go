@@ -119,8 +119,8 @@ func TestUpgradeFromLayout1(t *testing.T) {
 			t.Fatalf("key %q left after Upgrade", k)
 		}
 	}
-	if v := tl.get(keyLayout); string(v) != "2" {
-		t.Fatalf("layout after Upgrade = %q, want 2", v)
+	if v := tl.get(keyLayout); string(v) != "3" {
+		t.Fatalf("layout after Upgrade = %q, want 3", v)
 	}
 	tl.reopen()
 	if res := tl.check(37); !res.OK() {
@@ -135,12 +135,12 @@ func TestUpgradeFromLayout1(t *testing.T) {
 	if e, err := tl.log.Get(es[20].ID); err != nil || e.ID != es[20].ID {
 		t.Errorf("Get after Upgrade = %v", err)
 	}
-	if again, err := Upgrade(tl.db); err != nil || again.From != 2 || again.IDKeys+again.Nodes != 0 {
+	if again, err := Upgrade(tl.db); err != nil || again.From != Layout || again.IDKeys+again.Nodes != 0 {
 		t.Errorf("second Upgrade = %+v, %v; want nothing to do", again, err)
 	}
-	tl.set(keyLayout, []byte("3"))
+	tl.set(keyLayout, []byte("4"))
 	if _, err := Upgrade(tl.db); !errors.Is(err, ErrLayout) {
-		t.Errorf("Upgrade of layout 3 = %v, want ErrLayout", err)
+		t.Errorf("Upgrade of layout 4 = %v, want ErrLayout", err)
 	}
 }
 
@@ -153,7 +153,7 @@ func TestUpgradeOfANewDatabase(t *testing.T) {
 	if err != nil || got.From != 0 || got.IDKeys+got.Nodes != 0 {
 		t.Fatalf("Upgrade of an empty database = %+v, %v; want from 0, nothing removed", got, err)
 	}
-	if v := rawGet(t, db, keyLayout); string(v) != "2" {
+	if v := rawGet(t, db, keyLayout); string(v) != "3" {
 		t.Fatalf("layout of a new database = %q, want 2", v)
 	}
 	if again, err := Upgrade(db); err != nil || again.From != Layout {

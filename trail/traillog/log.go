@@ -20,7 +20,7 @@ import (
 // Key layout (prefix "t/"); see doc.go.
 var (
 	prefixGlobal = []byte("t/g/") // t/g/<seq:8BE> -> stored entry
-	prefixLocal  = []byte("t/w/") // t/w/<ws>/<wsseq:8BE> -> <seq:8BE>
+	prefixLocal  = []byte("t/w/") // t/w/<ws>/<wsseq:8BE> -> <seq:8BE>… (local.go)
 	keyHead      = []byte("t/h/g")
 	prefixHeadWS = []byte("t/h/w/") // t/h/w/<ws> -> trail.Head
 	prefixNode   = []byte("t/m/")   // t/m/<level:1><index:8BE> -> Merkle node hash (perfect subtrees of level >= minNodeLevel only)
@@ -153,6 +153,7 @@ type Batch struct {
 	txn     *seglog.Txn
 	global  trail.Head
 	local   map[string]trail.Head // heads touched by this batch
+	groups  localGroups           // the local index positions of this batch's entries
 	rng     *compact.Range        // the Merkle tree including this batch's entries
 	entries []trail.Entry
 	// unflushed: entries were appended since the last Flush.
@@ -163,7 +164,7 @@ type Batch struct {
 func (l *Log) NewBatch(txn *seglog.Txn) *Batch {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return &Batch{log: l, txn: txn, global: l.global, local: make(map[string]trail.Head), rng: cloneRange(l.rng)}
+	return &Batch{log: l, txn: txn, global: l.global, local: make(map[string]trail.Head), groups: localGroups{}, rng: cloneRange(l.rng)}
 }
 
 // NewBatchAfter starts a batch writing into txn that continues prev, whose
@@ -171,7 +172,7 @@ func (l *Log) NewBatch(txn *seglog.Txn) *Batch {
 // entries follow prev's. Commit prev before this batch; if prev fails,
 // drop this batch too.
 func (l *Log) NewBatchAfter(prev *Batch, txn *seglog.Txn) *Batch {
-	return &Batch{log: l, parent: prev, txn: txn, global: prev.global, local: make(map[string]trail.Head), rng: cloneRange(prev.rng)}
+	return &Batch{log: l, parent: prev, txn: txn, global: prev.global, local: make(map[string]trail.Head), groups: localGroups{}, rng: cloneRange(prev.rng)}
 }
 
 // Detach forgets the batch this one continues, once that batch committed
@@ -240,7 +241,7 @@ func (b *Batch) Append(ev Event) (trail.Entry, error) {
 	b.global = trail.Head{Seq: seq, Hash: e.Integrity.EntryHash, ID: e.ID, Timestamp: e.Timestamp}
 	if ev.Workspace != "" {
 		lh = trail.Head{Seq: lh.Seq + 1, Hash: e.Integrity.LocalHash, ID: e.ID, Timestamp: e.Timestamp}
-		if err := b.txn.Set(localKey(ev.Workspace, lh.Seq), u64(seq)); err != nil {
+		if err := b.groups.add(b.txn, ev.Workspace, lh.Seq, seq); err != nil {
 			return trail.Entry{}, fmt.Errorf("append %s: %w", ev.Type, err)
 		}
 		b.local[ev.Workspace] = lh
@@ -250,14 +251,20 @@ func (b *Batch) Append(ev Event) (trail.Entry, error) {
 	return e, nil
 }
 
-// Flush writes the heads of the chains the batch's entries moved into its
-// transaction: call it once every entry is appended, before the
+// Flush writes the heads of the chains the batch's entries moved, and the
+// local index positions of its entries (one key per workspace: local.go),
+// into its transaction: call it once every entry is appended, before the
 // transaction commits (Append does not write them: it wrote them for every
 // entry, each overwriting the last, a fifth of an append's time). It may
 // be called more than once; an append after it needs another.
 func (b *Batch) Flush() error {
 	if !b.unflushed {
 		return nil
+	}
+	for ws, lg := range b.groups {
+		if err := lg.write(b.txn, ws); err != nil {
+			return fmt.Errorf("trail local index: %w", err)
+		}
 	}
 	buf := make([]byte, 0, 256)
 	if err := b.txn.Set(keyHead, appendHead(buf, b.global)); err != nil {

@@ -1,9 +1,7 @@
 package traillog
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
@@ -154,26 +152,36 @@ func (l *Log) scan(ctx context.Context, txn *badger.Txn, ws string, after uint64
 		}
 		return nil
 	}
-	prefix := append(append(bytes.Clone(prefixLocal), ws...), '/')
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true})
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: localPrefix(ws), PrefetchValues: true})
 	defer it.Close()
+	var v []byte
 	for it.Rewind(); it.Valid(); it.Next() {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		var seq uint64
-		if err := it.Item().Value(func(v []byte) error { seq = binary.BigEndian.Uint64(v); return nil }); err != nil {
+		var err error
+		if v, err = it.Item().ValueCopy(v[:0]); err != nil {
 			return err
 		}
-		if seq <= after {
+		k, err := groupLen(v)
+		if err != nil {
+			return fmt.Errorf("local index %q: %w", it.Item().Key(), err)
+		}
+		if groupSeq(v, k-1) <= after {
 			continue
 		}
-		var s stored
-		if err := getStored(txn, l.seg, seq, &s); err != nil {
-			return err
-		}
-		if !fn(s) {
-			return nil
+		for i := range k {
+			seq := groupSeq(v, i)
+			if seq <= after {
+				continue
+			}
+			var s stored
+			if err := getStored(txn, l.seg, seq, &s); err != nil {
+				return err
+			}
+			if !fn(s) {
+				return nil
+			}
 		}
 	}
 	return nil

@@ -156,16 +156,10 @@ func tailIDs(txn *badger.Txn, valid uint64) map[uint64]string {
 		if it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &lh) }) != nil || lh.Seq == 0 {
 			continue
 		}
-		item, err := txn.Get(localKey(string(it.Item().Key()[len(prefixHeadWS):]), lh.Seq))
-		if err != nil {
-			continue
+		seq, err := localSeqAt(txn, string(it.Item().Key()[len(prefixHeadWS):]), lh.Seq)
+		if err == nil && seq > valid {
+			ids[seq] = lh.ID
 		}
-		_ = item.Value(func(v []byte) error {
-			if len(v) == 8 && binary.BigEndian.Uint64(v) > valid {
-				ids[binary.BigEndian.Uint64(v)] = lh.ID
-			}
-			return nil
-		})
 	}
 	return ids
 }
@@ -209,6 +203,7 @@ func rebuild(ctx context.Context, db *badger.DB, seg *seglog.Log, valid uint64) 
 	defer wb.Cancel()
 	var global trail.Head
 	local := map[string]trail.Head{}
+	groups := localGroups{}
 	rng := trail.RangeFactory.NewEmptyRange(0)
 	var werr error
 	err = view(db, "repair trail", func(txn *badger.Txn) error {
@@ -231,7 +226,7 @@ func rebuild(ctx context.Context, db *badger.DB, seg *seglog.Log, valid uint64) 
 				lh := local[e.Workspace]
 				lh = trail.Head{Seq: lh.Seq + 1, Hash: e.Integrity.LocalHash, ID: e.ID, Timestamp: e.Timestamp}
 				local[e.Workspace] = lh
-				if err := wb.Set(localKey(e.Workspace, lh.Seq), u64(seq)); err != nil {
+				if err := groups.add(wb, e.Workspace, lh.Seq, seq); err != nil {
 					return err
 				}
 			}
@@ -263,6 +258,11 @@ func rebuild(ctx context.Context, db *badger.DB, seg *seglog.Log, valid uint64) 
 	}
 	for ws, h := range local {
 		if err := setJSONBatch(wb, append(bytes.Clone(prefixHeadWS), ws...), h); err != nil {
+			return err
+		}
+	}
+	for ws, lg := range groups {
+		if err := lg.write(wb, ws); err != nil {
 			return err
 		}
 	}

@@ -3,7 +3,6 @@ package traillog
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,16 +45,20 @@ func (l *Log) Verify(ctx context.Context, ws string) (trail.VerifyResult, error)
 }
 
 // readProjection reads every local index (t/w/<ws>/<n> -> global sequence
-// number): each workspace's global sequence numbers, in local order. It
-// returns nil if ctx ends first.
+// numbers: local.go): each workspace's global sequence numbers, in local
+// order. A key out of place (not at the position after the last of the key
+// before) or a malformed value puts a 0, which no entry has, in its
+// workspace's list: the list then differs from the entries'. It returns nil
+// if ctx ends first.
 func readProjection(ctx context.Context, txn *badger.Txn) map[string][]uint64 {
 	out := map[string][]uint64{}
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixLocal}) // values of 8 bytes: no prefetching
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixLocal}) // small values: no prefetching
 	defer it.Close()
 	var ws []byte
 	var seqs []uint64
+	n := 0
 	for it.Rewind(); it.Valid(); it.Next() {
-		if len(seqs)%4096 == 0 && ctx.Err() != nil {
+		if n++; n%4096 == 0 && ctx.Err() != nil {
 			return nil
 		}
 		kws, ok := splitLocalKey(it.Item().Key())
@@ -68,14 +71,20 @@ func readProjection(ctx context.Context, txn *badger.Txn) map[string][]uint64 {
 			}
 			ws, seqs = bytes.Clone(kws), nil
 		}
-		var seq uint64
+		if localPosition(it.Item().Key()) != uint64(len(seqs))+1 {
+			seqs = append(seqs, 0)
+		}
 		_ = it.Item().Value(func(v []byte) error {
-			if len(v) == 8 {
-				seq = binary.BigEndian.Uint64(v)
+			k, err := groupLen(v)
+			if err != nil {
+				seqs = append(seqs, 0)
+				return nil
+			}
+			for i := range k {
+				seqs = append(seqs, groupSeq(v, i))
 			}
 			return nil
 		})
-		seqs = append(seqs, seq)
 	}
 	if ws != nil {
 		out[string(ws)] = seqs
@@ -106,6 +115,9 @@ func verifyLocal(ctx context.Context, l *Log, txn *badger.Txn, ws string, res *t
 	switch {
 	case errors.Is(err, badger.ErrKeyNotFound):
 		fail(res, ws, trail.ViolationChainBroken, "local trail of %s lists an entry missing from the global trail", ws)
+		return nil
+	case errors.Is(err, ErrLocalIndex):
+		fail(res, ws, trail.ViolationChainBroken, "%v", err)
 		return nil
 	case errors.As(err, &syntaxErr) || errors.As(err, &typeErr) || errors.Is(err, errNotStored):
 		fail(res, ws, trail.ViolationHashMismatch, "undecodable entry in the local trail of %s: %v", ws, err)

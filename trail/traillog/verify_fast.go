@@ -89,19 +89,24 @@ func (c *checker) fastTails(txn *badger.Txn) bool {
 		if len(ch.seqs) == 0 {
 			continue
 		}
-		first := localKey(ws, ch.base+1)
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: first[:len(first)-8]})
+		prefix := localPrefix(ws)
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
 		i := 0
-		for it.Seek(first); it.Valid() && i < len(ch.seqs); it.Next() {
-			want := ch.seqs[i]
-			i++
-			if !bytes.Equal(it.Item().Key(), localKey(ws, ch.base+uint64(i))) {
+		for it.Seek(localKey(ws, ch.base+1)); it.Valid() && i < len(ch.seqs); it.Next() {
+			if localPosition(it.Item().Key()) != ch.base+uint64(i)+1 {
 				break
 			}
 			if it.Item().Value(func(v []byte) error {
-				if len(v) != 8 || binary.BigEndian.Uint64(v) != want {
+				k, err := groupLen(v)
+				if err != nil || i+k > len(ch.seqs) {
 					return errFastPath
 				}
+				for j := range k {
+					if groupSeq(v, j) != ch.seqs[i+j] {
+						return errFastPath
+					}
+				}
+				i += k
 				return nil
 			}) != nil {
 				i = -1

@@ -306,10 +306,12 @@ func TestVerifyFastPathCatchesBrokenLocalLinks(t *testing.T) {
 }
 
 // TestVerifyCatchesBrokenLocalIndex changes a workspace's local index
-// (t/w/<ws>/<n>, which the local trail is read through): one position
-// pointing at another entry, the last position missing, one position too
-// many. Verify must report each as a broken chain of that workspace. The
-// changed position is 47, whose key ends in the byte '/'.
+// (t/w/<ws>/<n>, which the local trail is read through; a key holds the
+// positions of one batch): one position pointing at another entry, the
+// last position missing, one position too many (a key after the last, or
+// the last key one position longer), a key within another's positions.
+// Verify must report each as a broken chain of that workspace. The changed
+// position is 47, whose key, when a key starts there, ends in the byte '/'.
 func TestVerifyCatchesBrokenLocalIndex(t *testing.T) {
 	tl := newMemLog(t)
 	tl.interleaved(150, "ws1", "ws2")
@@ -317,26 +319,34 @@ func TestVerifyCatchesBrokenLocalIndex(t *testing.T) {
 	if n < 47 {
 		t.Fatalf("ws1 has %d entries, want 47 or more", n)
 	}
-	read := func(pos uint64) []byte { return rawGet(t, tl.db, localKey("ws1", pos)) }
+	lastKey, lastFirst, lastVal := rawLocalGroup(t, tl.db, "ws1", n)
+	if lastFirst == n {
+		t.Fatalf("ws1's last key holds one position; the test wants more")
+	}
 	tests := []struct {
 		name   string
 		change func() (restore func())
 		want   string
 	}{
 		{"position 47 points elsewhere", func() func() {
-			old := read(47)
-			rawSet(t, tl.db, localKey("ws1", 47), read(46))
-			return func() { rawSet(t, tl.db, localKey("ws1", 47), old) }
+			return rawSetLocalPos(t, tl.db, "ws1", 47, rawLocalPos(t, tl.db, "ws1", 46))
 		}, "position 47 is"},
 		{"last position missing", func() func() {
-			old := read(n)
-			rawDelete(t, tl.db, localKey("ws1", n))
-			return func() { rawSet(t, tl.db, localKey("ws1", n), old) }
+			rawSet(t, tl.db, lastKey, lastVal[:len(lastVal)-8])
+			return func() { rawSet(t, tl.db, lastKey, lastVal) }
 		}, fmt.Sprintf("lacks position %d", n)},
-		{"one position too many", func() func() {
-			rawSet(t, tl.db, localKey("ws1", n+1), read(n))
+		{"a key after the last position", func() func() {
+			rawSet(t, tl.db, localKey("ws1", n+1), u64(rawLocalPos(t, tl.db, "ws1", n)))
 			return func() { rawDelete(t, tl.db, localKey("ws1", n+1)) }
 		}, fmt.Sprintf("goes beyond its %d entries", n)},
+		{"the last key one position longer", func() func() {
+			rawSet(t, tl.db, lastKey, append(bytes.Clone(lastVal), lastVal[len(lastVal)-8:]...))
+			return func() { rawSet(t, tl.db, lastKey, lastVal) }
+		}, fmt.Sprintf("goes beyond its %d entries", n)},
+		{"a key within another's positions", func() func() {
+			rawSet(t, tl.db, localKey("ws1", n), u64(rawLocalPos(t, tl.db, "ws1", n)))
+			return func() { rawDelete(t, tl.db, localKey("ws1", n)) }
+		}, fmt.Sprintf("a key at position %d, within the key at %d", n, lastFirst)},
 	}
 	for _, tt := range tests {
 		restore := tt.change()
@@ -407,7 +417,7 @@ func TestVerifyFastPathFromTheMark(t *testing.T) {
 			if err != nil || s.Entry.Workspace == "" {
 				continue
 			}
-			key = localKey(s.Entry.Workspace, 1+rng.Uint64N(tl.log.local[s.Entry.Workspace].Seq))
+			key, _, _ = rawLocalGroup(t, tl.db, s.Entry.Workspace, 1+rng.Uint64N(tl.log.local[s.Entry.Workspace].Seq))
 		}
 		orig := rawGet(t, tl.db, key)
 		mut := bytes.Clone(orig)

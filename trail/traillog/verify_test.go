@@ -32,6 +32,51 @@ func rawLocalKey(ws string, n uint64) []byte {
 	return binary.BigEndian.AppendUint64([]byte("t/w/"+ws+"/"), n)
 }
 
+// rawLocalGroup returns the local index key of ws that holds position n,
+// the position of its first and its value: since layout 3 a key holds the
+// positions one batch gave the workspace, 8 bytes of global seq each.
+func rawLocalGroup(t testing.TB, db *badger.DB, ws string, n uint64) (key []byte, first uint64, v []byte) {
+	t.Helper()
+	err := db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte("t/w/" + ws + "/"), Reverse: true})
+		defer it.Close()
+		it.Seek(rawLocalKey(ws, n))
+		if !it.Valid() {
+			return badger.ErrKeyNotFound
+		}
+		key = it.Item().KeyCopy(nil)
+		first = binary.BigEndian.Uint64(key[len(key)-8:])
+		var err error
+		v, err = it.Item().ValueCopy(nil)
+		if err == nil && n >= first+uint64(len(v)/8) {
+			err = badger.ErrKeyNotFound
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("local index of %s, position %d: %v", ws, n, err)
+	}
+	return key, first, v
+}
+
+// rawLocalPos returns the global seq under position n of ws's local index.
+func rawLocalPos(t testing.TB, db *badger.DB, ws string, n uint64) uint64 {
+	t.Helper()
+	_, first, v := rawLocalGroup(t, db, ws, n)
+	return binary.BigEndian.Uint64(v[8*(n-first):])
+}
+
+// rawSetLocalPos sets position n of ws's local index to seq, in the key
+// that holds it, and returns what restores it.
+func rawSetLocalPos(t testing.TB, db *badger.DB, ws string, n, seq uint64) (restore func()) {
+	t.Helper()
+	key, first, v := rawLocalGroup(t, db, ws, n)
+	mut := bytes.Clone(v)
+	binary.BigEndian.PutUint64(mut[8*(n-first):], seq)
+	rawSet(t, db, key, mut)
+	return func() { rawSet(t, db, key, v) }
+}
+
 func rawGet(t testing.TB, db *badger.DB, key []byte) []byte {
 	t.Helper()
 	var v []byte
@@ -364,7 +409,7 @@ func TestVerify_Tamper(t *testing.T) {
 			tamper: func(t *testing.T, tl *testLog, es []trail.Entry) (string, string) {
 				_, n := seqOfWS(t, es, "ws-a", 2)
 				seqB, _ := seqOfWS(t, es, "ws-b", 2)
-				rawSet(t, tl.db, rawLocalKey("ws-a", n), binary.BigEndian.AppendUint64(nil, seqB))
+				rawSetLocalPos(t, tl.db, "ws-a", n, seqB)
 				return "", "ws-a"
 			},
 			wantViolation: trail.ViolationChainBroken, wantWS: trail.ViolationChainBroken,
