@@ -178,4 +178,3 @@ func (lg *localGroup) write(txn interface{ Set(k, v []byte) error }, ws string) 
 	lg.dirty = false
 	return txn.Set(localKey(ws, lg.first), lg.seqs[:len(lg.seqs):len(lg.seqs)])
 }
-
