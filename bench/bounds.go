@@ -531,8 +531,7 @@ func boundRequesters(ctx context.Context, url string, clients int, req client.Ch
 					errs[i] = fmt.Errorf("requester %d: %w", i, err)
 					return
 				}
-				var cp checkpointchain.Checkpoint
-				if err := jsonv1.Unmarshal(m.Data, &cp); err != nil {
+				if _, err := client.DecodeCheckpoint(m.Data); err != nil { // the client library's decoder
 					errs[i] = fmt.Errorf("requester %d: decode reply: %w", i, err)
 					return
 				}

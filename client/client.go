@@ -12,6 +12,7 @@ import (
 	json "github.com/go-json-experiment/json/v1"
 	"github.com/nats-io/nats.go"
 
+	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/wire"
 )
 
@@ -204,8 +205,27 @@ func (c *Client) call(ctx context.Context, subject string, req, reply any, extra
 	if reply == nil {
 		return nil
 	}
+	if cp, ok := reply.(*checkpointchain.Checkpoint); ok {
+		var err error
+		if *cp, err = DecodeCheckpoint(resp.Data); err != nil {
+			return fmt.Errorf("decode reply of %s: %w", subject, err)
+		}
+		return nil
+	}
 	if err := json.Unmarshal(resp.Data, reply); err != nil {
 		return fmt.Errorf("decode reply of %s: %w", subject, err)
 	}
 	return nil
+}
+
+// DecodeCheckpoint decodes a checkpoint as the daemon sends it in a reply:
+// the form it writes (checkpointchain.Wire) by checkpointchain.ReadWire,
+// any other JSON by the JSON decoder, with the same result.
+func DecodeCheckpoint(data []byte) (checkpointchain.Checkpoint, error) {
+	if cp, ok := checkpointchain.ReadWire(data); ok {
+		return cp, nil
+	}
+	var cp checkpointchain.Checkpoint
+	err := json.Unmarshal(data, &cp)
+	return cp, err
 }

@@ -3,6 +3,7 @@ package client
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -53,6 +54,13 @@ func FuzzDecodeReply(f *testing.F) {
 			new(trail.VerifyResult), new(trail.TreeHead),
 		} {
 			_ = json.Unmarshal(data, v)
+		}
+		// The checkpoint's own decoder: its fast reader's result is the
+		// JSON decoder's (checkpointchain.FuzzReadWire).
+		cp, err := DecodeCheckpoint(data)
+		var want checkpointchain.Checkpoint
+		if werr := json.Unmarshal(data, &want); (err == nil) != (werr == nil) || err == nil && !reflect.DeepEqual(cp, want) {
+			t.Fatalf("DecodeCheckpoint(%q) = %+v, %v; the JSON decoder %+v, %v", data, cp, err, want, werr)
 		}
 	})
 }
