@@ -150,12 +150,7 @@ func TestDamage_ChangedLocalPrevHash(t *testing.T) {
 			if e.Workspace == "" || i == 0 {
 				continue
 			}
-			k := binary.BigEndian.AppendUint64([]byte("t/g/"), uint64(i+1))
-			item, err := txn.Get(k)
-			if err != nil {
-				return err
-			}
-			v, err := trailtest.Value(filepath.Join(d.dir, datadir.DatabaseDir), item)
+			v, err := trailtest.StoredValue(filepath.Join(d.dir, datadir.DatabaseDir), txn, uint64(i+1))
 			if err != nil {
 				return err
 			}
@@ -170,7 +165,7 @@ func TestDamage_ChangedLocalPrevHash(t *testing.T) {
 				v[j] = '0'
 			}
 			seq, id = uint64(i+1), e.ID
-			return txn.Set(k, v)
+			return trailtest.SetEntry(txn, seq, v)
 		}
 		return errors.New("no workspace entry with a local_prev_hash")
 	})

@@ -1,7 +1,6 @@
 package auditor_test
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -74,17 +73,13 @@ func update(t *testing.T, dir string, fn func(*badger.Txn) error) {
 	}
 }
 
-// tamperEntry rewrites the stored entry #seq (key t/g/<seq>, docs/formats.md).
+// tamperEntry rewrites the stored entry #seq (under t/g/, docs/formats.md),
+// as a key of its own.
 func tamperEntry(t *testing.T, dir string, seq uint64, fn func(e *trail.Entry)) {
 	t.Helper()
 	update(t, dir, func(txn *badger.Txn) error {
-		k := binary.BigEndian.AppendUint64([]byte("t/g/"), seq)
-		item, err := txn.Get(k)
-		if err != nil {
-			return err
-		}
 		var s map[string]json.RawMessage
-		v, err := trailtest.Value(filepath.Join(dir, datadir.DatabaseDir), item)
+		v, err := trailtest.StoredValue(filepath.Join(dir, datadir.DatabaseDir), txn, seq)
 		if err != nil {
 			return err
 		}
@@ -103,7 +98,7 @@ func tamperEntry(t *testing.T, dir string, seq uint64, fn func(e *trail.Entry)) 
 		if err != nil {
 			return err
 		}
-		return txn.Set(k, b)
+		return trailtest.SetEntry(txn, seq, b)
 	})
 }
 

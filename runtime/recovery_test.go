@@ -96,7 +96,7 @@ func rawDB(t testing.TB, dir string, fn func(txn *badger.Txn) error) {
 }
 
 func deleteEntry(seq uint64) func(*badger.Txn) error {
-	return func(txn *badger.Txn) error { return txn.Delete(trailtest.EntryKey(seq)) }
+	return func(txn *badger.Txn) error { return trailtest.DeleteEntry(txn, seq) }
 }
 
 // recoveries returns the recovery_completed bodies in the trail.
@@ -136,7 +136,7 @@ func TestRecovery_IntegrityCheck_QuarantinesBadTailAfterSignedHead(t *testing.T)
 	}{
 		{"flipped byte in the last entry", func(dir string, last uint64) func(*badger.Txn) error { return trailtest.FlipBody(dir, last) }, false, true},
 		{"undecodable last entry", func(_ string, last uint64) func(*badger.Txn) error {
-			return func(txn *badger.Txn) error { return txn.Set(trailtest.EntryKey(last), []byte("\x00garbage")) }
+			return func(txn *badger.Txn) error { return trailtest.SetEntry(txn, last, []byte("\x00garbage")) }
 		}, false, false},
 		{"last entry deleted", func(_ string, last uint64) func(*badger.Txn) error { return deleteEntry(last) }, true, false},
 	}
@@ -241,8 +241,8 @@ func TestRecovery_IntegrityCheck_RefusesBreakInsideSignedHead(t *testing.T) {
 	}
 	rawDB(t, dir, func(txn *badger.Txn) error {
 		for seq := uint64(1); seq <= size; seq++ {
-			if _, err := txn.Get(trailtest.EntryKey(seq)); err != nil {
-				t.Errorf("entry #%d after the refusal: %v", seq, err)
+			if ok, err := trailtest.HasEntry(txn, seq); !ok || err != nil {
+				t.Errorf("entry #%d after the refusal: stored %v, %v", seq, ok, err)
 			}
 		}
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte("t/q/")})

@@ -72,6 +72,20 @@ func (a *Ahead) ValueExtra(item *badger.Item, fn func(v, x []byte, extra bool) e
 	})
 }
 
+// Get is Log.Get for the reader, of the pointer encoded in pb (DecodePtr):
+// it notes the block the value is in, as ValueExtra does.
+func (a *Ahead) Get(pb []byte) ([]byte, error) {
+	p, err := DecodePtr(pb)
+	if err != nil {
+		return nil, err
+	}
+	if a == nil {
+		return (*Log)(nil).Get(p)
+	}
+	a.enter(Pos{File: p.File, Off: p.Off})
+	return a.l.Get(p)
+}
+
 // enter tells the goroutine that the reader is in block at, when that is
 // another block than the last.
 func (a *Ahead) enter(at Pos) {

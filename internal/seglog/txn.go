@@ -75,6 +75,18 @@ func (t *Txn) Delete(key []byte) error {
 	return nil
 }
 
+// Add adds value to the block without a key of its own and returns the
+// pointer to it (PtrSize bytes), for the caller to keep in a value it sets
+// (a group of pointers). ok is false on a nil Log and for an empty value:
+// the caller then sets the value in Badger itself. Like SetValue, it
+// keeps value until the block is sealed.
+func (t *Txn) Add(value []byte) (ptr []byte, ok bool) {
+	if t.l == nil || len(value) == 0 {
+		return nil, false
+	}
+	return t.l.add(value, nil), true
+}
+
 // SetValue sets key to value kept in the block, with a pointer in Badger.
 // On a nil Log, and for an empty value, value is set in Badger itself.
 // Like badger.Txn.Set, it keeps value until the block is sealed.

@@ -268,17 +268,18 @@ func (c *checker) localFail(ws, format string, args ...any) {
 // with the stored Merkle nodes level by level, until the
 // first bad entry.
 func (c *checker) entries(txn *badger.Txn) error {
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixGlobal, PrefetchValues: true, PrefetchSize: 256})
-	defer it.Close()
+	g := newGlobalIter(txn, badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 256})
+	defer g.close()
 	nodes := newNodeCheck(txn)
 	defer nodes.close()
 	locals := localIndexes{txn: txn, its: map[string]*localCursor{}}
 	defer locals.close()
-	for it.Seek(globalKey(c.r.Prev.Seq + 1)); it.Valid(); it.Next() {
+	for g.seek(c.r.Prev.Seq + 1); g.valid(); g.next() {
 		if err := c.ctx.Err(); err != nil {
 			return err
 		}
-		seq := binary.BigEndian.Uint64(it.Item().Key()[len(prefixGlobal):])
+		ge := g.entry()
+		seq := ge.seq
 		c.res.Examined++
 		want := c.r.Prev.Seq + 1
 		if seq != want {
@@ -286,7 +287,7 @@ func (c *checker) entries(txn *badger.Txn) error {
 			break
 		}
 		var s stored
-		if err := c.opts.Seg.Value(it.Item(), func(v []byte) (err error) { s, err = readStored(v); return err }); err != nil {
+		if err := ge.value(c.opts.Seg, func(v []byte) (err error) { s, err = readStored(v); return err }); err != nil {
 			c.fail(trail.NewFinding(seq, "", trail.ViolationHashMismatch, "undecodable entry: %v", err))
 			break
 		}
@@ -295,7 +296,7 @@ func (c *checker) entries(txn *badger.Txn) error {
 			c.fail(f)
 			break
 		}
-		c.extra(it.Item(), seq, e)
+		c.extra(ge, e)
 		if c.opts.visits(string(e.EventType)) {
 			c.opts.Visit(seq, Visited{ID: []byte(e.ID), EventType: []byte(e.EventType), Body: e.Body})
 		}
@@ -312,12 +313,9 @@ func (c *checker) entries(txn *badger.Txn) error {
 	}
 	c.res.Last = c.res.Valid
 	if c.res.Violation != "" {
-		// Find the last entry stored beyond the valid prefix, keys only.
-		last := txn.NewIterator(badger.IteratorOptions{Prefix: prefixGlobal, Reverse: true})
-		defer last.Close()
-		last.Seek(append(bytes.Clone(prefixGlobal), 0xff))
-		if last.Valid() {
-			c.res.Last = max(c.res.Last, binary.BigEndian.Uint64(last.Item().Key()[len(prefixGlobal):]))
+		// Find the last entry stored beyond the valid prefix.
+		if last, _ := lastStored(txn); last > 0 {
+			c.res.Last = max(c.res.Last, last)
 		}
 	}
 	return nil
@@ -409,17 +407,17 @@ func (n *nodeCheck) visit(id compact.NodeID, hash []byte) {
 // extra checks the entry hash and id kept beside the pointer of entry
 // #seq, e, in the segments (the Merkle tree's low nodes and the search by
 // id read them).
-func (c *checker) extra(item *badger.Item, seq uint64, e trail.Entry) {
+func (c *checker) extra(ge *gEntry, e trail.Entry) {
 	if c.res.Derived != "" {
 		return
 	}
-	hash, id, ok, err := entryExtra(item)
+	hash, id, ok, err := ge.extra()
 	if !ok {
 		return
 	}
 	leaf, lerr := trail.LeafData(e)
 	if err != nil || lerr != nil || !bytes.Equal(hash, leaf) || id != e.ID {
-		c.derivedFail(string(item.KeyCopy(nil)), "entry #%d: beside its pointer %x %q, the entry is %s %q (%v)", seq, hash, id, e.Integrity.EntryHash, e.ID, err)
+		c.derivedFail(string(bytes.Clone(ge.key)), "entry #%d: beside its pointer %x %q, the entry is %s %q (%v)", ge.seq, hash, id, e.Integrity.EntryHash, e.ID, err)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/transparency-dev/merkle/compact"
 
 	"github.com/wacpd/wacpd/internal/seglog"
+	"github.com/wacpd/wacpd/internal/trailtest"
 	"github.com/wacpd/wacpd/trail"
 )
 
@@ -24,7 +25,13 @@ func (tl *testLog) set(key, val []byte) {
 
 func (tl *testLog) del(key []byte) {
 	tl.t.Helper()
-	if err := tl.db.Update(func(txn *badger.Txn) error { return txn.Delete(key) }); err != nil {
+	err := tl.db.Update(func(txn *badger.Txn) error {
+		if seq, ok := entrySeq(key); ok {
+			return trailtest.DeleteEntry(txn, seq) // wherever it is stored
+		}
+		return txn.Delete(key)
+	})
+	if err != nil {
 		tl.t.Fatal(err)
 	}
 }
@@ -476,46 +483,69 @@ func TestCheck_VisitEvent(t *testing.T) {
 
 // TestCheck_ExtraBesideThePointer: the entry hash and id kept beside an
 // entry's pointer (read by the Merkle tree's low nodes and the search by
-// id) are checked against the entry, a difference is a derived problem at
-// the entry's key, and Repair writes them again.
+// id), in its group's record or after a key's own pointer, are checked
+// against the entry, a difference is a derived problem at the key that
+// holds them, and Repair writes them again.
 func TestCheck_ExtraBesideThePointer(t *testing.T) {
-	for _, part := range []string{"hash", "id"} {
-		t.Run(part, func(t *testing.T) {
-			tl := newTestLog(t)
-			tl.interleaved(16, "w1", "w2")
-			key := globalKey(5)
-			err := tl.db.Update(func(txn *badger.Txn) error {
-				item, err := txn.Get(key)
+	for _, form := range []string{"group", "own key"} {
+		for _, part := range []string{"hash", "id"} {
+			t.Run(form+" "+part, func(t *testing.T) {
+				tl := newTestLog(t)
+				tl.interleaved(16, "w1", "w2") // batches of five: entries 1-5 are the group at 1
+				key := globalKey(1)
+				err := tl.db.Update(func(txn *badger.Txn) error {
+					item, err := txn.Get(key)
+					if err != nil {
+						return err
+					}
+					if item.UserMeta() != metaGroup {
+						t.Fatalf("entries 1-5 are not a group (meta %d)", item.UserMeta())
+					}
+					v, err := item.ValueCopy(nil)
+					if err != nil {
+						return err
+					}
+					// Entry #5's record: the fifth.
+					off := 0
+					for range 4 {
+						if _, _, _, off, err = nextRecord(v, off); err != nil {
+							return err
+						}
+					}
+					ptr, leaf, id, end, err := nextRecord(v, off)
+					if err != nil || end != len(v) {
+						t.Fatalf("entry #5's record: %v, ends at %d of %d", err, end, len(v))
+					}
+					rec := append(append(bytes.Clone(ptr), leaf...), id...) // as a key of its own holds it
+					i := seglog.PtrSize                                     // the hash's first byte
+					if part == "id" {
+						i = len(rec) - 1
+					}
+					rec[i] ^= 0x01
+					if form == "own key" { // as layout 2 wrote it
+						key = globalKey(5)
+						if err := txn.SetEntry(badger.NewEntry(globalKey(1), v[:off]).WithMeta(metaGroup)); err != nil {
+							return err
+						}
+						return txn.SetEntry(badger.NewEntry(key, rec).WithMeta(seglog.Meta))
+					}
+					v = appendRecord(v[:off], rec[:seglog.PtrSize], rec[seglog.PtrSize:seglog.PtrSize+32], string(rec[seglog.PtrSize+32:]))
+					return txn.SetEntry(badger.NewEntry(key, v).WithMeta(metaGroup))
+				})
 				if err != nil {
-					return err
+					t.Fatal(err)
 				}
-				if item.UserMeta() != seglog.Meta {
-					t.Fatalf("entry #5 is not in the segments (meta %d)", item.UserMeta())
+				res := tl.check(16)
+				if res.Violation != "" || res.Valid != 16 || res.DerivedAt != string(key) || res.OK() {
+					t.Fatalf("Check = %+v, want 16 valid entries and a derived problem at %q", res, key)
 				}
-				v, err := item.ValueCopy(nil)
-				if err != nil {
-					return err
+				if _, err := Repair(context.Background(), tl.db, tl.seg, res, "now"); err != nil {
+					t.Fatal(err)
 				}
-				i := seglog.PtrSize // the hash's first byte
-				if part == "id" {
-					i = len(v) - 1
+				if res := tl.check(16); !res.OK() || res.Derived != "" {
+					t.Fatalf("after Repair: %+v", res)
 				}
-				v[i] ^= 0x01
-				return txn.SetEntry(badger.NewEntry(key, v).WithMeta(seglog.Meta))
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			res := tl.check(16)
-			if res.Violation != "" || res.Valid != 16 || res.DerivedAt != string(key) || res.OK() {
-				t.Fatalf("Check = %+v, want 16 valid entries and a derived problem at %q", res, key)
-			}
-			if _, err := Repair(context.Background(), tl.db, tl.seg, res, "now"); err != nil {
-				t.Fatal(err)
-			}
-			if res := tl.check(16); !res.OK() || res.Derived != "" {
-				t.Fatalf("after Repair: %+v", res)
-			}
-		})
+		}
 	}
 }

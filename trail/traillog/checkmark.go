@@ -75,11 +75,11 @@ func (c *checker) resume(txn *badger.Txn) {
 		return
 	}
 	var s stored
-	item, err := txn.Get(globalKey(m.Global.Seq))
-	if err != nil {
+	e, ok, err := entryAt(txn, m.Global.Seq)
+	if err != nil || !ok {
 		return
 	}
-	if c.opts.Seg.Value(item, func(v []byte) (err error) { s, err = readStored(v); return err }) != nil ||
+	if e.value(c.opts.Seg, func(v []byte) (err error) { s, err = readStored(v); return err }) != nil ||
 		s.Entry.ID != m.Global.ID || trail.HashCanonical(s.Entry) != m.Global.Hash || s.Entry.Integrity.EntryHash != m.Global.Hash {
 		return
 	}

@@ -13,8 +13,11 @@
 //
 // # Keys
 //
-// Key prefix "t/": t/g/<seq:8 BE> the stored entry (global view plus
-// local_prev_hash); t/w/<ws>/<n:8 BE> -> seq; t/h/g the global head;
+// Key prefix "t/": t/g/<seq:8 BE> the stored entries of one batch from
+// #seq on (global view plus local_prev_hash, in the segment files: a group
+// of pointers, global.go), or one entry; t/w/<ws>/<n:8 BE> -> the seqs of
+// the workspace's positions n, n+1, … of one batch (local.go); t/h/g the
+// global head;
 // t/h/w/<ws> the local heads (trail.Head as JSON); t/m/<level:1><index:8
 // BE> the Merkle nodes of level 4 and above (the lower ones are computed
 // from at most 15 entries); t/v the key layout (layout.go: an entry is

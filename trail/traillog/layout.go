@@ -2,7 +2,6 @@ package traillog
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -23,12 +22,13 @@ import (
 // entries, are recomputed from those entries' hashes when a proof or a root
 // needs them. That is 5.6 keys fewer per checkpoint (of 18).
 //
-// Layout 3 (issue 13's twelfth session) keeps a workspace's local index
-// positions of one batch under one key (local.go) instead of one key per
-// position: two keys fewer per checkpoint at 64 agents. A key of layout 2
-// is a group of one position, so a layout-2 trail reads as it is; Upgrade
-// only marks it. Builds of layout 2 refuse a layout-3 data dir (ErrLayout)
-// rather than misread its groups.
+// Layout 3 (issue 13's twelfth session) keeps the entries of one batch
+// under one t/g/ key (global.go) and a workspace's local index positions
+// of one batch under one t/w/ key (local.go), instead of a key per entry
+// and per position: about five keys fewer per checkpoint at 64 agents.
+// Layout 2's keys (one entry, one position) are read as they are, so
+// Upgrade only marks a layout-2 trail. Builds of layout 2 refuse a
+// layout-3 data dir (ErrLayout) rather than misread its groups.
 var (
 	keyLayout = []byte("t/v")
 	// prefixID is layout 1's id index, removed by Upgrade.
@@ -147,23 +147,23 @@ func legacyKeys(txn *badger.Txn) (keys [][]byte, ids, nodes int) {
 func lowNode(txn *badger.Txn, seg *seglog.Log, id compact.NodeID) ([]byte, error) {
 	first := id.Index << id.Level // 0-based leaf index
 	n := uint64(1) << id.Level
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixGlobal})
-	defer it.Close()
+	g := newGlobalIter(txn, badger.IteratorOptions{})
+	defer g.close()
 	rng := trail.RangeFactory.NewEmptyRange(first)
-	it.Seek(globalKey(first + 1))
+	g.seek(first + 1)
 	for i := range n {
 		seq := first + 1 + i
-		if !it.Valid() || binary.BigEndian.Uint64(it.Item().Key()[len(prefixGlobal):]) != seq {
+		if !g.valid() || g.entry().seq != seq {
 			return nil, fmt.Errorf("merkle node (%d,%d): entry #%d: %w", id.Level, id.Index, seq, badger.ErrKeyNotFound)
 		}
-		leaf, _, err := leafAndID(seg, it.Item())
+		leaf, _, err := g.entry().leafAndID(seg)
 		if err != nil {
 			return nil, fmt.Errorf("merkle node (%d,%d): entry #%d: %w", id.Level, id.Index, seq, err)
 		}
 		if err := rng.Append(trail.Hasher{}.HashLeaf(leaf), nil); err != nil {
 			return nil, err
 		}
-		it.Next()
+		g.next()
 	}
 	h := rng.Hashes()
 	if len(h) != 1 {
@@ -224,16 +224,16 @@ func firstAfterID(txn *badger.Txn, seg *seglog.Log, id string, n uint64) (uint64
 // entry beyond the snapshot (committed after it) counts as greater, with
 // the id "".
 func searchID(txn *badger.Txn, seg *seglog.Log, id string, n uint64, after bool) (seq uint64, at string, err error) {
+	g := newGlobalIter(txn, badger.IteratorOptions{})
+	defer g.close()
 	lo, hi := uint64(1), n
 	for lo <= hi {
 		mid := lo + (hi-lo)/2
-		item, err := txn.Get(globalKey(mid))
-		got, beyond := "", errors.Is(err, badger.ErrKeyNotFound)
-		if err != nil && !beyond {
-			return 0, "", fmt.Errorf("entry #%d: %w", mid, err)
-		}
+		g.seek(mid)
+		got, beyond := "", !g.valid() || g.entry().seq != mid
 		if !beyond {
-			if _, got, err = leafAndID(seg, item); err != nil {
+			var err error
+			if _, got, err = g.entry().leafAndID(seg); err != nil {
 				return 0, "", fmt.Errorf("entry #%d: %w", mid, err)
 			}
 		}

@@ -148,13 +148,19 @@ func (l *Log) LocalLen(ws string) uint64 {
 // committed in the order they were started; a batch started with
 // NewBatchAfter continues one whose transaction is still being written.
 type Batch struct {
-	log     *Log
-	parent  *Batch // the batch this one continues, until Detach
-	txn     *seglog.Txn
-	global  trail.Head
-	local   map[string]trail.Head // heads touched by this batch
-	groups  localGroups           // the local index positions of this batch's entries
-	rng     *compact.Range        // the Merkle tree including this batch's entries
+	log    *Log
+	parent *Batch // the batch this one continues, until Detach
+	txn    *seglog.Txn
+	global trail.Head
+	local  map[string]trail.Head // heads touched by this batch
+	groups localGroups           // the local index positions of this batch's entries
+	// The group of the batch's entries (global.go): their records, the
+	// seq of the first, how many, and whether it changed since Flush.
+	grec    []byte
+	gfirst  uint64
+	gn      int
+	gdirty  bool
+	rng     *compact.Range // the Merkle tree including this batch's entries
 	entries []trail.Entry
 	// unflushed: entries were appended since the last Flush.
 	unflushed bool
@@ -233,9 +239,9 @@ func (b *Batch) Append(ev Event) (trail.Entry, error) {
 	}
 	val := appendStored(make([]byte, 0, 384+len(e.Body)), stored{Entry: e, LocalPrev: localPrev})
 	// Beside the pointer, the entry hash and the id: the Merkle tree's low
-	// nodes and the search by id read them without the segments.
-	extra := append(append(make([]byte, 0, len(leaf)+len(e.ID)), leaf...), e.ID...)
-	if err := b.txn.SetValueExtra(globalKey(seq), val, extra); err != nil {
+	// nodes and the search by id read them without the segments. In the
+	// segment files, the batch's entries are one key's group (global.go).
+	if err := b.addEntry(seq, val, leaf, e.ID); err != nil {
 		return trail.Entry{}, fmt.Errorf("append %s: %w", ev.Type, err)
 	}
 	b.global = trail.Head{Seq: seq, Hash: e.Integrity.EntryHash, ID: e.ID, Timestamp: e.Timestamp}
@@ -251,6 +257,44 @@ func (b *Batch) Append(ev Event) (trail.Entry, error) {
 	return e, nil
 }
 
+// addEntry stores entry #seq (its stored value val, hash leaf and id): in
+// the batch's group when the values go to the segment files, else under a
+// key of its own.
+func (b *Batch) addEntry(seq uint64, val, leaf []byte, id string) error {
+	ptr, ok := b.txn.Add(val)
+	if !ok || len(id) == 0 || len(id) > 255 {
+		extra := append(append(make([]byte, 0, len(leaf)+len(id)), leaf...), id...)
+		if ok { // an id a record cannot hold: a key of its own
+			return b.txn.SetEntry(badger.NewEntry(globalKey(seq), append(ptr, extra...)).WithMeta(seglog.Meta))
+		}
+		return b.txn.SetValueExtra(globalKey(seq), val, extra)
+	}
+	if b.gn > 0 && (b.gn == maxEntryGroup || b.gfirst+uint64(b.gn) != seq) {
+		if err := b.flushGroup(); err != nil {
+			return err
+		}
+		b.gn = 0
+	}
+	if b.gn == 0 {
+		b.gfirst, b.grec = seq, make([]byte, 0, 128)
+	}
+	b.grec = appendRecord(b.grec, ptr, leaf, id)
+	b.gn++
+	b.gdirty = true
+	return nil
+}
+
+// flushGroup sets the group's key to its records so far. The value set is
+// b.grec as it is now: later records are appended past its end, which
+// changes none of its bytes.
+func (b *Batch) flushGroup() error {
+	if !b.gdirty {
+		return nil
+	}
+	b.gdirty = false
+	return b.txn.SetEntry(badger.NewEntry(globalKey(b.gfirst), b.grec[:len(b.grec):len(b.grec)]).WithMeta(metaGroup))
+}
+
 // Flush writes the heads of the chains the batch's entries moved, and the
 // local index positions of its entries (one key per workspace: local.go),
 // into its transaction: call it once every entry is appended, before the
@@ -260,6 +304,9 @@ func (b *Batch) Append(ev Event) (trail.Entry, error) {
 func (b *Batch) Flush() error {
 	if !b.unflushed {
 		return nil
+	}
+	if err := b.flushGroup(); err != nil {
+		return fmt.Errorf("trail entries: %w", err)
 	}
 	for ws, lg := range b.groups {
 		if err := lg.write(b.txn, ws); err != nil {

@@ -549,8 +549,9 @@ func TestTrail_FlushWritesTheHeads(t *testing.T) {
 	}
 	tl.verifyOK("")
 
-	// Without Flush the batch's entries are stored, its heads are not: a
-	// check finds them missing.
+	// Without Flush neither the batch's heads nor its entries' key (their
+	// group is written at Flush) are stored: the next batch's entries,
+	// chained onto them, are found after a gap.
 	txn := tl.db.NewTransaction(true)
 	defer txn.Discard()
 	b := tl.log.NewBatch(tl.seg.Txn(txn))
@@ -559,6 +560,7 @@ func TestTrail_FlushWritesTheHeads(t *testing.T) {
 	}
 	tl.commit(txn)
 	b.Commit()
+	tl.append(tl.wsEv("ws-c"))
 	if res, err := tl.log.Verify(context.Background(), ""); err != nil || res.OK {
 		t.Errorf("a batch committed without Flush verifies: %+v, %v", res, err)
 	}

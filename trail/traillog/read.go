@@ -136,14 +136,14 @@ func (s stored) local() trail.Entry { return trail.LocalView(s.Entry, s.LocalPre
 // order, restricted to workspace ws when ws is set, until fn returns false.
 func (l *Log) scan(ctx context.Context, txn *badger.Txn, ws string, after uint64, fn func(stored) bool) error {
 	if ws == "" {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixGlobal, PrefetchValues: true, PrefetchSize: 256})
-		defer it.Close()
-		for it.Seek(globalKey(after + 1)); it.Valid(); it.Next() {
+		g := newGlobalIter(txn, badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 256})
+		defer g.close()
+		for g.seek(after + 1); g.valid(); g.next() {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			var s stored
-			if err := l.seg.Value(it.Item(), func(v []byte) (err error) { s, err = decodeStored(v); return err }); err != nil {
+			if err := g.entry().value(l.seg, func(v []byte) (err error) { s, err = decodeStored(v); return err }); err != nil {
 				return err
 			}
 			if !fn(s) {
@@ -152,6 +152,10 @@ func (l *Log) scan(ctx context.Context, txn *badger.Txn, ws string, after uint64
 		}
 		return nil
 	}
+	// The workspace's entries, each found from the last (most are in the
+	// group the last was in, or a later one).
+	g := newGlobalIter(txn, badger.IteratorOptions{})
+	defer g.close()
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: localPrefix(ws), PrefetchValues: true})
 	defer it.Close()
 	var v []byte
@@ -176,7 +180,10 @@ func (l *Log) scan(ctx context.Context, txn *badger.Txn, ws string, after uint64
 				continue
 			}
 			var s stored
-			if err := getStored(txn, l.seg, seq, &s); err != nil {
+			if g.seek(seq); !g.valid() || g.entry().seq != seq {
+				return fmt.Errorf("entry #%d: %w", seq, badger.ErrKeyNotFound)
+			}
+			if err := g.entry().value(l.seg, func(v []byte) (err error) { s, err = decodeStored(v); return err }); err != nil {
 				return err
 			}
 			if !fn(s) {

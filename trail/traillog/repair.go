@@ -63,6 +63,8 @@ func quarantine(db *badger.DB, seg *seglog.Log, res CheckResult, at string) ([]Q
 		return nil, nil
 	}
 	var out []Quarantined
+	var gone [][]byte     // keys of entries after the valid prefix only
+	var cut *badger.Entry // a group of valid entries and others, cut to the valid ones
 	err := view(db, "repair trail", func(txn *badger.Txn) error {
 		ids := tailIDs(txn, res.Valid)
 		next := res.Valid + 1
@@ -77,19 +79,30 @@ func quarantine(db *badger.DB, seg *seglog.Log, res CheckResult, at string) ([]Q
 				out = append(out, Quarantined{Seq: next, ID: ids[next], Missing: true, Reason: reason(next), At: at})
 			}
 		}
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixGlobal, PrefetchValues: true})
-		defer it.Close()
-		for it.Seek(globalKey(res.Valid + 1)); it.Valid(); it.Next() {
-			seq := binary.BigEndian.Uint64(it.Item().Key()[len(prefixGlobal):])
+		g := newGlobalIter(txn, badger.IteratorOptions{PrefetchValues: true})
+		defer g.close()
+		for g.seek(res.Valid + 1); g.valid(); g.next() {
+			ge := g.entry()
+			seq := ge.seq
 			missing(seq)
-			v, err := seg.ValueCopy(it.Item())
+			// The keys that hold the entry: removed, or, for a group that
+			// also holds valid entries, cut to them.
+			switch {
+			case ge.item == nil && ge.first <= res.Valid:
+				if cut == nil {
+					cut = &badger.Entry{Key: bytes.Clone(ge.key), Value: bytes.Clone(ge.grp[:ge.off]), UserMeta: metaGroup}
+				}
+			case ge.item != nil || seq == ge.first:
+				gone = append(gone, bytes.Clone(ge.key))
+			}
+			v, err := ge.valueCopy(seg)
 			q := Quarantined{Seq: seq, ID: ids[seq], Reason: reason(seq), At: at, Value: v}
 			switch {
-			case errors.Is(err, seglog.ErrDamaged):
-				// Its bytes are lost with their block: quarantined without
-				// them, its id from beside the pointer.
+			case errors.Is(err, seglog.ErrDamaged) || errors.Is(err, seglog.ErrPointer) || errors.Is(err, ErrGroup):
+				// Its bytes are lost with their block (or its record): quarantined
+				// without them, its id from beside the pointer when readable.
 				q.Value, q.Reason = nil, q.Reason+"; its bytes are unreadable: "+err.Error()
-				if _, id, ok, xerr := entryExtra(it.Item()); ok && xerr == nil && q.ID == "" {
+				if _, id, ok, xerr := ge.extra(); ok && xerr == nil && q.ID == "" {
 					q.ID = id
 				}
 				out = append(out, q)
@@ -126,11 +139,14 @@ func quarantine(db *badger.DB, seg *seglog.Log, res CheckResult, at string) ([]Q
 	}
 	del := db.NewWriteBatch()
 	defer del.Cancel()
-	for _, q := range out {
-		if !q.Missing {
-			if err := del.Delete(globalKey(q.Seq)); err != nil {
-				return nil, err
-			}
+	if cut != nil {
+		if err := del.SetEntry(cut); err != nil {
+			return nil, err
+		}
+	}
+	for _, k := range gone {
+		if err := del.Delete(k); err != nil {
+			return nil, err
 		}
 	}
 	if err := del.Flush(); err != nil {
@@ -207,18 +223,20 @@ func rebuild(ctx context.Context, db *badger.DB, seg *seglog.Log, valid uint64) 
 	rng := trail.RangeFactory.NewEmptyRange(0)
 	var werr error
 	err = view(db, "repair trail", func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixGlobal, PrefetchValues: true, PrefetchSize: 256})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
+		g := newGlobalIter(txn, badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 256})
+		defer g.close()
+		var fix groupFix
+		for g.seek(1); g.valid(); g.next() {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			seq := binary.BigEndian.Uint64(it.Item().Key()[len(prefixGlobal):])
+			ge := g.entry()
+			seq := ge.seq
 			if seq > valid {
 				break
 			}
 			var s stored
-			if err := seg.Value(it.Item(), func(v []byte) (err error) { s, err = readStored(v); return err }); err != nil {
+			if err := ge.value(seg, func(v []byte) (err error) { s, err = readStored(v); return err }); err != nil {
 				return fmt.Errorf("entry #%d: %w", seq, err)
 			}
 			e := s.Entry
@@ -234,7 +252,11 @@ func rebuild(ctx context.Context, db *badger.DB, seg *seglog.Log, valid uint64) 
 			if err != nil {
 				return fmt.Errorf("entry #%d: %w", seq, err)
 			}
-			if err := fixExtra(wb, it.Item(), leaf, e.ID); err != nil {
+			if ge.item != nil {
+				if err := fixExtra(wb, ge.item, leaf, e.ID); err != nil {
+					return fmt.Errorf("entry #%d: %w", seq, err)
+				}
+			} else if err := fix.add(wb, ge, leaf, e.ID); err != nil {
 				return fmt.Errorf("entry #%d: %w", seq, err)
 			}
 			if err := rng.Append(trail.Hasher{}.HashLeaf(leaf), func(id compact.NodeID, h []byte) {
@@ -245,6 +267,9 @@ func rebuild(ctx context.Context, db *badger.DB, seg *seglog.Log, valid uint64) 
 				return err
 			}
 			global = trail.Head{Seq: seq, Hash: e.Integrity.EntryHash, ID: e.ID, Timestamp: e.Timestamp}
+		}
+		if err := fix.flush(wb); err != nil {
+			return err
 		}
 		return werr
 	})
@@ -275,6 +300,42 @@ func rebuild(ctx context.Context, db *badger.DB, seg *seglog.Log, valid uint64) 
 		return fmt.Errorf("rebuild derived records: %w", err)
 	}
 	return nil
+}
+
+// groupFix writes a group of entries again, during rebuild, when the
+// hash or id of one of its records is not its entry's (fixExtra for a
+// key of its own).
+type groupFix struct {
+	key     []byte // the group's
+	rec     []byte // its records so far, with the entries' hashes and ids
+	changed bool
+}
+
+// add takes the next entry of the walk, ge, whose hash is leaf and id id.
+func (f *groupFix) add(wb *badger.WriteBatch, ge *gEntry, leaf []byte, id string) error {
+	if !bytes.Equal(f.key, ge.key) {
+		if err := f.flush(wb); err != nil {
+			return err
+		}
+		f.key, f.rec = bytes.Clone(ge.key), nil
+	}
+	if len(id) == 0 || len(id) > 255 {
+		return fmt.Errorf("%w: an id of %d bytes", ErrGroup, len(id))
+	}
+	if !bytes.Equal(ge.leaf, leaf) || string(ge.id) != id {
+		f.changed = true
+	}
+	f.rec = appendRecord(f.rec, ge.ptr, leaf, id)
+	return nil
+}
+
+// flush writes the group walked last if one of its records changed.
+func (f *groupFix) flush(wb *badger.WriteBatch) error {
+	if !f.changed {
+		return nil
+	}
+	f.changed = false
+	return wb.SetEntry(badger.NewEntry(f.key, f.rec).WithMeta(metaGroup))
 }
 
 // fixExtra writes again the entry hash and id beside the pointer of a

@@ -247,13 +247,17 @@ func (p *parser) scanObject() bool {
 	return false
 }
 
-// getStored reads the stored entry of global seq into s.
+// getStored reads the stored entry of global seq into s
+// (badger.ErrKeyNotFound when it is not stored).
 func getStored(txn *badger.Txn, seg *seglog.Log, seq uint64, s *stored) error {
-	item, err := txn.Get(globalKey(seq))
-	if err != nil {
+	e, ok, err := entryAt(txn, seq)
+	switch {
+	case err != nil:
 		return err
+	case !ok:
+		return fmt.Errorf("entry #%d: %w", seq, badger.ErrKeyNotFound)
 	}
-	return seg.Value(item, func(v []byte) (err error) { *s, err = decodeStored(v); return err })
+	return e.value(seg, func(v []byte) (err error) { *s, err = decodeStored(v); return err })
 }
 
 // entryExtra returns the entry hash and id kept beside the pointer of a

@@ -98,11 +98,11 @@ func (l *Log) backfill() (*compact.Range, error) {
 	}
 	var werr error
 	err := view(l.db, "read trail", func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixGlobal, PrefetchValues: true, PrefetchSize: 256})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
+		g := newGlobalIter(txn, badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 256})
+		defer g.close()
+		for g.seek(1); g.valid(); g.next() {
 			var s stored
-			if err := l.seg.Value(it.Item(), func(v []byte) (err error) { s, err = decodeStored(v); return err }); err != nil {
+			if err := g.entry().value(l.seg, func(v []byte) (err error) { s, err = decodeStored(v); return err }); err != nil {
 				return err
 			}
 			leaf, err := trail.LeafData(s.Entry)

@@ -2,7 +2,6 @@ package traillog
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/hex"
 	goruntime "runtime"
 	"slices"
@@ -149,77 +148,93 @@ func (c *checker) fastEntries(txn *badger.Txn) bool {
 	// No prefetching by Badger: it starts a goroutine per item to prefetch its
 	// value, and entries are small values kept in the tables themselves,
 	// which Value reads without I/O.
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixGlobal})
-	defer it.Close()
-	for it.Seek(globalKey(prevSeq + 1)); it.Valid(); it.Next() {
+	// visit checks entry #seq, its stored value v, and the hash and id
+	// kept beside its pointer when hasExtra.
+	var seq uint64
+	visit := func(v, xLeaf, xID []byte, hasExtra bool) error {
+		r, good := scanStored(v)
+		if !good || !r.fastable() || string(r.alg) != trail.Algorithm || !bytes.Equal(r.prev, prevHash) || (r.hasPrev != (prevSeq > 0)) ||
+			(prevID != nil && (bytes.Compare(r.id, prevID) <= 0 || bytes.Compare(r.ts, prevTS) < 0)) ||
+			len(r.entryHash) != len(hashPrefix)+64 || string(r.entryHash[:len(hashPrefix)]) != hashPrefix {
+			return errFastPath
+		}
+		if _, err := hex.Decode(leaf[:], r.entryHash[len(hashPrefix):]); err != nil {
+			return errFastPath
+		}
+		if hasExtra && (!bytes.Equal(xLeaf, leaf[:]) || !bytes.Equal(xID, r.id)) {
+			return errFastPath // the reference walk names it
+		}
+		h.add(&r, r.prev, r.hasPrev, true, r.entryHash)
+		if !r.hasWS {
+			if len(r.localHash) > 0 || r.hasLocalPrev {
+				return errFastPath
+			}
+		} else {
+			last := locals[string(r.ws)]
+			if hd, ok := rl.Local[string(r.ws)]; last == nil && ok { // its chain up to the mark
+				last = &localChain{hash: []byte(hd.Hash), ts: []byte(hd.Timestamp), id: []byte(hd.ID), base: hd.Seq, terminal: rl.Terminal[string(r.ws)]}
+				locals[string(r.ws)] = last
+			}
+			var lastHash []byte
+			if last != nil {
+				lastHash = last.hash
+			}
+			if !bytes.Equal(r.localPrev, lastHash) || r.hasLocalPrev != (last != nil) || len(r.localHash) == 0 {
+				return errFastPath
+			}
+			if last != nil && (last.terminal || bytes.Compare(r.ts, last.ts) <= 0) {
+				return errFastPath
+			}
+			h.add(&r, r.localPrev, r.hasLocalPrev, false, r.localHash)
+			if last == nil {
+				last = &localChain{}
+				locals[string(r.ws)] = last
+			}
+			last.hash = append(last.hash[:0], r.localHash...)
+			last.ts = append(last.ts[:0], r.ts...)
+			last.id = append(last.id[:0], r.id...)
+			last.seqs = append(last.seqs, seq)
+			if string(r.typ) == string(trail.EventWorkspaceStateChanged) && trail.EndsWorkspace(r.body) {
+				last.terminal = true
+			}
+		}
+		tree.add(leaf)
+		if c.opts.visits(string(r.typ)) {
+			visits.add(seq, &r)
+		}
+		prevHash = append(prevHash[:0], r.entryHash...)
+		prevID = append(prevID[:0], r.id...)
+		prevTS = append(prevTS[:0], r.ts...)
+		return nil
+	}
+	g := newGlobalIter(txn, badger.IteratorOptions{})
+	defer g.close()
+	for g.seek(prevSeq + 1); g.valid(); g.next() {
 		if prevSeq%4096 == 0 && (c.ctx.Err() != nil || h.failed.Load() || tree.failed.Load() || visits.hasFailed()) {
 			return false
 		}
-		item := it.Item()
-		seq := binary.BigEndian.Uint64(item.Key()[len(prefixGlobal):])
-		if seq != prevSeq+1 {
+		ge := g.entry()
+		if seq = ge.seq; seq != prevSeq+1 || ge.err != nil {
 			return false
 		}
 		c.res.Examined++
-		err := ahead.ValueExtra(item, func(v, x []byte, hasExtra bool) error {
-			if hasExtra && len(x) <= 32 {
-				return errFastPath // the reference walk names it (entryExtra)
+		var err error
+		if ge.item != nil {
+			err = ahead.ValueExtra(ge.item, func(v, x []byte, hasExtra bool) error {
+				if hasExtra && len(x) <= 32 {
+					return errFastPath // the reference walk names it (entryExtra)
+				}
+				if hasExtra {
+					return visit(v, x[:32], x[32:], true)
+				}
+				return visit(v, nil, nil, false)
+			})
+		} else {
+			var v []byte
+			if v, err = ahead.Get(ge.ptr); err == nil {
+				err = visit(v, ge.leaf, ge.id, true)
 			}
-			r, good := scanStored(v)
-			if !good || !r.fastable() || string(r.alg) != trail.Algorithm || !bytes.Equal(r.prev, prevHash) || (r.hasPrev != (prevSeq > 0)) ||
-				(prevID != nil && (bytes.Compare(r.id, prevID) <= 0 || bytes.Compare(r.ts, prevTS) < 0)) ||
-				len(r.entryHash) != len(hashPrefix)+64 || string(r.entryHash[:len(hashPrefix)]) != hashPrefix {
-				return errFastPath
-			}
-			if _, err := hex.Decode(leaf[:], r.entryHash[len(hashPrefix):]); err != nil {
-				return errFastPath
-			}
-			if hasExtra && (!bytes.Equal(x[:32], leaf[:]) || !bytes.Equal(x[32:], r.id)) {
-				return errFastPath // the reference walk names it
-			}
-			h.add(&r, r.prev, r.hasPrev, true, r.entryHash)
-			if !r.hasWS {
-				if len(r.localHash) > 0 || r.hasLocalPrev {
-					return errFastPath
-				}
-			} else {
-				last := locals[string(r.ws)]
-				if hd, ok := rl.Local[string(r.ws)]; last == nil && ok { // its chain up to the mark
-					last = &localChain{hash: []byte(hd.Hash), ts: []byte(hd.Timestamp), id: []byte(hd.ID), base: hd.Seq, terminal: rl.Terminal[string(r.ws)]}
-					locals[string(r.ws)] = last
-				}
-				var lastHash []byte
-				if last != nil {
-					lastHash = last.hash
-				}
-				if !bytes.Equal(r.localPrev, lastHash) || r.hasLocalPrev != (last != nil) || len(r.localHash) == 0 {
-					return errFastPath
-				}
-				if last != nil && (last.terminal || bytes.Compare(r.ts, last.ts) <= 0) {
-					return errFastPath
-				}
-				h.add(&r, r.localPrev, r.hasLocalPrev, false, r.localHash)
-				if last == nil {
-					last = &localChain{}
-					locals[string(r.ws)] = last
-				}
-				last.hash = append(last.hash[:0], r.localHash...)
-				last.ts = append(last.ts[:0], r.ts...)
-				last.id = append(last.id[:0], r.id...)
-				last.seqs = append(last.seqs, seq)
-				if string(r.typ) == string(trail.EventWorkspaceStateChanged) && trail.EndsWorkspace(r.body) {
-					last.terminal = true
-				}
-			}
-			tree.add(leaf)
-			if c.opts.visits(string(r.typ)) {
-				visits.add(seq, &r)
-			}
-			prevHash = append(prevHash[:0], r.entryHash...)
-			prevID = append(prevID[:0], r.id...)
-			prevTS = append(prevTS[:0], r.ts...)
-			return nil
-		})
+		}
 		if err != nil {
 			return false
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/zeebo/blake3"
 
 	"github.com/wacpd/wacpd/internal/seglog"
+	"github.com/wacpd/wacpd/internal/trailtest"
 	"github.com/wacpd/wacpd/trail"
 )
 
@@ -77,10 +78,27 @@ func rawSetLocalPos(t testing.TB, db *badger.DB, ws string, n, seq uint64) (rest
 	return func() { rawSet(t, db, key, v) }
 }
 
+// entrySeq returns the seq a t/g/ key names, ok false for another key:
+// the raw helpers read and write a trail entry wherever it is stored (a
+// key of its own, or a group: trailtest), under the key that names it.
+func entrySeq(key []byte) (uint64, bool) {
+	if len(key) != 12 || !bytes.HasPrefix(key, []byte("t/g/")) {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(key[4:]), true
+}
+
 func rawGet(t testing.TB, db *badger.DB, key []byte) []byte {
 	t.Helper()
 	var v []byte
 	err := db.View(func(txn *badger.Txn) error {
+		if seq, ok := entrySeq(key); ok {
+			s, _ := testSegs.Load(db)
+			seg, _ := s.(*seglog.Log)
+			var err error
+			v, err = trailtest.EntryValue(txn, seg, seq)
+			return err
+		}
 		item, err := txn.Get(key)
 		if err != nil {
 			return err
@@ -102,7 +120,18 @@ var testSegs sync.Map
 
 func rawSet(t testing.TB, db *badger.DB, key, val []byte) {
 	t.Helper()
-	if err := db.Update(func(txn *badger.Txn) error { return txn.Set(key, val) }); err != nil {
+	err := db.Update(func(txn *badger.Txn) error {
+		if seq, ok := entrySeq(key); ok {
+			if has, err := trailtest.HasEntry(txn, seq); err != nil || has {
+				if err != nil {
+					return err
+				}
+				return trailtest.SetEntry(txn, seq, val)
+			}
+		}
+		return txn.Set(key, val)
+	})
+	if err != nil {
 		t.Fatalf("set %q: %v", key, err)
 	}
 }
@@ -110,7 +139,13 @@ func rawSet(t testing.TB, db *badger.DB, key, val []byte) {
 func rawDelete(t testing.TB, db *badger.DB, key []byte) {
 	t.Helper()
 	rawGet(t, db, key) // it must exist
-	if err := db.Update(func(txn *badger.Txn) error { return txn.Delete(key) }); err != nil {
+	err := db.Update(func(txn *badger.Txn) error {
+		if seq, ok := entrySeq(key); ok {
+			return trailtest.DeleteEntry(txn, seq)
+		}
+		return txn.Delete(key)
+	})
+	if err != nil {
 		t.Fatalf("delete %q: %v", key, err)
 	}
 }
