@@ -169,24 +169,42 @@ func TestRepairRebuildsLocalIndexInKeysOfSeveralPositions(t *testing.T) {
 // FuzzLocalIndexValue: any value under a local index key, in place of one
 // the trail wrote, is read without a panic; the fast path never passes
 // what the reference fails, and a value other than the written one fails
-// the check.
+// the check. One trail serves every input: the key is written back after
+// each.
 func FuzzLocalIndexValue(f *testing.F) {
 	f.Add([]byte{}, uint8(0))
 	f.Add(u64(1), uint8(1))
 	f.Add(append(u64(2), u64(7)...), uint8(2))
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 9, 1}, uint8(3))
+	tl := newMemLog(f)
+	tl.interleaved(24, "w1", "w2")
+	firsts, _ := tl.localKeys("w1")
+	origs := map[uint64][]byte{}
+	for _, n := range firsts {
+		origs[n] = tl.get(localKey("w1", n))
+	}
+	set := func(key, v []byte) error {
+		return tl.db.Update(func(txn *badger.Txn) error { return txn.Set(key, v) })
+	}
 	f.Fuzz(func(t *testing.T, v []byte, at uint8) {
-		tl := newMemLog(t)
-		tl.interleaved(24, "w1", "w2")
-		firsts, _ := tl.localKeys("w1")
-		key := localKey("w1", firsts[int(at)%len(firsts)])
-		orig := tl.get(key)
-		tl.set(key, v)
+		n := firsts[int(at)%len(firsts)]
+		key, orig := localKey("w1", n), origs[n]
+		if err := set(key, v); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := set(key, orig); err != nil {
+				t.Fatal(err)
+			}
+		}()
 		fastOK, ref := fastAndRef(t, tl.db)
 		if fastOK && ref.Violation != "" {
 			t.Fatalf("value %x: fast path ok, reference %+v", v, ref)
 		}
-		res := tl.check(0)
+		res, err := Check(context.Background(), tl.db, CheckOptions{Full: true})
+		if err != nil {
+			t.Fatalf("Check: %v", err)
+		}
 		if bytes.Equal(v, orig) != res.OK() {
 			t.Fatalf("value %x (written %x): Check = %+v", v, orig, res)
 		}
