@@ -15,44 +15,38 @@ import (
 // FuzzRequestFields holds the two to the same request). The strict
 // decoder took 8 µs of the daemon's CPU per checkpoint.
 func requestFields(data []byte) (r Request, ok bool) {
-	ok = true
+	f := fields{ok: true}
 	var seen [6]bool // type, payload, intent, parent, status, confidence
-	str := func(v []byte, kind strictjson.Kind, to *string) {
-		var good bool
-		if *to, good = stringValue(v, kind); !good {
-			ok = false
-		}
-	}
 	if !strictjson.ScanObject(data, func(name, value []byte, kind strictjson.Kind) {
 		switch string(name) {
 		case "type":
 			seen[0] = true
-			str(value, kind, &r.Type)
+			f.str(value, kind, &r.Type)
 		case "payload":
 			seen[1] = true
 			if kind != strictjson.KindOther || !payloadFields(value, &r.Payload) {
-				ok = false
+				f.ok = false
 			}
 		case "intent":
 			seen[2] = true
-			str(value, kind, &r.Intent)
+			f.str(value, kind, &r.Intent)
 		case "parent":
 			seen[3] = true
 			if kind != strictjson.KindNull {
 				var p string
-				str(value, kind, &p)
+				f.str(value, kind, &p)
 				r.Parent = &p
 			}
 		case "status":
 			seen[4] = true
-			str(value, kind, &r.Status)
+			f.str(value, kind, &r.Status)
 		case "confidence":
 			seen[5] = true
-			str(value, kind, &r.Confidence)
+			f.str(value, kind, &r.Confidence)
 		default: // resource_usage, or a member the strict decoder refuses
-			ok = false
+			f.ok = false
 		}
-	}) || !ok {
+	}) || !f.ok {
 		return Request{}, false
 	}
 	if !seen[1] {
@@ -131,4 +125,15 @@ func plainStrings(v []byte, kind strictjson.Kind, ok bool) ([]string, bool) {
 		}
 	}
 	return out, true
+}
+
+// fields reads the string members of an object for requestFields and
+// ReadWire; ok turns false at the first that is not a string.
+type fields struct{ ok bool }
+
+func (f *fields) str(v []byte, kind strictjson.Kind, to *string) {
+	var good bool
+	if *to, good = stringValue(v, kind); !good {
+		f.ok = false
+	}
 }

@@ -14,53 +14,47 @@ import (
 // FuzzReadWire holds the two to the same checkpoint. The JSON decoder took
 // about 10 µs of an agent's CPU for a reply of 1 KiB of content.
 func ReadWire(data []byte) (c Checkpoint, ok bool) {
-	ok = true
-	str := func(v []byte, kind strictjson.Kind, to *string) {
-		var good bool
-		if *to, good = stringValue(v, kind); !good {
-			ok = false
-		}
-	}
+	f := fields{ok: true}
 	if !strictjson.ScanObject(data, func(name, value []byte, kind strictjson.Kind) {
 		switch string(name) {
 		case "id":
-			str(value, kind, &c.ID)
+			f.str(value, kind, &c.ID)
 		case "workspace":
-			str(value, kind, &c.Workspace)
+			f.str(value, kind, &c.Workspace)
 		case "type":
-			str(value, kind, &c.Type)
+			f.str(value, kind, &c.Type)
 		case "payload":
 			if kind != strictjson.KindOther || !payloadFields(value, &c.Payload) {
-				ok = false
+				f.ok = false
 			}
 		case "intent":
-			str(value, kind, &c.Intent)
+			f.str(value, kind, &c.Intent)
 		case "parent":
 			if kind != strictjson.KindNull {
 				var p string
-				str(value, kind, &p)
+				f.str(value, kind, &p)
 				c.Parent = &p
 			}
 		case "status":
-			str(value, kind, &c.Status)
+			f.str(value, kind, &c.Status)
 		case "confidence":
-			str(value, kind, &c.Confidence)
+			f.str(value, kind, &c.Confidence)
 		case "resource_usage":
 			if kind != strictjson.KindNull {
-				ok = false // the JSON decoder reads it
+				f.ok = false // the JSON decoder reads it
 			}
 		case "timestamp":
-			str(value, kind, &c.Timestamp)
+			f.str(value, kind, &c.Timestamp)
 		case "digest":
 			var s string
-			str(value, kind, &s)
-			if ok && c.Digest.UnmarshalText([]byte(s)) != nil {
-				ok = false // the JSON decoder words the error
+			f.str(value, kind, &s)
+			if f.ok && c.Digest.UnmarshalText([]byte(s)) != nil {
+				f.ok = false // the JSON decoder words the error
 			}
 		default: // a member the JSON decoder ignores, or matches without regard to case
-			ok = false
+			f.ok = false
 		}
-	}) || !ok {
+	}) || !f.ok {
 		return Checkpoint{}, false
 	}
 	return c, true

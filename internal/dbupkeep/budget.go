@@ -21,7 +21,10 @@ const MinMemoryBudget = 128 << 20
 //   - a block cache of budget/16 and an index cache of budget/32 (table
 //     indexes and Bloom filters are then evicted instead of all held, so
 //     the figure does not grow with the data);
-//   - two compactors instead of four.
+//   - Badger's own tree shape (a 10 MiB base level in 2 MiB tables, five
+//     level-0 tables): a compaction builds its tables on the heap, and
+//     Options' larger ones would take more of the budget;
+//   - two compactors, as without a budget.
 //
 // The value threshold stays Badger's (1 MiB, above the largest object), so
 // that every value stays in the tables: Badger truncates a damaged value
@@ -40,6 +43,9 @@ func OptionsWithin(dir string, budget int64) badger.Options {
 	}
 	budget = max(budget, MinMemoryBudget)
 	mt := min(max(budget/32, 8<<20), MemTableSize)
+	d := badger.DefaultOptions(dir)
 	return o.WithMemTableSize(memTableSizeFor(dir, mt)).WithNumMemtables(2).
-		WithBlockCacheSize(budget / 16).WithIndexCacheSize(budget / 32).WithNumCompactors(2)
+		WithBlockCacheSize(budget / 16).WithIndexCacheSize(budget / 32).WithNumCompactors(2).
+		WithBaseLevelSize(d.BaseLevelSize).WithBaseTableSize(d.BaseTableSize).
+		WithNumLevelZeroTables(d.NumLevelZeroTables).WithNumLevelZeroTablesStall(d.NumLevelZeroTablesStall)
 }

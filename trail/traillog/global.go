@@ -126,16 +126,16 @@ func (e *gEntry) leafAndID(seg *seglog.Log) (leaf []byte, id string, err error) 
 // globalIter walks the stored entries of the global trail in order, key
 // by key and, in a group, entry by entry.
 type globalIter struct {
-	txn   *badger.Txn
-	it    *badger.Iterator
-	rev   *badger.Iterator // for seek: the key at or before a seq (opened when first needed)
-	grp   []byte           // the group being walked (a copy), nil for a key of one entry
-	first uint64           // seq of the first entry of the key being walked
-	i     int              // index of the current entry in the group
-	off   int              // offset of its record
-	next_ int              // offset of the record after it
-	cur   gEntry
-	ok    bool
+	txn     *badger.Txn
+	it      *badger.Iterator
+	rev     *badger.Iterator // for seek: the key at or before a seq (opened when first needed)
+	grp     []byte           // the group being walked (a copy), nil for a key of one entry
+	first   uint64           // seq of the first entry of the key being walked
+	i       int              // index of the current entry in the group
+	off     int              // offset of its record
+	nextOff int              // offset of the record after it
+	cur     gEntry
+	ok      bool
 }
 
 // newGlobalIter opens a walk; opts' Prefix is set to t/g/.
@@ -206,7 +206,7 @@ func (g *globalIter) load(seq uint64) {
 	if err == nil && len(v) == 0 {
 		err = fmt.Errorf("%w: no entries", ErrGroup)
 	}
-	g.grp, g.i, g.next_ = v, -1, 0
+	g.grp, g.i, g.nextOff = v, -1, 0
 	if err != nil {
 		g.cur = gEntry{seq: g.first, key: item.KeyCopy(nil), err: err}
 		g.grp = nil // the next step goes to the next key
@@ -220,20 +220,20 @@ func (g *globalIter) load(seq uint64) {
 
 // step moves to the next record of the group, or past it to the next key.
 func (g *globalIter) step() {
-	if g.next_ >= len(g.grp) || g.i+1 >= maxEntryGroup {
+	if g.nextOff >= len(g.grp) || g.i+1 >= maxEntryGroup {
 		g.it.Next()
 		g.load(0)
 		return
 	}
 	g.i++
-	g.off = g.next_
+	g.off = g.nextOff
 	ptr, leaf, id, next, err := nextRecord(g.grp, g.off)
 	g.cur = gEntry{seq: g.first + uint64(g.i), key: g.it.Item().Key(), ptr: ptr, leaf: leaf, id: id, err: err,
 		first: g.first, grp: g.grp, off: g.off}
 	if err != nil {
 		next = len(g.grp) // the rest of the group is lost with this record
 	}
-	g.next_ = next
+	g.nextOff = next
 }
 
 // next moves to the next stored entry.
