@@ -208,7 +208,7 @@ func (g *globalIter) load(seq uint64) {
 	}
 	g.grp, g.i, g.nextOff = v, -1, 0
 	if err != nil {
-		g.cur = gEntry{seq: g.first, key: item.KeyCopy(nil), err: err}
+		g.cur = gEntry{seq: g.first, key: item.KeyCopy(nil), err: err, first: g.first}
 		g.grp = nil // the next step goes to the next key
 		return
 	}

@@ -330,3 +330,35 @@ func FuzzGroupValue(f *testing.F) {
 		_ = tl.log.ScanAfter(context.Background(), 3, func(uint64, trail.Entry) bool { return true })
 	})
 }
+
+// TestRepairQuarantinesAnUnreadableGroup: a group whose value cannot be
+// read (after the valid prefix) is quarantined: its first entry without
+// bytes, the rest, which the heads count, as missing; its key is removed,
+// and the trail then checks OK and grows.
+func TestRepairQuarantinesAnUnreadableGroup(t *testing.T) {
+	tl := newTestLog(t)
+	tl.interleaved(30, "w1", "w2") // groups at 1, 6, …, 26
+	err := tl.db.Update(func(txn *badger.Txn) error {
+		return txn.SetEntry(badger.NewEntry(globalKey(26), []byte{1, 2, 3}).WithMeta(metaGroup))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := tl.check(0)
+	if res.Valid != 25 || res.Violation == "" {
+		t.Fatalf("Check = %+v, want 25 valid and a violation", res)
+	}
+	q, err := Repair(context.Background(), tl.db, tl.seg, res, "now")
+	if err != nil || len(q) != 5 || q[0].Seq != 26 || q[0].Value != nil || q[0].Missing || !q[4].Missing || q[4].Seq != 30 || q[4].ID == "" {
+		t.Fatalf("Repair = %+v, %v; want #26 quarantined without its bytes, #27-#30 as missing (#30's id from the head)", q, err)
+	}
+	if seqs, _, _ := tl.globalKeys(); seqs[len(seqs)-1] != 21 {
+		t.Fatalf("keys at %v after Repair, want the last at 21", seqs)
+	}
+	if res := tl.check(0); !res.OK() || res.Valid != 25 {
+		t.Fatalf("Check after Repair = %+v", res)
+	}
+	tl.reopen()
+	tl.interleaved(5, "w1")
+	tl.verifyOK("")
+}

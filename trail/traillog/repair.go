@@ -88,7 +88,7 @@ func quarantine(db *badger.DB, seg *seglog.Log, res CheckResult, at string) ([]Q
 			// The keys that hold the entry: removed, or, for a group that
 			// also holds valid entries, cut to them.
 			switch {
-			case ge.item == nil && ge.first <= res.Valid:
+			case ge.item == nil && ge.first <= res.Valid && ge.off > 0:
 				if cut == nil {
 					cut = &badger.Entry{Key: bytes.Clone(ge.key), Value: bytes.Clone(ge.grp[:ge.off]), UserMeta: metaGroup}
 				}
@@ -117,7 +117,16 @@ func quarantine(db *badger.DB, seg *seglog.Log, res CheckResult, at string) ([]Q
 			out = append(out, q)
 			next = seq + 1
 		}
-		missing(res.Last + 1)
+		// Entries the heads count past the last stored (a group whose value
+		// is lost held them): quarantined as missing, up to what one group
+		// can hold (a head may be damaged too).
+		last := res.Last
+		for seq := range ids {
+			if seq < res.Last+maxEntryGroup {
+				last = max(last, seq)
+			}
+		}
+		missing(last + 1)
 		return nil
 	})
 	if err != nil {
