@@ -141,40 +141,62 @@ func (c *localCursor) end() uint64 {
 // localGroups collects the positions a batch gives each workspace, to
 // write one local index key per workspace (Batch.Flush), or more when a
 // batch gives one more than maxGroup.
-type localGroups map[string]*localGroup
-
-type localGroup struct {
-	first uint64 // position of the first
-	seqs  []byte // 8 bytes per position
-	dirty bool   // positions added since it was last written
-}
+type localGroups map[string]*pendingGroup
 
 // add adds position n of ws at global seq; a full group is written to txn
 // and a new one begun.
-func (g localGroups) add(txn interface{ Set(k, v []byte) error }, ws string, n, seq uint64) error {
+func (g localGroups) add(txn entrySetter, ws string, n, seq uint64) error {
 	lg := g[ws]
-	if lg != nil && len(lg.seqs) >= 8*maxGroup {
-		if err := lg.write(txn, ws); err != nil {
+	if lg != nil && lg.n >= maxGroup {
+		if err := lg.set(txn, localKey(ws, lg.first), 0); err != nil {
 			return err
 		}
 		lg = nil
 	}
 	if lg == nil {
-		lg = &localGroup{first: n, seqs: make([]byte, 0, 16)}
+		lg = &pendingGroup{first: n, b: make([]byte, 0, 16)}
 		g[ws] = lg
 	}
-	lg.seqs = binary.BigEndian.AppendUint64(lg.seqs, seq)
-	lg.dirty = true
+	lg.add(binary.BigEndian.AppendUint64(lg.b, seq))
 	return nil
 }
 
-// write sets lg's key to its positions so far. The value set is a slice
-// of lg.seqs as it is now: later positions are appended past its end,
-// which changes none of its bytes.
-func (lg *localGroup) write(txn interface{ Set(k, v []byte) error }, ws string) error {
-	if !lg.dirty {
+// write sets each workspace's key to its positions so far.
+func (g localGroups) write(txn entrySetter) error {
+	for ws, lg := range g {
+		if err := lg.set(txn, localKey(ws, lg.first), 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pendingGroup is the value of a group key being built: a batch's entries
+// (global.go) or a workspace's positions of one batch. It holds the seq or
+// position of its first, how many it holds, its bytes, and whether they
+// changed since its key was last set.
+type pendingGroup struct {
+	first uint64
+	n     int
+	b     []byte
+	dirty bool
+}
+
+// add takes b, the group's bytes with one more appended.
+func (p *pendingGroup) add(b []byte) {
+	p.b, p.n, p.dirty = b, p.n+1, true
+}
+
+// entrySetter is a transaction or a write batch.
+type entrySetter interface{ SetEntry(*badger.Entry) error }
+
+// set sets key to the group's bytes, with user meta meta, when they changed
+// since it was last set. The value set is the bytes as they are now: later
+// ones are appended past their end, which changes none of them.
+func (p *pendingGroup) set(txn entrySetter, key []byte, meta byte) error {
+	if !p.dirty {
 		return nil
 	}
-	lg.dirty = false
-	return txn.Set(localKey(ws, lg.first), lg.seqs[:len(lg.seqs):len(lg.seqs)])
+	p.dirty = false
+	return txn.SetEntry(badger.NewEntry(key, p.b[:len(p.b):len(p.b)]).WithMeta(meta))
 }

@@ -148,19 +148,14 @@ func (l *Log) LocalLen(ws string) uint64 {
 // committed in the order they were started; a batch started with
 // NewBatchAfter continues one whose transaction is still being written.
 type Batch struct {
-	log    *Log
-	parent *Batch // the batch this one continues, until Detach
-	txn    *seglog.Txn
-	global trail.Head
-	local  map[string]trail.Head // heads touched by this batch
-	groups localGroups           // the local index positions of this batch's entries
-	// The group of the batch's entries (global.go): their records, the
-	// seq of the first, how many, and whether it changed since Flush.
-	grec    []byte
-	gfirst  uint64
-	gn      int
-	gdirty  bool
-	rng     *compact.Range // the Merkle tree including this batch's entries
+	log     *Log
+	parent  *Batch // the batch this one continues, until Detach
+	txn     *seglog.Txn
+	global  trail.Head
+	local   map[string]trail.Head // heads touched by this batch
+	groups  localGroups           // the local index positions of this batch's entries
+	group   pendingGroup          // the records of this batch's entries (global.go)
+	rng     *compact.Range        // the Merkle tree including this batch's entries
 	entries []trail.Entry
 	// unflushed: entries were appended since the last Flush.
 	unflushed bool
@@ -269,30 +264,23 @@ func (b *Batch) addEntry(seq uint64, val, leaf []byte, id string) error {
 		}
 		return b.txn.SetValueExtra(globalKey(seq), val, extra)
 	}
-	if b.gn > 0 && (b.gn == maxEntryGroup || b.gfirst+uint64(b.gn) != seq) {
+	g := &b.group
+	if g.n > 0 && (g.n == maxEntryGroup || g.first+uint64(g.n) != seq) {
 		if err := b.flushGroup(); err != nil {
 			return err
 		}
-		b.gn = 0
+		*g = pendingGroup{}
 	}
-	if b.gn == 0 {
-		b.gfirst, b.grec = seq, make([]byte, 0, 128)
+	if g.n == 0 {
+		g.first, g.b = seq, make([]byte, 0, 128)
 	}
-	b.grec = appendRecord(b.grec, ptr, leaf, id)
-	b.gn++
-	b.gdirty = true
+	g.add(appendRecord(g.b, ptr, leaf, id))
 	return nil
 }
 
-// flushGroup sets the group's key to its records so far. The value set is
-// b.grec as it is now: later records are appended past its end, which
-// changes none of its bytes.
+// flushGroup sets the group's key to its records so far.
 func (b *Batch) flushGroup() error {
-	if !b.gdirty {
-		return nil
-	}
-	b.gdirty = false
-	return b.txn.SetEntry(badger.NewEntry(globalKey(b.gfirst), b.grec[:len(b.grec):len(b.grec)]).WithMeta(metaGroup))
+	return b.group.set(b.txn, globalKey(b.group.first), metaGroup)
 }
 
 // Flush writes the heads of the chains the batch's entries moved, and the
@@ -308,10 +296,8 @@ func (b *Batch) Flush() error {
 	if err := b.flushGroup(); err != nil {
 		return fmt.Errorf("trail entries: %w", err)
 	}
-	for ws, lg := range b.groups {
-		if err := lg.write(b.txn, ws); err != nil {
-			return fmt.Errorf("trail local index: %w", err)
-		}
+	if err := b.groups.write(b.txn); err != nil {
+		return fmt.Errorf("trail local index: %w", err)
 	}
 	buf := make([]byte, 0, 256)
 	if err := b.txn.Set(keyHead, appendHead(buf, b.global)); err != nil {

@@ -295,10 +295,8 @@ func rebuild(ctx context.Context, db *badger.DB, seg *seglog.Log, valid uint64) 
 			return err
 		}
 	}
-	for ws, lg := range groups {
-		if err := lg.write(wb, ws); err != nil {
-			return err
-		}
+	if err := groups.write(wb); err != nil {
+		return err
 	}
 	// The records are now those of this build's layout (layout 1's id
 	// index and low nodes were deleted above).
@@ -313,38 +311,29 @@ func rebuild(ctx context.Context, db *badger.DB, seg *seglog.Log, valid uint64) 
 
 // groupFix writes a group of entries again, during rebuild, when the
 // hash or id of one of its records is not its entry's (fixExtra for a
-// key of its own).
-type groupFix struct {
-	key     []byte // the group's
-	rec     []byte // its records so far, with the entries' hashes and ids
-	changed bool
-}
+// key of its own): dirty once one is not.
+type groupFix struct{ pendingGroup }
 
 // add takes the next entry of the walk, ge, whose hash is leaf and id id.
 func (f *groupFix) add(wb *badger.WriteBatch, ge *gEntry, leaf []byte, id string) error {
-	if !bytes.Equal(f.key, ge.key) {
+	if f.n == 0 || f.first != ge.first {
 		if err := f.flush(wb); err != nil {
 			return err
 		}
-		f.key, f.rec = bytes.Clone(ge.key), nil
+		f.pendingGroup = pendingGroup{first: ge.first}
 	}
 	if len(id) == 0 || len(id) > 255 {
 		return fmt.Errorf("%w: an id of %d bytes", ErrGroup, len(id))
 	}
-	if !bytes.Equal(ge.leaf, leaf) || string(ge.id) != id {
-		f.changed = true
-	}
-	f.rec = appendRecord(f.rec, ge.ptr, leaf, id)
+	changed := f.dirty || !bytes.Equal(ge.leaf, leaf) || string(ge.id) != id
+	f.pendingGroup.add(appendRecord(f.b, ge.ptr, leaf, id))
+	f.dirty = changed
 	return nil
 }
 
 // flush writes the group walked last if one of its records changed.
 func (f *groupFix) flush(wb *badger.WriteBatch) error {
-	if !f.changed {
-		return nil
-	}
-	f.changed = false
-	return wb.SetEntry(badger.NewEntry(f.key, f.rec).WithMeta(metaGroup))
+	return f.set(wb, globalKey(f.first), metaGroup)
 }
 
 // fixExtra writes again the entry hash and id beside the pointer of a
