@@ -17,6 +17,7 @@ import (
 	"github.com/wacpd/wacpd/casstore"
 	"github.com/wacpd/wacpd/casstore/badgerstore"
 	"github.com/wacpd/wacpd/checkpointchain"
+	"github.com/wacpd/wacpd/internal/latest"
 	"github.com/wacpd/wacpd/internal/seglog"
 )
 
@@ -133,16 +134,14 @@ func Position(txn *badger.Txn, id string) (ws string, n uint64, err error) {
 func LoadChains(db *badger.DB) (map[string]checkpointchain.Chain, error) {
 	out := map[string]checkpointchain.Chain{}
 	err := db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixHead, PrefetchValues: true})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
+		return latest.Each(txn, prefixHead, func(item *badger.Item) error {
 			var ch checkpointchain.Chain
-			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &ch) }); err != nil {
+			if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &ch) }); err != nil {
 				return err
 			}
-			out[string(it.Item().Key()[len(prefixHead):])] = ch
-		}
-		return nil
+			out[string(item.Key()[len(prefixHead):])] = ch
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("load checkpoint chains: %w", err)

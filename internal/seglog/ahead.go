@@ -198,6 +198,9 @@ func (a *Ahead) enough(ahead []aheadBlock) bool {
 // that one alone), puts those not in memory in the cache, and returns them
 // in order; none when the block at from is the last written or a block
 // cannot be read (the reader reads it itself and reports what is wrong).
+// The blocks it is to decode are marked as being read (Log.loading) before
+// it decodes the first, so that a reader that reaches one waits for it
+// rather than reading it a second time.
 func (l *Log) readRun(from Pos, buf []byte, limit int) []aheadBlock {
 	f, err := l.file(from.File)
 	if err != nil {
@@ -208,52 +211,93 @@ func (l *Log) readRun(from Pos, buf []byte, limit int) []aheadBlock {
 	if bad != "" {
 		return nil
 	}
-	var out []aheadBlock
+	var run []runBlock
 	off := headerSize + int(h.clen) // in buf: where the block after from starts
 	next := Pos{File: from.File, Off: from.Off + uint64(off)}
-	for len(out) < limit {
+	l.mu.Lock()
+	for len(run) < limit {
 		if next.Off >= uint64(l.opts.MaxFile) {
-			if len(out) > 0 {
-				return out // the next file's first block: in the next run
+			if len(run) == 0 {
+				l.mu.Unlock()
+				return l.readAlone(Pos{File: from.File + 1})
 			}
-			return l.readAlone(Pos{File: from.File + 1})
+			break // the next file's first block: in the next run
 		}
-		l.mu.Lock()
-		written := l.written(next)
-		inMemory := l.inMemory(next) != nil
-		l.mu.Unlock()
-		if !written {
-			return out
+		if !l.written(next) {
+			break
 		}
 		h, bad := parseHeader(buf[min(off, n):n])
 		end := off + headerSize + int(h.clen)
 		if bad != "" || end > n {
-			if len(out) > 0 || off+headerSize <= n && bad != "" {
-				return out // the rest in the next run; a damaged block for the reader
+			if len(run) == 0 && !(off+headerSize <= n && bad != "") {
+				l.mu.Unlock()
+				return l.readAlone(next) // it does not fit in buf
 			}
-			return l.readAlone(next) // it does not fit in buf
+			break // the rest in the next run; a damaged block for the reader
 		}
-		if !inMemory {
-			body := buf[off+headerSize : end]
-			if h.checkBody(body) != "" {
-				return out
-			}
-			raw, err := l.decode(h, body)
-			if err != nil {
-				return out
-			}
-			l.mu.Lock()
-			if l.loading[next] == nil {
-				l.cache.put(next, raw)
-			}
-			l.mu.Unlock()
-			readBlocks.Add(1)
+		b := runBlock{at: next, h: h, off: off + headerSize, end: end}
+		if l.inMemory(next) == nil && l.loading[next] == nil {
+			b.done = make(chan struct{})
+			l.loading[next] = b.done
 		}
-		out = append(out, aheadBlock{at: next, raw: int(h.rlen)})
+		run = append(run, b)
 		off = end
 		next = Pos{File: from.File, Off: from.Off + uint64(off)}
 	}
+	l.mu.Unlock()
+	if testHooks.run != nil {
+		testHooks.run()
+	}
+	out := make([]aheadBlock, 0, len(run))
+	for i, b := range run {
+		if b.done != nil {
+			body := buf[b.off:b.end]
+			var raw []byte
+			ok := b.h.checkBody(body) == ""
+			if ok {
+				raw, err = l.decode(b.h, body)
+				ok = err == nil
+			}
+			l.mu.Lock()
+			if ok {
+				l.cache.put(b.at, raw)
+			}
+			delete(l.loading, b.at)
+			l.mu.Unlock()
+			close(b.done)
+			if !ok {
+				// Left for the reader, which reads it and reports what
+				// is wrong; the blocks after it are left unread.
+				l.release(run[i+1:])
+				return out
+			}
+			readBlocks.Add(1)
+		}
+		out = append(out, aheadBlock{at: b.at, raw: int(b.h.rlen)})
+	}
 	return out
+}
+
+// runBlock is a block of a run readRun read: where it is, its header,
+// its body's bytes in the run's buffer, and, when readRun is to decode
+// it, the channel it closes when done (Log.loading).
+type runBlock struct {
+	at       Pos
+	h        header
+	off, end int
+	done     chan struct{}
+}
+
+// release gives up the blocks of run that readRun marked as being read.
+func (l *Log) release(run []runBlock) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, b := range run {
+		if b.done != nil {
+			delete(l.loading, b.at)
+			close(b.done)
+		}
+	}
 }
 
 // readAlone reads the block at at into the cache unless it is in memory,

@@ -139,3 +139,50 @@ func TestBlockReadOnce(t *testing.T) {
 		t.Fatalf("%d readers read the block %d times from the file, want once", readers, n)
 	}
 }
+
+// TestAheadRunIsReadOnce: a reader that wants a block of the run Ahead is
+// reading waits for it rather than reading it from the file a second time
+// (a verify's walk catches up with Ahead when both share two busy cores).
+func TestAheadRunIsReadOnce(t *testing.T) {
+	dir := t.TempDir()
+	r := openRig(t, dir, Options{})
+	var blocks []Pos
+	for b := range 6 {
+		r.commit(values(b, 10))
+		blocks = append(blocks, r.last.at)
+	}
+	r.close()
+	r = openRig(t, dir, Options{})
+	wanted := blocks[1:]
+	var entered sync.WaitGroup
+	entered.Add(len(wanted))
+	marked := make(chan struct{})
+	testHooks.run = func() {
+		close(marked)
+		entered.Wait() // every reader is in block before the run is decoded
+	}
+	defer func() { testHooks.enter, testHooks.run = nil, nil }()
+	before := readBlocks.Value()
+	ran := make(chan []aheadBlock, 1)
+	go func() { ran <- r.l.readRun(blocks[0], make([]byte, runBytes), aheadMax) }()
+	<-marked
+	testHooks.enter = entered.Done
+	var done sync.WaitGroup
+	for _, at := range wanted {
+		done.Go(func() {
+			if _, err := r.l.block(at); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	done.Wait()
+	if got := <-ran; len(got) != len(wanted) {
+		t.Fatalf("the run read %d blocks, want %d", len(got), len(wanted))
+	}
+	if n := readBlocks.Value() - before; n != int64(len(wanted)) {
+		t.Fatalf("%d blocks read %d times from the files, want once each", len(wanted), n)
+	}
+	if in := r.inMemory(blocks); !slices.Equal(in, []int{1, 2, 3, 4, 5}) {
+		t.Fatalf("blocks %v in memory, want 1-5", in)
+	}
+}

@@ -155,9 +155,10 @@ func (l *Log) readAt(at Pos) ([]byte, error) {
 	return raw, err
 }
 
-// testHooks are called, in tests, as block starts and before a block is
-// read from its file.
-var testHooks struct{ enter, read func() }
+// testHooks are called, in tests, as block starts, before a block is
+// read from its file, and when readRun has marked the blocks of its run
+// as being read.
+var testHooks struct{ enter, read, run func() }
 
 // readBlock reads, checks and decompresses the values of the block at off
 // in f, and returns them with the block's length in the file.

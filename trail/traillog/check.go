@@ -12,6 +12,7 @@ import (
 	"github.com/dgraph-io/badger/v4/y"
 	"github.com/transparency-dev/merkle/compact"
 
+	"github.com/wacpd/wacpd/internal/latest"
 	"github.com/wacpd/wacpd/internal/seglog"
 	"github.com/wacpd/wacpd/trail"
 )
@@ -508,25 +509,23 @@ func (c *checker) derived(txn *badger.Txn) error {
 		return nil // Repair rebuilds everything derived anyway
 	}
 	heads := 0
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixHeadWS, PrefetchValues: true})
-	closeIt := it.Close
-	defer func() { closeIt() }() // an iterator left open makes Discard panic
-	for it.Rewind(); it.Valid(); it.Next() {
+	if err := latest.Each(txn, prefixHeadWS, func(item *badger.Item) error {
 		heads++
-		ws := string(it.Item().Key()[len(prefixHeadWS):])
+		ws := string(item.Key()[len(prefixHeadWS):])
 		var h trail.Head
-		if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &h) }); err != nil || h != c.r.Local[ws] {
-			c.derivedFail(string(it.Item().KeyCopy(nil)), "local trail.Head of %s is %+v, the entries give %+v", ws, h, c.r.Local[ws])
+		if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &h) }); err != nil || h != c.r.Local[ws] {
+			c.derivedFail(string(item.KeyCopy(nil)), "local trail.Head of %s is %+v, the entries give %+v", ws, h, c.r.Local[ws])
 		}
+		return nil
+	}); err != nil {
+		return err
 	}
-	it.Close()
-	closeIt = func() {}
 	if heads != len(c.r.Local) {
 		c.derivedFail(string(prefixHeadWS), "%d local heads stored, the entries give %d", heads, len(c.r.Local))
 	}
 	// Nothing beyond each workspace's last local position, nor a local
 	// index of a workspace with no entries.
-	it = txn.NewIterator(badger.IteratorOptions{Prefix: prefixLocal})
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixLocal})
 	defer it.Close()
 	for it.Rewind(); it.Valid(); {
 		wsb, ok := splitLocalKey(it.Item().Key())

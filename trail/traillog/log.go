@@ -13,6 +13,7 @@ import (
 	"github.com/transparency-dev/merkle/compact"
 
 	"github.com/wacpd/wacpd/internal/canon"
+	"github.com/wacpd/wacpd/internal/latest"
 	"github.com/wacpd/wacpd/internal/seglog"
 	"github.com/wacpd/wacpd/trail"
 )
@@ -93,16 +94,14 @@ func (l *Log) Reload() error {
 		if err := getJSON(txn, keyHead, &global); err != nil && !errors.Is(err, badger.ErrKeyNotFound) {
 			return err
 		}
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixHeadWS, PrefetchValues: true})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
+		return latest.Each(txn, prefixHeadWS, func(item *badger.Item) error {
 			var h trail.Head
-			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &h) }); err != nil {
+			if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &h) }); err != nil {
 				return err
 			}
-			local[string(it.Item().Key()[len(prefixHeadWS):])] = h
-		}
-		return nil
+			local[string(item.Key()[len(prefixHeadWS):])] = h
+			return nil
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("open trail: %w", err)

@@ -12,6 +12,7 @@ import (
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/zeebo/blake3"
 
+	"github.com/wacpd/wacpd/internal/latest"
 	"github.com/wacpd/wacpd/internal/seglog"
 	"github.com/wacpd/wacpd/trail"
 )
@@ -174,18 +175,17 @@ func tailIDs(txn *badger.Txn, valid uint64) map[uint64]string {
 	if getJSON(txn, keyHead, &h) == nil && h.Seq > valid {
 		ids[h.Seq] = h.ID
 	}
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixHeadWS, PrefetchValues: true})
-	defer it.Close()
-	for it.Rewind(); it.Valid(); it.Next() {
+	_ = latest.Each(txn, prefixHeadWS, func(item *badger.Item) error {
 		var lh trail.Head
-		if it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &lh) }) != nil || lh.Seq == 0 {
-			continue
+		if item.Value(func(v []byte) error { return json.Unmarshal(v, &lh) }) != nil || lh.Seq == 0 {
+			return nil
 		}
-		seq, err := localSeqAt(txn, string(it.Item().Key()[len(prefixHeadWS):]), lh.Seq)
+		seq, err := localSeqAt(txn, string(item.Key()[len(prefixHeadWS):]), lh.Seq)
 		if err == nil && seq > valid {
 			ids[seq] = lh.ID
 		}
-	}
+		return nil
+	})
 	return ids
 }
 
