@@ -24,6 +24,7 @@ type Ahead struct {
 	done  chan struct{}
 	last  Pos // the reader's: the block it entered last
 	began bool
+	buf   []byte // the reader's, for the blocks it reads itself (get)
 	// passed, in tests, gets the block the reader entered each time the
 	// goroutine is done reading ahead of it.
 	passed chan Pos
@@ -62,8 +63,7 @@ func (a *Ahead) ValueExtra(item *badger.Item, fn func(v, x []byte, extra bool) e
 		if a == nil {
 			v, err = (*Log)(nil).Get(p)
 		} else {
-			a.enter(Pos{File: p.File, Off: p.Off})
-			v, err = a.l.Get(p)
+			v, err = a.get(p)
 		}
 		if err != nil {
 			return fmt.Errorf("key %q: %w", item.Key(), err)
@@ -82,7 +82,28 @@ func (a *Ahead) Get(pb []byte) ([]byte, error) {
 	if a == nil {
 		return (*Log)(nil).Get(p)
 	}
-	a.enter(Pos{File: p.File, Off: p.Off})
+	return a.get(p)
+}
+
+// get is Log.Get for the reader, which enters the block p points into. A
+// block neither in memory nor being read (the reader caught up with the
+// goroutine, which shares the cores with the reader and the workers it
+// feeds) is read with the blocks after it that one read of readerRunBytes
+// holds, rather than alone: a read per block took twice the time of all
+// the goroutine's reads, in system calls, at one client's block per
+// checkpoint.
+func (a *Ahead) get(p Ptr) ([]byte, error) {
+	at := Pos{File: p.File, Off: p.Off}
+	a.enter(at)
+	a.l.mu.Lock()
+	missing := a.l.inMemory(at) == nil && a.l.loading[at] == nil && a.l.written(at)
+	a.l.mu.Unlock()
+	if missing {
+		if a.buf == nil {
+			a.buf = make([]byte, readerRunBytes)
+		}
+		a.l.readRun(at, a.buf, aheadMax, true)
+	}
 	return a.l.Get(p)
 }
 
@@ -123,6 +144,9 @@ const (
 	aheadBytes = 256 << 10
 	aheadMax   = 256
 	runBytes   = 256 << 10
+	// readerRunBytes is what the reader reads at once when it finds a
+	// block not read ahead (Ahead.get).
+	readerRunBytes = 64 << 10
 )
 
 // aheadBlock is a block read ahead: where it is and its values' size.
@@ -162,7 +186,7 @@ func (a *Ahead) run() {
 			if len(ahead) > 0 {
 				from = ahead[len(ahead)-1].at
 			}
-			got := a.l.readRun(from, buf, aheadMax-len(ahead))
+			got := a.l.readRun(from, buf, aheadMax-len(ahead), false)
 			if len(got) == 0 {
 				break
 			}
@@ -193,15 +217,15 @@ func (a *Ahead) enough(ahead []aheadBlock) bool {
 	return raw >= aheadBytes
 }
 
-// readRun reads the blocks after the one at from, at most limit, that one
-// read of the file into buf holds whole (or, when the next does not fit,
-// that one alone), puts those not in memory in the cache, and returns them
-// in order; none when the block at from is the last written or a block
-// cannot be read (the reader reads it itself and reports what is wrong).
-// The blocks it is to decode are marked as being read (Log.loading) before
-// it decodes the first, so that a reader that reaches one waits for it
-// rather than reading it a second time.
-func (l *Log) readRun(from Pos, buf []byte, limit int) []aheadBlock {
+// readRun reads the blocks after the one at from (with it when with is
+// set), at most limit, that one read of the file into buf holds whole (or,
+// when the next does not fit, that one alone), puts those not in memory in
+// the cache, and returns them in order; none when the block at from is the
+// last written or a block cannot be read (the reader reads it itself and
+// reports what is wrong). The blocks it is to decode are marked as being
+// read (Log.loading) before it decodes the first, so that a reader that
+// reaches one waits for it rather than reading it a second time.
+func (l *Log) readRun(from Pos, buf []byte, limit int, with bool) []aheadBlock {
 	f, err := l.file(from.File)
 	if err != nil {
 		return nil
@@ -213,6 +237,9 @@ func (l *Log) readRun(from Pos, buf []byte, limit int) []aheadBlock {
 	}
 	var run []runBlock
 	off := headerSize + int(h.clen) // in buf: where the block after from starts
+	if with {
+		off = 0
+	}
 	next := Pos{File: from.File, Off: from.Off + uint64(off)}
 	l.mu.Lock()
 	for len(run) < limit {

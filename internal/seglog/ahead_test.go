@@ -164,7 +164,7 @@ func TestAheadRunIsReadOnce(t *testing.T) {
 	defer func() { testHooks.enter, testHooks.run = nil, nil }()
 	before := readBlocks.Value()
 	ran := make(chan []aheadBlock, 1)
-	go func() { ran <- r.l.readRun(blocks[0], make([]byte, runBytes), aheadMax) }()
+	go func() { ran <- r.l.readRun(blocks[0], make([]byte, runBytes), aheadMax, false) }()
 	<-marked
 	testHooks.enter = entered.Done
 	var done sync.WaitGroup
@@ -184,5 +184,38 @@ func TestAheadRunIsReadOnce(t *testing.T) {
 	}
 	if in := r.inMemory(blocks); !slices.Equal(in, []int{1, 2, 3, 4, 5}) {
 		t.Fatalf("blocks %v in memory, want 1-5", in)
+	}
+}
+
+// TestAheadReaderReadsARun: a reader that finds its block neither in
+// memory nor being read reads it with the blocks after it, in one read of
+// the file, rather than alone.
+func TestAheadReaderReadsARun(t *testing.T) {
+	dir := t.TempDir()
+	r := openRig(t, dir, Options{})
+	var blocks []Pos
+	for b := range 6 {
+		r.commit(values(b, 10))
+		blocks = append(blocks, r.last.at)
+	}
+	r.close()
+	r = openRig(t, dir, Options{})
+	alone := 0
+	testHooks.read = func() { alone++ }
+	defer func() { testHooks.read = nil }()
+	a := &Ahead{l: r.l, n: 1, entry: make(chan Pos, 1)} // no goroutine: the reader alone
+	if err := r.readThrough(a, "v/0/0"); err != nil {
+		t.Fatal(err)
+	}
+	if in := r.inMemory(blocks); !slices.Equal(in, []int{0, 1, 2, 3, 4, 5}) || alone != 0 {
+		t.Fatalf("after the reader's first read: blocks %v in memory, %d read alone; want 0-5 and none", in, alone)
+	}
+	for b := range 6 {
+		if err := r.readThrough(a, fmt.Sprintf("v/%d/3", b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if alone != 0 {
+		t.Fatalf("%d blocks read alone", alone)
 	}
 }
