@@ -407,8 +407,7 @@ func (c *storeCheck) fail(claim, rank int, p *StoreProblem) {
 // chains' registers (k/h/) and the order records (k/w/, and any other
 // record after the registers). It ran alone on one core at the end of a
 // verify. Every batch rewrites its workspaces' registers: they are read
-// with latest.Each, not stepped through version by version (20-50 ms
-// after a load at one client, where the two other parts took 5-12).
+// with latest.Each, not stepped through version by version.
 func (c *storeCheck) scanRecords(txn *badger.Txn) error {
 	var extras [3]*StoreProblem
 	afterHeads := append(bytes.Clone(prefixHead[:len(prefixHead)-1]), prefixHead[len(prefixHead)-1]+1)

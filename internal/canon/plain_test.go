@@ -1,6 +1,7 @@
 package canon
 
 import (
+	"bytes"
 	"encoding/binary"
 	"testing"
 )
@@ -51,4 +52,21 @@ func FuzzPlainRun(f *testing.F) {
 			t.Fatalf("PlainRun([]byte(%q)) = %d, want %d", s, got, want)
 		}
 	})
+}
+
+func BenchmarkPlainRun(b *testing.B) {
+	long := bytes.Repeat([]byte("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 "), 17)[:1024]
+	for _, c := range []struct {
+		name string
+		s    []byte
+	}{{"1KiB", append(long, '"')}, {"id", []byte(`019a4b2c-7d3e-7f00-8000-0123456789ab"`)}, {"word", []byte(`created",`)}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.s)))
+			for b.Loop() {
+				if PlainRun(c.s) != len(c.s)-1 && c.name != "word" {
+					b.Fatal("not plain")
+				}
+			}
+		})
+	}
 }

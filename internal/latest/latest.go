@@ -6,10 +6,11 @@
 // at. A key that every batch rewrites (the trail's local heads, the
 // checkpoint chains' registers) has a version per batch in the memtables
 // and the level-0 tables until a compaction drops them, tens of thousands
-// after a load: reading the registers of two workspaces that way took a
-// verify 20-50 ms, alone on a core (issue 13's thirteenth session). Each
-// lists every version instead, so that the iterator's item ready ahead is
-// the key's next version, and seeks past a key's older versions.
+// after a load: reading the local heads of two workspaces that way took a
+// verify 4-12 ms, alone on a core at its end (issue 13's thirteenth
+// session). Each lists every version instead, so that the iterator's item
+// ready ahead is the key's next version, and seeks past a key's older
+// versions.
 package latest
 
 import "github.com/dgraph-io/badger/v4"
