@@ -144,15 +144,7 @@ func TestBlockReadOnce(t *testing.T) {
 // reading waits for it rather than reading it from the file a second time
 // (a verify's walk catches up with Ahead when both share two busy cores).
 func TestAheadRunIsReadOnce(t *testing.T) {
-	dir := t.TempDir()
-	r := openRig(t, dir, Options{})
-	var blocks []Pos
-	for b := range 6 {
-		r.commit(values(b, 10))
-		blocks = append(blocks, r.last.at)
-	}
-	r.close()
-	r = openRig(t, dir, Options{})
+	r, blocks := reopened(t, 6)
 	wanted := blocks[1:]
 	var entered sync.WaitGroup
 	entered.Add(len(wanted))
@@ -191,15 +183,7 @@ func TestAheadRunIsReadOnce(t *testing.T) {
 // memory nor being read reads it with the blocks after it, in one read of
 // the file, rather than alone.
 func TestAheadReaderReadsARun(t *testing.T) {
-	dir := t.TempDir()
-	r := openRig(t, dir, Options{})
-	var blocks []Pos
-	for b := range 6 {
-		r.commit(values(b, 10))
-		blocks = append(blocks, r.last.at)
-	}
-	r.close()
-	r = openRig(t, dir, Options{})
+	r, blocks := reopened(t, 6)
 	alone := 0
 	testHooks.read = func() { alone++ }
 	defer func() { testHooks.read = nil }()
@@ -218,4 +202,19 @@ func TestAheadReaderReadsARun(t *testing.T) {
 	if alone != 0 {
 		t.Fatalf("%d blocks read alone", alone)
 	}
+}
+
+// reopened returns a rig of n blocks of ten values each, written, closed
+// and opened again (none in memory), and the blocks' positions.
+func reopened(t *testing.T, n int) (*rig, []Pos) {
+	t.Helper()
+	dir := t.TempDir()
+	r := openRig(t, dir, Options{})
+	var blocks []Pos
+	for b := range n {
+		r.commit(values(b, 10))
+		blocks = append(blocks, r.last.at)
+	}
+	r.close()
+	return openRig(t, dir, Options{}), blocks
 }
