@@ -1,12 +1,14 @@
 package seglog
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
@@ -226,6 +228,55 @@ func TestReadsThroughTheOpenTransaction(t *testing.T) {
 	}
 	if err := txn.Commit(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPendingReadsOutliveTheBuffer: a value read from the block being
+// built keeps its bytes when the next block is built in the buffer the
+// first was built in (Seal keeps a copy of the values and hands the buffer
+// on), and the sealed block reads back whole.
+func TestPendingReadsOutliveTheBuffer(t *testing.T) {
+	r := openRig(t, t.TempDir(), Options{})
+	txn := r.db.NewTransaction(true)
+	defer txn.Discard()
+	wt := r.l.Txn(txn)
+	first := []byte(strings.Repeat("first value ", 40))
+	ptr, ok := wt.Add(first)
+	if !ok {
+		t.Fatal("no segment files")
+	}
+	p, err := DecodePtr(ptr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, err := r.l.Get(p)
+	if err != nil || !bytes.Equal(read, first) {
+		t.Fatalf("the pending block gives %q, %v", read, err)
+	}
+	built := &r.l.pend[0]
+	b, err := r.l.Seal(txn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.l.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	next := r.db.NewTransaction(true)
+	defer next.Discard()
+	if _, ok := r.l.Txn(next).Add([]byte(strings.Repeat("X", len(first)))); !ok {
+		t.Fatal("no segment files")
+	}
+	if &r.l.pend[0] != built {
+		t.Fatal("the next block is not built in the first one's buffer")
+	}
+	if !bytes.Equal(read, first) {
+		t.Fatalf("a value read from the pending block became %q", read)
+	}
+	if again, err := r.l.Get(p); err != nil || !bytes.Equal(again, first) {
+		t.Fatalf("the sealed block gives %q, %v", again, err)
 	}
 }
 

@@ -66,6 +66,9 @@ func (l *Log) Get(p Ptr) ([]byte, error) {
 	if l == nil {
 		return nil, ErrNoLog
 	}
+	if v, ok := l.pending(p); ok {
+		return v, nil
+	}
 	raw, err := l.block(Pos{File: p.File, Off: p.Off})
 	if err != nil {
 		return nil, err
@@ -85,6 +88,9 @@ func (l *Log) Cached(p Ptr) ([]byte, bool) {
 	if l == nil {
 		return nil, false
 	}
+	if v, ok := l.pending(p); ok {
+		return v, true
+	}
 	l.mu.Lock()
 	raw := l.inMemory(Pos{File: p.File, Off: p.Off})
 	l.mu.Unlock()
@@ -94,15 +100,25 @@ func (l *Log) Cached(p Ptr) ([]byte, bool) {
 	return raw[p.Rec : p.Rec+p.Len : p.Rec+p.Len], true
 }
 
-// inMemory returns the raw block at at if it is in memory: being built,
-// sealed and not yet written, or in the cache of blocks read; nil if not.
-// Caller holds mu.
+// pending returns a copy of the value p points at when it is in the block
+// being built, and false when it is not (or p points beyond what it
+// holds). A copy: the block's buffer is the next block's once it is sealed
+// (Seal).
+func (l *Log) pending(p Ptr) ([]byte, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.pend) == 0 || (Pos{File: p.File, Off: p.Off}) != l.pendAt || uint64(p.Rec)+uint64(p.Len) > uint64(len(l.pend)) {
+		return nil, false
+	}
+	return bytes.Clone(l.pend[p.Rec : p.Rec+p.Len]), true
+}
+
+// inMemory returns the raw block at at if it is in memory, sealed and not
+// yet written or in the cache of blocks read; nil if not. (The block being
+// built is read with pending.) Caller holds mu.
 func (l *Log) inMemory(at Pos) []byte {
-	switch {
-	case len(l.pend) > 0 && at == l.pendAt:
-		return l.pend
-	case l.sealed[at] != nil:
-		return l.sealed[at]
+	if raw := l.sealed[at]; raw != nil {
+		return raw
 	}
 	return l.cache.get(at)
 }
