@@ -47,6 +47,8 @@ type Report struct {
 	// After is the restart and the store, with the in-process daemon.
 	After   *AfterReport `json:"after,omitempty"`
 	Targets []Target     `json:"targets"`
+	// Machine is how busy the machine was, before the run and after it.
+	Machine Machine `json:"machine"`
 }
 
 // VerifyReport is the coordinator's verification of the whole trail.
@@ -215,6 +217,10 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "peak RSS     %.1f MiB (%s); anonymous %.1f MiB, the rest mapped files\n",
 		float64(r.PeakRSS)/(1<<20), r.RSSScope, float64(r.PeakRSSAnon)/(1<<20))
+	if m := r.Machine; m.Before > 0 {
+		fmt.Fprintf(w, "machine      a fixed computation took %s before the run and %s after it (longer when another load shares the cores)\n",
+			m.Before.Round(time.Millisecond), m.After.Round(time.Millisecond))
+	}
 	fmt.Fprintf(w, "\nack p50 / floor p50       %.2f\n", r.Ratios.AckP50)
 	_, err := fmt.Fprintf(w, "throughput / floor rate   %.2f\n", r.Ratios.Rate)
 	if r.Bounds != nil && err == nil {

@@ -17,6 +17,7 @@ func sampleReport() *Report {
 		Signals: Latency{N: 1000, P50: 3 * time.Millisecond, P99: 6 * time.Millisecond, Max: 7 * time.Millisecond},
 		Verify:  VerifyReport{OK: true, Entries: 3000, Elapsed: 100 * time.Millisecond, Rate: 30000},
 		PeakRSS: 64 << 20, RSSScope: "this process",
+		Machine: Machine{Before: 540 * time.Millisecond, After: 712 * time.Millisecond},
 		Floor: FloorReport{
 			Writes:  Latency{N: 4000, P50: 500 * time.Microsecond, P99: time.Millisecond, Max: 2 * time.Millisecond},
 			Elapsed: 2 * time.Second, Rate: 2000,
@@ -104,6 +105,8 @@ func TestWriteJSON(t *testing.T) {
 		{"ratios.throughput_over_floor_rate", ratios["throughput_over_floor_rate"], 0.25},
 		{"verify.entries_per_s", m["verify"].(map[string]any)["entries_per_s"], 30000.0},
 		{"peak_rss_bytes", m["peak_rss_bytes"], float64(64 << 20)},
+		{"machine.before_ns", m["machine"].(map[string]any)["before_ns"], 540e6},
+		{"machine.after_ns", m["machine"].(map[string]any)["after_ns"], 712e6},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
@@ -128,6 +131,7 @@ func TestWriteText(t *testing.T) {
 		"cpu          350µs per checkpoint (this process: daemon and agents)",
 		"verify       3000 entries in 100ms: 30000 entries/s (ok)",
 		"peak RSS     64.0 MiB (this process)",
+		"machine      a fixed computation took 540ms before the run and 712ms after it",
 		"ack p50 / floor p50       4.00",
 		"throughput / floor rate   0.25",
 	} {

@@ -24,12 +24,13 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	}
 	defer os.RemoveAll(base)
 
+	before := calibrate()
 	cfg.Logger.Info("floor", "dir", base, "duration", cfg.FloorDuration, "n", cfg.FloorN)
 	floor, err := Floor(ctx, filepath.Join(base, "floor"), cfg.Size, cfg.FloorDuration, cfg.FloorN)
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Daemon: cfg.URL, Dir: base, Clients: cfg.Clients, Size: cfg.Size, Floor: floor}
+	rep := &Report{Daemon: cfg.URL, Dir: base, Clients: cfg.Clients, Size: cfg.Size, Floor: floor, Machine: Machine{Before: before}}
 	if cfg.Bounds {
 		cfg.Logger.Info("bounds", "duration", cfg.BoundsDuration, "n", cfg.N)
 		b, err := measureBounds(ctx, filepath.Join(base, "bounds"), cfg.Clients, cfg.Size, cfg.BoundsDuration, cfg.N, cfg.Window)
@@ -95,6 +96,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	}
 	rep.Ratios = rep.ratios()
 	rep.Targets = rep.targets()
+	rep.Machine.After = calibrate()
 	return rep, nil
 }
 
