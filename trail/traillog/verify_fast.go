@@ -210,7 +210,7 @@ func (c *checker) fastEntries(txn *badger.Txn) bool {
 	g := newGlobalIter(txn, badger.IteratorOptions{})
 	defer g.close()
 	for g.seek(prevSeq + 1); g.valid(); g.next() {
-		if prevSeq%4096 == 0 && (c.ctx.Err() != nil || h.failed.Load() || tree.failed.Load() || visits.hasFailed()) {
+		if prevSeq%256 == 0 && (c.ctx.Err() != nil || h.failed.Load() || tree.failed.Load() || visits.hasFailed()) {
 			return false
 		}
 		ge := g.entry()
