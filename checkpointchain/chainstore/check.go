@@ -79,7 +79,8 @@ func CheckStore(txn *badger.Txn, seg *seglog.Log, claims []Claim) (*StoreProblem
 // one goroutine), Finish. With segment files, Add checks each claim's
 // object at once when it can, from the block the caller has just read the
 // claim's trail entry from (seglog's cache still holds it: the objects of a
-// batch and its entries share a block); Finish checks the others, from
+// batch and its entries share a block; until NewStoreCheck's scan of cas/
+// is done, Add looks the object's pointer up); Finish checks the others, from
 // where NewStoreCheck's one scan of cas/ found them (or, for an object not
 // in the segment files, a lookup), and scans only k/ again. Reading
 // the objects only at the end decoded every block of the segment files a
@@ -133,13 +134,21 @@ func newStore(txn *badger.Txn, seg *seglog.Log, early bool) *StoreCheck {
 		close(c.located)
 		return c
 	}
+	hold := testHooks.locate
 	go func() {
 		defer close(c.located)
 		defer func() { c.panicked = recover() }()
+		if hold != nil {
+			<-hold
+		}
 		c.locs = locate(txn)
 	}()
 	return c
 }
+
+// testHooks.locate, in tests, holds back the scan of cas/ of the
+// StoreChecks started while it is set, until it is closed.
+var testHooks struct{ locate chan struct{} }
 
 // locate returns the pointers of the objects kept in the segment files.
 func locate(txn *badger.Txn) *locIndex {
@@ -179,15 +188,27 @@ func (c *StoreCheck) Add(cl Claim) {
 		case <-c.located:
 			c.ready = true
 		default:
-			return // Finish checks it
 		}
 	}
-	if c.panicked != nil {
-		return
-	}
-	ptr, ok := c.locs.find(cl.Digest)
-	if !ok {
-		return
+	var ptr seglog.Ptr
+	if c.ready {
+		if c.panicked != nil {
+			return
+		}
+		p, ok := c.locs.find(cl.Digest)
+		if !ok {
+			return
+		}
+		ptr = p
+	} else {
+		// locate is still reading cas/: the object's pointer is looked
+		// up. Left to Finish, 500-1,500 objects of a one-client load's
+		// verify were read again from their blocks, one block at a time.
+		p, ok := c.lookup(cl.Digest)
+		if !ok {
+			return // Finish finds it, or reports it missing
+		}
+		ptr = p
 	}
 	c.seenObject[i] = true // Finish takes it from locs if it is not checked here
 	b, cached := c.seg.Cached(ptr)
@@ -196,6 +217,17 @@ func (c *StoreCheck) Add(cl Claim) {
 	}
 	c.batch.add(c.storeCheck, i, b)
 	c.checked[i] = true
+}
+
+// lookup returns the pointer of object r when it is kept in the segment
+// files, read with a point read of its key.
+func (c *StoreCheck) lookup(r casstore.Ref) (seglog.Ptr, bool) {
+	item, err := c.txn.Get(badgerstore.Key(r))
+	if err != nil {
+		return seglog.Ptr{}, false
+	}
+	p, ok, err := seglog.PointerOf(item)
+	return p, ok && err == nil
 }
 
 // Claims returns the claims added since NewStoreCheck or the last Reset,

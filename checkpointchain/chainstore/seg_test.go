@@ -120,6 +120,33 @@ func TestStoreCheckInSteps(t *testing.T) {
 	}
 }
 
+// TestStoreCheckBeforeLocate: claims added while the scan of cas/ has not
+// found the objects yet are checked at once too, their objects' pointers
+// looked up, so that Finish reads no block again (the first block is
+// damaged in the file before Finish, as in TestStoreCheckInSteps).
+func TestStoreCheckBeforeLocate(t *testing.T) {
+	db, seg, segDir, claims := sixInPairs(t, strings.Repeat("x", 2000), seglog.Options{CacheBytes: 6000})
+	claims[2].Status = "final" // the trail says otherwise than the object
+	db.View(func(txn *badger.Txn) error {
+		release := chainstore.HoldLocate()
+		sc := chainstore.NewStoreCheck(txn, seg)
+		defer sc.Close()
+		for _, cl := range claims {
+			if _, err := chainstore.Get(txn, seg, cl.ID); err != nil { // the walk reads the block
+				t.Fatal(err)
+			}
+			sc.Add(cl)
+		}
+		release()
+		damageFirstBlock(t, segDir)
+		p, err := sc.Finish()
+		if err != nil || p == nil || !p.Object || p.Entry != claims[2].Entry {
+			t.Errorf("claims added before the objects were located: %+v, %v; want the object of claim 2, no read of the damaged block", p, err)
+		}
+		return nil
+	})
+}
+
 // sixInPairs stores six checkpoints of wsS two to a block (putInPairs) in
 // a new database, and returns it with its segment files reopened with opts
 // (nothing of them in memory), their directory and the claims.
