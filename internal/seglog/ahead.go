@@ -285,13 +285,7 @@ func (l *Log) readRun(from Pos, buf []byte, limit int, with bool) []aheadBlock {
 				raw, err = l.decode(b.h, body)
 				ok = err == nil
 			}
-			l.mu.Lock()
-			if ok {
-				l.cache.put(b.at, raw)
-			}
-			delete(l.loading, b.at)
-			l.mu.Unlock()
-			close(b.done)
+			l.loaded(b.at, raw, ok, b.done)
 			if !ok {
 				// Left for the reader, which reads it and reports what
 				// is wrong; the blocks after it are left unread.
@@ -317,12 +311,9 @@ type runBlock struct {
 
 // release gives up the blocks of run that readRun marked as being read.
 func (l *Log) release(run []runBlock) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	for _, b := range run {
 		if b.done != nil {
-			delete(l.loading, b.at)
-			close(b.done)
+			l.loaded(b.at, nil, false, b.done)
 		}
 	}
 }

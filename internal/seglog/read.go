@@ -141,18 +141,24 @@ func (l *Log) block(at Pos) ([]byte, error) {
 			l.loading[at] = done
 			l.mu.Unlock()
 			raw, err := l.readAt(at)
-			l.mu.Lock()
-			delete(l.loading, at)
-			if err == nil {
-				l.cache.put(at, raw)
-			}
-			l.mu.Unlock()
-			close(done)
+			l.loaded(at, raw, err == nil, done)
 			return raw, err
 		}
 		l.mu.Unlock()
 		<-wait // then in memory; or it failed, or the cache did not keep it, and this reads it
 	}
+}
+
+// loaded ends the read of the block at at that done marks (Log.loading):
+// raw goes to the cache when ok, and the readers waiting for it go on.
+func (l *Log) loaded(at Pos, raw []byte, ok bool, done chan struct{}) {
+	l.mu.Lock()
+	delete(l.loading, at)
+	if ok {
+		l.cache.put(at, raw)
+	}
+	l.mu.Unlock()
+	close(done)
 }
 
 // readAt reads the block at at from its file.
