@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -12,7 +11,6 @@ import (
 	"github.com/dgraph-io/badger/v4/y"
 	"github.com/transparency-dev/merkle/compact"
 
-	"github.com/wacpd/wacpd/internal/latest"
 	"github.com/wacpd/wacpd/internal/seglog"
 	"github.com/wacpd/wacpd/trail"
 )
@@ -509,12 +507,10 @@ func (c *checker) derived(txn *badger.Txn) error {
 		return nil // Repair rebuilds everything derived anyway
 	}
 	heads := 0
-	if err := latest.Each(txn, prefixHeadWS, func(item *badger.Item) error {
+	if err := localHeads(txn, func(ws string, h trail.Head, err error) error {
 		heads++
-		ws := string(item.Key()[len(prefixHeadWS):])
-		var h trail.Head
-		if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &h) }); err != nil || h != c.r.Local[ws] {
-			c.derivedFail(string(item.KeyCopy(nil)), "local trail.Head of %s is %+v, the entries give %+v", ws, h, c.r.Local[ws])
+		if err != nil || h != c.r.Local[ws] {
+			c.derivedFail(string(prefixHeadWS)+ws, "local trail.Head of %s is %+v, the entries give %+v", ws, h, c.r.Local[ws])
 		}
 		return nil
 	}); err != nil {

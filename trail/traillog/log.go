@@ -84,6 +84,17 @@ func Open(db *badger.DB, seg *seglog.Log) (*Log, error) {
 	return l, nil
 }
 
+// localHeads calls fn with each workspace's local head stored in txn
+// (t/h/w/<ws>, read with latest.Each: every batch rewrites its
+// workspaces'), or the error decoding it; it stops at fn's first error.
+func localHeads(txn *badger.Txn, fn func(ws string, h trail.Head, err error) error) error {
+	return latest.Each(txn, prefixHeadWS, func(item *badger.Item) error {
+		var h trail.Head
+		err := item.Value(func(v []byte) error { return json.Unmarshal(v, &h) })
+		return fn(string(item.Key()[len(prefixHeadWS):]), h, err)
+	})
+}
+
 // Reload reads the committed chain heads and Merkle tree from the database
 // again, after a write whose outcome is unknown (it failed, but may have
 // reached the disk). No batch may be open.
@@ -94,13 +105,9 @@ func (l *Log) Reload() error {
 		if err := getJSON(txn, keyHead, &global); err != nil && !errors.Is(err, badger.ErrKeyNotFound) {
 			return err
 		}
-		return latest.Each(txn, prefixHeadWS, func(item *badger.Item) error {
-			var h trail.Head
-			if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &h) }); err != nil {
-				return err
-			}
-			local[string(item.Key()[len(prefixHeadWS):])] = h
-			return nil
+		return localHeads(txn, func(ws string, h trail.Head, err error) error {
+			local[ws] = h
+			return err
 		})
 	})
 	if err != nil {

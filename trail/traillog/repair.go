@@ -12,7 +12,6 @@ import (
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/zeebo/blake3"
 
-	"github.com/wacpd/wacpd/internal/latest"
 	"github.com/wacpd/wacpd/internal/seglog"
 	"github.com/wacpd/wacpd/trail"
 )
@@ -175,13 +174,11 @@ func tailIDs(txn *badger.Txn, valid uint64) map[uint64]string {
 	if getJSON(txn, keyHead, &h) == nil && h.Seq > valid {
 		ids[h.Seq] = h.ID
 	}
-	_ = latest.Each(txn, prefixHeadWS, func(item *badger.Item) error {
-		var lh trail.Head
-		if item.Value(func(v []byte) error { return json.Unmarshal(v, &lh) }) != nil || lh.Seq == 0 {
+	_ = localHeads(txn, func(ws string, lh trail.Head, err error) error {
+		if err != nil || lh.Seq == 0 {
 			return nil
 		}
-		seq, err := localSeqAt(txn, string(item.Key()[len(prefixHeadWS):]), lh.Seq)
-		if err == nil && seq > valid {
+		if seq, err := localSeqAt(txn, ws, lh.Seq); err == nil && seq > valid {
 			ids[seq] = lh.ID
 		}
 		return nil
