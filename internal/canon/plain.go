@@ -8,15 +8,22 @@ import (
 // PlainRun returns the length of the longest prefix of s made of plain
 // bytes: printable ASCII other than the quote and the backslash (0x20 to
 // 0x7e, less '"' and '\\'), which a JSON string holds as they are and a
-// scanner of strings passes over. It tests eight bytes at a time, so the
+// scanner of strings passes over. It tests 32 bytes at a time where the
+// CPU has AVX2 (plainBlocks, in assembly), else eight, so the
 // writers and scanners of strings (AppendString here, strictjson's
 // scanners, the trail's stored-entry parser) pass over long contents
 // quickly; each handles what follows the run itself. FuzzPlainRun holds it
 // to a byte at a time.
 func PlainRun(s []byte) int {
 	i := 0
+	// Most runs are short (ids, names, times): the first words are tested
+	// here, and only a run longer than them goes to plainBlocks, whose call
+	// costs a few words' time.
 	for len(s)-i >= 8 && plainWord(binary.LittleEndian.Uint64(s[i:])) {
 		i += 8
+		if i == 32 && blocks && len(s) >= 64 {
+			i += plainBlocks(s[32:]) // then the words and bytes left, or the byte that stopped it
+		}
 	}
 	for i < len(s) && plainByte(s[i]) {
 		i++

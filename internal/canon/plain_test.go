@@ -35,6 +35,46 @@ func TestPlainWord(t *testing.T) {
 	}
 }
 
+// TestPlainRunBlocks holds PlainRun to a byte at a time where it tests
+// blocks of 32 bytes (plainBlocks, with AVX2): each kind of byte at each
+// position of strings up to four blocks and some long.
+func TestPlainRunBlocks(t *testing.T) {
+	base := bytes.Repeat([]byte("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 ~!"), 3)
+	for n := range 131 {
+		for p := range n {
+			for _, c := range []byte{0x00, 0x1f, 0x20, '"', '\\', 0x7e, 0x7f, 0x80, 0xc3, 0xff} {
+				s := bytes.Clone(base[:n])
+				s[p] = c
+				want := 0
+				for want < len(s) && plainByte(s[want]) {
+					want++
+				}
+				if got := PlainRun(s); got != want {
+					t.Fatalf("PlainRun(%q) = %d, want %d", s, got, want)
+				}
+			}
+		}
+	}
+	if !blocks {
+		t.Log("plainBlocks does not run here (no AVX2): the words were tested")
+		return
+	}
+	// plainBlocks itself stops at the first byte not plain, not before
+	// (PlainRun would still be right, from the words, but slower).
+	for n := range 131 {
+		if got, want := plainBlocks(base[:n]), n&^31; got != want {
+			t.Fatalf("plainBlocks of %d plain bytes = %d, want %d", n, got, want)
+		}
+		for p := range n &^ 31 {
+			s := bytes.Clone(base[:n])
+			s[p] = '"'
+			if got := plainBlocks(s); got != p {
+				t.Fatalf("plainBlocks(%q) = %d, want %d", s, got, p)
+			}
+		}
+	}
+}
+
 // FuzzPlainRun holds PlainRun to a byte at a time, on strings and bytes.
 func FuzzPlainRun(f *testing.F) {
 	for _, s := range []string{"", "plain text that runs past a word", "quote\" here", "back\\slash", "tab\tx", "\x7fdel", "été", "0123456789abcdef\n"} {
