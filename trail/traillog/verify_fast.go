@@ -404,6 +404,7 @@ func (q *visitQueue) wait() bool {
 type treeCheck struct {
 	rl    *trail.Rules
 	nodes *nodeCheck
+	sub   subtrees
 	*pipe[[][32]byte]
 }
 
@@ -417,18 +418,14 @@ func newTreeCheck(txn *badger.Txn, rl *trail.Rules) *treeCheck {
 // leaves appends the leaves of c to the tree and reports whether every
 // node it completed, and the root at the signed size, matched.
 func (t *treeCheck) leaves(c [][32]byte) bool {
-	for i := range c {
-		if err := t.rl.Range.Append(trail.Hasher{}.HashLeaf(c[i][:]), t.nodes.visit); err != nil || t.nodes.problem != "" {
+	size, signed := t.rl.Signed()
+	return t.sub.append(t.rl.Range, c, size, t.nodes.visit, func() bool { return t.nodes.problem == "" }, func() bool {
+		if root, err := t.rl.Range.GetRootHash(nil); err != nil || !bytes.Equal(root, signed) {
 			return false
 		}
-		if size, signed := t.rl.Signed(); t.rl.Range.End() == size {
-			if root, err := t.rl.Range.GetRootHash(nil); err != nil || !bytes.Equal(root, signed) {
-				return false
-			}
-			t.rl.SignedCovered = true
-		}
-	}
-	return true
+		t.rl.SignedCovered = true
+		return true
+	})
 }
 
 // add queues the next leaf (the entry hash's bytes).
