@@ -164,7 +164,7 @@ func Open(dir string, end Pos, opts Options) (*Log, Recovered, error) {
 		files:  map[uint32]*os.File{},
 		sealed: map[Pos][]byte{},
 		next:   stop, durable: stop, tail: tail,
-		cache: cache{max: opts.CacheBytes, blocks: map[Pos][]byte{}}, loading: map[Pos]chan struct{}{},
+		cache: cache{max: opts.CacheBytes, blocks: map[uint64][]byte{}}, loading: map[Pos]chan struct{}{},
 	}
 	return l, rec, nil
 }

@@ -414,26 +414,64 @@ func verifyFile(ctx context.Context, f *os.File, last bool, stop uint64, st *Sta
 }
 
 // cache holds recent raw blocks, up to max bytes, evicting the oldest.
+// Blocks are found by their position packed in a word (packPos): a map of
+// Pos, a struct with padding, hashes each field with a call of its own,
+// and a verify looks a block up for every value it reads (3 % of its CPU).
 type cache struct {
 	max    int
 	size   int
 	order  []Pos
-	blocks map[Pos][]byte
+	blocks map[uint64][]byte // by packPos
+	far    map[Pos][]byte    // the blocks packPos cannot pack
 }
 
-func (c *cache) get(at Pos) []byte { return c.blocks[at] }
+// packPos packs at in a word: the file's number in the top 24 bits, the
+// offset in the low 40 (a terabyte; segment files are MaxFile bytes and a
+// block past it). ok is false for a position that does not fit.
+func packPos(at Pos) (key uint64, ok bool) {
+	if at.File >= 1<<24 || at.Off >= 1<<40 {
+		return 0, false
+	}
+	return uint64(at.File)<<40 | at.Off, true
+}
+
+func (c *cache) get(at Pos) []byte {
+	if k, ok := packPos(at); ok {
+		return c.blocks[k]
+	}
+	return c.far[at]
+}
+
+func (c *cache) set(at Pos, raw []byte) {
+	if k, ok := packPos(at); ok {
+		if raw == nil {
+			delete(c.blocks, k)
+		} else {
+			c.blocks[k] = raw
+		}
+		return
+	}
+	if c.far == nil {
+		c.far = map[Pos][]byte{}
+	}
+	if raw == nil {
+		delete(c.far, at)
+	} else {
+		c.far[at] = raw
+	}
+}
 
 func (c *cache) put(at Pos, raw []byte) {
-	if raw == nil || c.blocks[at] != nil || len(raw) > c.max {
+	if raw == nil || c.get(at) != nil || len(raw) > c.max {
 		return
 	}
 	for c.size+len(raw) > c.max && len(c.order) > 0 {
 		old := c.order[0]
 		c.order = c.order[1:]
-		c.size -= len(c.blocks[old])
-		delete(c.blocks, old)
+		c.size -= len(c.get(old))
+		c.set(old, nil)
 	}
-	c.blocks[at] = raw
+	c.set(at, raw)
 	c.order = append(c.order, at)
 	c.size += len(raw)
 }
