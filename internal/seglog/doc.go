@@ -4,7 +4,7 @@
 // redo record of every write it makes to Badger, and Badger keeps, under a
 // value's own key, a 20-byte pointer to it. An LSM tree rewrites every
 // value it holds at each level it moves through; values that never change
-// need not be rewritten (docs/performance.md, the segment probe). And the
+// need not be rewritten (docs/performance-history.md, the segment probe). And the
 // block's sync is the batch's only one: Badger writes without syncing.
 //
 // # Files
