@@ -2,6 +2,10 @@ package bench
 
 import (
 	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -12,9 +16,53 @@ import (
 // gives this machine's); on the shared machine the bench was written on,
 // another load sharing the cores made it 10-60 % longer, and the rates
 // and ratios moved more than any change measured beside them.
+//
+// The computation does not see the disk: a run whose bound or load met a
+// stall of the disk (a sync of hundreds of milliseconds; the shared
+// machine had them) is not of a quiet machine either. DiskBefore and
+// DiskAfter are a probe of the disk the run writes to (syncProbe), just
+// before the run and just after it.
 type Machine struct {
-	Before time.Duration `json:"before_ns"`
-	After  time.Duration `json:"after_ns"`
+	Before     time.Duration `json:"before_ns"`
+	After      time.Duration `json:"after_ns"`
+	DiskBefore SyncProbe     `json:"disk_before"`
+	DiskAfter  SyncProbe     `json:"disk_after"`
+}
+
+// SyncProbe is how long a write of 4 KiB and its sync took, over
+// syncProbes of them in a row: the median and the longest.
+type SyncProbe struct {
+	P50 time.Duration `json:"p50_ns"`
+	Max time.Duration `json:"max_ns"`
+}
+
+// syncProbes is how many writes syncProbe syncs.
+const syncProbes = 32
+
+// syncProbe appends 4 KiB to a new file in dir and syncs it (as a
+// segment block is written and synced), syncProbes times, and removes
+// the file.
+func syncProbe(dir string) (SyncProbe, error) {
+	f, err := os.CreateTemp(dir, "sync-probe-")
+	if err != nil {
+		return SyncProbe{}, fmt.Errorf("disk probe: %w", err)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	b := make([]byte, 4096)
+	took := make([]time.Duration, 0, syncProbes)
+	for range syncProbes {
+		start := time.Now()
+		if _, err := f.Write(b); err != nil {
+			return SyncProbe{}, fmt.Errorf("disk probe: %w", err)
+		}
+		if err := f.Sync(); err != nil {
+			return SyncProbe{}, fmt.Errorf("disk probe: sync %s: %w", filepath.Base(f.Name()), err)
+		}
+		took = append(took, time.Since(start))
+	}
+	slices.Sort(took)
+	return SyncProbe{P50: took[len(took)/2], Max: took[len(took)-1]}, nil
 }
 
 // calibrate times the fixed computation: SHA-256 over 300 MiB, then a map

@@ -25,12 +25,16 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	defer os.RemoveAll(base)
 
 	before := calibrate()
+	diskBefore, err := syncProbe(base)
+	if err != nil {
+		return nil, err
+	}
 	cfg.Logger.Info("floor", "dir", base, "duration", cfg.FloorDuration, "n", cfg.FloorN)
 	floor, err := Floor(ctx, filepath.Join(base, "floor"), cfg.Size, cfg.FloorDuration, cfg.FloorN)
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Daemon: cfg.URL, Dir: base, Clients: cfg.Clients, Size: cfg.Size, Floor: floor, Machine: Machine{Before: before}}
+	rep := &Report{Daemon: cfg.URL, Dir: base, Clients: cfg.Clients, Size: cfg.Size, Floor: floor, Machine: Machine{Before: before, DiskBefore: diskBefore}}
 	if cfg.Bounds {
 		cfg.Logger.Info("bounds", "duration", cfg.BoundsDuration, "n", cfg.N)
 		b, err := measureBounds(ctx, filepath.Join(base, "bounds"), cfg.Clients, cfg.Size, cfg.BoundsDuration, cfg.N, cfg.Window)
@@ -97,6 +101,9 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	rep.Ratios = rep.ratios()
 	rep.Targets = rep.targets()
 	rep.Machine.After = calibrate()
+	if rep.Machine.DiskAfter, err = syncProbe(base); err != nil {
+		return nil, err
+	}
 	return rep, nil
 }
 
