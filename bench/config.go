@@ -46,6 +46,12 @@ type Config struct {
 	// SignalWait bounds the wait, after the last ack, for the
 	// coordinator to receive the remaining signals; default 30s.
 	SignalWait time.Duration
+	// QuietBelow, if positive, makes the run wait first for a quiet
+	// machine: until the machine line's computation (calibrate) takes at
+	// most QuietBelow twice in a row. QuietWait bounds that wait (default
+	// 30m); past it the run fails.
+	QuietBelow time.Duration
+	QuietWait  time.Duration
 	// Logger receives progress; nil discards it.
 	Logger *slog.Logger
 }
@@ -71,6 +77,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.SignalWait == 0 {
 		c.SignalWait = 30 * time.Second
+	}
+	if c.QuietWait == 0 {
+		c.QuietWait = 30 * time.Minute
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -220,6 +220,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	if m := r.Machine; m.Before > 0 {
 		fmt.Fprintf(w, "machine      a fixed computation took %s before the run and %s after it (longer when another load shares the cores)\n",
 			m.Before.Round(time.Millisecond), m.After.Round(time.Millisecond))
+		if m.Waited > 0 {
+			fmt.Fprintf(w, "             the run waited %s for a quiet machine (-quiet-below)\n", m.Waited.Round(time.Second))
+		}
 		fmt.Fprintf(w, "disk         a write of 4 KiB and its sync took %s (longest %s) before the run and %s (longest %s) after it (median of %d; a stall of the disk shows in the longest)\n",
 			m.DiskBefore.P50.Round(10*time.Microsecond), m.DiskBefore.Max.Round(10*time.Microsecond),
 			m.DiskAfter.P50.Round(10*time.Microsecond), m.DiskAfter.Max.Round(10*time.Microsecond), syncProbes)

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -198,5 +199,43 @@ func TestSyncProbe(t *testing.T) {
 	}
 	if _, err := syncProbe(filepath.Join(dir, "missing")); err == nil || !strings.Contains(err.Error(), "disk probe") {
 		t.Errorf("syncProbe of a missing dir: %v, want a disk probe error", err)
+	}
+}
+
+// TestWaitQuiet: the wait ends at the second computation in a row within
+// the limit (one over it starts the count again), fails once the wait is
+// over, and ends with its context.
+func TestWaitQuiet(t *testing.T) {
+	was := quietPause
+	quietPause = 0
+	defer func() { quietPause = was }()
+	seq := func(ds ...time.Duration) (func() time.Duration, *int) {
+		n := 0
+		return func() time.Duration {
+			d := ds[min(n, len(ds)-1)]
+			n++
+			return d
+		}, &n
+	}
+	ms := time.Millisecond
+	measure, calls := seq(600*ms, 500*ms, 600*ms, 500*ms, 540*ms, 900*ms)
+	if _, err := waitQuiet(context.Background(), 550*ms, time.Hour, measure); err != nil || *calls != 5 {
+		t.Errorf("waitQuiet = %v after %d computations, want nil after 5", err, *calls)
+	}
+	measure, _ = seq(600 * ms)
+	if _, err := waitQuiet(context.Background(), 550*ms, time.Nanosecond, measure); err == nil || !strings.Contains(err.Error(), "not quiet within") {
+		t.Errorf("waitQuiet on a busy machine = %v, want a not-quiet error", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	measure, _ = seq(600 * ms)
+	if _, err := waitQuiet(ctx, 550*ms, time.Hour, measure); err != context.Canceled {
+		t.Errorf("waitQuiet with an ended context = %v, want %v", err, context.Canceled)
+	}
+	r := sampleReport()
+	r.Machine.Waited = 95 * time.Second
+	var buf bytes.Buffer
+	if err := r.WriteText(&buf); err != nil || !strings.Contains(buf.String(), "the run waited 1m35s for a quiet machine") {
+		t.Errorf("WriteText with a wait: %v\n%s", err, buf.String())
 	}
 }

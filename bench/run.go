@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"time"
 )
 
 // Run measures the floor, the bounds if asked, then the daemon under load,
@@ -24,6 +25,13 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	}
 	defer os.RemoveAll(base)
 
+	var waited time.Duration
+	if cfg.QuietBelow > 0 {
+		cfg.Logger.Info("waiting for a quiet machine", "below", cfg.QuietBelow, "at most", cfg.QuietWait)
+		if waited, err = waitQuiet(ctx, cfg.QuietBelow, cfg.QuietWait, calibrate); err != nil {
+			return nil, err
+		}
+	}
 	before := calibrate()
 	diskBefore, err := syncProbe(base)
 	if err != nil {
@@ -34,7 +42,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Daemon: cfg.URL, Dir: base, Clients: cfg.Clients, Size: cfg.Size, Floor: floor, Machine: Machine{Before: before, DiskBefore: diskBefore}}
+	rep := &Report{Daemon: cfg.URL, Dir: base, Clients: cfg.Clients, Size: cfg.Size, Floor: floor, Machine: Machine{Waited: waited, Before: before, DiskBefore: diskBefore}}
 	if cfg.Bounds {
 		cfg.Logger.Info("bounds", "duration", cfg.BoundsDuration, "n", cfg.N)
 		b, err := measureBounds(ctx, filepath.Join(base, "bounds"), cfg.Clients, cfg.Size, cfg.BoundsDuration, cfg.N, cfg.Window)

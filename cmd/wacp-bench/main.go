@@ -48,6 +48,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&cfg.Bounds, "bounds", false, "also measure this machine's bounds: the transport alone and a hand-built service (see docs/performance.md)")
 	fs.DurationVar(&cfg.BoundsDuration, "bounds-duration", 0, "duration of each bound (default 3s; -n counts requests instead)")
 	memLimit := fs.Int64("memory-limit-mb", 0, "the in-process daemon's -memory-limit-mb (0: none)")
+	fs.DurationVar(&cfg.QuietBelow, "quiet-below", 0, "first wait until the machine line's fixed computation takes at most this long twice in a row (this machine: 535-560ms when quiet); 0: do not wait")
+	fs.DurationVar(&cfg.QuietWait, "quiet-wait", 0, "the longest wait for -quiet-below (default 30m)")
 	fs.IntVar(&cfg.Window, "window", 0, "checkpoints per window of a long load (default 100000; shown for two windows or more)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	verbose := fs.Bool("v", false, "log progress to stderr")
