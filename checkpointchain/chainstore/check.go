@@ -139,24 +139,20 @@ func (c *StoreCheck) Add(cl Claim) {
 		}
 	}
 	var ptr seglog.Ptr
-	if c.ready {
-		if c.panicked != nil {
-			return
-		}
-		p, ok := c.locs.find(cl.Digest)
-		if !ok {
-			return
-		}
-		ptr = p
-	} else {
+	var ok bool
+	switch {
+	case c.ready && c.panicked != nil:
+		return
+	case c.ready:
+		ptr, ok = c.locs.find(cl.Digest)
+	default:
 		// locate is still reading cas/: the object's pointer is looked
 		// up. Left to Finish, 500-1,500 objects of a one-client load's
 		// verify were read again from their blocks, one block at a time.
-		p, ok := c.lookup(cl.Digest)
-		if !ok {
-			return // Finish finds it, or reports it missing
-		}
-		ptr = p
+		ptr, ok = c.lookup(cl.Digest)
+	}
+	if !ok {
+		return // Finish finds it, or reports it missing
 	}
 	c.seenObject[i] = true // Finish takes it from locs if it is not checked here
 	b, cached := c.seg.Cached(ptr)

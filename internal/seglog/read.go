@@ -444,21 +444,21 @@ func (c *cache) get(at Pos) []byte {
 
 func (c *cache) set(at Pos, raw []byte) {
 	if k, ok := packPos(at); ok {
-		if raw == nil {
-			delete(c.blocks, k)
-		} else {
-			c.blocks[k] = raw
-		}
+		c.blocks[k] = raw
 		return
 	}
 	if c.far == nil {
 		c.far = map[Pos][]byte{}
 	}
-	if raw == nil {
-		delete(c.far, at)
-	} else {
-		c.far[at] = raw
+	c.far[at] = raw
+}
+
+func (c *cache) drop(at Pos) {
+	if k, ok := packPos(at); ok {
+		delete(c.blocks, k)
+		return
 	}
+	delete(c.far, at)
 }
 
 func (c *cache) put(at Pos, raw []byte) {
@@ -469,7 +469,7 @@ func (c *cache) put(at Pos, raw []byte) {
 		old := c.order[0]
 		c.order = c.order[1:]
 		c.size -= len(c.get(old))
-		c.set(old, nil)
+		c.drop(old)
 	}
 	c.set(at, raw)
 	c.order = append(c.order, at)

@@ -85,21 +85,20 @@ func (s *subtrees) subtree(begin uint64, level0 [][32]byte, visit compact.VisitF
 }
 
 // hash sets out[i], for i below n, to the BLAKE3-256 hash of prefix and
-// the two halves part(i) gives (trail.Hasher's leaf and node hashes).
+// the two halves part(i) gives (trail.Hasher's leaf and node hashes), each
+// pair as long as the others (one or two hashes).
 func (s *subtrees) hash(prefix byte, n int, part func(i int) ([]byte, []byte), out [][32]byte) {
+	if n == 0 {
+		return
+	}
 	s.buf, s.msgs = s.buf[:0], s.msgs[:0]
 	for i := range n {
 		a, b := part(i)
-		start := len(s.buf)
 		s.buf = append(append(append(s.buf, prefix), a...), b...)
-		s.msgs = append(s.msgs, s.buf[start:len(s.buf):len(s.buf)])
 	}
-	// s.buf may have moved as it grew: the messages are sliced again.
-	at := 0
-	for i := range s.msgs {
-		l := len(s.msgs[i])
-		s.msgs[i] = s.buf[at : at+l : at+l]
-		at += l
+	l := len(s.buf) / n // sliced once s.buf is whole: it moves as it grows
+	for i := range n {
+		s.msgs = append(s.msgs, s.buf[i*l:(i+1)*l:(i+1)*l])
 	}
 	blake3x.Sum256Many(s.msgs, out[:n])
 }
