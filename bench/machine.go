@@ -91,27 +91,27 @@ func calibrate() time.Duration {
 var quietPause = 5 * time.Second
 
 // waitQuiet waits until calibrate takes at most below twice in a row, for
-// at most wait, and returns how long it waited; measure is calibrate
-// outside tests. A run of a quiet machine is the acceptance's condition
+// at most wait, and returns the last computation's time (the run's Before)
+// and how long it waited; measure is calibrate outside tests. A run of a quiet machine is the acceptance's condition
 // (docs/performance.md); another load on a shared host comes and goes.
-func waitQuiet(ctx context.Context, below, wait time.Duration, measure func() time.Duration) (time.Duration, error) {
+func waitQuiet(ctx context.Context, below, wait time.Duration, measure func() time.Duration) (last, waited time.Duration, err error) {
 	start := time.Now()
 	streak := 0
 	for {
 		took := measure()
 		if took <= below {
 			if streak++; streak == 2 {
-				return time.Since(start), nil
+				return took, time.Since(start), nil
 			}
 			continue
 		}
 		streak = 0
 		if time.Since(start) > wait {
-			return time.Since(start), fmt.Errorf("the machine was not quiet within %s: the fixed computation took %s, more than %s", wait, took.Round(time.Millisecond), below)
+			return took, time.Since(start), fmt.Errorf("the machine was not quiet within %s: the fixed computation took %s, more than %s", wait, took.Round(time.Millisecond), below)
 		}
 		select {
 		case <-ctx.Done():
-			return time.Since(start), ctx.Err()
+			return took, time.Since(start), ctx.Err()
 		case <-time.After(quietPause):
 		}
 	}

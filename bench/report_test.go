@@ -219,17 +219,17 @@ func TestWaitQuiet(t *testing.T) {
 	}
 	ms := time.Millisecond
 	measure, calls := seq(600*ms, 500*ms, 600*ms, 500*ms, 540*ms, 900*ms)
-	if _, err := waitQuiet(context.Background(), 550*ms, time.Hour, measure); err != nil || *calls != 5 {
-		t.Errorf("waitQuiet = %v after %d computations, want nil after 5", err, *calls)
+	if last, _, err := waitQuiet(context.Background(), 550*ms, time.Hour, measure); err != nil || *calls != 5 || last != 540*ms {
+		t.Errorf("waitQuiet = %v, %v after %d computations, want 540ms, nil after 5", last, err, *calls)
 	}
 	measure, _ = seq(600 * ms)
-	if _, err := waitQuiet(context.Background(), 550*ms, time.Nanosecond, measure); err == nil || !strings.Contains(err.Error(), "not quiet within") {
+	if _, _, err := waitQuiet(context.Background(), 550*ms, time.Nanosecond, measure); err == nil || !strings.Contains(err.Error(), "not quiet within") {
 		t.Errorf("waitQuiet on a busy machine = %v, want a not-quiet error", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	measure, _ = seq(600 * ms)
-	if _, err := waitQuiet(ctx, 550*ms, time.Hour, measure); err != context.Canceled {
+	if _, _, err := waitQuiet(ctx, 550*ms, time.Hour, measure); err != context.Canceled {
 		t.Errorf("waitQuiet with an ended context = %v, want %v", err, context.Canceled)
 	}
 	r := sampleReport()

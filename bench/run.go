@@ -25,14 +25,15 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	}
 	defer os.RemoveAll(base)
 
-	var waited time.Duration
+	var before, waited time.Duration
 	if cfg.QuietBelow > 0 {
 		cfg.Logger.Info("waiting for a quiet machine", "below", cfg.QuietBelow, "at most", cfg.QuietWait)
-		if waited, err = waitQuiet(ctx, cfg.QuietBelow, cfg.QuietWait, calibrate); err != nil {
+		if before, waited, err = waitQuiet(ctx, cfg.QuietBelow, cfg.QuietWait, calibrate); err != nil {
 			return nil, err
 		}
+	} else {
+		before = calibrate()
 	}
-	before := calibrate()
 	diskBefore, err := syncProbe(base)
 	if err != nil {
 		return nil, err
