@@ -395,7 +395,11 @@ func (r *Daemon) startNATS(dir, internal string) error {
 		return fmt.Errorf("nats server: %w", err)
 	}
 	r.accts = auth.accts
-	r.served = newAccountServers(ns, r.cfg.Logger)
+	var names []string
+	for _, ep := range r.endpoints() {
+		names = append(names, ep.name)
+	}
+	r.served = newAccountServers(ns, r.cfg.Logger, names)
 	auth.served = r.served
 	ns.Start()
 	if !ns.ReadyForConnections(10 * time.Second) {

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -223,6 +224,9 @@ func (a *authenticator) Check(c server.ClientAuthentication) bool {
 	acc, err := a.accts.of(p)
 	if err == nil && acc != nil {
 		err = a.served.ensure(p, acc)
+	}
+	if errors.Is(err, errStopping) {
+		return false // not an authentication failure
 	}
 	if err != nil {
 		a.fail(remote, err.Error())
