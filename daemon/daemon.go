@@ -395,11 +395,7 @@ func (r *Daemon) startNATS(dir, internal string) error {
 		return fmt.Errorf("nats server: %w", err)
 	}
 	r.accts = auth.accts
-	var names []string
-	for _, ep := range r.endpoints() {
-		names = append(names, ep.name)
-	}
-	r.served = newAccountServers(ns, r.cfg.Logger, names)
+	r.served = newAccountServers(ns, r.cfg.Logger)
 	auth.served = r.served
 	ns.Start()
 	if !ns.ReadyForConnections(10 * time.Second) {

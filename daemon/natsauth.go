@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -224,9 +223,6 @@ func (a *authenticator) Check(c server.ClientAuthentication) bool {
 	acc, err := a.accts.of(p)
 	if err == nil && acc != nil {
 		err = a.served.ensure(p, acc)
-	}
-	if errors.Is(err, errStopping) {
-		return false // not an authentication failure
 	}
 	if err != nil {
 		a.fail(remote, err.Error())

@@ -51,7 +51,7 @@ type accountServers struct {
 	stopped bool
 	wg      sync.WaitGroup // the dispatch goroutines
 
-	stats map[string]*endpointStats // by endpoint name; read-only
+	stats map[string]*endpointStats // by endpoint name; made by start, read-only afterwards
 }
 
 // accountServer is the daemon's connection in one principal's account.
@@ -71,15 +71,8 @@ const accountServerBuffer = 256
 
 var errStopping = errors.New("the daemon is shutting down")
 
-// newAccountServers returns the account servers of ns, which will count
-// the requests of the endpoints named endpointNames.
-func newAccountServers(ns *server.Server, log *slog.Logger, endpointNames []string) *accountServers {
-	s := &accountServers{ns: ns, log: log, byToken: map[string]*accountServer{}, byName: map[string]*accountServer{},
-		stats: make(map[string]*endpointStats, len(endpointNames))}
-	for _, n := range endpointNames {
-		s.stats[n] = &endpointStats{}
-	}
-	return s
+func newAccountServers(ns *server.Server, log *slog.Logger) *accountServers {
+	return &accountServers{ns: ns, log: log, byToken: map[string]*accountServer{}, byName: map[string]*accountServer{}}
 }
 
 // servedGrants are the grants of p its account server subscribes to: the
@@ -148,9 +141,13 @@ func (s *accountServers) ensure(p principal.Principal, acc *server.Account) erro
 
 // start makes the account servers of the principals seen so far and of
 // every one after, handing their requests to handle.
-func (s *accountServers) start(handle func(p principal.Principal, m *nats.Msg)) error {
+func (s *accountServers) start(handle func(p principal.Principal, m *nats.Msg), endpointNames []string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.stats = make(map[string]*endpointStats, len(endpointNames))
+	for _, n := range endpointNames {
+		s.stats[n] = &endpointStats{}
+	}
 	s.handle = handle
 	for name, as := range s.byName {
 		if err := s.open(as); err != nil {

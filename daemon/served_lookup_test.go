@@ -12,7 +12,7 @@ import (
 // a connection made in this process (a pipe) and no TCP connection, even
 // one that knows it.
 func TestAccountServerTokenOnlyInProcess(t *testing.T) {
-	s := newAccountServers(nil, slog.Default(), nil)
+	s := newAccountServers(nil, slog.Default())
 	as := &accountServer{p: principal.Principal{Kind: principal.KindAuditor, Name: "a"}}
 	s.byToken["secret"] = as
 	pipe, other := net.Pipe()

@@ -103,8 +103,10 @@ func (r *Daemon) startService() (micro.Service, error) {
 // request.
 func (r *Daemon) startServed() error {
 	bySubject := map[string]endpoint{}
+	var names []string
 	for _, ep := range r.endpoints() {
 		bySubject[ep.subject] = ep
+		names = append(names, ep.name)
 	}
 	return r.served.start(func(p principal.Principal, m *nats.Msg) {
 		if !isInbox(m.Reply) {
@@ -125,7 +127,7 @@ func (r *Daemon) startServed() error {
 		}
 		req.stats = r.served.stats[ep.name]
 		r.serveRequest(ep, &p, req)
-	})
+	}, names)
 }
 
 // handlerTable returns the handler of every op of the wire contract
