@@ -60,9 +60,6 @@ type Config struct {
 	pageBytes int
 	// onServer is a test seam: given the embedded NATS server once it runs.
 	onServer func(*server.Server)
-	// accountIdle is a test seam: how long an account server outlives its
-	// principal's last connection (served.go); 0 means accountIdleDefault.
-	accountIdle time.Duration
 }
 
 // Signal stream retention defaults (Config.SignalsMaxBytes, SignalsMaxAge).

@@ -38,9 +38,8 @@ type Daemon struct {
 	url      string
 	tok      *tokens
 	external bool
-	adm      *admission      // request slots (admission.go)
-	accts    *accounts       // the principals' accounts; nil on an external server
-	served   *accountServers // the daemon's connections in them (served.go); nil on an external server
+	adm      *admission // request slots (admission.go)
+	accts    *accounts  // the principals' accounts; nil on an external server
 
 	metrics      *metrics      // nil unless MetricsAddr is set
 	metricsURL   string        // where the metrics are served
@@ -228,18 +227,10 @@ func (r *Daemon) Run(ctx context.Context) (err error) {
 	ended := newEndedAgents()
 	r.eng.OnCommit(ended.onCommit)
 	wg.Add(4)
-	go func() { defer wg.Done(); ended.run(bg, r.disconnectEnded) }()
+	go func() { defer wg.Done(); ended.run(bg, r.disconnect) }()
 	go func() { defer wg.Done(); r.runTreeHeads(bg, r.signer, 250*time.Millisecond) }()
 	go func() { defer wg.Done(); r.eng.RunTimers(bg, time.Second) }()
 	go func() { defer wg.Done(); r.recordAuthFailures(bg) }()
-	if r.served != nil {
-		idle := r.cfg.accountIdle
-		if idle <= 0 {
-			idle = accountIdleDefault
-		}
-		wg.Add(1)
-		go func() { defer wg.Done(); r.served.run(bg, idle) }()
-	}
 	stack = append(stack, func() {
 		pub.flush(5 * time.Second) // publish what the last requests committed
 		stopBG()
@@ -254,9 +245,6 @@ func (r *Daemon) Run(ctx context.Context) (err error) {
 	}
 	stack = append(stack, func() {
 		svc.Stop() // stop taking requests
-		if r.served != nil {
-			r.served.stop()
-		}
 		r.handlersMu.Lock()
 		r.closing = true // a request micro already dispatched is refused
 		r.handlersMu.Unlock()
@@ -395,8 +383,6 @@ func (r *Daemon) startNATS(dir, internal string) error {
 		return fmt.Errorf("nats server: %w", err)
 	}
 	r.accts = auth.accts
-	r.served = newAccountServers(ns, r.cfg.Logger)
-	auth.served = r.served
 	ns.Start()
 	if !ns.ReadyForConnections(10 * time.Second) {
 		ns.Shutdown()
@@ -419,9 +405,6 @@ func (r *Daemon) startNATS(dir, internal string) error {
 }
 
 func (r *Daemon) stopNATS() {
-	if r.served != nil {
-		r.served.stop()
-	}
 	if r.nc != nil {
 		r.nc.Close()
 	}

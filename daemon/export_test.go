@@ -1,10 +1,6 @@
 package daemon
 
-import (
-	"time"
-
-	"github.com/nats-io/nats-server/v2/server"
-)
+import "github.com/nats-io/nats-server/v2/server"
 
 // DocSubjects exports docSubjects to the runtime_test package, whose
 // TestAuthzDocCoversEveryEndpoint checks the authorization table against it.
@@ -25,10 +21,3 @@ func WithPageBytes(cfg Config, n int) Config {
 
 // RunNATSServer is runNATSServer, for the external tests.
 var RunNATSServer = runNATSServer
-
-// WithAccountIdle returns cfg whose account servers close after d without
-// their principal's connections (served.go).
-func WithAccountIdle(cfg Config, d time.Duration) Config {
-	cfg.accountIdle = d
-	return cfg
-}

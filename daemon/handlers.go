@@ -316,7 +316,7 @@ func (r *Daemon) tokenRevoke(ctx context.Context, c caller, body []byte) (any, e
 	}
 	if len(old) > 0 {
 		r.tok.remove(old)
-		r.disconnectEnded(p) // no token of p is left
+		r.disconnect(p)
 	}
 	return wire.TokenRevoked{Principal: p, Revoked: len(old)}, nil
 }

@@ -1,8 +1,8 @@
 package daemon
 
 import (
+	"encoding/json"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -19,29 +19,20 @@ const signalStream = "WACP_SIGNALS"
 // The daemon's own connection, its micro service, the live feeds and the
 // WACP_SIGNALS stream are in the server's global account. Every other
 // principal connects into an account of its own, named after it
-// (principal.Principal.String). There the daemon answers the principal's
-// wacp.v1 requests on a connection of its own (served.go): the account is
-// the caller. The account imports from the daemon's exactly the rest it
-// may use (grantsOf): the JetStream API of its consumers, $SRV, and the
-// deliveries it may read. A JetStream or $SRV answer goes back through
-// the import into the caller's account, whatever reply subject the caller
-// named, and the daemon's own answers go only to inboxes: a reflected
-// reply can land only where the caller itself could publish. Nothing a
-// principal publishes reaches the stream or the feeds. The NATS
-// permissions of each connection list the same subjects again, as a
-// second line.
+// (principal.Principal.String), which imports exactly the services it may call and
+// the deliveries it may read (grantsOf). A message crosses from a
+// principal's account into the daemon's only as a request to an imported
+// service, and the answer goes back through the import into the caller's
+// account, whatever reply subject the caller named: a reflected reply can
+// land only where the caller itself could publish. Nothing a principal
+// publishes reaches the stream or the feeds. The NATS permissions of each
+// connection list the same subjects again, as a second line.
 
-// grant is one subject a principal may use: a service of the daemon's it
-// calls, or a delivery it reads.
+// grant is one subject a principal's account imports from the daemon's.
 type grant struct {
 	subject string
 	stream  bool // a delivery the principal reads; else a service it calls
 }
-
-// served reports whether g is one of the daemon's own services, which the
-// daemon answers in the principal's account (served.go); the account
-// imports every other grant from the daemon's.
-func (g grant) served() bool { return !g.stream && strings.HasPrefix(g.subject, wire.Prefix) }
 
 // consumerAPI is the JetStream API subject of a consumer operation on the
 // signal stream.
@@ -50,11 +41,11 @@ func consumerAPI(op, consumer string) string {
 }
 
 // exports are the daemon account's exports: every grant of every principal
-// but the served ones is within one of them. The pull request subject answers with a stream of
+// is within one of them. The pull request subject answers with a stream of
 // messages; the others answer once.
 var (
 	serviceExports = []string{
-		"$SRV.>",
+		"wacp.v1.system.>", "wacp.v1.agent.>", "wacp.v1.audit.>", "$SRV.>",
 		"$JS.API.INFO", "$JS.API.STREAM.INFO." + signalStream,
 		consumerAPI("INFO", "*"), consumerAPI("DELETE", "*"), "$JS.API.CONSUMER.NAMES." + signalStream,
 		"$JS.ACK." + signalStream + ".>",
@@ -63,7 +54,7 @@ var (
 	streamExports  = []string{"wacp.v1.sig.>", "wacp.v1.trail.>"}
 )
 
-// grantsOf returns what principal p may use. Consumers of the
+// grantsOf returns what principal p's account imports. Consumers of the
 // signal stream are made by the daemon (the signals.consumer endpoint), never
 // by a principal: a consumer's configuration could name a delivery subject
 // in the daemon's account.
@@ -127,8 +118,8 @@ type accounts struct {
 	ns     *server.Server
 	daemon *server.Account // the global account
 
-	mu   sync.Mutex // guards done; held while an account is set up
-	done map[string]bool
+	mu     sync.Mutex // guards byName; held while an account is set up
+	byName map[string]principal.Principal
 }
 
 // newAccounts exports the daemon account's services and deliveries on ns.
@@ -147,7 +138,7 @@ func newAccounts(ns *server.Server) (*accounts, error) {
 			return nil, fmt.Errorf("export %s: %w", s, err)
 		}
 	}
-	return &accounts{ns: ns, daemon: g, done: map[string]bool{}}, nil
+	return &accounts{ns: ns, daemon: g, byName: map[string]principal.Principal{}}, nil
 }
 
 // of returns p's account, made with p's imports the first time. The
@@ -160,13 +151,12 @@ func (a *accounts) of(p principal.Principal) (*server.Account, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	acc, isNew := a.ns.LookupOrRegisterAccount(name)
-	if !isNew && a.done[name] {
-		return acc, nil
+	if !isNew {
+		if _, ok := a.byName[name]; ok {
+			return acc, nil
+		}
 	}
 	for _, g := range grantsOf(p) {
-		if g.served() {
-			continue
-		}
 		var err error
 		if g.stream {
 			err = acc.AddStreamImport(a.daemon, g.subject, "")
@@ -177,21 +167,41 @@ func (a *accounts) of(p principal.Principal) (*server.Account, error) {
 			return nil, fmt.Errorf("account %s: import %s: %w", name, g.subject, err)
 		}
 	}
-	a.done[name] = true
+	a.byName[name] = p
 	return acc, nil
+}
+
+// principal returns the principal whose account is named acc.
+func (a *accounts) principal(acc string) (principal.Principal, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p, ok := a.byName[acc]
+	return p, ok
+}
+
+// requestInfoHeader is the header the server sets on every request that
+// crosses a service import, naming the caller's account; a client cannot
+// forge it (the server replaces any it sent).
+const requestInfoHeader = server.ClientInfoHdr
+
+// requestAccount returns the account named by a request's info header.
+func requestAccount(h string) string {
+	var ci struct {
+		Account string `json:"acc"`
+	}
+	if json.Unmarshal([]byte(h), &ci) != nil {
+		return ""
+	}
+	return ci.Account
 }
 
 // authenticator is the embedded server's custom client authentication: it
 // maps the connection's token to a principal, puts the connection in that
 // principal's account and gives it that principal's permissions, so the
 // server itself enforces who may publish and subscribe where (wire-v1 §2).
-// The principal's account server is made before its connection is let in
-// (served.go); the account servers' own connections are let in with
-// theirs.
 type authenticator struct {
 	tokens *tokens
 	accts  *accounts                        // set before the server starts
-	served *accountServers                  // set before the server starts
 	live   func(p principal.Principal) bool // reports whether p may connect now (a closed workspace's agent may not)
 	failed func(remote, why string)         // called on a refused connection; never gets the token
 }
@@ -202,14 +212,8 @@ var _ server.Authentication = (*authenticator)(nil)
 func (a *authenticator) Check(c server.ClientAuthentication) bool {
 	opts := c.GetOpts()
 	remote := ""
-	addr := c.RemoteAddress()
-	if addr != nil {
+	if addr := c.RemoteAddress(); addr != nil {
 		remote = addr.String()
-	}
-	if as, ok := a.served.lookup(opts.Token, addr); ok {
-		c.RegisterUser(&server.User{Username: "wacpd for " + as.p.String(), Account: as.acc,
-			Permissions: servedPermissions(as.p)})
-		return true
 	}
 	p, ok := a.tokens.lookup(opts.Token)
 	if !ok {
@@ -221,9 +225,6 @@ func (a *authenticator) Check(c server.ClientAuthentication) bool {
 		return false
 	}
 	acc, err := a.accts.of(p)
-	if err == nil && acc != nil {
-		err = a.served.ensure(p, acc)
-	}
 	if err != nil {
 		a.fail(remote, err.Error())
 		return false
@@ -236,15 +237,6 @@ func (a *authenticator) Check(c server.ClientAuthentication) bool {
 func (a *authenticator) fail(remote, why string) {
 	if a.failed != nil {
 		a.failed(remote, why)
-	}
-}
-
-// disconnectEnded closes the connections of p, whose workspace ended, and
-// its account server: p connects no more.
-func (r *Daemon) disconnectEnded(p principal.Principal) {
-	r.disconnect(p)
-	if r.served != nil {
-		r.served.close(p)
 	}
 }
 

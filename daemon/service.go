@@ -11,7 +11,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/wacpd/wacpd/checkpointchain"
@@ -63,18 +62,12 @@ func (ep endpoint) deadline() time.Duration {
 	return RequestTimeout
 }
 
-// startService registers the wacp micro service and its endpoints, and
-// starts serving the principals' accounts (served.go). Their requests are
-// counted in each endpoint's $SRV.STATS data (servedStats).
+// startService registers the wacp micro service and its endpoints.
 func (r *Daemon) startService() (micro.Service, error) {
-	cfg := micro.Config{
+	svc, err := micro.AddService(r.nc, micro.Config{
 		Name: "wacp", Version: semver(r.cfg.Version),
 		Description: "WACP runtime (wire contract v1)",
-	}
-	if r.served != nil {
-		cfg.StatsHandler = func(e *micro.Endpoint) any { return r.served.statsOf(e.Name) }
-	}
-	svc, err := micro.AddService(r.nc, cfg)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("start service: %w", err)
 	}
@@ -84,50 +77,7 @@ func (r *Daemon) startService() (micro.Service, error) {
 			return nil, fmt.Errorf("add endpoint %s: %w", ep.subject, err)
 		}
 	}
-	if r.served != nil {
-		if err := r.startServed(); err != nil {
-			svc.Stop()
-			return nil, err
-		}
-	}
 	return svc, nil
-}
-
-// startServed starts the account servers (served.go): each request one
-// receives goes to its endpoint, found by subject, as micro's would; a
-// subject that names no endpoint is not_found. A message that names no
-// inbox as its reply subject is not a request the caller could read the
-// answer of, and is dropped unread: so is an answer something else sent
-// there (a JetStream answer whose reply subject the caller named as one
-// of its own endpoints), which would otherwise be taken as the caller's
-// request.
-func (r *Daemon) startServed() error {
-	bySubject := map[string]endpoint{}
-	var names []string
-	for _, ep := range r.endpoints() {
-		bySubject[ep.subject] = ep
-		names = append(names, ep.name)
-	}
-	return r.served.start(func(p principal.Principal, m *nats.Msg) {
-		if !isInbox(m.Reply) {
-			r.cfg.Logger.Debug("dropped a message without an inbox to answer to", "principal", p.String(), "subject", m.Subject)
-			return
-		}
-		pattern := m.Subject
-		if rest, ok := strings.CutPrefix(pattern, wire.AgentPrefix); ok {
-			if _, op, ok := strings.Cut(rest, "."); ok {
-				pattern = wire.AgentWildcard + op
-			}
-		}
-		req := &servedRequest{m: m, start: time.Now()}
-		ep, ok := bySubject[pattern]
-		if !ok {
-			r.replyErr("none", req, runtime.Refuse(wire.CodeNotFound, "no endpoint has the subject %s (wire-v1 §3 lists them)", m.Subject))
-			return
-		}
-		req.stats = r.served.stats[ep.name]
-		r.serveRequest(ep, &p, req)
-	}, names)
 }
 
 // handlerTable returns the handler of every op of the wire contract
@@ -209,60 +159,56 @@ const (
 // writes the reply or the error in the wire contract's form,
 // and counts it.
 func (r *Daemon) serve(ep endpoint) micro.HandlerFunc {
-	return func(req micro.Request) { r.serveRequest(ep, nil, req) }
-}
-
-// serveRequest is serve's handler for one request; p is the principal an
-// account server received it for (served.go), nil for micro's.
-func (r *Daemon) serveRequest(ep endpoint, p *principal.Principal, req micro.Request) {
-	c, err := r.identify(req, ep.aud, p)
-	if err != nil {
-		r.replyErr(ep.name, req, err)
-		return
-	}
-	if c.t, err = r.adm.admit(c.p); err != nil {
-		r.replyErr(ep.name, req, err)
-		return
-	}
-	r.handlersMu.Lock()
-	if r.closing {
-		r.handlersMu.Unlock()
-		c.t.release()
-		r.replyErr(ep.name, req, runtime.Refuse(wire.CodeUnavailable, "the daemon is shutting down"))
-		return
-	}
-	r.handlers.Add(1)
-	r.handlersMu.Unlock()
-	r.workers.run(func() {
-		defer r.handlers.Done()
-		defer c.t.release()
-		ctx, cancel := context.WithTimeout(r.reqCtx, ep.deadline())
-		defer cancel()
-		v, err := r.handle(ctx, ep, c, req.Data())
+	return func(req micro.Request) {
+		c, err := r.identify(req, ep.aud)
 		if err != nil {
 			r.replyErr(ep.name, req, err)
 			return
 		}
-		var data []byte
-		if cp, ok := v.(checkpointchain.Checkpoint); ok {
-			data, err = checkpointchain.Wire(cp) // canonical, as json.Marshal reads
-		} else {
-			data, err = json.Marshal(v)
-		}
-		if err != nil {
-			r.replyErr(ep.name, req, fmt.Errorf("encode the reply: %w", err))
+		if c.t, err = r.adm.admit(c.p); err != nil {
+			r.replyErr(ep.name, req, err)
 			return
 		}
-		// Headers and framing take a little of the max payload.
-		if max := r.maxPayload() - 4096; len(data) > max {
-			r.replyErr(ep.name, req, tooLarge(len(data), max))
+		r.handlersMu.Lock()
+		if r.closing {
+			r.handlersMu.Unlock()
+			c.t.release()
+			r.replyErr(ep.name, req, runtime.Refuse(wire.CodeUnavailable, "the daemon is shutting down"))
 			return
 		}
-		r.metrics.request(ep.name, "ok")
-		if err := req.Respond(data); err != nil {
-			r.cfg.Logger.Warn("reply", "subject", req.Subject(), "err", err)
-		}
-	})
+		r.handlers.Add(1)
+		r.handlersMu.Unlock()
+		r.workers.run(func() {
+			defer r.handlers.Done()
+			defer c.t.release()
+			ctx, cancel := context.WithTimeout(r.reqCtx, ep.deadline())
+			defer cancel()
+			v, err := r.handle(ctx, ep, c, req.Data())
+			if err != nil {
+				r.replyErr(ep.name, req, err)
+				return
+			}
+			var data []byte
+			if cp, ok := v.(checkpointchain.Checkpoint); ok {
+				data, err = checkpointchain.Wire(cp) // canonical, as json.Marshal reads
+			} else {
+				data, err = json.Marshal(v)
+			}
+			if err != nil {
+				r.replyErr(ep.name, req, fmt.Errorf("encode the reply: %w", err))
+				return
+			}
+			// Headers and framing take a little of the max payload.
+			if max := r.maxPayload() - 4096; len(data) > max {
+				r.replyErr(ep.name, req, tooLarge(len(data), max))
+				return
+			}
+			r.metrics.request(ep.name, "ok")
+			if err := req.Respond(data); err != nil {
+				r.cfg.Logger.Warn("reply", "subject", req.Subject(), "err", err)
+			}
+		})
+	}
 }
 
 // handle checks body as every request body is checked, then runs ep's
@@ -294,14 +240,14 @@ func (r *Daemon) handle(ctx context.Context, ep endpoint, c caller, body []byte)
 	return ep.h(ctx, c, body)
 }
 
-// identify returns the caller of req. On the embedded server the daemon
-// answers a principal in the principal's own account (served.go): p, the
-// account server's principal, is the caller, and a request made anywhere
-// else (in the daemon's account) is refused. An agent's account server
-// receives only its own workspace's agent subjects, so the subject's
-// workspace is the caller's own; it is checked again here. On an external
-// server the Wacp-Token header must be present and name a live principal.
-func (r *Daemon) identify(req micro.Request, aud audience, p *principal.Principal) (caller, error) {
+// identify returns the caller of req. On the embedded server a request
+// reaches the daemon only through an import of the caller's account, and
+// the server names that account in the request's info header, which no
+// client can forge: the account is the principal. An account imports only
+// its own workspace's agent subjects, so the subject's workspace is the
+// caller's own; it is checked again here. On an external server the
+// Wacp-Token header must be present and name a live principal.
+func (r *Daemon) identify(req micro.Request, aud audience) (caller, error) {
 	var c caller
 	if aud == agents {
 		parts := strings.Split(req.Subject(), ".")
@@ -310,17 +256,19 @@ func (r *Daemon) identify(req micro.Request, aud audience, p *principal.Principa
 		}
 		c.ws = parts[3]
 	}
-	switch {
-	case p != nil:
-		c.p = *p
-	case r.external:
-		tp, ok := r.tok.lookup(req.Headers().Get(TokenHeader))
-		if !ok || !r.live(tp) {
+	if r.external {
+		p, ok := r.tok.lookup(req.Headers().Get(TokenHeader))
+		if !ok || !r.live(p) {
 			return c, runtime.Refuse(wire.CodeUnauthorized, "missing, unknown or ended %s header", TokenHeader)
 		}
-		c.p = tp
-	default:
-		return c, runtime.Refuse(wire.CodeUnauthorized, "the request did not come from a principal's account")
+		c.p = p
+	} else {
+		acc := requestAccount(req.Headers().Get(requestInfoHeader))
+		p, ok := r.accts.principal(acc)
+		if !ok {
+			return c, runtime.Refuse(wire.CodeUnauthorized, "the request did not come from a principal's account")
+		}
+		c.p = p
 	}
 	switch aud {
 	case agents:
