@@ -40,6 +40,7 @@ type Daemon struct {
 	external bool
 	adm      *admission // request slots (admission.go)
 	accts    *accounts  // the principals' accounts; nil on an external server
+	routes   *routes    // the agent requests routed to the daemon (routes.go); nil on an external server
 
 	metrics      *metrics      // nil unless MetricsAddr is set
 	metricsURL   string        // where the metrics are served
@@ -227,7 +228,7 @@ func (r *Daemon) Run(ctx context.Context) (err error) {
 	ended := newEndedAgents()
 	r.eng.OnCommit(ended.onCommit)
 	wg.Add(4)
-	go func() { defer wg.Done(); ended.run(bg, r.disconnect) }()
+	go func() { defer wg.Done(); ended.run(bg, r.disconnectEnded) }()
 	go func() { defer wg.Done(); r.runTreeHeads(bg, r.signer, 250*time.Millisecond) }()
 	go func() { defer wg.Done(); r.eng.RunTimers(bg, time.Second) }()
 	go func() { defer wg.Done(); r.recordAuthFailures(bg) }()
@@ -245,6 +246,9 @@ func (r *Daemon) Run(ctx context.Context) (err error) {
 	}
 	stack = append(stack, func() {
 		svc.Stop() // stop taking requests
+		if r.routes != nil {
+			r.routes.stop()
+		}
 		r.handlersMu.Lock()
 		r.closing = true // a request micro already dispatched is refused
 		r.handlersMu.Unlock()
@@ -383,6 +387,12 @@ func (r *Daemon) startNATS(dir, internal string) error {
 		return fmt.Errorf("nats server: %w", err)
 	}
 	r.accts = auth.accts
+	var names []string
+	for _, ep := range r.endpoints() {
+		names = append(names, ep.name)
+	}
+	r.routes = newRoutes(r.cfg.Logger, names)
+	r.accts.route = r.routes.add
 	ns.Start()
 	if !ns.ReadyForConnections(10 * time.Second) {
 		ns.Shutdown()
@@ -405,6 +415,9 @@ func (r *Daemon) startNATS(dir, internal string) error {
 }
 
 func (r *Daemon) stopNATS() {
+	if r.routes != nil {
+		r.routes.stop()
+	}
 	if r.nc != nil {
 		r.nc.Close()
 	}

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -28,10 +29,17 @@ const signalStream = "WACP_SIGNALS"
 // publishes reaches the stream or the feeds. The NATS permissions of each
 // connection list the same subjects again, as a second line.
 
-// grant is one subject a principal's account imports from the daemon's.
+// grant is one subject a principal's account imports from the daemon's,
+// or routes to it.
 type grant struct {
 	subject string
 	stream  bool // a delivery the principal reads; else a service it calls
+}
+
+// routed reports whether g is p's own agent subjects, which p's account
+// routes to the daemon (routes.go) rather than importing a service.
+func (g grant) routed(p principal.Principal) bool {
+	return !g.stream && p.Workspace != "" && g.subject == wire.AgentPrefix+p.Workspace+".>"
 }
 
 // consumerAPI is the JetStream API subject of a consumer operation on the
@@ -41,11 +49,11 @@ func consumerAPI(op, consumer string) string {
 }
 
 // exports are the daemon account's exports: every grant of every principal
-// is within one of them. The pull request subject answers with a stream of
+// but its own agent subjects (routes.go) is within one of them. The pull request subject answers with a stream of
 // messages; the others answer once.
 var (
 	serviceExports = []string{
-		"wacp.v1.system.>", "wacp.v1.agent.>", "wacp.v1.audit.>", "$SRV.>",
+		"wacp.v1.system.>", "wacp.v1.audit.>", "$SRV.>",
 		"$JS.API.INFO", "$JS.API.STREAM.INFO." + signalStream,
 		consumerAPI("INFO", "*"), consumerAPI("DELETE", "*"), "$JS.API.CONSUMER.NAMES." + signalStream,
 		"$JS.ACK." + signalStream + ".>",
@@ -120,6 +128,10 @@ type accounts struct {
 
 	mu     sync.Mutex // guards byName; held while an account is set up
 	byName map[string]principal.Principal
+
+	// route, set before the server starts, routes a workspace's agent
+	// subjects to the daemon once its account is set up (routes.go).
+	route func(ws string, p principal.Principal) error
 }
 
 // newAccounts exports the daemon account's services and deliveries on ns.
@@ -157,6 +169,12 @@ func (a *accounts) of(p principal.Principal) (*server.Account, error) {
 		}
 	}
 	for _, g := range grantsOf(p) {
+		if g.routed(p) {
+			if err := routeAccount(a.daemon, acc, p.Workspace); err != nil {
+				return nil, fmt.Errorf("account %s: route %s: %w", name, g.subject, err)
+			}
+			continue
+		}
 		var err error
 		if g.stream {
 			err = acc.AddStreamImport(a.daemon, g.subject, "")
@@ -169,6 +187,15 @@ func (a *accounts) of(p principal.Principal) (*server.Account, error) {
 	}
 	a.byName[name] = p
 	return acc, nil
+}
+
+// routeOf routes p's agent subjects, if p has any, once p's account is set
+// up; again after a start has made them before the daemon served.
+func (a *accounts) routeOf(p principal.Principal) error {
+	if a.route == nil || (p.Kind != principal.KindAgent && p.Kind != principal.KindCoordinator) {
+		return nil
+	}
+	return a.route(p.Workspace, p)
 }
 
 // principal returns the principal whose account is named acc.
@@ -225,6 +252,12 @@ func (a *authenticator) Check(c server.ClientAuthentication) bool {
 		return false
 	}
 	acc, err := a.accts.of(p)
+	if err == nil {
+		err = a.accts.routeOf(p)
+	}
+	if errors.Is(err, errStopping) {
+		return false // not an authentication failure
+	}
 	if err != nil {
 		a.fail(remote, err.Error())
 		return false
@@ -237,6 +270,15 @@ func (a *authenticator) Check(c server.ClientAuthentication) bool {
 func (a *authenticator) fail(remote, why string) {
 	if a.failed != nil {
 		a.failed(remote, why)
+	}
+}
+
+// disconnectEnded closes the connections of the agent p, whose workspace
+// ended, and stops routing the workspace's subjects.
+func (r *Daemon) disconnectEnded(p principal.Principal) {
+	r.disconnect(p)
+	if r.routes != nil {
+		r.routes.remove(p.Workspace)
 	}
 }
 

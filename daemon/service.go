@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/wacpd/wacpd/checkpointchain"
@@ -62,12 +63,18 @@ func (ep endpoint) deadline() time.Duration {
 	return RequestTimeout
 }
 
-// startService registers the wacp micro service and its endpoints.
+// startService registers the wacp micro service and its endpoints, and
+// starts taking the routed agent requests (routes.go), which each
+// endpoint's $SRV.STATS data counts.
 func (r *Daemon) startService() (micro.Service, error) {
-	svc, err := micro.AddService(r.nc, micro.Config{
+	cfg := micro.Config{
 		Name: "wacp", Version: semver(r.cfg.Version),
 		Description: "WACP runtime (wire contract v1)",
-	})
+	}
+	if r.routes != nil {
+		cfg.StatsHandler = func(e *micro.Endpoint) any { return r.routes.statsOf(e.Name) }
+	}
+	svc, err := micro.AddService(r.nc, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("start service: %w", err)
 	}
@@ -77,7 +84,40 @@ func (r *Daemon) startService() (micro.Service, error) {
 			return nil, fmt.Errorf("add endpoint %s: %w", ep.subject, err)
 		}
 	}
+	if r.routes != nil {
+		if err := r.startRoutes(); err != nil {
+			svc.Stop()
+			return nil, fmt.Errorf("start routes: %w", err)
+		}
+	}
 	return svc, nil
+}
+
+// startRoutes takes the routed agent requests (routes.go): each goes to
+// its endpoint as micro's would, the caller the principal that acts for
+// the subject's workspace. A message whose reply subject is no inbox is
+// dropped unread; a subject that names no endpoint is not_found.
+func (r *Daemon) startRoutes() error {
+	byOp := map[string]endpoint{}
+	for _, ep := range r.endpoints() {
+		if ep.aud == agents {
+			byOp[ep.op] = ep
+		}
+	}
+	return r.routes.start(r.nc, func(p principal.Principal, ws string, m *nats.Msg) {
+		if !isInbox(m.Reply) {
+			r.cfg.Logger.Debug("dropped a message without an inbox to answer to", "subject", m.Subject)
+			return
+		}
+		req := &routedRequest{m: m, nc: r.nc, ws: ws, start: time.Now()}
+		ep, ok := byOp[strings.TrimPrefix(m.Subject, wire.AgentPrefix+ws+".")]
+		if !ok {
+			r.replyErr("none", req, runtime.Refuse(wire.CodeNotFound, "no endpoint has the subject %s (wire-v1 §3 lists them)", m.Subject))
+			return
+		}
+		req.stats = r.routes.stats[ep.name]
+		r.serveRequest(ep, &p, req)
+	})
 }
 
 // handlerTable returns the handler of every op of the wire contract
@@ -159,56 +199,67 @@ const (
 // writes the reply or the error in the wire contract's form,
 // and counts it.
 func (r *Daemon) serve(ep endpoint) micro.HandlerFunc {
-	return func(req micro.Request) {
-		c, err := r.identify(req, ep.aud)
+	return func(req micro.Request) { r.serveRequest(ep, nil, req) }
+}
+
+// errRouted is identify's answer for a routed request that one of micro's
+// subscriptions received too: the route answers it.
+var errRouted = errors.New("daemon: a routed request")
+
+// serveRequest is serve's handler for one request; p is the caller of a
+// routed request (routes.go), nil for micro's.
+func (r *Daemon) serveRequest(ep endpoint, p *principal.Principal, req micro.Request) {
+	c, err := r.identify(req, ep.aud, p)
+	if errors.Is(err, errRouted) {
+		return
+	}
+	if err != nil {
+		r.replyErr(ep.name, req, err)
+		return
+	}
+	if c.t, err = r.adm.admit(c.p); err != nil {
+		r.replyErr(ep.name, req, err)
+		return
+	}
+	r.handlersMu.Lock()
+	if r.closing {
+		r.handlersMu.Unlock()
+		c.t.release()
+		r.replyErr(ep.name, req, runtime.Refuse(wire.CodeUnavailable, "the daemon is shutting down"))
+		return
+	}
+	r.handlers.Add(1)
+	r.handlersMu.Unlock()
+	r.workers.run(func() {
+		defer r.handlers.Done()
+		defer c.t.release()
+		ctx, cancel := context.WithTimeout(r.reqCtx, ep.deadline())
+		defer cancel()
+		v, err := r.handle(ctx, ep, c, req.Data())
 		if err != nil {
 			r.replyErr(ep.name, req, err)
 			return
 		}
-		if c.t, err = r.adm.admit(c.p); err != nil {
-			r.replyErr(ep.name, req, err)
+		var data []byte
+		if cp, ok := v.(checkpointchain.Checkpoint); ok {
+			data, err = checkpointchain.Wire(cp) // canonical, as json.Marshal reads
+		} else {
+			data, err = json.Marshal(v)
+		}
+		if err != nil {
+			r.replyErr(ep.name, req, fmt.Errorf("encode the reply: %w", err))
 			return
 		}
-		r.handlersMu.Lock()
-		if r.closing {
-			r.handlersMu.Unlock()
-			c.t.release()
-			r.replyErr(ep.name, req, runtime.Refuse(wire.CodeUnavailable, "the daemon is shutting down"))
+		// Headers and framing take a little of the max payload.
+		if max := r.maxPayload() - 4096; len(data) > max {
+			r.replyErr(ep.name, req, tooLarge(len(data), max))
 			return
 		}
-		r.handlers.Add(1)
-		r.handlersMu.Unlock()
-		r.workers.run(func() {
-			defer r.handlers.Done()
-			defer c.t.release()
-			ctx, cancel := context.WithTimeout(r.reqCtx, ep.deadline())
-			defer cancel()
-			v, err := r.handle(ctx, ep, c, req.Data())
-			if err != nil {
-				r.replyErr(ep.name, req, err)
-				return
-			}
-			var data []byte
-			if cp, ok := v.(checkpointchain.Checkpoint); ok {
-				data, err = checkpointchain.Wire(cp) // canonical, as json.Marshal reads
-			} else {
-				data, err = json.Marshal(v)
-			}
-			if err != nil {
-				r.replyErr(ep.name, req, fmt.Errorf("encode the reply: %w", err))
-				return
-			}
-			// Headers and framing take a little of the max payload.
-			if max := r.maxPayload() - 4096; len(data) > max {
-				r.replyErr(ep.name, req, tooLarge(len(data), max))
-				return
-			}
-			r.metrics.request(ep.name, "ok")
-			if err := req.Respond(data); err != nil {
-				r.cfg.Logger.Warn("reply", "subject", req.Subject(), "err", err)
-			}
-		})
-	}
+		r.metrics.request(ep.name, "ok")
+		if err := req.Respond(data); err != nil {
+			r.cfg.Logger.Warn("reply", "subject", req.Subject(), "err", err)
+		}
+	})
 }
 
 // handle checks body as every request body is checked, then runs ep's
@@ -240,14 +291,15 @@ func (r *Daemon) handle(ctx context.Context, ep endpoint, c caller, body []byte)
 	return ep.h(ctx, c, body)
 }
 
-// identify returns the caller of req. On the embedded server a request
-// reaches the daemon only through an import of the caller's account, and
-// the server names that account in the request's info header, which no
-// client can forge: the account is the principal. An account imports only
-// its own workspace's agent subjects, so the subject's workspace is the
+// identify returns the caller of req. On the embedded server an agent
+// request is routed (routes.go): p, the principal that acts for the
+// subject's workspace, is the caller. Any other request reaches the
+// daemon only through an import of the caller's account, and the server
+// names that account in the request's info header, which no client can
+// forge: the account is the principal. The subject's workspace is the
 // caller's own; it is checked again here. On an external server the
 // Wacp-Token header must be present and name a live principal.
-func (r *Daemon) identify(req micro.Request, aud audience) (caller, error) {
+func (r *Daemon) identify(req micro.Request, aud audience, p *principal.Principal) (caller, error) {
 	var c caller
 	if aud == agents {
 		parts := strings.Split(req.Subject(), ".")
@@ -256,19 +308,25 @@ func (r *Daemon) identify(req micro.Request, aud audience) (caller, error) {
 		}
 		c.ws = parts[3]
 	}
-	if r.external {
-		p, ok := r.tok.lookup(req.Headers().Get(TokenHeader))
-		if !ok || !r.live(p) {
+	switch {
+	case p != nil:
+		c.p = *p
+	case r.external:
+		tp, ok := r.tok.lookup(req.Headers().Get(TokenHeader))
+		if !ok || !r.live(tp) {
 			return c, runtime.Refuse(wire.CodeUnauthorized, "missing, unknown or ended %s header", TokenHeader)
 		}
-		c.p = p
-	} else {
-		acc := requestAccount(req.Headers().Get(requestInfoHeader))
-		p, ok := r.accts.principal(acc)
+		c.p = tp
+	default:
+		h := req.Headers().Get(requestInfoHeader)
+		if h == "" && aud == agents {
+			return c, errRouted // only a route puts an agent subject in the daemon's account without one
+		}
+		ap, ok := r.accts.principal(requestAccount(h))
 		if !ok {
 			return c, runtime.Refuse(wire.CodeUnauthorized, "the request did not come from a principal's account")
 		}
-		c.p = p
+		c.p = ap
 	}
 	switch aud {
 	case agents:

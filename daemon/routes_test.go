@@ -1,0 +1,165 @@
+package daemon_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/wacpd/wacpd/daemon"
+	"github.com/wacpd/wacpd/internal/daemontest"
+)
+
+// routedWorld is an authzWorld whose embedded server the test can inspect.
+type routedWorld struct {
+	*authzWorld
+	ns *natsserver.Server
+}
+
+func newRoutedWorld(t *testing.T, cfg daemon.Config) *routedWorld {
+	t.Helper()
+	nsc := make(chan *natsserver.Server, 1)
+	cfg = daemon.WithServerHook(cfg, func(ns *natsserver.Server) { nsc <- ns })
+	w := newAuthzWorldCfg(t, cfg)
+	return &routedWorld{authzWorld: w, ns: <-nsc}
+}
+
+// activeWorker creates an active worker and connects as it.
+func (w *authzWorld) activeWorker(t *testing.T) (created, *agentConn) {
+	t.Helper()
+	c := w.create(t, w.admin, `{"role":"worker"}`)
+	w.admin.do("envelope", `{"to":"`+c.id+`","type":"directive"}`)
+	return c, w.server.dialAgent(t, c.token, c.id)
+}
+
+// routed reports whether the daemon's account has a subscription to ws's
+// agent subjects besides micro's endpoints (which match no subject of
+// five tokens after the workspace).
+func (w *routedWorld) routed(ws string) bool {
+	return w.ns.GlobalAccount().SubscriptionInterest("wacp.v1.agent." + ws + ".no.such.op.here")
+}
+
+// routedStats is one endpoint's routed requests in $SRV.STATS.
+type routedStats struct {
+	NumRequests int `json:"num_requests"`
+	NumErrors   int `json:"num_errors"`
+}
+
+func (w *authzWorld) routedStats(t *testing.T, endpoint string) routedStats {
+	t.Helper()
+	var st struct {
+		Endpoints []struct {
+			Name string `json:"name"`
+			Data struct {
+				Routed *routedStats `json:"routed"`
+			} `json:"data"`
+		} `json:"endpoints"`
+	}
+	w.admin.decode(w.admin.call("$SRV.STATS.wacp", ``), &st)
+	for _, e := range st.Endpoints {
+		if e.Name == endpoint {
+			if e.Data.Routed == nil {
+				t.Fatalf("$SRV.STATS %s has no data.routed", endpoint)
+			}
+			return *e.Data.Routed
+		}
+	}
+	t.Fatalf("$SRV.STATS has no endpoint %s", endpoint)
+	return routedStats{}
+}
+
+// TestRoutedRequests: a worker's agent requests are routed to the daemon
+// from the moment it is let in; a subject under its workspace that names
+// no endpoint is not_found at once (not a timeout); $SRV.STATS counts the
+// routed requests of each endpoint, errors apart.
+func TestRoutedRequests(t *testing.T) {
+	w := newRoutedWorld(t, daemon.Config{})
+	a, ac := w.activeWorker(t)
+	if !w.routed(a.id) {
+		t.Fatalf("workspace %s is not routed to the daemon after its agent connected", a.id)
+	}
+
+	m, err := ac.nc.Request("wacp.v1.agent."+a.id+".no.such.op", []byte(`{}`), 5*time.Second)
+	if err != nil {
+		t.Fatalf("request to no endpoint: %v, want a not_found answer", err)
+	}
+	if code := m.Header.Get("Nats-Service-Error"); code != "not_found" {
+		t.Errorf("request to no endpoint = %q %s, want not_found", code, m.Data)
+	}
+
+	before := w.routedStats(t, "agent_signal")
+	ac.do("signal", `{"type":"started"}`)
+	m, err = ac.nc.Request("wacp.v1.agent."+a.id+".signal", []byte(`{"type":"no-such-signal"}`), 5*time.Second)
+	if err != nil || m.Header.Get("Nats-Service-Error") == "" {
+		t.Fatalf("a bad signal = %v %s, want an error answer", err, m.Data)
+	}
+	after := w.routedStats(t, "agent_signal")
+	if got := after.NumRequests - before.NumRequests; got != 2 {
+		t.Errorf("$SRV.STATS agent_signal data.routed.num_requests grew by %d, want 2", got)
+	}
+	if got := after.NumErrors - before.NumErrors; got != 1 {
+		t.Errorf("$SRV.STATS agent_signal data.routed.num_errors grew by %d, want 1", got)
+	}
+}
+
+// TestRouteEndsWithItsWorkspace: when a workspace ends, the daemon stops
+// taking its routed subjects.
+func TestRouteEndsWithItsWorkspace(t *testing.T) {
+	w := newRoutedWorld(t, daemon.Config{})
+	a, _ := w.activeWorker(t)
+	if !w.routed(a.id) {
+		t.Fatalf("workspace %s is not routed", a.id)
+	}
+	w.admin.do("workspace.abort", `{"id":"`+a.id+`","reason":"test"}`)
+	deadline := time.Now().Add(10 * time.Second)
+	for w.routed(a.id) {
+		if time.Now().After(deadline) {
+			t.Fatal("an aborted workspace is still routed after 10s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestRouteDropsWhatIsNotARequest: a message on a worker's own checkpoint
+// subject without an inbox to answer to (none, the subject itself, another
+// subject) is not taken as a request: that is how another service's
+// answer, pointed at the worker's endpoint, would arrive. The worker's
+// chain is still empty after the daemon stopped (its shutdown waits for
+// the requests it took) and started again.
+func TestRouteDropsWhatIsNotARequest(t *testing.T) {
+	dir := t.TempDir()
+	d := daemontest.Start(t, daemon.Config{DataDir: dir})
+	w := &authzWorld{server: server{url: d.URL}}
+	w.admin = w.server.dialAgent(t, d.AdminToken, "")
+	var info struct {
+		Root string `json:"root_workspace"`
+	}
+	w.admin.decode(w.admin.call("wacp.v1.system.info", `{}`), &info)
+	w.root, w.admin.ws = info.Root, info.Root
+	a, ac := w.activeWorker(t)
+
+	cp := []byte(`{"type":"artifact","intent":"reflected","status":"provisional","confidence":"high"}`)
+	for _, reply := range []string{"", "wacp.v1.agent." + a.id + ".checkpoint", "elsewhere"} {
+		if err := ac.nc.PublishMsg(&nats.Msg{Subject: "wacp.v1.agent." + a.id + ".checkpoint", Reply: reply, Data: cp}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One connection's messages reach the route in order, and it hands
+	// them over in order: once this is answered, the three were dropped or
+	// handed over, and Stop waits for what was handed over.
+	ac.do("workspace.get", `{}`)
+	ac.close()
+	d.Stop()
+
+	d = daemontest.Start(t, daemon.Config{DataDir: dir})
+	ac = (server{url: d.URL}).dialAgent(t, a.token, a.id)
+	var list struct {
+		Checkpoints []json.RawMessage `json:"checkpoints"`
+	}
+	ac.decode(ac.do("checkpoint.list", `{}`), &list)
+	if len(list.Checkpoints) != 0 {
+		t.Errorf("the worker's chain holds %d checkpoints, want 0: a message without an inbox was taken as a request", len(list.Checkpoints))
+	}
+}
