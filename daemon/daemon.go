@@ -405,7 +405,14 @@ func (r *Daemon) startNATS(dir, internal string) error {
 	addr := ns.Addr().(*net.TCPAddr)
 	r.url = fmt.Sprintf("nats://%s", net.JoinHostPort(host, strconv.Itoa(addr.Port)))
 	nc, err := nats.Connect(r.url, nats.Name("wacpd"), nats.Token(internal), nats.InProcessServer(ns),
-		nats.CustomInboxPrefix(wire.InboxPrefix(internal)))
+		nats.CustomInboxPrefix(wire.InboxPrefix(internal)),
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			subj := ""
+			if sub != nil {
+				subj = sub.Subject
+			}
+			r.cfg.Logger.Warn("the daemon's connection", "subscription", subj, "err", err)
+		}))
 	if err != nil {
 		ns.Shutdown()
 		return fmt.Errorf("connect to the embedded server: %w", err)

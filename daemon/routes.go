@@ -66,10 +66,12 @@ type route struct {
 	sub *nats.Subscription // nil before start
 }
 
-// routeBuffer is how many routed requests wait for the dispatch goroutine;
-// past it they are dropped (a slow consumer, logged). Each is handed over
-// at once (admission refuses what is over a principal's share).
-const routeBuffer = 8192
+// routeBuffer is how many routed requests wait for the dispatch goroutine
+// (512 KiB of pointers); past it they are dropped (a slow consumer, which
+// the daemon's connection logs). Each is handed over at once: admission
+// refuses what is over a principal's share, and a message without an
+// inbox is dropped there.
+const routeBuffer = 1 << 16
 
 var errStopping = errors.New("the daemon is shutting down")
 
