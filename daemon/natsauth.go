@@ -20,14 +20,16 @@ const signalStream = "WACP_SIGNALS"
 // The daemon's own connection, its micro service, the live feeds and the
 // WACP_SIGNALS stream are in the server's global account. Every other
 // principal connects into an account of its own, named after it
-// (principal.Principal.String), which imports exactly the services it may call and
-// the deliveries it may read (grantsOf). A message crosses from a
-// principal's account into the daemon's only as a request to an imported
-// service, and the answer goes back through the import into the caller's
-// account, whatever reply subject the caller named: a reflected reply can
-// land only where the caller itself could publish. Nothing a principal
-// publishes reaches the stream or the feeds. The NATS permissions of each
-// connection list the same subjects again, as a second line.
+// (principal.Principal.String), which imports exactly the services it may
+// call and the deliveries it may read (grantsOf), but for its own agent
+// subjects, which it routes to the daemon (routes.go). A message crosses
+// from a principal's account into the daemon's only as a request on its
+// own agent subjects or to an imported service, and the answer goes back
+// into the caller's account, whatever reply subject the caller named: a
+// reflected reply can land only where the caller itself could publish.
+// Nothing a principal publishes reaches the stream or the feeds. The NATS
+// permissions of each connection list the same subjects again, as a
+// second line.
 
 // grant is one subject a principal's account imports from the daemon's,
 // or routes to it.
@@ -48,9 +50,10 @@ func consumerAPI(op, consumer string) string {
 	return "$JS.API.CONSUMER." + op + "." + signalStream + "." + consumer
 }
 
-// exports are the daemon account's exports: every grant of every principal
-// but its own agent subjects (routes.go) is within one of them. The pull request subject answers with a stream of
-// messages; the others answer once.
+// exports are the daemon account's exports: every grant of every
+// principal but its own agent subjects (routes.go) is within one of them.
+// The pull request subject answers with a stream of messages; the others
+// answer once.
 var (
 	serviceExports = []string{
 		"wacp.v1.system.>", "wacp.v1.audit.>", "$SRV.>",

@@ -2,6 +2,9 @@ package daemon_test
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -161,5 +164,89 @@ func TestRouteDropsWhatIsNotARequest(t *testing.T) {
 	ac.decode(ac.do("checkpoint.list", `{}`), &list)
 	if len(list.Checkpoints) != 0 {
 		t.Errorf("the worker's chain holds %d checkpoints, want 0: a message without an inbox was taken as a request", len(list.Checkpoints))
+	}
+}
+
+// TestRouteBeforeTheServiceIsOneRequest: a coordinator connected before
+// the service started has its route made first and micro's subscriptions
+// after it, so micro's see its requests too; each still has one effect,
+// even with a Nats-Request-Info header of the sender's naming its own
+// account. The test waits until micro has taken its copy, then stops the
+// daemon (which waits for the handlers it started) and counts.
+func TestRouteBeforeTheServiceIsOneRequest(t *testing.T) {
+	dir := t.TempDir()
+	early := make(chan *nats.Conn, 1)
+	cfg := daemon.WithServerHook(daemon.Config{DataDir: dir}, func(ns *natsserver.Server) {
+		tok, err := os.ReadFile(filepath.Join(dir, daemon.AdminTokenFile))
+		if err != nil {
+			t.Error(err)
+			early <- nil
+			return
+		}
+		nc, err := nats.Connect(ns.ClientURL(), nats.Token(strings.TrimSpace(string(tok))))
+		if err != nil {
+			t.Error(err)
+		}
+		early <- nc
+	})
+	d := daemontest.Start(t, cfg)
+	nc := <-early
+	if nc == nil {
+		t.FailNow()
+	}
+	defer nc.Close()
+	w := &authzWorld{server: server{url: d.URL}}
+	w.admin = w.server.dialAgent(t, d.AdminToken, "")
+	var info struct {
+		Root string `json:"root_workspace"`
+	}
+	w.admin.decode(w.admin.call("wacp.v1.system.info", `{}`), &info)
+	w.root, w.admin.ws = info.Root, info.Root
+	count := func(c *agentConn) int {
+		var page struct {
+			Workspaces []json.RawMessage `json:"workspaces"`
+		}
+		c.decode(c.do("workspace.list", `{}`), &page)
+		return len(page.Workspaces)
+	}
+	before := count(w.admin)
+	microSeen := func() int {
+		var st struct {
+			Endpoints []struct {
+				Name        string `json:"name"`
+				NumRequests int    `json:"num_requests"`
+			} `json:"endpoints"`
+		}
+		w.admin.decode(w.admin.call("$SRV.STATS.wacp", ``), &st)
+		for _, e := range st.Endpoints {
+			if e.Name == "agent_workspace_create" {
+				return e.NumRequests
+			}
+		}
+		return 0
+	}
+	seen := microSeen()
+
+	m := nats.NewMsg("wacp.v1.agent." + info.Root + ".workspace.create")
+	m.Data = []byte(`{"role":"worker"}`)
+	m.Header.Set("Nats-Request-Info", `{"acc":"coordinator:`+info.Root+`"}`)
+	if _, err := nc.RequestMsg(m, 10*time.Second); err != nil {
+		t.Fatalf("workspace.create: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for microSeen() == seen {
+		if time.Now().After(deadline) {
+			t.Fatal("micro's subscription never saw the early connection's request: the case this test is about did not happen")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	w.admin.close()
+	nc.Close()
+	d.Stop()
+
+	d = daemontest.Start(t, daemon.Config{DataDir: dir})
+	admin := (server{url: d.URL}).dialAgent(t, d.AdminToken, info.Root)
+	if got := count(admin) - before; got != 1 {
+		t.Errorf("one workspace.create made %d workspaces, want 1", got)
 	}
 }

@@ -317,12 +317,14 @@ func (r *Daemon) identify(req micro.Request, aud audience, p *principal.Principa
 			return c, runtime.Refuse(wire.CodeUnauthorized, "missing, unknown or ended %s header", TokenHeader)
 		}
 		c.p = tp
+	case aud == agents:
+		// Every agent request on the embedded server is routed; micro's
+		// subscriptions see one only when they were made after its
+		// workspace's route (a connection before the service started),
+		// with whatever headers its sender put on it.
+		return c, errRouted
 	default:
-		h := req.Headers().Get(requestInfoHeader)
-		if h == "" && aud == agents {
-			return c, errRouted // only a route puts an agent subject in the daemon's account without one
-		}
-		ap, ok := r.accts.principal(requestAccount(h))
+		ap, ok := r.accts.principal(requestAccount(req.Headers().Get(requestInfoHeader)))
 		if !ok {
 			return c, runtime.Refuse(wire.CodeUnauthorized, "the request did not come from a principal's account")
 		}
