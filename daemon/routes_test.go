@@ -134,13 +134,7 @@ func TestRouteEndsWithItsWorkspace(t *testing.T) {
 func TestRouteDropsWhatIsNotARequest(t *testing.T) {
 	dir := t.TempDir()
 	d := daemontest.Start(t, daemon.Config{DataDir: dir})
-	w := &authzWorld{server: server{url: d.URL}}
-	w.admin = w.server.dialAgent(t, d.AdminToken, "")
-	var info struct {
-		Root string `json:"root_workspace"`
-	}
-	w.admin.decode(w.admin.call("wacp.v1.system.info", `{}`), &info)
-	w.root, w.admin.ws = info.Root, info.Root
+	w := coordinatorOf(t, d)
 	a, ac := w.activeWorker(t)
 
 	cp := []byte(`{"type":"artifact","intent":"reflected","status":"provisional","confidence":"high"}`)
@@ -195,13 +189,7 @@ func TestRouteBeforeTheServiceIsOneRequest(t *testing.T) {
 		t.FailNow()
 	}
 	defer nc.Close()
-	w := &authzWorld{server: server{url: d.URL}}
-	w.admin = w.server.dialAgent(t, d.AdminToken, "")
-	var info struct {
-		Root string `json:"root_workspace"`
-	}
-	w.admin.decode(w.admin.call("wacp.v1.system.info", `{}`), &info)
-	w.root, w.admin.ws = info.Root, info.Root
+	w := coordinatorOf(t, d)
 	count := func(c *agentConn) int {
 		var page struct {
 			Workspaces []json.RawMessage `json:"workspaces"`
@@ -227,9 +215,9 @@ func TestRouteBeforeTheServiceIsOneRequest(t *testing.T) {
 	}
 	seen := microSeen()
 
-	m := nats.NewMsg("wacp.v1.agent." + info.Root + ".workspace.create")
+	m := nats.NewMsg("wacp.v1.agent." + w.root + ".workspace.create")
 	m.Data = []byte(`{"role":"worker"}`)
-	m.Header.Set("Nats-Request-Info", `{"acc":"coordinator:`+info.Root+`"}`)
+	m.Header.Set("Nats-Request-Info", `{"acc":"coordinator:`+w.root+`"}`)
 	if _, err := nc.RequestMsg(m, 10*time.Second); err != nil {
 		t.Fatalf("workspace.create: %v", err)
 	}
@@ -245,8 +233,22 @@ func TestRouteBeforeTheServiceIsOneRequest(t *testing.T) {
 	d.Stop()
 
 	d = daemontest.Start(t, daemon.Config{DataDir: dir})
-	admin := (server{url: d.URL}).dialAgent(t, d.AdminToken, info.Root)
+	admin := (server{url: d.URL}).dialAgent(t, d.AdminToken, w.root)
 	if got := count(admin) - before; got != 1 {
 		t.Errorf("one workspace.create made %d workspaces, want 1", got)
 	}
+}
+
+// coordinatorOf returns a bare authzWorld of d: the coordinator connected,
+// acting as the root.
+func coordinatorOf(t *testing.T, d *daemontest.Daemon) *authzWorld {
+	t.Helper()
+	w := &authzWorld{server: server{url: d.URL}}
+	w.admin = w.server.dialAgent(t, d.AdminToken, "")
+	var info struct {
+		Root string `json:"root_workspace"`
+	}
+	w.admin.decode(w.admin.call("wacp.v1.system.info", `{}`), &info)
+	w.root, w.admin.ws = info.Root, info.Root
+	return w
 }
