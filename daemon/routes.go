@@ -94,8 +94,8 @@ func (rt *routes) add(ws string, p principal.Principal) error {
 	if rt.stopped {
 		return errStopping
 	}
-	if r, ok := rt.byWS[ws]; ok && r.sub != nil {
-		return nil
+	if _, ok := rt.byWS[ws]; ok {
+		return nil // routed already, or remembered for start
 	}
 	r := &route{p: p}
 	if rt.nc != nil {
@@ -122,8 +122,9 @@ func (rt *routes) subscribe(ws string, r *route) error {
 }
 
 // start subscribes to the routes added so far and to every one after, on
-// nc, and hands their requests to handle on a goroutine of its own.
-func (rt *routes) start(nc *nats.Conn, handle func(p principal.Principal, ws string, m *nats.Msg)) error {
+// nc, and hands their requests to handle on a goroutine of its own, with
+// the subject's workspace and what follows it (the op).
+func (rt *routes) start(nc *nats.Conn, handle func(p principal.Principal, ws, op string, m *nats.Msg)) error {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	rt.nc = nc
@@ -138,12 +139,12 @@ func (rt *routes) start(nc *nats.Conn, handle func(p principal.Principal, ws str
 		for {
 			select {
 			case m := <-rt.ch:
-				ws, _, _ := strings.Cut(strings.TrimPrefix(m.Subject, wire.AgentPrefix), ".")
+				ws, op, _ := strings.Cut(strings.TrimPrefix(m.Subject, wire.AgentPrefix), ".")
 				rt.mu.Lock()
 				r, ok := rt.byWS[ws]
 				rt.mu.Unlock()
 				if ok {
-					handle(r.p, ws, m)
+					handle(r.p, ws, op, m)
 				}
 			case <-rt.done:
 				return

@@ -104,13 +104,13 @@ func (r *Daemon) startRoutes() error {
 			byOp[ep.op] = ep
 		}
 	}
-	return r.routes.start(r.nc, func(p principal.Principal, ws string, m *nats.Msg) {
+	return r.routes.start(r.nc, func(p principal.Principal, ws, op string, m *nats.Msg) {
 		if !isInbox(m.Reply) {
 			r.cfg.Logger.Debug("dropped a message without an inbox to answer to", "subject", m.Subject)
 			return
 		}
 		req := &routedRequest{m: m, nc: r.nc, ws: ws, start: time.Now()}
-		ep, ok := byOp[strings.TrimPrefix(m.Subject, wire.AgentPrefix+ws+".")]
+		ep, ok := byOp[op]
 		if !ok {
 			r.replyErr("none", req, runtime.Refuse(wire.CodeNotFound, "no endpoint has the subject %s (wire-v1 §3 lists them)", m.Subject))
 			return
