@@ -236,6 +236,9 @@ func (r *Daemon) serveRequest(ep endpoint, p *principal.Principal, req micro.Req
 		ctx, cancel := context.WithTimeout(r.reqCtx, ep.deadline())
 		defer cancel()
 		v, err := r.handle(ctx, ep, c, req.Data())
+		// The slot is free before the answer leaves: a caller that sends
+		// its next requests on it must not find this one still counted.
+		c.t.release()
 		if err != nil {
 			r.replyErr(ep.name, req, err)
 			return
