@@ -105,6 +105,9 @@ type loadResult struct {
 	// (segmentWrites).
 	segment, raw int64
 	cpu          time.Duration // this process's CPU time over the load
+	// allocs and allocBytes are what this process allocated on the heap
+	// over the load (heapAllocs).
+	allocs, allocBytes uint64
 }
 
 // runLoad sets up the workers, runs them under the coordinator's watch,
@@ -172,6 +175,7 @@ func drive(ctx context.Context, cfg Config, clients []*client.Client, dataDir st
 	smp := startSampler(dataDir)
 	puts0, written0 := badgerWrites()
 	seg0, raw0 := segmentWrites()
+	allocs0, allocBytes0 := heapAllocs()
 	start, cpu0 := time.Now(), processCPU()
 	for i, c := range clients {
 		wg.Go(func() {
@@ -182,6 +186,8 @@ func drive(ctx context.Context, cfg Config, clients []*client.Client, dataDir st
 	}
 	wg.Wait()
 	res := loadResult{elapsed: time.Since(start), cpu: processCPU() - cpu0}
+	allocs1, allocBytes1 := heapAllocs()
+	res.allocs, res.allocBytes = allocs1-allocs0, allocBytes1-allocBytes0
 	puts1, written1 := badgerWrites()
 	res.puts, res.written = puts1-puts0, written1-written0
 	seg1, raw1 := segmentWrites()

@@ -24,10 +24,17 @@ type Report struct {
 	// CPU is this process's CPU time per checkpoint over the load: with the
 	// in-process daemon, daemon and agents. On a CPU-bound machine it
 	// moves less from run to run than the rate.
-	CPU     time.Duration `json:"cpu_per_checkpoint_ns"`
-	Signals Latency       `json:"signal"` // Signals.N is the number received of those checkpoints
-	Verify  VerifyReport  `json:"verify"`
-	PeakRSS int64         `json:"peak_rss_bytes"`
+	CPU time.Duration `json:"cpu_per_checkpoint_ns"`
+	// Allocs and AllocBytes are what this process allocated on the heap
+	// per checkpoint over the load (same scope as CPU): the garbage
+	// collector's work follows them, and unlike the CPU time they hardly
+	// move from run to run, so they show a change of the allocations
+	// on the hot path at once.
+	Allocs     float64      `json:"allocs_per_checkpoint"`
+	AllocBytes float64      `json:"alloc_bytes_per_checkpoint"`
+	Signals    Latency      `json:"signal"` // Signals.N is the number received of those checkpoints
+	Verify     VerifyReport `json:"verify"`
+	PeakRSS    int64        `json:"peak_rss_bytes"`
 	// PeakRSSAnon is the largest anonymous part of the resident set
 	// sampled during the load (every 250 ms): the rest of PeakRSS is
 	// pages of mapped files, which the kernel can drop.
@@ -189,6 +196,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "\nthroughput   %.0f checkpoints/s in %s\n", r.Rate, dur(r.Elapsed))
 	if r.CPU > 0 {
 		fmt.Fprintf(w, "cpu          %s per checkpoint (%s)\n", dur(r.CPU), cpuScope(r.Daemon))
+	}
+	if r.Allocs > 0 {
+		fmt.Fprintf(w, "allocs       %.0f objects and %.0f bytes allocated per checkpoint (the same)\n", r.Allocs, r.AllocBytes)
 	}
 	fmt.Fprintf(w, "floor rate   %.0f writes/s\n", r.Floor.Rate)
 	if b := r.Bounds; b != nil {

@@ -3,6 +3,7 @@ package bench
 import (
 	"expvar"
 	"os"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"syscall"
@@ -115,6 +116,17 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// heapAllocs returns the objects and bytes this process allocated on
+// the heap so far (runtime/metrics: cumulative, no stop of the world).
+func heapAllocs() (objects, bytes uint64) {
+	ms := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}, {Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(ms)
+	if ms[0].Value.Kind() != metrics.KindUint64 || ms[1].Value.Kind() != metrics.KindUint64 {
+		return 0, 0
+	}
+	return ms[0].Value.Uint64(), ms[1].Value.Uint64()
 }
 
 // perOp returns d over n, or 0 when n is 0.

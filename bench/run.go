@@ -83,6 +83,9 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	rep.PeakRSSAnon = res.anon
 	rep.Elapsed, rep.Acks, rep.Rate = res.elapsed, Summarize(res.acks), rate(len(res.acks), res.elapsed)
 	rep.CPU = perOp(res.cpu, len(res.acks))
+	if n := len(res.acks); n > 0 {
+		rep.Allocs, rep.AllocBytes = float64(res.allocs)/float64(n), float64(res.allocBytes)/float64(n)
+	}
 	rep.Signals, rep.Verify = Summarize(res.signals), res.verify
 	rep.Windows, rep.Growth = res.windows, growth(res.windows)
 	if d != nil {
