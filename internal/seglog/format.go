@@ -28,10 +28,11 @@ const (
 var KeyEnd = []byte("s/e")
 
 var (
-	// magic starts a block of format 2 (values, then the redo record);
-	// magic3 one of format 3, format 2 with its values compressed with S2
-	// (a small block: smallBlock); magic1 one of format 1 (values only),
-	// which earlier builds wrote.
+	// magic starts a block of format 2 (values, then the redo record),
+	// which earlier builds wrote for blocks of 16 KiB of values or more;
+	// magic3 one of format 3, format 2 with its values compressed with S2,
+	// which Seal writes (Log.zstdFrom); magic1 one of format 1 (values
+	// only), which earlier builds wrote.
 	magic  = [4]byte{'W', 'S', 'B', '2'}
 	magic3 = [4]byte{'W', 'S', 'B', '3'}
 	magic1 = [4]byte{'W', 'S', 'B', '1'}

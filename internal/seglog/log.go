@@ -6,6 +6,7 @@ import (
 	"errors"
 	"expvar"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -54,6 +55,19 @@ type Log struct {
 	opts Options
 	enc  *zstd.Encoder
 	dec  *zstd.Decoder
+	// zstdFrom: a block with at least this many bytes of values is of
+	// format 2, its values compressed with zstd; every block Seal writes
+	// is of format 3 (S2), whatever its size: Open sets zstdFrom out of
+	// reach, and tests lower it (earlierZstdFrom) to write the blocks
+	// earlier builds wrote, which every reader still reads. zstd stored
+	// the values of a 64-agent batch (57 KB) in 15 % of their size
+	// against S2's 24 %, but took 8 µs of the committer's CPU per
+	// checkpoint against S2's 2.5 (about 540 and 1,900 MB/s on this
+	// project's test machine); the CPU per checkpoint is what bounds the
+	// daemon's rate there, and its bytes on disk stay within their target
+	// (docs/performance.md). S2 also decodes about 2.5 times as fast,
+	// which every read of the trail sees.
+	zstdFrom int
 
 	fmu   sync.Mutex
 	files map[uint32]*os.File // read handles
@@ -160,7 +174,7 @@ func Open(dir string, end Pos, opts Options) (*Log, Recovered, error) {
 		return nil, rec, fmt.Errorf("segments: %w", err)
 	}
 	l := &Log{
-		dir: dir, opts: opts, enc: enc, dec: dec,
+		dir: dir, opts: opts, enc: enc, dec: dec, zstdFrom: math.MaxInt,
 		files:  map[uint32]*os.File{},
 		sealed: map[Pos][]byte{},
 		next:   stop, durable: stop, tail: tail,
@@ -227,13 +241,9 @@ func (l *Log) add(value, extra []byte) []byte {
 	return append(p.Append(make([]byte, 0, PtrSize+len(extra))), extra...)
 }
 
-// smallBlock: a block whose values are shorter is of format 3, its values
-// compressed with S2 rather than zstd. zstd took 28 µs (median) to seal the
-// 4 KB block of one checkpoint in the daemon, on the batch's way to its
-// answer, S2 4 µs; zstd stores about a tenth less there
-// (docs/performance.md). Over a few checkpoints, zstd's ratio is worth its
-// time: its cost per call is mostly fixed.
-const smallBlock = 16 << 10
+// earlierZstdFrom is where builds before 2026-11-26 started writing blocks
+// of format 2 (Log.zstdFrom): from 16 KiB of values.
+const earlierZstdFrom = 16 << 10
 
 // maxHint bounds the memory a block's buffers keep for the next.
 const maxHint = 1 << 20
@@ -326,7 +336,7 @@ func (l *Log) Seal(txn *badger.Txn) (*Block, error) {
 	// then written in front of it: readers of values decompress the first
 	// frame only.
 	data := make([]byte, headerSize+4, headerSize+4+(len(vals)+len(ops))/2+128)
-	small := len(vals) < smallBlock
+	small := len(vals) < l.zstdFrom
 	switch {
 	case len(vals) == 0:
 	case small:

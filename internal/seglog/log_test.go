@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -665,20 +666,26 @@ func TestRedoKeepsTheLastWriteOfEachKey(t *testing.T) {
 	}
 }
 
-// TestBlockFormats: a block of fewer than smallBlock bytes of values is
-// written in format 3 (its values compressed with S2), a larger one in
-// format 2 (zstd); both read back, verify, and are redone after a crash
-// that lost their commits.
+// TestBlockFormats: every block is written in format 3 (its values
+// compressed with S2), a small one and a large one alike; a large block
+// of format 2 (zstd), as builds before wrote them, sits beside them; all
+// read back, verify, and are redone after a crash that lost their
+// commits.
 func TestBlockFormats(t *testing.T) {
 	dir := t.TempDir()
 	r := openRig(t, dir, Options{})
-	small, large := values(0, 10), values(1, 200) // about 1.5 and 50 KB
+	small, large, earlier := values(0, 10), values(1, 200), values(4, 200) // about 1.5, 50 and 50 KB
 	r.commit(small)
 	smallAt := r.last.at
 	r.commit(large)
 	largeAt := r.last.at
-	// Two more, written but never committed: a start redoes them.
-	lostSmall, lostLarge := values(2, 10), values(3, 200)
+	r.l.zstdFrom = earlierZstdFrom
+	r.commit(earlier)
+	earlierAt := r.last.at
+	// Three more, written but never committed: a start redoes them.
+	lostSmall, lostLarge, lostEarlier := values(2, 10), values(3, 200), values(5, 200)
+	r.write(lostEarlier).Discard()
+	r.l.zstdFrom = math.MaxInt
 	for _, kv := range []map[string]string{lostSmall, lostLarge} {
 		r.write(kv).Discard()
 	}
@@ -689,17 +696,20 @@ func TestBlockFormats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := string(f[smallAt.Off : smallAt.Off+4]); got != "WSB3" {
-		t.Errorf("the small block's magic is %q, want WSB3", got)
-	}
-	if got := string(f[largeAt.Off : largeAt.Off+4]); got != "WSB2" {
-		t.Errorf("the large block's magic is %q, want WSB2", got)
+	for _, b := range []struct {
+		name string
+		at   Pos
+		want string
+	}{{"small", smallAt, "WSB3"}, {"large", largeAt, "WSB3"}, {"earlier build's", earlierAt, "WSB2"}} {
+		if got := string(f[b.at.Off : b.at.Off+4]); got != b.want {
+			t.Errorf("the %s block's magic is %q, want %s", b.name, got, b.want)
+		}
 	}
 	r = openRig(t, dir, Options{})
-	if r.redone.Blocks != 2 {
-		t.Errorf("redone %+v, want the 2 lost blocks", r.redone)
+	if r.redone.Blocks != 3 {
+		t.Errorf("redone %+v, want the 3 lost blocks", r.redone)
 	}
-	for _, kv := range []map[string]string{small, large, lostSmall, lostLarge} {
+	for _, kv := range []map[string]string{small, large, earlier, lostSmall, lostLarge, lostEarlier} {
 		for k, want := range kv {
 			if got, err := r.get(k); err != nil || got != want {
 				t.Fatalf("%s: %q, %v; want %q", k, got, err, want)
@@ -711,9 +721,10 @@ func TestBlockFormats(t *testing.T) {
 	}
 }
 
-// TestZstdWithoutChecksum: a large block's zstd frame carries no content
-// checksum of zstd's own (the block's CRC covers the compressed bytes),
-// and a block an earlier release wrote with one reads back as before.
+// TestZstdWithoutChecksum: a block of format 2 (zstd), as the builds that
+// wrote them last did, carries no content checksum of zstd's own (the
+// block's CRC covers the compressed bytes), and one an earlier release
+// wrote with one reads back as before.
 func TestZstdWithoutChecksum(t *testing.T) {
 	dir := t.TempDir()
 	r := openRig(t, dir, Options{})
@@ -721,6 +732,7 @@ func TestZstdWithoutChecksum(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.l.zstdFrom = earlierZstdFrom // large blocks in format 2, as builds before wrote them
 	ours := r.l.enc
 	r.l.enc = earlier // with zstd's checksum, as releases before wrote
 	before := values(0, 200)
