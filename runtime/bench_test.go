@@ -1,8 +1,10 @@
 package runtime
 
 import (
+	"fmt"
 	goruntime "runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -63,4 +65,42 @@ func BenchmarkCreateCheckpointParallel(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "checkpoints/s")
+}
+
+// BenchmarkVerifyTrail verifies a trail of 20,000 checkpoints (60,000
+// entries and more) written as one agent writes them (a batch, and a
+// segment block, per checkpoint) or as 16 agents do (about 16 per batch),
+// through the engine as audit.trail.verify does (a full check). It reports
+// the trail's entries verified per second.
+func BenchmarkVerifyTrail(b *testing.B) {
+	const n = 20_000
+	for _, agents := range []int{1, 16} {
+		b.Run(fmt.Sprintf("agents=%d", agents), func(b *testing.B) {
+			e := openTest(b)
+			var wg sync.WaitGroup
+			for range agents {
+				w := newWorker(b, e)
+				wg.Go(func() {
+					var parent *string
+					for range n / agents {
+						cp, err := e.CreateCheckpoint(ctx, w.ID, benchReq(parent))
+						if err != nil {
+							b.Errorf("CreateCheckpoint: %v", err)
+							return
+						}
+						parent = &cp.ID
+					}
+				})
+			}
+			wg.Wait()
+			entries := e.Trail().Len()
+			for b.Loop() {
+				res, err := e.VerifyTrail(ctx, "")
+				if err != nil || !res.OK {
+					b.Fatalf("VerifyTrail = %+v, %v", res, err)
+				}
+			}
+			b.ReportMetric(float64(entries)*float64(b.N)/b.Elapsed().Seconds(), "entries/s")
+		})
+	}
 }
