@@ -16,7 +16,7 @@ func sampleReport() *Report {
 	r := &Report{
 		Daemon: "in-process", Dir: "/tmp/x", Clients: 2, Size: 1024, Elapsed: 2 * time.Second,
 		Acks: Latency{N: 1000, P50: 2 * time.Millisecond, P99: 5 * time.Millisecond, Max: 9 * time.Millisecond},
-		Rate: 500, CPU: 350 * time.Microsecond,
+		Rate: 500, CPU: 350 * time.Microsecond, Allocs: 392, AllocBytes: 61785,
 		Signals: Latency{N: 1000, P50: 3 * time.Millisecond, P99: 6 * time.Millisecond, Max: 7 * time.Millisecond},
 		Verify:  VerifyReport{OK: true, Entries: 3000, Elapsed: 100 * time.Millisecond, Rate: 30000},
 		PeakRSS: 64 << 20, RSSScope: "this process",
@@ -134,6 +134,7 @@ func TestWriteText(t *testing.T) {
 		"2 client(s), 1024-byte payload, daemon in-process",
 		"throughput   500 checkpoints/s in 2s",
 		"cpu          350µs per checkpoint (this process: daemon and agents)",
+		"allocs       392 objects and 61785 bytes allocated per checkpoint (the same)",
 		"verify       3000 entries in 100ms: 30000 entries/s (ok)",
 		"peak RSS     64.0 MiB (this process)",
 		"machine      a fixed computation took 540ms before the run and 712ms after it",

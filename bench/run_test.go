@@ -50,6 +50,11 @@ func TestRun(t *testing.T) {
 			if rep.CPU <= 0 {
 				t.Errorf("cpu per checkpoint = %s, want > 0", rep.CPU)
 			}
+			// A checkpoint's request alone is an object of its payload's
+			// size or more, at the agent and at the daemon.
+			if rep.Allocs < 2 || rep.AllocBytes < 2*256 {
+				t.Errorf("allocations per checkpoint = %.0f objects, %.0f bytes; want at least 2 and 512", rep.Allocs, rep.AllocBytes)
+			}
 			if rep.Signals.N != rep.Acks.N {
 				t.Errorf("signals = %d, want one per checkpoint (%d)", rep.Signals.N, rep.Acks.N)
 			}
