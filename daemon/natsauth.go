@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -41,7 +42,7 @@ type grant struct {
 // routed reports whether g is p's own agent subjects, which p's account
 // routes to the daemon (routes.go) rather than importing a service.
 func (g grant) routed(p principal.Principal) bool {
-	return !g.stream && p.Workspace != "" && g.subject == wire.AgentPrefix+p.Workspace+".>"
+	return !g.stream && p.Workspace != "" && g.subject == agentSubjects(p.Workspace)
 }
 
 // consumerAPI is the JetStream API subject of a consumer operation on the
@@ -80,7 +81,7 @@ func grantsOf(p principal.Principal) []grant {
 	g := svc("wacp.v1.system.>")
 	switch p.Kind {
 	case principal.KindCoordinator:
-		g = append(g, svc("wacp.v1.agent."+p.Workspace+".>", "wacp.v1.audit.>", "$SRV.>",
+		g = append(g, svc(agentSubjects(p.Workspace), "wacp.v1.audit.>", "$SRV.>",
 			"$JS.API.INFO", "$JS.API.STREAM.INFO."+signalStream,
 			consumerAPI("INFO", "*"), consumerAPI("DELETE", "*"), "$JS.API.CONSUMER.NAMES."+signalStream,
 			consumerAPI("MSG.NEXT", "*"), "$JS.ACK."+signalStream+".>")...)
@@ -89,7 +90,7 @@ func grantsOf(p principal.Principal) []grant {
 		ws := p.Workspace
 		// One consumer per workspace, named after it, filtered to the
 		// workspace's own signals (made by signals.consumer).
-		g = append(g, svc("wacp.v1.agent."+ws+".>",
+		g = append(g, svc(agentSubjects(ws),
 			consumerAPI("INFO", ws), consumerAPI("MSG.NEXT", ws), "$JS.ACK."+signalStream+"."+ws+".>")...)
 		g = append(g, grant{"wacp.v1.sig." + ws + ".>", true}, grant{"wacp.v1.trail." + ws + ".>", true})
 	case principal.KindAuditor, principal.KindUser:
@@ -192,10 +193,11 @@ func (a *accounts) of(p principal.Principal) (*server.Account, error) {
 	return acc, nil
 }
 
-// routeOf routes p's agent subjects, if p has any, once p's account is set
-// up; again after a start has made them before the daemon served.
+// routeOf routes p's agent subjects, if p's grants route any (the same
+// rule accounts.of set the account up by), once p's account is set up;
+// again after a start has made them before the daemon served.
 func (a *accounts) routeOf(p principal.Principal) error {
-	if a.route == nil || (p.Kind != principal.KindAgent && p.Kind != principal.KindCoordinator) {
+	if a.route == nil || !slices.ContainsFunc(grantsOf(p), func(g grant) bool { return g.routed(p) }) {
 		return nil
 	}
 	return a.route(p.Workspace, p)

@@ -109,7 +109,7 @@ func (rt *routes) add(ws string, p principal.Principal) error {
 
 // subscribe subscribes to ws's agent subjects. Called with mu held.
 func (rt *routes) subscribe(ws string, r *route) error {
-	sub, err := rt.nc.ChanSubscribe(wire.AgentPrefix+ws+".>", rt.ch)
+	sub, err := rt.nc.ChanSubscribe(agentSubjects(ws), rt.ch)
 	if err != nil {
 		return err
 	}
@@ -274,15 +274,19 @@ func (q *routedRequest) Reply() string          { return q.m.Reply }
 // prefix (wire.InboxPrefix): the only subjects a principal may read
 // answers on.
 func isInbox(subject string) bool {
-	return strings.HasPrefix(subject, "_INBOX.") || strings.HasPrefix(subject, "_INBOX_")
+	return strings.HasPrefix(subject, nats.InboxPrefix) || strings.HasPrefix(subject, wire.TokenInboxPrefix)
 }
+
+// agentSubjects is the pattern of workspace ws's agent subjects: what its
+// agent (or, for the root, the coordinator) may call, and what is routed.
+func agentSubjects(ws string) string { return wire.AgentPrefix + ws + ".>" }
 
 // routeAccount sets up ws's route between acc, the account that acts for
 // ws, and the daemon's account d: acc exports ws's agent subjects to d
 // alone, d imports them, d exports its answers to them to acc alone, and
 // acc imports those as the reply subjects themselves.
 func routeAccount(d, acc *server.Account, ws string) error {
-	subj, replies := wire.AgentPrefix+ws+".>", replyPrefix(ws)+">"
+	subj, replies := agentSubjects(ws), replyPrefix(ws)+">"
 	if err := acc.AddStreamExport(subj, []*server.Account{d}); err != nil {
 		return err
 	}

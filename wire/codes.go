@@ -71,5 +71,8 @@ func LookupCode(name string) Code {
 // replies (tokens among them) sent to another.
 func InboxPrefix(token string) string {
 	sum := sha256.Sum256([]byte(token))
-	return "_INBOX_" + hex.EncodeToString(sum[:12])
+	return TokenInboxPrefix + hex.EncodeToString(sum[:12])
 }
+
+// TokenInboxPrefix starts every token's inbox prefix (InboxPrefix).
+const TokenInboxPrefix = "_INBOX_"
