@@ -241,10 +241,6 @@ func (l *Log) add(value, extra []byte) []byte {
 	return append(p.Append(make([]byte, 0, PtrSize+len(extra))), extra...)
 }
 
-// earlierZstdFrom is where builds before 2026-11-26 started writing blocks
-// of format 2 (Log.zstdFrom): from 16 KiB of values.
-const earlierZstdFrom = 16 << 10
-
 // maxHint bounds the memory a block's buffers keep for the next.
 const maxHint = 1 << 20
 

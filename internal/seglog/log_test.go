@@ -666,6 +666,10 @@ func TestRedoKeepsTheLastWriteOfEachKey(t *testing.T) {
 	}
 }
 
+// earlierZstdFrom is where builds before 2026-11-26 started writing blocks
+// of format 2 (Log.zstdFrom): from 16 KiB of values.
+const earlierZstdFrom = 16 << 10
+
 // TestBlockFormats: every block is written in format 3 (its values
 // compressed with S2), a small one and a large one alike; a large block
 // of format 2 (zstd), as builds before wrote them, sits beside them; all
