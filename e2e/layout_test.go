@@ -357,3 +357,84 @@ func sumCounts(m map[string]int) int {
 	}
 	return n
 }
+
+// TestOpensDataDirOfLayout3: a data dir written by the release before the
+// trail's layout 4 (testdata/datadir-layout3.tar.gz: wacpd at d93df25, two
+// workers of seven checkpoints each written at once, the fourth final,
+// their tokens in tokens.txt, stopped with SIGTERM), whose chain registers
+// and local trail heads were rewritten with every batch, verifies offline
+// as it is; wacpd opens it and logs the upgrade (a mark); each old worker
+// goes on with its chain (a checkpoint on its last, a final, one more),
+// which only a head derived right allows; the data dir verifies offline;
+// after a second start, which upgrades nothing, both go on again from the
+// heads this build derives from what it wrote itself.
+func TestOpensDataDirOfLayout3(t *testing.T) {
+	ctx := ctxT(t)
+	dir := extract(t, "datadir-layout3.tar.gz")
+	if rep, err := datadir.Verify(extract(t, "datadir-layout3.tar.gz")); err != nil || !rep.OK {
+		t.Fatalf("datadir.Verify(layout 3) = %+v, %v; want OK", rep, err)
+	}
+	toks, err := os.ReadFile(filepath.Join(filepath.Dir(dir), "tokens.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type worker struct{ ws, token string }
+	var workers []worker
+	for line := range strings.Lines(string(toks)) {
+		ws, tok, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if !ok {
+			t.Fatalf("tokens.txt: %q", line)
+		}
+		workers = append(workers, worker{ws, tok})
+	}
+	if len(workers) != 2 {
+		t.Fatalf("tokens.txt names %d workers, want 2", len(workers))
+	}
+	// goOn adds three checkpoints to each old worker's chain, which must
+	// hold want before them, the second final.
+	goOn := func(d *daemon, want int) {
+		t.Helper()
+		coord := dial(t, ctx, client.Options{URL: d.url, Token: d.admin})
+		defer coord.Close()
+		for _, w := range workers {
+			list, err := coord.ListCheckpoints(ctx, w.ws, "", 100)
+			if err != nil || len(list) != want {
+				t.Fatalf("ListCheckpoints(%s) = %d, %v; want %d", w.ws, len(list), err, want)
+			}
+			c := dial(t, ctx, client.Options{URL: d.url, Token: w.token, Workspace: w.ws})
+			parent := list[len(list)-1].ID
+			for i, st := range []string{"provisional", "final", "provisional"} {
+				cp, err := c.CreateCheckpoint(ctx, artifact(&parent, st, fmt.Sprintf("after layout 3, %d", i)))
+				if err != nil {
+					t.Fatalf("worker %s, checkpoint %d on %s: %v", w.ws, want+i+1, parent, err)
+				}
+				parent = cp.ID
+			}
+			c.Close()
+			if v, err := coord.VerifyTrail(ctx, w.ws); err != nil || !v.OK {
+				t.Fatalf("VerifyTrail(%s) = %+v, %v", w.ws, v, err)
+			}
+		}
+		if v, err := coord.VerifyTrail(ctx, ""); err != nil || !v.OK {
+			t.Fatalf("VerifyTrail = %+v, %v", v, err)
+		}
+	}
+	d := startDaemon(t, dir)
+	if !strings.Contains(d.log.String(), "upgraded the trail's key layout") || !strings.Contains(d.log.String(), "from=3") {
+		t.Fatalf("wacpd's log has no upgrade from layout 3:\n%s", d.log.String())
+	}
+	goOn(d, 7)
+	d.stop()
+	if rep, err := datadir.Verify(dir); err != nil || !rep.OK {
+		t.Fatalf("datadir.Verify(layouts 3 and 4) = %+v, %v", rep, err)
+	}
+	d = startDaemon(t, dir)
+	if strings.Contains(d.log.String(), "upgraded the trail's key layout") {
+		t.Errorf("second start upgraded again:\n%s", d.log.String())
+	}
+	goOn(d, 10)
+	d.stop()
+	if rep, err := datadir.Verify(dir); err != nil || !rep.OK {
+		t.Fatalf("datadir.Verify after the second start = %+v, %v", rep, err)
+	}
+}

@@ -50,7 +50,8 @@ type StoreProblem struct {
 // record k/w/<ws>/<n> names it; its object is stored, hashes to the digest
 // and decodes to that checkpoint (id, workspace, type, status) whose parent
 // is the previous checkpoint of its chain; each workspace's register
-// k/h/<ws> is {head, count, last_final} of its claims; and no "k/" record
+// k/h/<ws> is {head, count, last_final} of its claims up to some position,
+// with the last_final of them all; and no "k/" record
 // is left that no claim accounts for. It returns the first problem, nil
 // when there is none: the first claim's in trail order (its index, then its
 // order record, then its object), then a register's (by workspace), then
@@ -309,8 +310,9 @@ func (c *storeCheck) fail(claim, rank int, p *StoreProblem) {
 // by side: the indexes (k/c/, and any other record before k/h/), the
 // chains' registers (k/h/) and the order records (k/w/, and any other
 // record after the registers). It ran alone on one core at the end of a
-// verify. Every batch rewrites its workspaces' registers: they are read
-// with latest.Each, not stepped through version by version.
+// verify. Registers are rewritten (with each final checkpoint, and by
+// builds before issue 13's seventeenth session with every batch): they are
+// read with latest.Each, not stepped through version by version.
 func (c *storeCheck) scanRecords(txn *badger.Txn) error {
 	var extras [3]*StoreProblem
 	afterHeads := append(bytes.Clone(prefixHead[:len(prefixHead)-1]), prefixHead[len(prefixHead)-1]+1)
@@ -465,8 +467,17 @@ func (c *storeCheck) head(k string, v []byte, extra **StoreProblem) {
 	var got checkpointchain.Chain
 	if err := strictjson.DecodeFields(v, &got); err != nil {
 		c.register = &StoreProblem{Key: k, Detail: fmt.Sprintf("record %s: %v", k, err)}
-	} else if got != ch.chain {
-		c.register = &StoreProblem{Key: k, Detail: fmt.Sprintf("chain register of %s is %+v, the trail gives %+v", ws, got, ch.chain)}
+		return
+	}
+	// The register is the chain at some position (written with the first
+	// checkpoint and each final one), with the chain's last_final.
+	want := ch.chain
+	if got.Count >= 1 && got.Count < uint64(len(ch.order)) {
+		want = c.prevs[ch.order[got.Count]] // the chain before the next one
+	}
+	if got != want || got.LastFinal != ch.chain.LastFinal {
+		c.register = &StoreProblem{Key: k, Detail: fmt.Sprintf("chain register of %s is %+v, the trail gives %+v at position %d of %d, last final %q",
+			ws, got, want, want.Count, ch.chain.Count, ch.chain.LastFinal)}
 	}
 }
 

@@ -1,6 +1,7 @@
 package chainstore_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -248,5 +249,67 @@ func TestCheckStoreClaimsOutOfIDOrder(t *testing.T) {
 				t.Fatalf("CheckStore = %+v, want a problem at %s", p, wantKey)
 			}
 		})
+	}
+}
+
+// TestRegisterWrittenAtFirstAndFinal: the register is written with a
+// chain's first checkpoint and each final one, not with the others;
+// LoadChains gives the whole chain from the last order record, and
+// CheckStore takes a register behind the chain when it is the chain at its
+// position with the chain's last_final, and names one that is not.
+func TestRegisterWrittenAtFirstAndFinal(t *testing.T) {
+	db := openDB(t, t.TempDir())
+	s := stored{byWS: map[string][]checkpointchain.Checkpoint{}, chains: map[string]checkpointchain.Chain{}}
+	for i, st := range []string{"provisional", "final", "provisional", "provisional"} {
+		id := fmt.Sprintf("01JA000000000000000000%04d", i+1)
+		var c checkpointchain.Checkpoint
+		c, s.chains["wsX"] = appendCheckpoint(t, db, "wsX", id, st, s.chains["wsX"])
+		s.byWS["wsX"] = append(s.byWS["wsX"], c)
+	}
+	cps := s.byWS["wsX"]
+	register := func() string {
+		t.Helper()
+		var v []byte
+		err := db.View(func(txn *badger.Txn) error {
+			item, err := txn.Get([]byte("k/h/wsX"))
+			if err == nil {
+				v, err = item.ValueCopy(nil)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(v)
+	}
+	second := `{"head":"` + cps[1].ID + `","count":2,"last_final":"` + cps[1].ID + `"}`
+	if got := register(); got != second {
+		t.Fatalf("register after a final and two more = %s, want the chain at the final, %s", got, second)
+	}
+	checkStore(t, db, s) // LoadChains: the whole chain
+	claims := claimsOf(s)
+	check := func() *chainstore.StoreProblem {
+		t.Helper()
+		var p *chainstore.StoreProblem
+		if err := db.View(func(txn *badger.Txn) (err error) { p, err = chainstore.CheckStore(txn, nil, claims); return err }); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if p := check(); p != nil {
+		t.Fatalf("CheckStore with the register behind = %+v, want none", p)
+	}
+	for _, bad := range []string{
+		`{"head":"` + cps[0].ID + `","count":1}`, // the chain at 1, without the later final
+		`{"head":"` + cps[0].ID + `","count":2,"last_final":"` + cps[1].ID + `"}`,
+		`{"head":"` + cps[3].ID + `","count":5,"last_final":"` + cps[1].ID + `"}`,
+		`{"count":0,"last_final":"` + cps[1].ID + `"}`,
+	} {
+		if err := db.Update(func(txn *badger.Txn) error { return txn.Set([]byte("k/h/wsX"), []byte(bad)) }); err != nil {
+			t.Fatal(err)
+		}
+		if p := check(); p == nil || p.Key != "k/h/wsX" {
+			t.Errorf("CheckStore with register %s = %+v, want a problem at k/h/wsX", bad, p)
+		}
 	}
 }

@@ -3,6 +3,12 @@
 // "k/": k/h/<ws> the chain register {head,count,last_final}; k/c/<id> the
 // index {workspace,n,digest}; k/w/<ws>/<n:8 bytes BE> the id in chain
 // order. CheckStore checks them against the objects.
+//
+// The register is written with a chain's first checkpoint and with each
+// final one (which moves last_final), not with every checkpoint: its head
+// and count may be behind the chain, whose last order record gives them
+// (LoadChains). Rewriting it with every checkpoint was one of the 6.9 keys
+// given to Badger per checkpoint at 64 agents (issue 13).
 package chainstore
 
 import (
@@ -11,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -36,8 +43,9 @@ type indexEntry struct {
 
 // Put writes c (its object o, as Build returned them) into txn: the object
 // into the content-addressed store (its bytes into the block being built,
-// when txn has a Log), the id index, the chain position and the new head.
-// prev is the chain before c; Put returns the chain after it.
+// when txn has a Log), the id index, the chain position and, when c is
+// its chain's first or final, the register. prev is the chain before c;
+// Put returns the chain after it.
 func Put(txn *seglog.Txn, c checkpointchain.Checkpoint, o checkpointchain.Object, prev checkpointchain.Chain) (checkpointchain.Chain, error) {
 	// The object is new (its bytes hold a fresh id): no lookup first. Its
 	// address was computed with its bytes (Object): no second hash.
@@ -55,8 +63,10 @@ func Put(txn *seglog.Txn, c checkpointchain.Checkpoint, o checkpointchain.Object
 	if err := txn.Set(orderKey(c.Workspace, next.Count), []byte(c.ID)); err != nil {
 		return checkpointchain.Chain{}, fmt.Errorf("store checkpoint %s: %w", c.ID, err)
 	}
-	if err := setJSON(txn, append(bytes.Clone(prefixHead), c.Workspace...), next); err != nil {
-		return checkpointchain.Chain{}, err
+	if prev.Count == 0 || next.LastFinal != prev.LastFinal {
+		if err := setJSON(txn, append(bytes.Clone(prefixHead), c.Workspace...), next); err != nil {
+			return checkpointchain.Chain{}, err
+		}
 	}
 	return next, nil
 }
@@ -130,16 +140,27 @@ func Position(txn *badger.Txn, id string) (ws string, n uint64, err error) {
 	return ix.Workspace, ix.N, err
 }
 
-// LoadChains reads every workspace's chain register.
+// LoadChains reads every workspace's chain: its register, with the head
+// and count of its last order record when that is past the register's
+// (the register's last_final is the chain's: it is written whenever that
+// moves).
 func LoadChains(db *badger.DB) (map[string]checkpointchain.Chain, error) {
 	out := map[string]checkpointchain.Chain{}
 	err := db.View(func(txn *badger.Txn) error {
 		return latest.Each(txn, prefixHead, func(item *badger.Item) error {
+			ws := string(item.Key()[len(prefixHead):])
 			var ch checkpointchain.Chain
 			if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &ch) }); err != nil {
-				return err
+				return fmt.Errorf("chain register of %s: %w", ws, err)
 			}
-			out[string(item.Key()[len(prefixHead):])] = ch
+			n, id, err := lastOrder(txn, ws)
+			if err != nil {
+				return fmt.Errorf("chain order of %s: %w", ws, err)
+			}
+			if n > ch.Count {
+				ch.Head, ch.Count = id, n
+			}
+			out[ws] = ch
 			return nil
 		})
 	})
@@ -147,6 +168,23 @@ func LoadChains(db *badger.DB) (map[string]checkpointchain.Chain, error) {
 		return nil, fmt.Errorf("load checkpoint chains: %w", err)
 	}
 	return out, nil
+}
+
+// lastOrder returns the last position of workspace ws's chain order
+// records and the id there (0, "" when it has none).
+func lastOrder(txn *badger.Txn, ws string) (uint64, string, error) {
+	prefix := append(append(bytes.Clone(prefixOrder), ws...), '/')
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, Reverse: true})
+	defer it.Close()
+	for it.Seek(orderKey(ws, math.MaxUint64)); it.Valid(); it.Next() {
+		k := it.Item().Key()
+		if len(k) != len(prefix)+8 {
+			continue // a record of a workspace whose id is ws's, a '/' and more
+		}
+		id, err := it.Item().ValueCopy(nil)
+		return binary.BigEndian.Uint64(k[len(prefix):]), string(id), err
+	}
+	return 0, "", nil
 }
 
 func orderKey(ws string, n uint64) []byte {

@@ -208,6 +208,24 @@ func TestCheck_DerivedRecords(t *testing.T) {
 	}{
 		{"global head", func(tl *testLog, es []trail.Entry) { tl.set(keyHead, []byte(`{"seq":16,"hash":"x"}`)) }},
 		{"local trail.Head missing", func(tl *testLog, es []trail.Entry) { tl.del(append(bytes.Clone(prefixHeadWS), "w2"...)) }},
+		// Since layout 4 a stored head is the workspace's first batch's:
+		// it is checked against the entry at its position.
+		{"earlier local trail.Head changed", func(tl *testLog, es []trail.Entry) {
+			h := tl.storedHead("w1")
+			if h.Seq >= tl.log.LocalLen("w1") {
+				tl.t.Fatalf("w1's stored head %+v is its last", h)
+			}
+			h.Hash = es[1].Integrity.LocalHash // w2's first
+			tl.set(append(bytes.Clone(prefixHeadWS), "w1"...), appendHead(nil, h))
+		}},
+		{"local trail.Head beyond the entries", func(tl *testLog, es []trail.Entry) {
+			h := tl.storedHead("w1")
+			h.Seq = 99
+			tl.set(append(bytes.Clone(prefixHeadWS), "w1"...), appendHead(nil, h))
+		}},
+		{"local trail.Head at position 0", func(tl *testLog, es []trail.Entry) {
+			tl.set(append(bytes.Clone(prefixHeadWS), "w1"...), appendHead(nil, trail.Head{}))
+		}},
 		{"layout 1's id index in layout 2", func(tl *testLog, es []trail.Entry) { tl.set(append(bytes.Clone(prefixID), es[3].ID...), u64(4)) }},
 		{"unknown layout", func(tl *testLog, es []trail.Entry) { tl.set(keyLayout, []byte("two")) }},
 		{"local index points elsewhere", func(tl *testLog, es []trail.Entry) { rawSetLocalPos(tl.t, tl.db, "w1", 2, 1) }},

@@ -18,7 +18,9 @@
 // of pointers, global.go), or one entry; t/w/<ws>/<n:8 BE> -> the seqs of
 // the workspace's positions n, n+1, … of one batch (local.go); t/h/g the
 // global head;
-// t/h/w/<ws> the local heads (trail.Head as JSON); t/m/<level:1><index:8
+// t/h/w/<ws> a local head (trail.Head as JSON), written with the
+// workspace's first entry (layout 4; the later ones are derived at Open
+// from its local index: localHeads); t/m/<level:1><index:8
 // BE> the Merkle nodes of level 4 and above (the lower ones are computed
 // from at most 15 entries); t/v the key layout (layout.go: an entry is
 // found by id with a binary search, ids increasing along the trail); t/c

@@ -29,6 +29,14 @@ import (
 // Layout 2's keys (one entry, one position) are read as they are, so
 // Upgrade only marks a layout-2 trail. Builds of layout 2 refuse a
 // layout-3 data dir (ErrLayout) rather than misread its groups.
+//
+// Layout 4 (issue 13's seventeenth session) writes a workspace's local
+// head t/h/w/<ws> once, with its first entry, instead of with every batch
+// that gives it one: Open derives the head from the workspace's local
+// index and its last entry (localHeads). A head of layout 3 is its
+// workspace's last, which layout 4 reads as it is, so Upgrade only marks
+// layouts 2 and 3. Builds of layout 3 refuse a layout-4 data dir, whose
+// heads they would take for the last and chain new entries onto.
 var (
 	keyLayout = []byte("t/v")
 	// prefixID is layout 1's id index, removed by Upgrade.
@@ -36,7 +44,7 @@ var (
 )
 
 // Layout is the key layout this build writes.
-const Layout = 3
+const Layout = 4
 
 // minNodeLevel is the lowest level of the Merkle nodes stored under t/m/:
 // a node of a level below covers at most 2^minNodeLevel-1 = 15 entries,
@@ -75,7 +83,7 @@ type UpgradeResult struct {
 
 // Upgrade brings the trail of db to this build's layout: from layout 1 it
 // removes the id index and the Merkle nodes below minNodeLevel; from
-// layout 1 or 2 it then records layout 3. It changes no entry. It is safe
+// layout 1, 2 or 3 it then records layout 4. It changes no entry. It is safe
 // to interrupt: the version is written last, and until then the records
 // of layout 1 are only unused (no reader of a later layout reads them). A
 // new database is simply marked. A data dir of a newer layout is refused

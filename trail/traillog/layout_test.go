@@ -85,7 +85,7 @@ func (tl *testLog) toLayout1(es []trail.Entry) {
 
 // TestUpgradeFromLayout1: a layout-1 trail checks OK as it is (its extra
 // records are unused, not wrong); Upgrade removes them and records layout
-// 2, after which the trail checks OK, proves the same and reads the same;
+// 4, after which the trail checks OK, proves the same and reads the same;
 // a second Upgrade does nothing; a newer layout is refused.
 func TestUpgradeFromLayout1(t *testing.T) {
 	tl := newTestLog(t)
@@ -119,8 +119,8 @@ func TestUpgradeFromLayout1(t *testing.T) {
 			t.Fatalf("key %q left after Upgrade", k)
 		}
 	}
-	if v := tl.get(keyLayout); string(v) != "3" {
-		t.Fatalf("layout after Upgrade = %q, want 3", v)
+	if v := tl.get(keyLayout); string(v) != "4" {
+		t.Fatalf("layout after Upgrade = %q, want 4", v)
 	}
 	tl.reopen()
 	if res := tl.check(37); !res.OK() {
@@ -138,9 +138,9 @@ func TestUpgradeFromLayout1(t *testing.T) {
 	if again, err := Upgrade(tl.db); err != nil || again.From != Layout || again.IDKeys+again.Nodes != 0 {
 		t.Errorf("second Upgrade = %+v, %v; want nothing to do", again, err)
 	}
-	tl.set(keyLayout, []byte("4"))
+	tl.set(keyLayout, []byte("5"))
 	if _, err := Upgrade(tl.db); !errors.Is(err, ErrLayout) {
-		t.Errorf("Upgrade of layout 4 = %v, want ErrLayout", err)
+		t.Errorf("Upgrade of layout 5 = %v, want ErrLayout", err)
 	}
 }
 
@@ -153,8 +153,8 @@ func TestUpgradeOfANewDatabase(t *testing.T) {
 	if err != nil || got.From != 0 || got.IDKeys+got.Nodes != 0 {
 		t.Fatalf("Upgrade of an empty database = %+v, %v; want from 0, nothing removed", got, err)
 	}
-	if v := rawGet(t, db, keyLayout); string(v) != "3" {
-		t.Fatalf("layout of a new database = %q, want 2", v)
+	if v := rawGet(t, db, keyLayout); string(v) != "4" {
+		t.Fatalf("layout of a new database = %q, want 4", v)
 	}
 	if again, err := Upgrade(db); err != nil || again.From != Layout {
 		t.Fatalf("Upgrade again = %+v, %v; want from %d", again, err, Layout)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -68,6 +69,31 @@ func localGroupAt(txn *badger.Txn, ws string, n uint64) (first uint64, v []byte,
 		return 0, nil, badger.ErrKeyNotFound
 	}
 	return first, v, nil
+}
+
+// lastLocal returns workspace ws's last position in its local index and
+// the global seq there (0, 0 when it has none): the last position of the
+// group under its last key.
+func lastLocal(txn *badger.Txn, ws string) (n, seq uint64, err error) {
+	prefix := localPrefix(ws)
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, Reverse: true})
+	defer it.Close()
+	for it.Seek(localKey(ws, math.MaxUint64)); it.Valid(); it.Next() {
+		k := it.Item().Key()
+		if len(k) != len(prefix)+8 {
+			continue // a key of a workspace whose id is ws's, a '/' and more
+		}
+		v, err := it.Item().ValueCopy(nil)
+		if err != nil {
+			return 0, 0, err
+		}
+		cnt, err := groupLen(v)
+		if err != nil {
+			return 0, 0, fmt.Errorf("key at position %d: %w", localPosition(k), err)
+		}
+		return localPosition(k) + uint64(cnt) - 1, groupSeq(v, cnt-1), nil
+	}
+	return 0, 0, nil
 }
 
 // localSeqAt returns the global seq of workspace ws's position n.

@@ -109,7 +109,7 @@ func (tl *testLog) toLayout2(wss ...string) {
 
 // TestLayout2LocalIndexReadsAsItIs: a trail whose local indexes hold one
 // position per key (layout 2) checks OK on both paths, reads and verifies
-// each local trail; Upgrade marks it layout 3 and removes nothing; the
+// each local trail; Upgrade marks it layout 4 and removes nothing; the
 // trail then goes on with keys of several positions, and checks OK.
 func TestLayout2LocalIndexReadsAsItIs(t *testing.T) {
 	tl := newMemLog(t)
@@ -132,8 +132,8 @@ func TestLayout2LocalIndexReadsAsItIs(t *testing.T) {
 	if err != nil || up.From != 2 || up.IDKeys+up.Nodes != 0 {
 		t.Fatalf("Upgrade of layout 2 = %+v, %v; want from 2, nothing removed", up, err)
 	}
-	if v := tl.get(keyLayout); string(v) != "3" {
-		t.Fatalf("layout after Upgrade = %q, want 3", v)
+	if v := tl.get(keyLayout); string(v) != "4" {
+		t.Fatalf("layout after Upgrade = %q, want 4", v)
 	}
 	tl.interleaved(20, "w1", "w2")
 	if firsts, _ := tl.localKeys("w1"); len(firsts) >= 40 {

@@ -5,12 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/wacpd/wacpd/clock"
 	"github.com/wacpd/wacpd/internal/fixture"
+	"github.com/wacpd/wacpd/internal/seglog"
 	"github.com/wacpd/wacpd/trail"
 )
 
@@ -563,5 +566,97 @@ func TestTrail_FlushWritesTheHeads(t *testing.T) {
 	tl.append(tl.wsEv("ws-c"))
 	if res, err := tl.log.Verify(context.Background(), ""); err != nil || res.OK {
 		t.Errorf("a batch committed without Flush verifies: %+v, %v", res, err)
+	}
+}
+
+// storedHead returns the local head stored under t/h/w/<ws>.
+func (tl *testLog) storedHead(ws string) trail.Head {
+	tl.t.Helper()
+	var h trail.Head
+	if err := json.Unmarshal(tl.get(append(bytes.Clone(prefixHeadWS), ws...)), &h); err != nil {
+		tl.t.Fatalf("stored head of %s: %v", ws, err)
+	}
+	return h
+}
+
+// TestTrail_LocalHeadWrittenOnce: a workspace's local head is stored by
+// the batch that gives it its first entry and not rewritten (layout 4);
+// a reopened log derives each head from the local index and the entry at
+// its last position, chains new entries onto it, and reads a head of
+// layout 3 (the workspace's last) as it is.
+func TestTrail_LocalHeadWrittenOnce(t *testing.T) {
+	tl := newTestLog(t)
+	wss := []string{"ws-a", "ws-b", "ws-c"}
+	tl.interleaved(40, wss...) // batches of 5: ws-a gets one entry in the first
+	last := map[string]trail.Head{}
+	for _, ws := range wss {
+		tl.log.mu.Lock()
+		last[ws] = tl.log.local[ws]
+		tl.log.mu.Unlock()
+		if last[ws].Seq < 8 {
+			t.Fatalf("%s has %d entries, want at least 8", ws, last[ws].Seq)
+		}
+	}
+	if h := tl.storedHead("ws-a"); h.Seq != 1 {
+		t.Fatalf("stored head of ws-a = %+v, want the one at the end of the first batch (1 entry)", h)
+	}
+	tl.reopen()
+	for _, ws := range wss {
+		tl.log.mu.Lock()
+		got := tl.log.local[ws]
+		tl.log.mu.Unlock()
+		if got != last[ws] {
+			t.Errorf("head of %s after reopen = %+v, want %+v", ws, got, last[ws])
+		}
+	}
+	if res := tl.check(0); !res.OK() {
+		t.Fatalf("Check = %+v, want OK", res)
+	}
+	more := tl.append(tl.wsEv("ws-a"), tl.wsEv("ws-b"))
+	if more[0].Integrity.LocalHash == "" {
+		t.Fatal("no local hash")
+	}
+	for _, ws := range wss {
+		tl.verifyOK(ws)
+	}
+
+	// A head of layout 3, the workspace's last, reads as it is.
+	tl.log.mu.Lock()
+	h := tl.log.local["ws-c"]
+	tl.log.mu.Unlock()
+	tl.set(append(bytes.Clone(prefixHeadWS), "ws-c"...), appendHead(nil, h))
+	tl.reopen()
+	if got := tl.log.LocalLen("ws-c"); got != h.Seq {
+		t.Errorf("LocalLen(ws-c) with its last head stored = %d, want %d", got, h.Seq)
+	}
+	if res := tl.check(0); !res.OK() {
+		t.Fatalf("Check with a head of layout 3 = %+v, want OK", res)
+	}
+}
+
+// TestTrail_OpenNamesAnUnreadableLastEntry: a head derived from an entry
+// that is not stored fails Open with an error naming the workspace and
+// the entry.
+func TestTrail_OpenNamesAnUnreadableLastEntry(t *testing.T) {
+	tl := newTestLog(t)
+	tl.interleaved(10, "ws-a", "ws-b")
+	tl.append(tl.wsEv("ws-a"))
+	tl.del(globalKey(11))
+	tl.log = nil
+	tl.seg.Close()
+	if err := tl.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tl.db = openBadger(t, tl.dir)
+	end, err := seglog.End(tl.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tl.seg, _, err = seglog.Open(filepath.Join(tl.dir, seglog.Dir), end, seglog.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(tl.db, tl.seg)
+	if err == nil || !strings.Contains(err.Error(), "local head of ws-a") || !strings.Contains(err.Error(), "entry #11") {
+		t.Fatalf("Open with ws-a's last entry gone = %v, want an error naming ws-a and entry #11", err)
 	}
 }

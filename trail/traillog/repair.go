@@ -174,16 +174,36 @@ func tailIDs(txn *badger.Txn, valid uint64) map[uint64]string {
 	if getJSON(txn, keyHead, &h) == nil && h.Seq > valid {
 		ids[h.Seq] = h.ID
 	}
-	_ = localHeads(txn, func(ws string, lh trail.Head, err error) error {
-		if err != nil || lh.Seq == 0 {
-			return nil
+	_ = storedHeads(txn, func(ws string, lh trail.Head, err error) error {
+		if err == nil && lh.Seq > 0 {
+			if seq, err := localSeqAt(txn, ws, lh.Seq); err == nil && seq > valid {
+				ids[seq] = lh.ID
+			}
 		}
-		if seq, err := localSeqAt(txn, ws, lh.Seq); err == nil && seq > valid {
-			ids[seq] = lh.ID
+		// Since layout 4 the stored head is usually behind: the last
+		// position's id is the one its entry's record holds beside its
+		// pointer.
+		if _, seq, err := lastLocal(txn, ws); err == nil && seq > valid && ids[seq] == "" {
+			if id, ok := recordID(txn, seq); ok {
+				ids[seq] = id
+			}
 		}
 		return nil
 	})
 	return ids
+}
+
+// recordID returns the id kept beside entry #seq's pointer, when it is
+// stored and its record can be read.
+func recordID(txn *badger.Txn, seq uint64) (string, bool) {
+	g := newGlobalIter(txn, badger.IteratorOptions{})
+	defer g.close()
+	g.seek(seq)
+	if !g.valid() || g.entry().seq != seq {
+		return "", false
+	}
+	_, id, ok, err := g.entry().extra()
+	return id, ok && err == nil && id != ""
 }
 
 func quarantineKey(q Quarantined) []byte {
