@@ -113,8 +113,12 @@ func permissionError(err error) (e *Error, op, subject string) {
 
 // transportError classifies an error of a NATS call on subject.
 func transportError(ctx context.Context, subject string, err error) error {
-	if cause := context.Cause(ctx); cause != nil && errors.Is(cause, ErrPermission) {
+	switch cause := context.Cause(ctx); {
+	case cause == nil:
+	case errors.Is(cause, ErrPermission):
 		return cause
+	case errors.Is(cause, errCallTimeout):
+		return fmt.Errorf("%s: %w: no reply in time", subject, ErrUnreachable)
 	}
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):

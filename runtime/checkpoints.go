@@ -89,10 +89,10 @@ func (e *Engine) createCheckpointLocked(ctx context.Context, ws string, body []b
 			return err
 		}
 		t.chains[ws] = next
-		err = t.appendAt(ts, ws, c.Role, trail.EventCheckpointCreated, map[string]any{
-			"checkpoint_id": cp.ID, "workspace": ws, "type": cp.Type, "status": cp.Status,
-			"confidence": cp.Confidence, "parent": cp.Parent, "timestamp": cp.Timestamp,
-			"digest": cp.Digest.String(),
+		err = t.appendAt(ts, ws, c.Role, trail.EventCheckpointCreated, &trail.CheckpointCreated{
+			CheckpointID: cp.ID, Workspace: ws, Type: cp.Type, Status: cp.Status,
+			Confidence: cp.Confidence, Parent: cp.Parent, Timestamp: cp.Timestamp,
+			Digest: cp.Digest.String(),
 		})
 		if err != nil {
 			return err

@@ -122,9 +122,9 @@ func (t *tx) emitTo(from, to *workspace.Workspace, typ taxonomy.SignalType, reas
 		ID: t.e.ids.New(ts), From: from.ID, Type: typ, Reason: optional(reason), Ref: optional(ref),
 		Timestamp: clock.Format(ts),
 	}
-	err := t.appendAt(ts, from.ID, actor, trail.EventSignalEmitted, map[string]any{
-		"signal_id": s.ID, "from": s.From, "type": s.Type, "reason": s.Reason, "ref": s.Ref,
-		"timestamp": s.Timestamp,
+	err := t.appendAt(ts, from.ID, actor, trail.EventSignalEmitted, &trail.SignalEmitted{
+		SignalID: s.ID, From: s.From, Type: string(s.Type), Reason: s.Reason, Ref: s.Ref,
+		Timestamp: s.Timestamp,
 	})
 	if err != nil {
 		return s, err
@@ -135,8 +135,8 @@ func (t *tx) emitTo(from, to *workspace.Workspace, typ taxonomy.SignalType, reas
 	}
 	dts := t.next()
 	s.DeliveredTo, s.DeliveredAt = &to.ID, clock.Format(dts)
-	err = t.appendAt(dts, to.ID, trail.ActorProtocol, trail.EventSignalDelivered, map[string]any{
-		"signal_id": s.ID, "from": s.From, "delivered_to": to.ID, "delivered_at": s.DeliveredAt,
+	err = t.appendAt(dts, to.ID, trail.ActorProtocol, trail.EventSignalDelivered, &trail.SignalDelivered{
+		SignalID: s.ID, From: s.From, DeliveredTo: to.ID, DeliveredAt: s.DeliveredAt,
 	})
 	if err != nil {
 		return s, err

@@ -228,15 +228,15 @@ func (t *tx) chain(id string) checkpointchain.Chain {
 // trail gets the entry; entries about a workspace that is already terminal
 // go to the global trail only (ws ""), so nothing is recorded in a local
 // trail after its terminal state.
-func (t *tx) appendAt(ts time.Time, ws, actor string, typ trail.EventType, body map[string]any) error {
+func (t *tx) appendAt(ts time.Time, ws, actor string, typ trail.EventType, body any) error {
 	if err := t.step(string(typ)); err != nil {
 		return err
 	}
 	if w := t.peek(ws); w != nil && w.State.Terminal() {
 		ws = ""
 	}
-	if t.e.cfg.Observer != nil && (typ == trail.EventCheckpointRejected || typ == trail.EventEnvelopeRejected) {
-		t.reasons = append(t.reasons, fmt.Sprint(body["reason"]))
+	if m, ok := body.(map[string]any); ok && t.e.cfg.Observer != nil && (typ == trail.EventCheckpointRejected || typ == trail.EventEnvelopeRejected) {
+		t.reasons = append(t.reasons, fmt.Sprint(m["reason"]))
 	}
 	_, err := t.batch.Append(traillog.Event{
 		ID: t.e.ids.New(ts), Timestamp: clock.Format(ts), Workspace: ws,

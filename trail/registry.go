@@ -534,10 +534,16 @@ func validateFields(e EventType, lookup func(f string) (present, null bool)) err
 }
 
 // EncodeBody returns the canonical form of v, the body of an event of type
-// t, after checking it against the registry. A map[string]any of plain
-// values is written directly (canon.AppendValue); anything else goes
-// through Canonical and is decoded again to check it.
+// t, after checking it against the registry. A Fields writes itself; a
+// map[string]any of plain values is written directly (canon.AppendValue);
+// anything else goes through Canonical and is decoded again to check it.
 func EncodeBody(t EventType, v any) ([]byte, error) {
+	if f, ok := v.(Fields); ok {
+		if err := validateFields(t, f.Field); err != nil {
+			return nil, fmt.Errorf("append: %w", err)
+		}
+		return f.AppendCanonical(make([]byte, 0, 320)), nil
+	}
 	if m, ok := v.(map[string]any); ok && m != nil {
 		if body, ok := canon.AppendValue(make([]byte, 0, 256), m); ok {
 			if err := validateFields(t, func(f string) (bool, bool) {

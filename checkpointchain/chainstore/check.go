@@ -412,21 +412,29 @@ func (c *storeCheck) claimOf(id string) (int, bool) {
 // name json writes as it is (printable ASCII but for " \ < > &) is
 // compared so.
 func indexIs(v []byte, ws string, n uint64, d casstore.Ref) bool {
+	var buf [160]byte
+	b, ok := appendIndex(buf[:0], ws, n, d)
+	return ok && bytes.Equal(v, b)
+}
+
+// appendIndex appends the index record of position n of workspace ws's
+// chain and digest d as encoding/json writes indexEntry, when ws is a name
+// json writes as it is (printable ASCII but for " \ < > &); ok is false
+// otherwise, and b is returned as it was.
+func appendIndex(b []byte, ws string, n uint64, d casstore.Ref) (_ []byte, ok bool) {
 	for i := range len(ws) {
 		switch c := ws[i]; {
 		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
-			return false
+			return b, false
 		}
 	}
-	var buf [160]byte
-	b := append(buf[:0], `{"workspace":"`...)
+	b = append(b, `{"workspace":"`...)
 	b = append(b, ws...)
 	b = append(b, `","n":`...)
 	b = strconv.AppendUint(b, n, 10)
 	b = append(b, `,"digest":"`...)
 	b, _ = d.AppendText(b)
-	b = append(b, `"}`...)
-	return bytes.Equal(v, b)
+	return append(b, `"}`...), true
 }
 
 // orderRecord checks the chain order record k/w/<ws>/<n> (value v).

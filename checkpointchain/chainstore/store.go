@@ -57,7 +57,12 @@ func Put(txn *seglog.Txn, c checkpointchain.Checkpoint, o checkpointchain.Object
 		return checkpointchain.Chain{}, fmt.Errorf("store checkpoint %s: %w", c.ID, err)
 	}
 	next := prev.Append(c)
-	if err := setJSON(txn, append(bytes.Clone(prefixIndex), c.ID...), indexEntry{Workspace: c.Workspace, N: next.Count, Digest: ref}); err != nil {
+	ixKey := append(bytes.Clone(prefixIndex), c.ID...)
+	if ix, ok := appendIndex(make([]byte, 0, 128), c.Workspace, next.Count, ref); ok {
+		if err := txn.Set(ixKey, ix); err != nil {
+			return checkpointchain.Chain{}, fmt.Errorf("store checkpoint %s: %w", c.ID, err)
+		}
+	} else if err := setJSON(txn, ixKey, indexEntry{Workspace: c.Workspace, N: next.Count, Digest: ref}); err != nil {
 		return checkpointchain.Chain{}, err
 	}
 	if err := txn.Set(orderKey(c.Workspace, next.Count), []byte(c.ID)); err != nil {
