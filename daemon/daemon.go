@@ -157,9 +157,12 @@ func (r *Daemon) Run(ctx context.Context) (err error) {
 	if limit := r.cfg.MemoryLimit; limit > 0 {
 		// Badger is sized for the budget (runtime.Config.MemoryLimit); the
 		// Go heap, where Badger's memtables and builders live, gets a soft
-		// limit of 3/4 of it, the rest is for stacks, the memtables'
-		// mapped logs and NATS.
-		prev := debug.SetMemoryLimit(limit / 4 * 3)
+		// limit of 9/16 of it, the rest is for stacks, the executable and
+		// the files Badger maps (its memtables' logs and its tables, whose
+		// pages a load's compactions keep resident: 90-110 MiB at 64
+		// agents, so that 3/4 gave a peak of 254-282 MiB within 256;
+		// docs/operations.md §1.1).
+		prev := debug.SetMemoryLimit(limit / 16 * 9)
 		stack = append(stack, func() { debug.SetMemoryLimit(prev) })
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {

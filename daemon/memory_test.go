@@ -16,7 +16,7 @@ import (
 )
 
 // TestMemoryLimit: with a memory budget the daemon runs with the Go
-// runtime's soft limit at 3/4 of it and Badger sized for it (its memtable
+// runtime's soft limit at 9/16 of it and Badger sized for it (its memtable
 // logs, twice a memtable, are 16 MiB for 256 MiB instead of 64), still
 // stores a checkpoint of nearly the largest size, and gives the previous
 // limit back when it stops.
@@ -25,8 +25,8 @@ func TestMemoryLimit(t *testing.T) {
 	before := debug.SetMemoryLimit(-1)
 	dir := t.TempDir()
 	d := daemontest.Start(t, daemon.Config{DataDir: dir, Config: runtime.Config{MemoryLimit: 256 << 20}})
-	if got := debug.SetMemoryLimit(-1); got != 192<<20 {
-		t.Errorf("Go memory limit while running = %d MiB, want 192", got>>20)
+	if got := debug.SetMemoryLimit(-1); got != 144<<20 {
+		t.Errorf("Go memory limit while running = %d MiB, want 144", got>>20)
 	}
 	mems, _ := filepath.Glob(filepath.Join(dir, "db", "*.mem"))
 	if len(mems) == 0 {
