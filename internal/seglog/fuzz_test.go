@@ -50,7 +50,11 @@ func FuzzSegmentFile(f *testing.F) {
 		f.Fatal(err)
 	}
 	defer l.Close()
-	vals := l.enc.EncodeAll([]byte(`{"a":1}{"b":2}`), nil)
+	enc, err := l.zstdEncoder()
+	if err != nil {
+		f.Fatal(err)
+	}
+	vals := enc.EncodeAll([]byte(`{"a":1}{"b":2}`), nil)
 	body := append(binary.BigEndian.AppendUint32(nil, uint32(len(vals))), vals...)
 	body = append(body, s2.Encode(nil, []byte{opDelete, 0, 1, 'k', 0})...)
 	good := append(appendHeader(nil, body, 14, false), body...)

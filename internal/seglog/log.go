@@ -53,8 +53,12 @@ type Recovered struct {
 type Log struct {
 	dir  string
 	opts Options
-	enc  *zstd.Encoder
-	dec  *zstd.Decoder
+	// zmu guards enc and dec, made when first needed (zstdEncoder,
+	// zstdDecoder): only the blocks of format 2 need them, which builds
+	// before 2026-11-26 wrote (and tests still write).
+	zmu sync.Mutex
+	enc *zstd.Encoder
+	dec *zstd.Decoder
 	// zstdFrom: a block with at least this many bytes of values is of
 	// format 2, its values compressed with zstd; every block Seal writes
 	// is of format 3 (S2), whatever its size: Open sets zstdFrom out of
@@ -160,21 +164,8 @@ func Open(dir string, end Pos, opts Options) (*Log, Recovered, error) {
 		}
 		rec.Replay = len(tail)
 	}
-	// No zstd checksum of its own, written or checked: the block's CRC-32C
-	// covers the compressed bytes and is checked on every read, and what
-	// the values decompress to is hashed by every check that reads them
-	// (the entries' chains, the objects' addresses). The xxhash of each
-	// block was 12 % of a verify's walk.
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1), zstd.WithEncoderCRC(false))
-	if err != nil {
-		return nil, rec, fmt.Errorf("segments: %w", err)
-	}
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(maxBlock), zstd.IgnoreChecksum(true))
-	if err != nil {
-		return nil, rec, fmt.Errorf("segments: %w", err)
-	}
 	l := &Log{
-		dir: dir, opts: opts, enc: enc, dec: dec, zstdFrom: math.MaxInt,
+		dir: dir, opts: opts, zstdFrom: math.MaxInt,
 		files:  map[uint32]*os.File{},
 		sealed: map[Pos][]byte{},
 		next:   stop, durable: stop, tail: tail,
@@ -217,8 +208,49 @@ func (l *Log) Close() error {
 	l.wmu.Lock()
 	errs = append(errs, l.closeWriter())
 	l.wmu.Unlock()
-	l.dec.Close()
+	l.zmu.Lock()
+	if l.dec != nil {
+		l.dec.Close()
+	}
+	l.zmu.Unlock()
 	return errors.Join(errs...)
+}
+
+// No zstd checksum of its own, written or checked: the block's CRC-32C
+// covers the compressed bytes and is checked on every read, and what the
+// values decompress to is hashed by every check that reads them (the
+// entries' chains, the objects' addresses). The xxhash of each block was
+// 12 % of a verify's walk.
+
+// zstdEncoder returns the encoder of format 2's values, made at its first
+// use (an encoder and the decoders, about a megabyte per core, were made
+// by every Open for blocks no build writes any more).
+func (l *Log) zstdEncoder() (*zstd.Encoder, error) {
+	l.zmu.Lock()
+	defer l.zmu.Unlock()
+	if l.enc == nil {
+		enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1), zstd.WithEncoderCRC(false))
+		if err != nil {
+			return nil, fmt.Errorf("segments: %w", err)
+		}
+		l.enc = enc
+	}
+	return l.enc, nil
+}
+
+// zstdDecoder returns the decoder of format 2's values, made at its first
+// use.
+func (l *Log) zstdDecoder() (*zstd.Decoder, error) {
+	l.zmu.Lock()
+	defer l.zmu.Unlock()
+	if l.dec == nil {
+		dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(maxBlock), zstd.IgnoreChecksum(true))
+		if err != nil {
+			return nil, fmt.Errorf("segments: %w", err)
+		}
+		l.dec = dec
+	}
+	return l.dec, nil
 }
 
 // add adds value to the block being built and returns its pointer with
@@ -339,7 +371,11 @@ func (l *Log) Seal(txn *badger.Txn) (*Block, error) {
 		data = slices.Grow(data, s2.MaxEncodedLen(len(vals)))
 		data = append(data, s2.Encode(data[len(data):cap(data)], vals)...)
 	default:
-		data = l.enc.EncodeAll(vals, data)
+		enc, err := l.zstdEncoder()
+		if err != nil {
+			return nil, err
+		}
+		data = enc.EncodeAll(vals, data)
 	}
 	binary.BigEndian.PutUint32(data[headerSize:], uint32(len(data)-headerSize-4))
 	if len(ops) > 0 {

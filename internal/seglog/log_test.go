@@ -776,3 +776,34 @@ func TestZstdWithoutChecksum(t *testing.T) {
 		t.Errorf("Verify: %v", err)
 	}
 }
+
+// TestZstdMadeWhenFirstNeeded: a log that writes and reads only blocks of
+// format 3 makes no zstd encoder or decoder; reading a block of format 2
+// makes the decoder.
+func TestZstdMadeWhenFirstNeeded(t *testing.T) {
+	dir := t.TempDir()
+	r := openRig(t, dir, Options{})
+	kv := values(0, 200)
+	r.commit(kv)
+	for k, want := range kv {
+		if got, err := r.get(k); err != nil || got != want {
+			t.Fatalf("%s: %q, %v; want %q", k, got, err, want)
+		}
+	}
+	if r.l.enc != nil || r.l.dec != nil {
+		t.Fatalf("zstd encoder %v, decoder %v after blocks of format 3 only; want none", r.l.enc != nil, r.l.dec != nil)
+	}
+	r.l.zstdFrom = earlierZstdFrom
+	old := values(1, 200)
+	r.commit(old)
+	r.close()
+	r = openRig(t, dir, Options{})
+	for k, want := range old {
+		if got, err := r.get(k); err != nil || got != want {
+			t.Fatalf("%s: %q, %v; want %q", k, got, err, want)
+		}
+	}
+	if r.l.dec == nil {
+		t.Error("no zstd decoder after reading a block of format 2")
+	}
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/zstd"
 )
 
 // The read side: values through pointers, the blocks they are in (from the
@@ -277,7 +278,10 @@ func (l *Log) decode(h header, body []byte) ([]byte, error) {
 	if h.format == 3 {
 		raw, err = decodeS2(vals, int(h.rlen)) // a frame claiming more is not this block's
 	} else {
-		raw, err = l.dec.DecodeAll(vals, make([]byte, 0, h.rlen))
+		var dec *zstd.Decoder
+		if dec, err = l.zstdDecoder(); err == nil {
+			raw, err = dec.DecodeAll(vals, make([]byte, 0, h.rlen))
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("decompress: %v", err)
