@@ -152,13 +152,17 @@ func Position(txn *badger.Txn, id string) (ws string, n uint64, err error) {
 func LoadChains(db *badger.DB) (map[string]checkpointchain.Chain, error) {
 	out := map[string]checkpointchain.Chain{}
 	err := db.View(func(txn *badger.Txn) error {
+		// One iterator for every workspace: one each was most of the time
+		// with thousands of them.
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixOrder, Reverse: true})
+		defer it.Close()
 		return latest.Each(txn, prefixHead, func(item *badger.Item) error {
 			ws := string(item.Key()[len(prefixHead):])
 			var ch checkpointchain.Chain
 			if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &ch) }); err != nil {
 				return fmt.Errorf("chain register of %s: %w", ws, err)
 			}
-			n, id, err := lastOrder(txn, ws)
+			n, id, err := lastOrder(it, ws)
 			if err != nil {
 				return fmt.Errorf("chain order of %s: %w", ws, err)
 			}
@@ -176,12 +180,11 @@ func LoadChains(db *badger.DB) (map[string]checkpointchain.Chain, error) {
 }
 
 // lastOrder returns the last position of workspace ws's chain order
-// records and the id there (0, "" when it has none).
-func lastOrder(txn *badger.Txn, ws string) (uint64, string, error) {
+// records and the id there (0, "" when it has none), with it, a reverse
+// iterator over the order records.
+func lastOrder(it *badger.Iterator, ws string) (uint64, string, error) {
 	prefix := append(append(bytes.Clone(prefixOrder), ws...), '/')
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, Reverse: true})
-	defer it.Close()
-	for it.Seek(orderKey(ws, math.MaxUint64)); it.Valid(); it.Next() {
+	for it.Seek(orderKey(ws, math.MaxUint64)); it.ValidForPrefix(prefix); it.Next() {
 		k := it.Item().Key()
 		if len(k) != len(prefix)+8 {
 			continue // a record of a workspace whose id is ws's, a '/' and more

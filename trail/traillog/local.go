@@ -75,10 +75,22 @@ func localGroupAt(txn *badger.Txn, ws string, n uint64) (first uint64, v []byte,
 // the global seq there (0, 0 when it has none): the last position of the
 // group under its last key.
 func lastLocal(txn *badger.Txn, ws string) (n, seq uint64, err error) {
-	prefix := localPrefix(ws)
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, Reverse: true})
+	it := newLocalsReverse(txn)
 	defer it.Close()
-	for it.Seek(localKey(ws, math.MaxUint64)); it.Valid(); it.Next() {
+	return lastLocalIn(it, ws)
+}
+
+// newLocalsReverse opens a reverse iterator over every local index key,
+// for lastLocalIn: one iterator for many workspaces (opening one per
+// workspace was most of the time Open took with 10,000 of them).
+func newLocalsReverse(txn *badger.Txn) *badger.Iterator {
+	return txn.NewIterator(badger.IteratorOptions{Prefix: prefixLocal, Reverse: true})
+}
+
+// lastLocalIn is lastLocal with it, an iterator of newLocalsReverse.
+func lastLocalIn(it *badger.Iterator, ws string) (n, seq uint64, err error) {
+	prefix := localPrefix(ws)
+	for it.Seek(localKey(ws, math.MaxUint64)); it.ValidForPrefix(prefix); it.Next() {
 		k := it.Item().Key()
 		if len(k) != len(prefix)+8 {
 			continue // a key of a workspace whose id is ws's, a '/' and more

@@ -107,16 +107,20 @@ func storedHeads(txn *badger.Txn, fn func(ws string, h trail.Head, err error) er
 // it.
 func localHeads(txn *badger.Txn, seg *seglog.Log) (map[string]trail.Head, error) {
 	local := make(map[string]trail.Head)
+	it := newLocalsReverse(txn)
+	defer it.Close()
+	g := newGlobalIter(txn, badger.IteratorOptions{})
+	defer g.close()
 	err := storedHeads(txn, func(ws string, h trail.Head, err error) error {
 		if err != nil {
 			return fmt.Errorf("local head of %s: %w", ws, err)
 		}
-		n, seq, err := lastLocal(txn, ws)
+		n, seq, err := lastLocalIn(it, ws)
 		if err != nil {
 			return fmt.Errorf("local head of %s: local index: %w", ws, err)
 		}
 		if n > h.Seq {
-			if h, err = headAt(txn, seg, ws, n, seq); err != nil {
+			if h, err = headIn(g, seg, ws, n, seq); err != nil {
 				return err
 			}
 		}
@@ -130,6 +134,12 @@ func localHeads(txn *badger.Txn, seg *seglog.Log) (map[string]trail.Head, error)
 func headAt(txn *badger.Txn, seg *seglog.Log, ws string, n, seq uint64) (trail.Head, error) {
 	g := newGlobalIter(txn, badger.IteratorOptions{})
 	defer g.close()
+	return headIn(g, seg, ws, n, seq)
+}
+
+// headIn is headAt with g, a walk of the global trail moved to each entry
+// asked for.
+func headIn(g *globalIter, seg *seglog.Log, ws string, n, seq uint64) (trail.Head, error) {
 	g.seek(seq)
 	if !g.valid() || g.entry().seq != seq {
 		return trail.Head{}, fmt.Errorf("local head of %s: position %d is entry #%d: %w", ws, n, seq, badger.ErrKeyNotFound)
