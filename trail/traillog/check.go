@@ -507,6 +507,10 @@ func (c *checker) derived(txn *badger.Txn) error {
 		return nil // Repair rebuilds everything derived anyway
 	}
 	heads := 0
+	lit := newLocalsReverse(txn)
+	defer lit.Close()
+	g := newGlobalIter(txn, badger.IteratorOptions{})
+	defer g.close()
 	if err := storedHeads(txn, func(ws string, h trail.Head, err error) error {
 		heads++
 		if c.res.Derived != "" {
@@ -519,8 +523,8 @@ func (c *checker) derived(txn *badger.Txn) error {
 		want := last
 		if err == nil && h.Seq >= 1 && h.Seq < last.Seq {
 			var seq uint64
-			if seq, err = localSeqAt(txn, ws, h.Seq); err == nil {
-				want, err = headAt(txn, c.opts.Seg, ws, h.Seq, seq)
+			if seq, err = localSeqIn(lit, ws, h.Seq); err == nil {
+				want, err = headIn(g, c.opts.Seg, ws, h.Seq, seq)
 			}
 		}
 		if err != nil || h != want {

@@ -108,6 +108,33 @@ func lastLocalIn(it *badger.Iterator, ws string) (n, seq uint64, err error) {
 	return 0, 0, nil
 }
 
+// localSeqIn returns the global seq of workspace ws's position n, with it,
+// an iterator of newLocalsReverse (localSeqAt with one iterator for many
+// workspaces).
+func localSeqIn(it *badger.Iterator, ws string, n uint64) (uint64, error) {
+	prefix := localPrefix(ws)
+	for it.Seek(localKey(ws, n)); it.ValidForPrefix(prefix); it.Next() {
+		k := it.Item().Key()
+		if len(k) != len(prefix)+8 {
+			continue // a key of a workspace whose id is ws's, a '/' and more
+		}
+		first := localPosition(k)
+		v, err := it.Item().ValueCopy(nil)
+		if err != nil {
+			return 0, err
+		}
+		cnt, err := groupLen(v)
+		if err != nil {
+			return 0, err
+		}
+		if n >= first+uint64(cnt) {
+			break
+		}
+		return groupSeq(v, int(n-first)), nil
+	}
+	return 0, badger.ErrKeyNotFound
+}
+
 // localSeqAt returns the global seq of workspace ws's position n.
 func localSeqAt(txn *badger.Txn, ws string, n uint64) (uint64, error) {
 	first, v, err := localGroupAt(txn, ws, n)

@@ -130,15 +130,8 @@ func localHeads(txn *badger.Txn, seg *seglog.Log) (map[string]trail.Head, error)
 	return local, err
 }
 
-// headAt returns workspace ws's local head at its position n, entry #seq.
-func headAt(txn *badger.Txn, seg *seglog.Log, ws string, n, seq uint64) (trail.Head, error) {
-	g := newGlobalIter(txn, badger.IteratorOptions{})
-	defer g.close()
-	return headIn(g, seg, ws, n, seq)
-}
-
-// headIn is headAt with g, a walk of the global trail moved to each entry
-// asked for.
+// headIn returns workspace ws's local head at its position n, entry #seq,
+// with g, a walk of the global trail moved to each entry asked for.
 func headIn(g *globalIter, seg *seglog.Log, ws string, n, seq uint64) (trail.Head, error) {
 	g.seek(seq)
 	if !g.valid() || g.entry().seq != seq {
