@@ -47,92 +47,80 @@ func localPrefix(ws string) []byte {
 // bytes; the caller has checked its form).
 func localPosition(key []byte) uint64 { return binary.BigEndian.Uint64(key[len(key)-8:]) }
 
-// localGroupAt returns the group of workspace ws's local index that holds
-// position n: the position of its first and a copy of its value. It
-// returns badger.ErrKeyNotFound when no key holds n.
-func localGroupAt(txn *badger.Txn, ws string, n uint64) (first uint64, v []byte, err error) {
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: localPrefix(ws), Reverse: true})
-	defer it.Close()
-	it.Seek(localKey(ws, n)) // the last key at or before n
-	if !it.Valid() {
-		return 0, nil, badger.ErrKeyNotFound
-	}
-	first = localPosition(it.Item().Key())
-	if v, err = it.Item().ValueCopy(nil); err != nil {
-		return 0, nil, err
-	}
-	k, err := groupLen(v)
-	if err != nil {
-		return 0, nil, err
-	}
-	if n >= first+uint64(k) {
-		return 0, nil, badger.ErrKeyNotFound
-	}
-	return first, v, nil
-}
-
-// lastLocal returns workspace ws's last position in its local index and
-// the global seq there (0, 0 when it has none): the last position of the
-// group under its last key.
-func lastLocal(txn *badger.Txn, ws string) (n, seq uint64, err error) {
-	it := newLocalsReverse(txn)
-	defer it.Close()
-	return lastLocalIn(it, ws)
-}
-
-// newLocalsReverse opens a reverse iterator over every local index key,
-// for lastLocalIn: one iterator for many workspaces (opening one per
-// workspace was most of the time Open took with 10,000 of them).
-func newLocalsReverse(txn *badger.Txn) *badger.Iterator {
-	return txn.NewIterator(badger.IteratorOptions{Prefix: prefixLocal, Reverse: true})
-}
-
-// lastLocalIn is lastLocal with it, an iterator of newLocalsReverse.
-func lastLocalIn(it *badger.Iterator, ws string) (n, seq uint64, err error) {
-	prefix := localPrefix(ws)
-	for it.Seek(localKey(ws, math.MaxUint64)); it.ValidForPrefix(prefix); it.Next() {
-		k := it.Item().Key()
-		if len(k) != len(prefix)+8 {
-			continue // a key of a workspace whose id is ws's, a '/' and more
-		}
-		v, err := it.Item().ValueCopy(nil)
-		if err != nil {
-			return 0, 0, err
-		}
-		cnt, err := groupLen(v)
-		if err != nil {
-			return 0, 0, fmt.Errorf("key at position %d: %w", localPosition(k), err)
-		}
-		return localPosition(k) + uint64(cnt) - 1, groupSeq(v, cnt-1), nil
-	}
-	return 0, 0, nil
-}
-
-// localSeqIn returns the global seq of workspace ws's position n, with it,
-// an iterator of newLocalsReverse (localSeqAt with one iterator for many
-// workspaces).
-func localSeqIn(it *badger.Iterator, ws string, n uint64) (uint64, error) {
+// groupBefore returns the group under workspace ws's last local index key
+// at or before position n, read with it (a reverse iterator whose prefix
+// holds ws's keys): the position of its first and a copy of its value,
+// badger.ErrKeyNotFound when there is none, or the error of a value that
+// is not a group (with the position of its key).
+func groupBefore(it *badger.Iterator, ws string, n uint64) (first uint64, v []byte, err error) {
 	prefix := localPrefix(ws)
 	for it.Seek(localKey(ws, n)); it.ValidForPrefix(prefix); it.Next() {
 		k := it.Item().Key()
 		if len(k) != len(prefix)+8 {
 			continue // a key of a workspace whose id is ws's, a '/' and more
 		}
-		first := localPosition(k)
-		v, err := it.Item().ValueCopy(nil)
-		if err != nil {
-			return 0, err
+		first = localPosition(k)
+		if v, err = it.Item().ValueCopy(nil); err != nil {
+			return first, nil, err
 		}
-		cnt, err := groupLen(v)
-		if err != nil {
-			return 0, err
-		}
-		if n >= first+uint64(cnt) {
-			break
-		}
-		return groupSeq(v, int(n-first)), nil
+		_, err = groupLen(v)
+		return first, v, err
 	}
-	return 0, badger.ErrKeyNotFound
+	return 0, nil, badger.ErrKeyNotFound
+}
+
+// localGroupAt returns the group of workspace ws's local index that holds
+// position n: the position of its first and a copy of its value. It
+// returns badger.ErrKeyNotFound when no key holds n.
+func localGroupAt(txn *badger.Txn, ws string, n uint64) (first uint64, v []byte, err error) {
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: localPrefix(ws), Reverse: true})
+	defer it.Close()
+	return groupHolding(it, ws, n)
+}
+
+// groupHolding is localGroupAt with it (groupBefore's iterator).
+func groupHolding(it *badger.Iterator, ws string, n uint64) (first uint64, v []byte, err error) {
+	if first, v, err = groupBefore(it, ws, n); err != nil {
+		return 0, nil, err
+	}
+	if n >= first+uint64(len(v)/8) {
+		return 0, nil, badger.ErrKeyNotFound
+	}
+	return first, v, nil
+}
+
+// newLocalsReverse opens a reverse iterator over every local index key,
+// for lastLocalIn and localSeqIn: one iterator for many workspaces
+// (opening one per workspace was most of the time Open took with 10,000
+// of them).
+func newLocalsReverse(txn *badger.Txn) *badger.Iterator {
+	return txn.NewIterator(badger.IteratorOptions{Prefix: prefixLocal, Reverse: true})
+}
+
+// lastLocalIn returns workspace ws's last position in its local index and
+// the global seq there (0, 0 when it has none): the last position of the
+// group under its last key; it is an iterator of newLocalsReverse.
+func lastLocalIn(it *badger.Iterator, ws string) (n, seq uint64, err error) {
+	first, v, err := groupBefore(it, ws, math.MaxUint64)
+	switch {
+	case errors.Is(err, badger.ErrKeyNotFound):
+		return 0, 0, nil
+	case err != nil:
+		return 0, 0, fmt.Errorf("key at position %d: %w", first, err)
+	}
+	cnt := len(v) / 8
+	return first + uint64(cnt) - 1, groupSeq(v, cnt-1), nil
+}
+
+// localSeqIn returns the global seq of workspace ws's position n, with it,
+// an iterator of newLocalsReverse (localSeqAt with one iterator for many
+// workspaces).
+func localSeqIn(it *badger.Iterator, ws string, n uint64) (uint64, error) {
+	first, v, err := groupHolding(it, ws, n)
+	if err != nil {
+		return 0, err
+	}
+	return groupSeq(v, int(n-first)), nil
 }
 
 // localSeqAt returns the global seq of workspace ws's position n.

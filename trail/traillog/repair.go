@@ -174,17 +174,21 @@ func tailIDs(txn *badger.Txn, valid uint64) map[uint64]string {
 	if getJSON(txn, keyHead, &h) == nil && h.Seq > valid {
 		ids[h.Seq] = h.ID
 	}
+	it := newLocalsReverse(txn)
+	defer it.Close()
+	g := newGlobalIter(txn, badger.IteratorOptions{})
+	defer g.close()
 	_ = storedHeads(txn, func(ws string, lh trail.Head, err error) error {
 		if err == nil && lh.Seq > 0 {
-			if seq, err := localSeqAt(txn, ws, lh.Seq); err == nil && seq > valid {
+			if seq, err := localSeqIn(it, ws, lh.Seq); err == nil && seq > valid {
 				ids[seq] = lh.ID
 			}
 		}
 		// Since layout 4 the stored head is usually behind: the last
 		// position's id is the one its entry's record holds beside its
 		// pointer.
-		if _, seq, err := lastLocal(txn, ws); err == nil && seq > valid && ids[seq] == "" {
-			if id, ok := recordID(txn, seq); ok {
+		if _, seq, err := lastLocalIn(it, ws); err == nil && seq > valid && ids[seq] == "" {
+			if id, ok := recordID(g, seq); ok {
 				ids[seq] = id
 			}
 		}
@@ -194,10 +198,8 @@ func tailIDs(txn *badger.Txn, valid uint64) map[uint64]string {
 }
 
 // recordID returns the id kept beside entry #seq's pointer, when it is
-// stored and its record can be read.
-func recordID(txn *badger.Txn, seq uint64) (string, bool) {
-	g := newGlobalIter(txn, badger.IteratorOptions{})
-	defer g.close()
+// stored and its record can be read, with g, a walk of the global trail.
+func recordID(g *globalIter, seq uint64) (string, bool) {
 	g.seek(seq)
 	if !g.valid() || g.entry().seq != seq {
 		return "", false
