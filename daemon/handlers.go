@@ -308,7 +308,7 @@ func (r *Daemon) tokenRevoke(ctx context.Context, c caller, body []byte) (any, e
 	}
 	p := principal.Principal{Kind: req.Kind, Name: req.Name}
 	old := r.tok.hashesOf(p)
-	err := r.eng.RevokeUser(ctx, c.ws, req.Name, req.Reason, len(old), func(g runtime.Grants) error {
+	err := r.eng.RevokeUser(ctx, c.ws, p, req.Reason, len(old), func(g runtime.Grants) error {
 		return g.Delete(old...)
 	})
 	if err != nil {
@@ -337,7 +337,7 @@ func (r *Daemon) tokenCreate(ctx context.Context, c caller, body []byte) (any, e
 		return nil, err
 	}
 	p := principal.Principal{Kind: req.Kind, Name: req.Name}
-	err = r.eng.CreateUser(ctx, c.ws, req.Name, func(g runtime.Grants) error { return g.Put(hashToken(tok), p) })
+	err = r.eng.CreateUser(ctx, c.ws, p, req.Capabilities, func(g runtime.Grants) error { return g.Put(hashToken(tok), p) })
 	if err != nil {
 		return nil, err
 	}

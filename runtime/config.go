@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/wacpd/wacpd/highway"
 	"github.com/wacpd/wacpd/taxonomy"
 )
 
@@ -61,6 +62,9 @@ type Config struct {
 	// inbox.next (lease.go): the agent has Attempt × DeliveryLease to
 	// acknowledge it before it is delivered again; zero means 30s.
 	DeliveryLease time.Duration
+	// Highway is the run's human highway configuration (gates, timeouts,
+	// fallbacks: highway.Config); nil means highway.Default().
+	Highway *highway.Config
 	// FullCheck makes the integrity check at start read every trail entry.
 	// By default it reads only the entries written since the previous
 	// start's check (see traillog.MarkChecked for why that is sound).
@@ -109,6 +113,10 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Taxonomy == nil {
 		c.Taxonomy = taxonomy.Base()
+	}
+	if c.Highway == nil {
+		d := highway.Default()
+		c.Highway = &d
 	}
 	if c.Now == nil {
 		c.Now = time.Now

@@ -85,6 +85,8 @@ type Engine struct {
 	outMark       outboxstore.Mark         // the outbox's mark as written (outbox.go)
 	outAck        outboxstore.Mark         // the last confirmation, written with the next batch (outbox.go)
 	onCommit      []func(Commit)
+	gov           govState      // task graphs, tasks, gates, users (gov.go)
+	gateKick      chan struct{} // a gate opened or was resolved: the timers look at the next deadline (gates.go)
 }
 
 // Commit describes one committed transaction, for observers (the daemon
@@ -156,7 +158,7 @@ func open(cfg Config, db *badger.DB) (_ *Engine, err error) {
 	e := &Engine{
 		cfg: cfg, db: db, opened: integrity.NoteOpen(db), clock: clock.New(cfg.Now), ids: clock.NewIDs(cfg.Entropy),
 		tax: cfg.Taxonomy, lg: cfg.Logger, inboxSig: map[string]chan struct{}{},
-		ackKick: make(chan struct{}, 1), leaseKick: make(chan struct{}, 1), stop: make(chan struct{}), loopDone: make(chan struct{}),
+		ackKick: make(chan struct{}, 1), leaseKick: make(chan struct{}, 1), gateKick: make(chan struct{}, 1), stop: make(chan struct{}), loopDone: make(chan struct{}),
 	}
 	if !cfg.InMemory {
 		if e.seg, err = openSegments(cfg, db); err != nil {
@@ -272,6 +274,9 @@ func (e *Engine) loadState() error {
 		return err
 	}
 	e.deriveMeters(ws, chains)
+	if err := e.loadGov(); err != nil {
+		return err
+	}
 	e.ws, e.chains = ws, chains
 	if id, ts := e.log.Last(); id != "" {
 		t, err := clock.Parse(ts)

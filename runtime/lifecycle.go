@@ -230,18 +230,25 @@ func (e *Engine) expireTimeoutsLocked(ctx context.Context, now time.Time) (int, 
 	return n, nil
 }
 
-// RunTimers calls ExpireTimeouts every interval, and ExpireLeases when the
-// earliest delivery lease ends (lease.go), until ctx is done. The caller
+// RunTimers calls ExpireTimeouts every interval, ExpireLeases when the
+// earliest delivery lease ends (lease.go) and ExpireGates when the
+// earliest gate deadline passes (gates.go), until ctx is done. The caller
 // owns the goroutine it runs in.
 func (e *Engine) RunTimers(ctx context.Context, interval time.Duration) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	leases := newLeaseTimer(e, interval)
 	defer leases.timer.Stop()
+	gates := newGateTimer(e)
+	defer gates.timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-e.gateKick:
+			gates.reset()
+		case <-gates.timer.C:
+			gates.fire(ctx)
 		case <-tick.C:
 			if _, err := e.ExpireTimeouts(ctx, e.clock.Now()); err != nil {
 				e.lg.Error("expire timeouts", "err", err)

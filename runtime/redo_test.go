@@ -76,7 +76,7 @@ func TestRedoAfterBadgerLosesItsWrites(t *testing.T) {
 	if err := e.AckOutbox(out[0]); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.CreateUser(ctx, e.Root(), "ada", func(g Grants) error {
+	if err := e.CreateUser(ctx, e.Root(), principal.Principal{Kind: principal.KindUser, Name: "ada"}, nil, func(g Grants) error {
 		return g.Put([32]byte{3}, principal.Principal{Kind: principal.KindUser, Name: "ada"})
 	}); err != nil {
 		t.Fatal(err)

@@ -38,6 +38,7 @@ type tx struct {
 	detail   string           // free text for the next workspace_state_changed, then cleared
 	reasons  []string         // reasons of the rejections recorded, kept only for an observer
 	reloaded bool             // the batch that ends degraded mode (Commit.Reloaded)
+	gov      *govLayer        // changed tasks, graphs, gates and users (gov.go); nil until one changes
 }
 
 // CommitObserver is told of durable commits and of the rejections they
@@ -90,6 +91,7 @@ func (e *Engine) commit(fn func(*tx) error) error {
 
 // merge folds layer c into t.
 func (t *tx) merge(c *tx) {
+	t.mergeGov(c)
 	for id, w := range c.dirty {
 		t.dirty[id] = w
 	}
@@ -110,6 +112,7 @@ func (t *tx) merge(c *tx) {
 
 // apply makes a committed batch the engine's state. Caller holds e.mu.
 func (e *Engine) apply(t *tx) {
+	e.applyGov(t)
 	for id, w := range t.dirty {
 		e.ws[id] = w
 	}

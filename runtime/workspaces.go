@@ -5,9 +5,11 @@ import (
 	"sort"
 
 	"github.com/wacpd/wacpd/clock"
+	"github.com/wacpd/wacpd/principal"
 	"github.com/wacpd/wacpd/runtime/delivery"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/user"
 	"github.com/wacpd/wacpd/wire"
 	"github.com/wacpd/wacpd/workspace"
 )
@@ -200,12 +202,19 @@ func (e *Engine) Abort(ctx context.Context, actor, id, reason string) (*workspac
 		}
 		return nil
 	}, func(t *tx, a, c *workspace.Workspace) error {
-		if _, err := t.emit(c, taxonomy.SignalFailed, why, "", trail.ActorProtocol); err != nil {
-			return err
-		}
-		t.detail = reason // the caller's words go into workspace_state_changed as "detail"
-		return t.transition(c, workspace.Abort, e.actorOf(a), why, false)
+		return t.abortFor(c, a, why, reason)
 	})
+}
+
+// abortFor fails workspace c (a tx copy) for the agent of a: a failed
+// signal with reason why, the transition with the caller's words as its
+// detail, and the cascade.
+func (t *tx) abortFor(c, a *workspace.Workspace, why, detail string) error {
+	if _, err := t.emit(c, taxonomy.SignalFailed, why, "", trail.ActorProtocol); err != nil {
+		return err
+	}
+	t.detail = detail // the caller's words go into workspace_state_changed as "detail"
+	return t.transition(c, workspace.Abort, t.e.actorOf(a), why, false)
 }
 
 // Suspend moves an active or blocked workspace to suspended, storing its
@@ -288,24 +297,43 @@ func (e *Engine) coordinateLocked(actor, id string, check func(w *workspace.Work
 	return out.Clone(), nil
 }
 
-// RevokeUser records user_deactivated for the user or auditor named name,
-// deactivated by the agent of actor (the coordinator), with del deleting
-// its n tokens in the same transaction. With n zero nothing is written:
-// the principal has no token left.
-func (e *Engine) RevokeUser(ctx context.Context, actor, name, reason string, n int, del func(Grants) error) error {
+// RevokeUser deletes principal p's n tokens (del, in the same
+// transaction) for the agent of actor (the coordinator). A user's record
+// moves to deactivated (user_deactivated with its prior state) unless it
+// is deactivated already; an auditor, which has no record, gets
+// user_deactivated as before. With n zero and nothing to deactivate
+// nothing is written.
+func (e *Engine) RevokeUser(ctx context.Context, actor string, p principal.Principal, reason string, n int, del func(Grants) error) error {
 	return e.run(ctx, 0, func() error {
 		a := e.get(actor)
 		if a == nil || !a.IsRoot() {
 			return Refuse(wire.CodePermissionDenied, "only the coordinator revokes user and auditor tokens")
 		}
-		if n == 0 {
+		u, isUser := e.gov.users[p.Name]
+		deactivate := p.Kind == principal.KindUser && isUser && u.State != user.Deactivated
+		if n == 0 && !deactivate {
 			return nil
 		}
 		return e.commit(func(t *tx) error {
-			if _, err := t.append("", e.actorOf(a), trail.EventUserDeactivated, map[string]any{
-				"user_id": name, "reason": reason, "deactivated_by": actor, "prior_state": "active", "timestamp": nil,
-			}); err != nil {
-				return err
+			switch {
+			case deactivate:
+				ts := clock.Format(t.next())
+				nu, ev, err := user.Move(*u, user.Deactivated, reason, "", actor, ts)
+				if err != nil {
+					return err
+				}
+				if err := t.putUser(nu); err != nil {
+					return err
+				}
+				if _, err := t.append("", e.actorOf(a), ev.Type, ev.Body); err != nil {
+					return err
+				}
+			case p.Kind != principal.KindUser:
+				if _, err := t.append("", e.actorOf(a), trail.EventUserDeactivated, map[string]any{
+					"user_id": p.Name, "reason": reason, "deactivated_by": actor, "prior_state": "active", "timestamp": nil,
+				}); err != nil {
+					return err
+				}
 			}
 			if err := t.step("revoke"); err != nil {
 				return err
@@ -315,24 +343,64 @@ func (e *Engine) RevokeUser(ctx context.Context, actor, name, reason string, n i
 	})
 }
 
-// CreateUser records user_created for a human or auditor principal named
-// name, minted by the agent of actor (the coordinator), with write storing
-// its token in the same transaction.
-func (e *Engine) CreateUser(ctx context.Context, actor, name string, write func(Grants) error) error {
-	return e.run(ctx, 0, func() error { return e.createUserLocked(ctx, actor, name, write) })
+// CreateUser stores a token of principal p, minted by the agent of actor
+// (the coordinator), with write in the same transaction. A user principal
+// seen for the first time gets its record, active (user_created, once per
+// user id), and caps are granted to it (capability_granted for each new
+// one); an auditor gets user_created with each token, as before it had
+// records.
+func (e *Engine) CreateUser(ctx context.Context, actor string, p principal.Principal, caps []user.Capability, write func(Grants) error) error {
+	return e.run(ctx, 0, func() error { return e.createUserLocked(ctx, actor, p, caps, write) })
 }
 
 // createUserLocked is CreateUser run by the committer.
-func (e *Engine) createUserLocked(ctx context.Context, actor, name string, write func(Grants) error) error {
+func (e *Engine) createUserLocked(ctx context.Context, actor string, p principal.Principal, caps []user.Capability, write func(Grants) error) error {
 	a := e.get(actor)
 	if a == nil || !a.IsRoot() {
 		return Refuse(wire.CodePermissionDenied, "only the coordinator mints user and auditor tokens")
 	}
+	if p.Kind == principal.KindUser {
+		if err := user.CheckID(p.Name); err != nil {
+			return Refuse(wire.CodeInvalidStructure, "%v", err)
+		}
+	}
+	for _, c := range caps {
+		if !c.Valid() {
+			return Refuse(wire.CodeInvalidStructure, "capability %q is not one of the seventeen", c)
+		}
+	}
 	return e.commit(func(t *tx) error {
-		if _, err := t.append("", e.actorOf(a), trail.EventUserCreated, map[string]any{
-			"user_id": name, "created_by": actor, "timestamp": nil,
-		}); err != nil {
-			return err
+		ts := clock.Format(t.next())
+		var events []user.Event
+		if p.Kind != principal.KindUser {
+			events = []user.Event{{Type: trail.EventUserCreated, Body: map[string]any{"user_id": p.Name, "created_by": actor, "timestamp": nil}}}
+		} else {
+			u, ok := t.user(p.Name)
+			var err error
+			if !ok {
+				u, events, err = user.New(p.Name, actor, ts, caps...)
+			} else {
+				for _, c := range caps {
+					var ev []user.Event
+					if u, ev, err = user.Grant(u, c, actor, ts); err != nil {
+						break
+					}
+					events = append(events, ev...)
+				}
+			}
+			if err != nil {
+				return err
+			}
+			if len(events) > 0 {
+				if err := t.putUser(u); err != nil {
+					return err
+				}
+			}
+		}
+		for _, ev := range events {
+			if _, err := t.append("", e.actorOf(a), ev.Type, ev.Body); err != nil {
+				return err
+			}
 		}
 		return write(Grants{t.txn})
 	})

@@ -187,3 +187,30 @@ func TestDerive(t *testing.T) {
 		}
 	}
 }
+
+func TestModify(t *testing.T) {
+	base := draft()
+	got, err := Modify(base, []byte(`{"name":"renamed","priority":"urgent","resource_estimate":{"tokens":3}}`))
+	if err != nil || got.Name != "renamed" || got.Priority != PriorityUrgent || *got.ResourceEstimate.Tokens != 3 || got.Description != base.Description {
+		t.Errorf("Modify = %+v, %v", got, err)
+	}
+	if base.Name != "n" {
+		t.Error("Modify changed its argument")
+	}
+	for _, tt := range []struct {
+		mods string
+		want error
+	}{
+		{`{"depends_on":["x"]}`, ErrImmutable},
+		{`{"graph_ref":"g2"}`, ErrImmutable},
+		{`{"id":"t2"}`, ErrImmutable},
+		{`{"name":""}`, ErrInvalidRequest},
+		{`{"priority":"high"}`, ErrInvalidRequest},
+		{`{"resource_estimate":{"cost":-1}}`, ErrInvalidRequest},
+		{`[]`, ErrInvalidRequest},
+	} {
+		if _, err := Modify(base, []byte(tt.mods)); !errors.Is(err, tt.want) {
+			t.Errorf("Modify(%s) = %v, want %v", tt.mods, err, tt.want)
+		}
+	}
+}

@@ -98,25 +98,25 @@ type Need struct {
 // types (the capability to resolve a gate of that type).
 func Needs() map[string]Need {
 	return map[string]Need{
-		"workspace.create":           {CreateWorkspace, CreateWorkspaceAny},
-		"workspace.suspend":          {SuspendOwn, SuspendAny},
-		"workspace.resume":           {SuspendOwn, SuspendAny},
-		"workspace.abort":            {AbortOwn, AbortAny},
-		"workspace.transfer":         {"", TransferOwnership},
-		"workspace.budget":           {ModifyBudget, ModifyBudgetAny},
-		"workspace.delegate":         {GrantDelegation, ""},
-		"highway.inject":             {InjectDirective, InjectDirectiveAny},
-		"trail.read":                 {ViewTrailOwn, ViewTrailAny},
-		"user.deactivate":            {"", DeactivateUser},
-		"user.reactivate":            {"", DeactivateUser},
-		"gate.task_approval":         {CreateWorkspace, CreateWorkspaceAny},
-		"gate.workspace_create":      {CreateWorkspace, CreateWorkspaceAny},
-		"gate.envelope_delivery":     {InjectDirective, InjectDirectiveAny},
-		"gate.integration":           {ApproveIntegration, ApproveIntegrationAny},
-		"gate.conflict_resolution":   {ApproveIntegration, ApproveIntegrationAny},
-		"gate.workspace_abort":       {AbortOwn, AbortAny},
-		"escalation.respond":         {InjectDirective, InjectDirectiveAny}, // an envelope or a delegation
-		"escalation.respond.abort":   {AbortOwn, AbortAny},
+		"workspace.create":         {CreateWorkspace, CreateWorkspaceAny},
+		"workspace.suspend":        {SuspendOwn, SuspendAny},
+		"workspace.resume":         {SuspendOwn, SuspendAny},
+		"workspace.abort":          {AbortOwn, AbortAny},
+		"workspace.transfer":       {"", TransferOwnership},
+		"workspace.budget":         {ModifyBudget, ModifyBudgetAny},
+		"workspace.delegate":       {GrantDelegation, ""},
+		"highway.inject":           {InjectDirective, InjectDirectiveAny},
+		"trail.read":               {ViewTrailOwn, ViewTrailAny},
+		"user.deactivate":          {"", DeactivateUser},
+		"user.reactivate":          {"", DeactivateUser},
+		"gate.task_approval":       {CreateWorkspace, CreateWorkspaceAny},
+		"gate.workspace_create":    {CreateWorkspace, CreateWorkspaceAny},
+		"gate.envelope_delivery":   {InjectDirective, InjectDirectiveAny},
+		"gate.integration":         {ApproveIntegration, ApproveIntegrationAny},
+		"gate.conflict_resolution": {ApproveIntegration, ApproveIntegrationAny},
+		"gate.workspace_abort":     {AbortOwn, AbortAny},
+		"escalation.respond":       {InjectDirective, InjectDirectiveAny}, // an envelope or a delegation
+		"escalation.respond.abort": {AbortOwn, AbortAny},
 	}
 }
 

@@ -23,6 +23,10 @@ const (
 	CodeTooLarge           = "too_large"
 	CodeUnavailable        = "unavailable"
 	CodeInternal           = "internal"
+	// CodeCapabilityDenied refuses a user's action the user's state or
+	// capabilities do not allow (User spec §6.4); the trail records
+	// capability_denied with the reason.
+	CodeCapabilityDenied = "capability_denied"
 )
 
 // Code is an error code with its HTTP-like status (Nats-Service-Error-Code)
@@ -53,6 +57,7 @@ var Codes = []Code{
 	{CodeTooLarge, 413, true},
 	{CodeUnavailable, 503, false},
 	{CodeInternal, 500, false},
+	{CodeCapabilityDenied, 403, true},
 }
 
 // LookupCode returns the table row of name; unknown names are internal.

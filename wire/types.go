@@ -5,7 +5,9 @@ import (
 
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/principal"
+	"github.com/wacpd/wacpd/task"
 	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/user"
 	"github.com/wacpd/wacpd/workspace"
 )
 
@@ -286,6 +288,9 @@ type VerifyRequest struct {
 type TokenCreateRequest struct {
 	Kind principal.Kind `json:"kind"`
 	Name string         `json:"name"`
+	// Capabilities are granted to a user (User spec §6.2); not for an
+	// auditor.
+	Capabilities []user.Capability `json:"capabilities,omitempty"`
 }
 
 // TokenRevokeRequest is the body of token.revoke.
@@ -305,4 +310,60 @@ type TokenCreated struct {
 type TokenRevoked struct {
 	Principal principal.Principal `json:"principal"`
 	Revoked   int                 `json:"revoked"`
+}
+
+// TaskRequest names a task (task.get, task.cancel, task.retry); reason
+// is recorded by cancel; transitive asks task.get for the task's
+// transitive dependencies in both directions.
+type TaskRequest struct {
+	ID         string `json:"id"`
+	Reason     string `json:"reason,omitempty"`
+	Transitive bool   `json:"transitive,omitempty"`
+}
+
+// TaskBindRequest is the body of task.bind: bind task ID to the idle
+// workspace Workspace.
+type TaskBindRequest struct {
+	ID        string `json:"id"`
+	Workspace string `json:"workspace"`
+}
+
+// TaskListRequest is the body of task.list; zero fields do not filter.
+type TaskListRequest struct {
+	Graph  string      `json:"graph,omitempty"`
+	Status task.Status `json:"status,omitempty"`
+	Ready  *bool       `json:"ready,omitempty"`
+}
+
+// TaskPage is task.list's reply: the tasks, in graph order within a
+// graph and graphs in creation order.
+type TaskPage struct {
+	Tasks []task.Task `json:"tasks"`
+}
+
+// TaskInfo is task.get's reply: the task and, when asked, every task it
+// depends on (Requires) and every task depending on it (RequiredBy),
+// directly or through others, in graph order.
+type TaskInfo struct {
+	Task       task.Task `json:"task"`
+	Requires   []string  `json:"requires,omitempty"`
+	RequiredBy []string  `json:"required_by,omitempty"`
+}
+
+// TasksCreated is task.create's reply: the graph as it is after the
+// request and the new tasks, in request order.
+type TasksCreated struct {
+	Graph task.Graph  `json:"graph"`
+	Tasks []task.Task `json:"tasks"`
+}
+
+// GraphRequest is the body of graph.get.
+type GraphRequest struct {
+	ID string `json:"id"`
+}
+
+// GraphInfo is graph.get's reply: the graph and its tasks in graph order.
+type GraphInfo struct {
+	Graph task.Graph  `json:"graph"`
+	Tasks []task.Task `json:"tasks"`
 }

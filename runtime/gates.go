@@ -1,0 +1,369 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/wacpd/wacpd/clock"
+	"github.com/wacpd/wacpd/highway"
+	"github.com/wacpd/wacpd/task"
+	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/user"
+	"github.com/wacpd/wacpd/wire"
+)
+
+// Gates of the human highway (Human Highway §3; the rules are package
+// highway's). A gate opens in the commit of the transition it holds up and
+// is resolved, once, in a later commit: by a user (ResolveGate), by its
+// fallback when its deadline passes (ExpireGates, from RunTimers; a
+// deadline is a point in time, so a gate whose time ran out while the
+// daemon was down falls back at the first look after the restart), or by
+// the protocol when its subject goes away (invalidateGates). Each
+// resolution has its effect on the subject in the same commit
+// (settleGate). Gate entries go to the subject workspace's local trail,
+// or the coordinator's when there is none.
+
+func jsonOf(v any) (json.RawMessage, error) { return json.Marshal(v) }
+
+// openGate opens a gate of type typ for subject s when the run's highway
+// gates typ; an ungated task_approval is opened with its time already
+// run out and fallback approve, and falls back in the same commit.
+// Re-triggering a gate its fallback resolved goes through the re-entry
+// guard.
+func (t *tx) openGate(typ highway.GateType, s highway.Subject) error {
+	cfg := *t.e.cfg.Highway
+	if !cfg.Gated(typ) {
+		if typ != highway.TaskApproval {
+			return nil
+		}
+		zero := time.Duration(0)
+		cfg.Overrides = map[highway.GateType]highway.Policy{typ: {Timeout: &zero, Fallback: highway.FallbackApprove}}
+	}
+	at := t.next()
+	id := t.e.ids.New(at)
+	convert, ev, err := t.e.gov.guard.Check(typ, s.ID, id)
+	if err != nil {
+		return Refuse(wire.CodeInvalidTransition, "%v", err)
+	}
+	if convert {
+		if err := t.gateEvent(s.Workspace, ev); err != nil {
+			return err
+		}
+		g := highway.Gate{ID: id, Type: typ, SubjectID: s.ID, Resolution: &highway.Resolution{Action: highway.Approve, Actor: highway.ActorFallback}}
+		return t.settleGate(g)
+	}
+	g, ev, err := highway.Open(cfg, typ, s, id, at, clock.Format(at), t.pendingGates())
+	if err != nil {
+		return err
+	}
+	if err := t.putGate(g); err != nil {
+		return err
+	}
+	if err := t.gateEvent(s.Workspace, ev); err != nil {
+		return err
+	}
+	// A gate opened with no time at all (an ungated task_approval) falls
+	// back now.
+	if _, _, due := highway.Expire(g, at, ""); due {
+		return t.expireGate(g, at)
+	}
+	return nil
+}
+
+// pendingGates counts the gates pending as t sees them.
+func (t *tx) pendingGates() int {
+	n := 0
+	seen := map[string]bool{}
+	for l := t; l != nil; l = l.parent {
+		if l.gov == nil {
+			continue
+		}
+		for id, g := range l.gov.gates {
+			if !seen[id] {
+				seen[id] = true
+				if g.Pending() {
+					n++
+				}
+			}
+		}
+	}
+	for id, g := range t.e.gov.gates {
+		if !seen[id] && g.Pending() {
+			n++
+		}
+	}
+	return n
+}
+
+// gateEvent writes a highway event to ws's local trail, or the
+// coordinator's.
+func (t *tx) gateEvent(ws string, ev highway.Event) error {
+	if ws == "" {
+		ws = t.e.root
+	}
+	_, err := t.append(ws, trail.ActorProtocol, ev.Type, ev.Body)
+	return err
+}
+
+// gateWorkspace is gate g's subject workspace, "" for none.
+func gateWorkspace(g highway.Gate) string {
+	if g.Workspace != nil {
+		return *g.Workspace
+	}
+	return ""
+}
+
+// expireGate falls gate g back at now and settles its subject.
+func (t *tx) expireGate(g highway.Gate, now time.Time) error {
+	g, events, ok := highway.Expire(g, now, clock.Format(now))
+	if !ok {
+		return nil
+	}
+	if err := t.putGate(g); err != nil {
+		return err
+	}
+	for _, ev := range events {
+		if _, err := t.append(orRoot(t, gateWorkspace(g)), highway.ActorFallback, ev.Type, ev.Body); err != nil {
+			return err
+		}
+	}
+	return t.settleGate(g)
+}
+
+func orRoot(t *tx, ws string) string {
+	if ws == "" {
+		return t.e.root
+	}
+	return ws
+}
+
+// settleGate has resolved gate g's effect on its subject.
+func (t *tx) settleGate(g highway.Gate) error {
+	r := g.Resolution
+	switch g.Type {
+	case highway.TaskApproval:
+		k, ok := t.task(g.SubjectID)
+		if !ok || k.Status != task.Draft {
+			return nil // cancelled meanwhile: nothing is waiting
+		}
+		byTimeout := r.Actor == highway.ActorFallback
+		actor := r.Actor
+		var events []task.Event
+		var err error
+		switch r.Action {
+		case highway.EscalateToCoordinator:
+			return nil // the task stays draft until the coordinator decides
+		case highway.Modify:
+			if k, err = task.Modify(k, r.Modifications); err != nil {
+				return taskRefusal(err)
+			}
+			k, events, err = task.Approve(k, true, false)
+		default:
+			k, events, err = task.Approve(k, r.Action == highway.Approve, byTimeout)
+		}
+		if err != nil {
+			return taskRefusal(err)
+		}
+		return t.changeTask(k, actor, events)
+	}
+	return nil
+}
+
+// invalidateGates resolves every pending gate of subject as invalidated
+// (actor protocol).
+func (t *tx) invalidateGates(subject string) error {
+	for _, g := range t.e.gov.gates {
+		cur, _ := t.gate(g.ID)
+		if cur.SubjectID != subject || !cur.Pending() {
+			continue
+		}
+		out, ev, err := highway.Invalidate(cur, clock.Format(t.next()))
+		if err != nil {
+			return err
+		}
+		if err := t.putGate(out); err != nil {
+			return err
+		}
+		if _, err := t.append(orRoot(t, gateWorkspace(out)), highway.ActorProtocol, ev.Type, ev.Body); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Gates returns the gates the caller may see: pending ones in queue order
+// (FIFO by trigger time), or, with all, every gate.
+func (e *Engine) Gates(ctx context.Context, all bool) []highway.Gate {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	gates := make([]highway.Gate, 0, len(e.gov.gates))
+	for _, g := range e.gov.gates {
+		gates = append(gates, *g)
+	}
+	if !all {
+		return highway.Queue(gates)
+	}
+	slices.SortFunc(gates, func(a, b highway.Gate) int {
+		if c := strings.Compare(a.Timestamp, b.Timestamp); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return gates
+}
+
+// Gate returns gate id.
+func (e *Engine) Gate(ctx context.Context, id string) (highway.Gate, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	g, ok := e.gov.gates[id]
+	if !ok {
+		return highway.Gate{}, Refuse(wire.CodeNotFound, "gate %s does not exist", id)
+	}
+	return *g, nil
+}
+
+// ResolveGate records user userID's answer to a gate (a highway.resolve
+// body) when the user is active and holds the gate type's capability
+// (user.Authorize; a denial writes capability_denied and is refused with
+// capability_denied), and has its effect on the subject in the same
+// commit.
+func (e *Engine) ResolveGate(ctx context.Context, userID string, body []byte) (highway.Gate, error) {
+	req, err := highway.DecodeResolveRequest(body)
+	if err != nil {
+		return highway.Gate{}, &Error{Code: wire.CodeInvalidStructure, Message: err.Error(), Err: err}
+	}
+	return runAs(ctx, e, len(body), func() (highway.Gate, error) {
+		g, ok := e.gov.gates[req.GateID]
+		if !ok {
+			return highway.Gate{}, Refuse(wire.CodeNotFound, "gate %s does not exist", req.GateID)
+		}
+		if !g.Pending() {
+			return highway.Gate{}, Refuse(wire.CodeInvalidTransition, "gate %s was resolved by %s", g.ID, g.Resolution.Actor)
+		}
+		var out highway.Gate
+		var denied error
+		err := e.commit(func(t *tx) error {
+			ts := clock.Format(t.next())
+			if err := t.authorizeUser(userID, "gate."+string(g.Type), e.gateTarget(*g), ts); err != nil {
+				denied = err
+				return nil // the denial is recorded: commit it, answer the refusal
+			}
+			res, ev, err := highway.Resolve(*g, req, userID, ts)
+			if err != nil {
+				return &Error{Code: wire.CodeInvalidStructure, Message: err.Error(), Err: err}
+			}
+			if err := t.putGate(res); err != nil {
+				return err
+			}
+			if _, err := t.append(orRoot(t, gateWorkspace(res)), userID, ev.Type, ev.Body); err != nil {
+				return err
+			}
+			out = res
+			return t.settleGate(res)
+		})
+		if err == nil && denied != nil {
+			err = denied
+		}
+		return out, err
+	})
+}
+
+// gateTarget is what a gate acts on, for capability scope: its subject
+// workspace and that workspace's owner, or, for a task, the coordinator's
+// owner (tasks are the coordinator's plan). Caller holds e.mu.
+func (e *Engine) gateTarget(g highway.Gate) user.Target {
+	ws := gateWorkspace(g)
+	if ws == "" {
+		ws = e.root
+	}
+	if w := e.get(ws); w != nil {
+		return user.Target{ID: w.ID, Owner: w.Owner}
+	}
+	return user.Target{}
+}
+
+// ExpireGates falls back every pending gate whose deadline has passed at
+// now, each in its own commit, and returns how many.
+func (e *Engine) ExpireGates(ctx context.Context, now time.Time) (int, error) {
+	return runAs(ctx, e, 0, func() (int, error) {
+		n := 0
+		for _, g := range highway.Queue(e.pendingList()) {
+			if d, ok := g.DeadlineTime(); !ok || now.Before(d) {
+				continue
+			}
+			if err := e.commit(func(t *tx) error { return t.expireGate(g, now) }); err != nil {
+				return n, err
+			}
+			n++
+		}
+		return n, nil
+	})
+}
+
+// pendingList returns the pending gates. Caller holds e.mu.
+func (e *Engine) pendingList() []highway.Gate {
+	var out []highway.Gate
+	for _, g := range e.gov.gates {
+		if g.Pending() {
+			out = append(out, *g)
+		}
+	}
+	return out
+}
+
+// nextGateDeadline returns the earliest deadline of the pending gates.
+func (e *Engine) nextGateDeadline() (time.Time, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return highway.NextDeadline(e.pendingList())
+}
+
+// kickGates tells the timers a gate opened or was resolved. Caller holds
+// e.mu (apply).
+func (e *Engine) kickGates() {
+	select {
+	case e.gateKick <- struct{}{}:
+	default:
+	}
+}
+
+// gateTimer fires at the earliest gate deadline (RunTimers).
+type gateTimer struct {
+	e     *Engine
+	timer *time.Timer
+}
+
+func newGateTimer(e *Engine) *gateTimer {
+	g := &gateTimer{e: e, timer: time.NewTimer(time.Hour)}
+	g.reset()
+	return g
+}
+
+// reset sets the timer to the next deadline (at once when it passed).
+func (g *gateTimer) reset() {
+	if !g.timer.Stop() {
+		select {
+		case <-g.timer.C:
+		default:
+		}
+	}
+	next, ok := g.e.nextGateDeadline()
+	if !ok {
+		g.timer.Reset(time.Hour)
+		return
+	}
+	g.timer.Reset(max(0, time.Until(next)))
+}
+
+// fire expires the gates that are due and sets the timer again.
+func (g *gateTimer) fire(ctx context.Context) {
+	if _, err := g.e.ExpireGates(ctx, g.e.clock.Now()); err != nil && !errors.Is(err, ErrClosed) {
+		g.e.lg.Error("expire gates", "err", err)
+	}
+	g.reset()
+}
