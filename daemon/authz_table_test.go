@@ -32,9 +32,10 @@ const (
 
 // Kinds of subject a request is sent on.
 const (
-	subjSystem = "system" // wacp.v1.system.<op>
-	subjAgent  = "agent"  // wacp.v1.agent.<ws>.<op>, ws the column's own
-	subjAudit  = "audit"  // wacp.v1.audit.<op>
+	subjSystem = "system"  // wacp.v1.system.<op>
+	subjAgent  = "agent"   // wacp.v1.agent.<ws>.<op>, ws the column's own
+	subjAudit  = "audit"   // wacp.v1.audit.<op>
+	subjHwy    = "highway" // wacp.v1.highway.<op>
 )
 
 // W's state before the request, set up by the fixture.
@@ -49,7 +50,7 @@ const (
 // authzRow is one request and the answer each principal gets.
 type authzRow struct {
 	name  string   // the row's name in docs/security.md
-	kind  string   // subjSystem, subjAgent or subjAudit
+	kind  string   // subjSystem, subjAgent, subjAudit or subjHwy
 	op    string   // the last tokens of the subject
 	body  string   // the request; <W>, <D> and <CP> stand for ids, <HEAD> for the caller's chain head (JSON)
 	state string   // W's state before the request
@@ -63,6 +64,8 @@ func (r authzRow) subject(ws string) string {
 		return "wacp.v1.agent." + ws + "." + r.op
 	case subjAudit:
 		return "wacp.v1.audit." + r.op
+	case subjHwy:
+		return "wacp.v1.highway." + r.op
 	}
 	return "wacp.v1.system." + r.op
 }
@@ -125,6 +128,26 @@ var authzRows = []authzRow{
 		[]string{ok, denied, denied, denied, denied, pub, pub, pub, refused, refused}},
 	{"signals.consumer", subjAgent, "signals.consumer", `{"workspace":"<W>"}`, stActive,
 		[]string{ok, denied, ok, denied, denied, pub, pub, pub, refused, refused}},
+	{"task.create", subjAgent, "task.create", `{"tasks":[{"name":"authz"}]}`, stActive,
+		[]string{ok, ok, denied, denied, denied, pub, pub, pub, refused, refused}},
+	{"task.list", subjAgent, "task.list", `{}`, stActive,
+		[]string{ok, ok, denied, denied, denied, pub, pub, pub, refused, refused}},
+	{"task.get", subjAgent, "task.get", `{"id":"none"}`, stActive,
+		[]string{nf, nf, denied, denied, denied, pub, pub, pub, refused, refused}},
+	{"task.bind", subjAgent, "task.bind", `{"id":"none","workspace":"<W>"}`, stActive,
+		[]string{nf, nf, denied, denied, denied, pub, pub, pub, refused, refused}},
+	{"task.cancel", subjAgent, "task.cancel", `{"id":"none"}`, stActive,
+		[]string{nf, nf, denied, denied, denied, pub, pub, pub, refused, refused}},
+	{"task.retry", subjAgent, "task.retry", `{"id":"none"}`, stActive,
+		[]string{nf, nf, denied, denied, denied, pub, pub, pub, refused, refused}},
+	{"graph.get", subjAgent, "graph.get", `{"id":"none"}`, stActive,
+		[]string{nf, nf, denied, denied, denied, pub, pub, pub, refused, refused}},
+	{"highway.queue", subjHwy, "queue", `{}`, stActive,
+		[]string{pub, pub, pub, pub, pub, pub, ok, pub, refused, refused}},
+	{"highway.get", subjHwy, "get", `{"id":"none"}`, stActive,
+		[]string{pub, pub, pub, pub, pub, pub, nf, pub, refused, refused}},
+	{"highway.resolve", subjHwy, "resolve", `{"gate_id":"none","action":"approve"}`, stActive,
+		[]string{pub, pub, pub, pub, pub, pub, nf, pub, refused, refused}},
 	{"audit.trail.read", subjAudit, "trail.read", `{"workspace":"<W>"}`, stActive,
 		[]string{ok, pub, pub, pub, pub, pub, ok, ok, refused, refused}},
 	{"audit.trail.verify", subjAudit, "trail.verify", `{}`, stActive,

@@ -31,6 +31,10 @@ type Config struct {
 	NATSToken string
 	// TaxonomyFile, if set and Taxonomy is nil, is loaded at start.
 	TaxonomyFile string
+	// HighwayFile, if set and Highway is nil, is the human highway's
+	// configuration: a preset name (autonomous, supervised, gated) or a
+	// YAML file (highway/hwfile); default the spec's defaults.
+	HighwayFile string
 	// Version is reported by system.info and in wacpd.json.
 	Version string
 	// Stdout receives the one line saying where the daemon listens; nil

@@ -20,6 +20,7 @@ import (
 
 	"github.com/wacpd/wacpd/principal"
 	"github.com/wacpd/wacpd/runtime"
+	"github.com/wacpd/wacpd/highway/hwfile"
 	"github.com/wacpd/wacpd/taxonomy/taxfile"
 	"github.com/wacpd/wacpd/wire"
 )
@@ -101,6 +102,13 @@ func New(cfg Config) (*Daemon, error) {
 			return nil, err
 		}
 		cfg.Taxonomy = tax
+	}
+	if cfg.Highway == nil && cfg.HighwayFile != "" {
+		hw, err := hwfile.Load(cfg.HighwayFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Highway = &hw
 	}
 	return &Daemon{cfg: cfg, ready: make(chan struct{})}, nil
 }

@@ -57,7 +57,7 @@ func consumerAPI(op, consumer string) string {
 // answer once.
 var (
 	serviceExports = []string{
-		"wacp.v1.system.>", "wacp.v1.audit.>", "$SRV.>",
+		"wacp.v1.system.>", "wacp.v1.audit.>", "wacp.v1.highway.>", "$SRV.>",
 		"$JS.API.INFO", "$JS.API.STREAM.INFO." + signalStream,
 		consumerAPI("INFO", "*"), consumerAPI("DELETE", "*"), "$JS.API.CONSUMER.NAMES." + signalStream,
 		"$JS.ACK." + signalStream + ".>",
@@ -93,8 +93,11 @@ func grantsOf(p principal.Principal) []grant {
 		g = append(g, svc(agentSubjects(ws),
 			consumerAPI("INFO", ws), consumerAPI("MSG.NEXT", ws), "$JS.ACK."+signalStream+"."+ws+".>")...)
 		g = append(g, grant{"wacp.v1.sig." + ws + ".>", true}, grant{"wacp.v1.trail." + ws + ".>", true})
-	case principal.KindAuditor, principal.KindUser:
+	case principal.KindAuditor:
 		g = append(g, svc("wacp.v1.audit.>")...)
+		g = append(g, grant{"wacp.v1.trail.>", true})
+	case principal.KindUser:
+		g = append(g, svc("wacp.v1.audit.>", "wacp.v1.highway.>")...)
 		g = append(g, grant{"wacp.v1.trail.>", true})
 	default:
 		return nil

@@ -153,6 +153,16 @@ func (r *Daemon) handlerTable() map[string]handlerFunc {
 		"token.create":               r.tokenCreate,
 		"token.revoke":               r.tokenRevoke,
 		"signals.consumer":           r.signalsConsumer,
+		"task.create":                r.taskCreate,
+		"task.get":                   r.taskGet,
+		"task.list":                  r.taskList,
+		"task.bind":                  r.taskBind,
+		"task.cancel":                r.taskOp("cancel"),
+		"task.retry":                 r.taskOp("retry"),
+		"graph.get":                  r.graphGet,
+		"highway.queue":              r.highwayQueue,
+		"highway.get":                r.highwayGet,
+		"highway.resolve":            r.highwayResolve,
 	}
 }
 
@@ -191,6 +201,7 @@ const (
 	anyone   = wire.Anyone
 	agents   = wire.Agents
 	auditors = wire.Auditors
+	users    = wire.Users
 )
 
 // serve wraps an endpoint's handler: it establishes the caller, admits the
@@ -341,6 +352,10 @@ func (r *Daemon) identify(req micro.Request, aud audience, p *principal.Principa
 	case auditors:
 		if c.p.Kind == principal.KindAgent {
 			return c, runtime.Refuse(wire.CodePermissionDenied, "audit endpoints need a coordinator, user or auditor token")
+		}
+	case users:
+		if c.p.Kind != principal.KindUser {
+			return c, runtime.Refuse(wire.CodePermissionDenied, "the human highway's endpoints need a user token")
 		}
 	}
 	return c, nil

@@ -11,6 +11,8 @@ import (
 
 	"github.com/gowebpki/jcs"
 
+	"github.com/wacpd/wacpd/clock"
+
 	"github.com/wacpd/wacpd/trail"
 )
 
@@ -170,7 +172,7 @@ func Open(cfg Config, typ GateType, s Subject, id string, at time.Time, ts strin
 	}
 	if p.Timeout != nil {
 		d, f := p.Timeout.String(), p.Fallback
-		deadline := at.Add(*p.Timeout).UTC().Format(time.RFC3339Nano)
+		deadline := clock.Format(at.Add(*p.Timeout))
 		g.Timeout, g.Fallback, g.Deadline = &d, &f, &deadline
 	}
 	return g, Event{trail.EventGateTriggered, map[string]any{
@@ -201,7 +203,7 @@ func (g Gate) DeadlineTime() (time.Time, bool) {
 	if g.Deadline == nil {
 		return time.Time{}, false
 	}
-	t, err := time.Parse(time.RFC3339Nano, *g.Deadline)
+	t, err := clock.Parse(*g.Deadline)
 	return t, err == nil
 }
 

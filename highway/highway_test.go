@@ -61,7 +61,7 @@ func TestOpen(t *testing.T) {
 	}
 	checkEvents(t, ev)
 	if !g.Pending() || g.Workspace != nil || *g.TaskRef != "task-1" || *g.GraphRef != "graph-1" || g.QueuePosition != 3 ||
-		*g.Timeout != "15m0s" || *g.Fallback != FallbackReject || *g.Deadline != "2026-11-26T12:15:00Z" {
+		*g.Timeout != "15m0s" || *g.Fallback != FallbackReject || *g.Deadline != "2026-11-26T12:15:00.000000000Z" {
 		t.Errorf("gate = %+v", g)
 	}
 	want := map[string]any{"gate_id": "gate-1", "gate_type": "task_approval", "subject": "task-1", "subject_digest": g.SubjectDigest,

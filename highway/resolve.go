@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/wacpd/wacpd/clock"
 	"github.com/wacpd/wacpd/internal/strictjson"
 	"github.com/wacpd/wacpd/trail"
 )
@@ -100,7 +101,7 @@ func Expire(g Gate, now time.Time, ts string) (out Gate, events []Event, ok bool
 	fb := *g.Fallback
 	action := Action(fb) // approve, reject, escalate_to_coordinator
 	elapsed := "unknown"
-	if at, err := time.Parse(time.RFC3339Nano, g.Timestamp); err == nil {
+	if at, err := clock.Parse(g.Timestamp); err == nil {
 		elapsed = now.Sub(at).String()
 	}
 	g, ev, err := resolved(g, Resolution{Action: action, Actor: ActorFallback, Timestamp: ts})

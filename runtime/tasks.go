@@ -178,7 +178,7 @@ func (e *Engine) view(id string) (task.Graph, []task.Task, *task.View, bool) {
 
 // GetTask returns task id; with transitive, every task it depends on and
 // every task depending on it, directly or through others.
-func (e *Engine) GetTask(ctx context.Context, actor string, req wire.TaskRequest) (wire.TaskInfo, error) {
+func (e *Engine) GetTask(ctx context.Context, actor string, req wire.TaskGetRequest) (wire.TaskInfo, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if _, err := e.taskActor(actor); err != nil {
@@ -315,7 +315,7 @@ func (t *tx) bind(id string, w *workspace.Workspace, actor string) (task.Task, e
 // CancelTask cancels task req.ID from any non-terminal state, aborts its
 // bound workspace when that is not terminal (Task spec S-7), and resolves
 // its pending gates as invalidated (Human Highway §6.5).
-func (e *Engine) CancelTask(ctx context.Context, actor string, req wire.TaskRequest) (task.Task, error) {
+func (e *Engine) CancelTask(ctx context.Context, actor string, req wire.TaskOpRequest) (task.Task, error) {
 	return runAs(ctx, e, 0, func() (task.Task, error) {
 		a, err := e.taskActor(actor)
 		if err != nil {
@@ -352,7 +352,7 @@ func (e *Engine) CancelTask(ctx context.Context, actor string, req wire.TaskRequ
 }
 
 // RetryTask returns failed task req.ID to pending (its history kept).
-func (e *Engine) RetryTask(ctx context.Context, actor string, req wire.TaskRequest) (task.Task, error) {
+func (e *Engine) RetryTask(ctx context.Context, actor string, req wire.TaskOpRequest) (task.Task, error) {
 	return runAs(ctx, e, 0, func() (task.Task, error) {
 		a, err := e.taskActor(actor)
 		if err != nil {

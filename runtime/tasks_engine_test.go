@@ -54,7 +54,7 @@ func resolve(t testing.TB, e *Engine, userID, gate, action string) (highway.Gate
 
 func getTask(t testing.TB, e *Engine, id string) task.Task {
 	t.Helper()
-	info, err := e.GetTask(ctx, e.Root(), wire.TaskRequest{ID: id})
+	info, err := e.GetTask(ctx, e.Root(), wire.TaskGetRequest{ID: id})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestTasks_ApproveBindCompleteIntegrate(t *testing.T) {
 			t.Errorf("no %s entry", typ)
 		}
 	}
-	info, err := e.GetTask(ctx, e.Root(), wire.TaskRequest{ID: b.ID, Transitive: true})
+	info, err := e.GetTask(ctx, e.Root(), wire.TaskGetRequest{ID: b.ID, Transitive: true})
 	if err != nil || len(info.Requires) != 1 || info.Requires[0] != a.ID {
 		t.Errorf("GetTask(transitive) = %+v, %v", info, err)
 	}
@@ -175,7 +175,7 @@ func TestTasks_FailRetryCancel(t *testing.T) {
 	if k.Status != task.Failed || len(trailWhere(t, e, trail.EventTaskFailed, map[string]string{"task_id": k.ID, "failure_reason": "aborted_by_coordinator"})) != 1 {
 		t.Fatalf("after the abort: %+v", k)
 	}
-	if k, err := e.RetryTask(ctx, e.Root(), wire.TaskRequest{ID: k.ID}); err != nil || k.Status != task.Pending {
+	if k, err := e.RetryTask(ctx, e.Root(), wire.TaskOpRequest{ID: k.ID}); err != nil || k.Status != task.Pending {
 		t.Fatalf("RetryTask = %+v, %v", k, err)
 	}
 	w2 := idleWorker(t, e, e.Root())
@@ -187,7 +187,7 @@ func TestTasks_FailRetryCancel(t *testing.T) {
 		t.Error("no task_assigned for the second attempt")
 	}
 	// Cancelling the bound task aborts its workspace (S-7).
-	if k, err = e.CancelTask(ctx, e.Root(), wire.TaskRequest{ID: k.ID, Reason: "no longer needed"}); err != nil || k.Status != task.Cancelled {
+	if k, err = e.CancelTask(ctx, e.Root(), wire.TaskOpRequest{ID: k.ID, Reason: "no longer needed"}); err != nil || k.Status != task.Cancelled {
 		t.Fatalf("CancelTask = %+v, %v", k, err)
 	}
 	if got := wsState(t, e, w2.ID); got != workspace.Failed {
@@ -196,7 +196,7 @@ func TestTasks_FailRetryCancel(t *testing.T) {
 	// A draft task cancelled with its gate pending: the gate is
 	// invalidated, actor protocol (§6.5).
 	d := createTasks(t, e, `{"tasks":[{"name":"drop me"}]}`).Tasks[0]
-	if _, err := e.CancelTask(ctx, e.Root(), wire.TaskRequest{ID: d.ID}); err != nil {
+	if _, err := e.CancelTask(ctx, e.Root(), wire.TaskOpRequest{ID: d.ID}); err != nil {
 		t.Fatal(err)
 	}
 	if g := gateOf(t, e, d.ID); g.Pending() || g.Resolution.Actor != "protocol" || g.Resolution.Reason != highway.ReasonSubjectInvalidated {
@@ -260,7 +260,7 @@ func TestTasks_Refusals(t *testing.T) {
 	_, err = e.CreateTasks(ctx, e.Root(), mustJSON(map[string]any{"graph": g2.Graph.ID,
 		"tasks": []any{map[string]any{"name": "x", "depends_on": []string{g1.Tasks[0].ID}}}}))
 	wantCode(t, "a cross-graph dependency", err, wire.CodeInvalidStructure)
-	if _, err := e.GetTask(ctx, e.Root(), wire.TaskRequest{ID: "nope"}); err == nil {
+	if _, err := e.GetTask(ctx, e.Root(), wire.TaskGetRequest{ID: "nope"}); err == nil {
 		t.Error("GetTask(unknown) = nil error")
 	}
 	// Nothing of the refused requests was stored.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/wacpd/wacpd/checkpointchain"
+	"github.com/wacpd/wacpd/highway"
 	"github.com/wacpd/wacpd/principal"
 	"github.com/wacpd/wacpd/task"
 	"github.com/wacpd/wacpd/trail"
@@ -312,13 +313,18 @@ type TokenRevoked struct {
 	Revoked   int                 `json:"revoked"`
 }
 
-// TaskRequest names a task (task.get, task.cancel, task.retry); reason
-// is recorded by cancel; transitive asks task.get for the task's
+// TaskGetRequest is the body of task.get; transitive asks for the task's
 // transitive dependencies in both directions.
-type TaskRequest struct {
+type TaskGetRequest struct {
 	ID         string `json:"id"`
-	Reason     string `json:"reason,omitempty"`
 	Transitive bool   `json:"transitive,omitempty"`
+}
+
+// TaskOpRequest names the task of task.cancel and task.retry; cancel
+// records reason with the bound workspace's abort.
+type TaskOpRequest struct {
+	ID     string `json:"id"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // TaskBindRequest is the body of task.bind: bind task ID to the idle
@@ -366,4 +372,21 @@ type GraphRequest struct {
 type GraphInfo struct {
 	Graph task.Graph  `json:"graph"`
 	Tasks []task.Task `json:"tasks"`
+}
+
+// HighwayQueueRequest is the body of highway.queue: the pending gates in
+// the order a person is shown them, or with all every gate, resolved ones
+// included, by trigger time.
+type HighwayQueueRequest struct {
+	All bool `json:"all,omitempty"`
+}
+
+// HighwayQueue is highway.queue's reply.
+type HighwayQueue struct {
+	Gates []highway.Gate `json:"gates"`
+}
+
+// HighwayGetRequest is the body of highway.get.
+type HighwayGetRequest struct {
+	ID string `json:"id"`
 }

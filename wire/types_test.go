@@ -11,7 +11,9 @@ import (
 
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/envelope"
+	"github.com/wacpd/wacpd/highway"
 	"github.com/wacpd/wacpd/signal"
+	"github.com/wacpd/wacpd/task"
 	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/wire"
 	"github.com/wacpd/wacpd/workspace"
@@ -39,6 +41,16 @@ var bodies = map[string][2]any{
 	"integrate":                  {wire.IntegrateRequest{}, wire.IntegrateResult{}},
 	"signal":                     {signal.Request{}, signal.Signal{}},
 	"signals.consumer":           {wire.ConsumerRequest{}, wire.ConsumerInfo{}},
+	"graph.get":                  {wire.GraphRequest{}, wire.GraphInfo{}},
+	"highway.get":                {wire.HighwayGetRequest{}, highway.Gate{}},
+	"highway.queue":              {wire.HighwayQueueRequest{}, wire.HighwayQueue{}},
+	"highway.resolve":            {highway.ResolveRequest{}, highway.Gate{}},
+	"task.bind":                  {wire.TaskBindRequest{}, task.Task{}},
+	"task.cancel":                {wire.TaskOpRequest{}, task.Task{}},
+	"task.create":                {task.CreateRequest{}, wire.TasksCreated{}},
+	"task.get":                   {wire.TaskGetRequest{}, wire.TaskInfo{}},
+	"task.list":                  {wire.TaskListRequest{}, wire.TaskPage{}},
+	"task.retry":                 {wire.TaskOpRequest{}, task.Task{}},
 	"token.create":               {wire.TokenCreateRequest{}, wire.TokenCreated{}},
 	"token.revoke":               {wire.TokenRevokeRequest{}, wire.TokenRevoked{}},
 	"trail":                      {wire.AgentTrailRequest{}, wire.TrailPage{}},

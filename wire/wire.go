@@ -59,6 +59,7 @@ const (
 	Anyone   Audience = iota // every principal
 	Agents                   // the agent of the subject's workspace (and the coordinator where the op allows)
 	Auditors                 // auditors and the coordinator
+	Users                    // user tokens: the human highway (wire-v1 §6)
 )
 
 // Endpoint is one request/reply endpoint of the contract.
@@ -130,6 +131,10 @@ func Endpoints() []Endpoint {
 		{Op: "audit.proof.consistency", Audience: Auditors, Request: "requests.json#audit.proof.consistency", Reply: "replies.json#audit.proof.consistency"},
 		{Op: "audit.checkpoint.get", Audience: Auditors, Request: "requests.json#audit.checkpoint.get", Reply: "checkpoint.json"},
 
+		{Op: "highway.queue", Audience: Users, Request: "requests.json#highway.queue", Reply: "replies.json#highway.queue"},
+		{Op: "highway.get", Audience: Users, Request: "requests.json#highway.get", Reply: "gate.json"},
+		{Op: "highway.resolve", Audience: Users, Request: "requests.json#highway.resolve", Reply: "gate.json"},
+
 		{Op: "checkpoint", Audience: Agents, Request: "checkpoint.request.json", Reply: "checkpoint.json"},
 		{Op: "checkpoint.get", Audience: Agents, Request: "requests.json#checkpoint.get", Reply: "checkpoint.json"},
 		{Op: "checkpoint.head", Audience: Agents, Request: "requests.json#checkpoint.head", Reply: "checkpoint.json"},
@@ -141,6 +146,13 @@ func Endpoints() []Endpoint {
 		{Op: "integrate", Audience: Agents, Request: "integrate.request.json", Reply: "integrate.result.json"},
 		{Op: "signal", Audience: Agents, Request: "signal.request.json", Reply: "signal.json"},
 		{Op: "signals.consumer", Audience: Agents, Request: "requests.json#signals.consumer", Reply: "replies.json#signals.consumer"},
+		{Op: "graph.get", Audience: Agents, Request: "requests.json#graph.get", Reply: "replies.json#graph.info"},
+		{Op: "task.bind", Audience: Agents, Request: "requests.json#task.bind", Reply: "task.json"},
+		{Op: "task.cancel", Audience: Agents, Request: "requests.json#task.op", Reply: "task.json"},
+		{Op: "task.create", Audience: Agents, Request: "task.create.request.json", Reply: "replies.json#task.created"},
+		{Op: "task.get", Audience: Agents, Request: "requests.json#task.get", Reply: "replies.json#task.info"},
+		{Op: "task.list", Audience: Agents, Request: "requests.json#task.list", Reply: "replies.json#task.page"},
+		{Op: "task.retry", Audience: Agents, Request: "requests.json#task.op", Reply: "task.json"},
 		{Op: "token.create", Audience: Agents, Request: "requests.json#token.create", Reply: "replies.json#token.create"},
 		{Op: "token.revoke", Audience: Agents, Request: "requests.json#token.revoke", Reply: "replies.json#token.revoke"},
 		{Op: "trail", Audience: Agents, Request: "requests.json#trail", Reply: "replies.json#trail.page"},

@@ -44,6 +44,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.DataDir, "data", "./wacp-data", "data directory (database, tokens, wacpd.json)")
 	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:4222", "embedded NATS server address; port 0 picks a free port")
 	fs.StringVar(&cfg.TaxonomyFile, "taxonomy", "", "WACP taxonomy file (YAML or JSON); default: base taxonomy")
+	fs.StringVar(&cfg.HighwayFile, "highway", "", "human highway: a preset (autonomous, supervised, gated) or a YAML file with a highway: block; default: only task_approval gated, 15m, reject")
 	fs.StringVar(&cfg.NATSURL, "nats-url", "", "use this NATS server (with JetStream) instead of the embedded one")
 	fs.StringVar(&cfg.NATSToken, "nats-token", os.Getenv("WACPD_NATS_TOKEN"), "token for -nats-url (or $WACPD_NATS_TOKEN)")
 	fs.StringVar(&cfg.MetricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (HOST:PORT; port 0 picks a free port); default off")

@@ -1,0 +1,82 @@
+package daemon
+
+import (
+	"context"
+
+	"github.com/wacpd/wacpd/runtime"
+	"github.com/wacpd/wacpd/wire"
+)
+
+// The task endpoints (coordinator and delegates, on their own subjects) and
+// the human highway's (user tokens): thin over the engine (runtime/tasks.go,
+// runtime/gates.go).
+
+func (r *Daemon) taskCreate(ctx context.Context, c caller, body []byte) (any, error) {
+	return r.eng.CreateTasks(ctx, c.ws, body)
+}
+
+func (r *Daemon) taskGet(ctx context.Context, c caller, body []byte) (any, error) {
+	var req wire.TaskGetRequest
+	if err := runtime.Decode(body, &req); err != nil {
+		return nil, err
+	}
+	return r.eng.GetTask(ctx, c.ws, req)
+}
+
+func (r *Daemon) taskList(ctx context.Context, c caller, body []byte) (any, error) {
+	var req wire.TaskListRequest
+	if err := runtime.Decode(body, &req); err != nil {
+		return nil, err
+	}
+	return r.eng.ListTasks(ctx, c.ws, req)
+}
+
+func (r *Daemon) taskBind(ctx context.Context, c caller, body []byte) (any, error) {
+	var req wire.TaskBindRequest
+	if err := runtime.Decode(body, &req); err != nil {
+		return nil, err
+	}
+	return r.eng.BindTask(ctx, c.ws, req)
+}
+
+// taskOp serves task.cancel and task.retry.
+func (r *Daemon) taskOp(op string) handlerFunc {
+	return func(ctx context.Context, c caller, body []byte) (any, error) {
+		var req wire.TaskOpRequest
+		if err := runtime.Decode(body, &req); err != nil {
+			return nil, err
+		}
+		if op == "cancel" {
+			return r.eng.CancelTask(ctx, c.ws, req)
+		}
+		return r.eng.RetryTask(ctx, c.ws, req)
+	}
+}
+
+func (r *Daemon) graphGet(ctx context.Context, c caller, body []byte) (any, error) {
+	var req wire.GraphRequest
+	if err := runtime.Decode(body, &req); err != nil {
+		return nil, err
+	}
+	return r.eng.GetGraph(ctx, c.ws, req.ID)
+}
+
+func (r *Daemon) highwayQueue(ctx context.Context, c caller, body []byte) (any, error) {
+	var req wire.HighwayQueueRequest
+	if err := runtime.Decode(body, &req); err != nil {
+		return nil, err
+	}
+	return wire.HighwayQueue{Gates: r.eng.Gates(ctx, req.All)}, nil
+}
+
+func (r *Daemon) highwayGet(ctx context.Context, c caller, body []byte) (any, error) {
+	var req wire.HighwayGetRequest
+	if err := runtime.Decode(body, &req); err != nil {
+		return nil, err
+	}
+	return r.eng.Gate(ctx, req.ID)
+}
+
+func (r *Daemon) highwayResolve(ctx context.Context, c caller, body []byte) (any, error) {
+	return r.eng.ResolveGate(ctx, c.p.Name, body)
+}
