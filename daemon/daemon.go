@@ -18,9 +18,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/wacpd/wacpd/highway/hwfile"
 	"github.com/wacpd/wacpd/principal"
 	"github.com/wacpd/wacpd/runtime"
-	"github.com/wacpd/wacpd/highway/hwfile"
 	"github.com/wacpd/wacpd/taxonomy/taxfile"
 	"github.com/wacpd/wacpd/wire"
 )
