@@ -173,6 +173,22 @@ func (t *tx) settleGate(g highway.Gate) error {
 	return nil
 }
 
+// checkSettle checks, writing nothing, that settleGate can have resolved
+// gate g's effect: a task's modifications are valid.
+func (t *tx) checkSettle(g highway.Gate) error {
+	if g.Type != highway.TaskApproval || g.Resolution.Action != highway.Modify {
+		return nil
+	}
+	k, ok := t.task(g.SubjectID)
+	if !ok || k.Status != task.Draft {
+		return nil
+	}
+	if _, err := task.Modify(k, g.Resolution.Modifications); err != nil {
+		return taskRefusal(err)
+	}
+	return nil
+}
+
 // invalidateGates resolves every pending gate of subject as invalidated
 // (actor protocol).
 func (t *tx) invalidateGates(subject string) error {
@@ -256,6 +272,11 @@ func (e *Engine) ResolveGate(ctx context.Context, userID string, body []byte) (h
 			res, ev, err := highway.Resolve(*g, req, userID, ts)
 			if err != nil {
 				return &Error{Code: wire.CodeInvalidStructure, Message: err.Error(), Err: err}
+			}
+			// The effect is checked before anything is written: an
+			// operation that fails after writing poisons its batch.
+			if err := t.checkSettle(res); err != nil {
+				return err
 			}
 			if err := t.putGate(res); err != nil {
 				return err

@@ -273,3 +273,28 @@ func TestTasks_Refusals(t *testing.T) {
 		t.Errorf("ResolveGate by a user without a record = %v", err)
 	}
 }
+
+func TestTasks_ModifyAtApproval(t *testing.T) {
+	e := openVerified(t)
+	mkUser(t, e, "operator", user.CreateWorkspace)
+	k := createTasks(t, e, `{"tasks":[{"name":"draft name","priority":"normal"}]}`).Tasks[0]
+	g := gateOf(t, e, k.ID)
+	_, err := e.ResolveGate(ctx, "operator", []byte(`{"gate_id":"`+g.ID+`","action":"modify","modifications":{"depends_on":["x"]}}`))
+	wantCode(t, "modify depends_on", err, wire.CodeInvalidStructure)
+	_, err = e.ResolveGate(ctx, "operator", []byte(`{"gate_id":"`+g.ID+`","action":"modify","modifications":{"priority":"sky-high"}}`))
+	wantCode(t, "modify with a bad priority", err, wire.CodeInvalidStructure)
+	if got := getTask(t, e, k.ID); got.Status != task.Draft || got.Priority != task.PriorityNormal || !gateOf(t, e, k.ID).Pending() {
+		t.Fatalf("a refused modify changed something: %+v", got)
+	}
+	res, err := e.ResolveGate(ctx, "operator", []byte(`{"gate_id":"`+g.ID+`","action":"modify","modifications":{"name":"better name","priority":"urgent"}}`))
+	if err != nil || res.Resolution.Action != highway.Modify {
+		t.Fatalf("modify = %+v, %v", res.Resolution, err)
+	}
+	got := getTask(t, e, k.ID)
+	if got.Status != task.Pending || got.Name != "better name" || got.Priority != task.PriorityUrgent || len(got.DependsOn) != 0 {
+		t.Errorf("after modify: %+v", got)
+	}
+	if len(trailWhere(t, e, trail.EventGateResolved, map[string]string{"gate_id": g.ID, "action": "modify"})) != 1 {
+		t.Error("no gate_resolved with action modify")
+	}
+}
