@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/wacpd/wacpd/principal"
+	"github.com/wacpd/wacpd/user"
 	"github.com/wacpd/wacpd/wire"
 	"github.com/wacpd/wacpd/workspace"
 )
@@ -90,9 +91,10 @@ func (c *Client) Integrate(ctx context.Context, req IntegrateRequest) (Integrate
 }
 
 // CreateToken creates a token for a human user or an auditor (kind "user"
-// or "auditor") named name, and returns it (coordinator).
-func (c *Client) CreateToken(ctx context.Context, kind, name string) (string, error) {
-	req := wire.TokenCreateRequest{Kind: principal.Kind(kind), Name: name}
+// or "auditor") named name, and returns it (coordinator); a user is
+// granted capabilities (User spec §6.2).
+func (c *Client) CreateToken(ctx context.Context, kind, name string, capabilities ...user.Capability) (string, error) {
+	req := wire.TokenCreateRequest{Kind: principal.Kind(kind), Name: name, Capabilities: capabilities}
 	var reply wire.TokenCreated
 	err := c.call(ctx, c.agent("token.create"), req, &reply, 0)
 	return reply.Token, err
