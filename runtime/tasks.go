@@ -316,43 +316,40 @@ func (t *tx) bind(id string, w *workspace.Workspace, actor string) (task.Task, e
 // bound workspace when that is not terminal (Task spec S-7), and resolves
 // its pending gates as invalidated (Human Highway §6.5).
 func (e *Engine) CancelTask(ctx context.Context, actor string, req wire.TaskOpRequest) (task.Task, error) {
-	return runAs(ctx, e, 0, func() (task.Task, error) {
-		a, err := e.taskActor(actor)
+	return e.changeTaskOp(ctx, actor, req.ID, func(t *tx, a *workspace.Workspace, k task.Task) (task.Task, error) {
+		k, events, err := task.Cancel(k)
 		if err != nil {
-			return task.Task{}, err
+			return k, taskRefusal(err)
 		}
-		var out task.Task
-		err = e.commit(func(t *tx) error {
-			k, ok := t.task(req.ID)
-			if !ok {
-				return Refuse(wire.CodeNotFound, "task %s does not exist", req.ID)
+		if err := t.changeTask(k, e.actorOf(a), events); err != nil {
+			return k, err
+		}
+		if err := t.invalidateGates(k.ID); err != nil {
+			return k, err
+		}
+		if k.WorkspaceRef != nil {
+			if w := t.ws(*k.WorkspaceRef); w != nil && !w.State.Terminal() {
+				return k, t.abortFor(w, a, "aborted_by_coordinator", "task "+k.ID+" cancelled "+req.Reason)
 			}
-			k, events, err := task.Cancel(k)
-			if err != nil {
-				return taskRefusal(err)
-			}
-			if err := t.changeTask(k, e.actorOf(a), events); err != nil {
-				return err
-			}
-			if err := t.invalidateGates(k.ID); err != nil {
-				return err
-			}
-			if k.WorkspaceRef != nil {
-				if w := t.ws(*k.WorkspaceRef); w != nil && !w.State.Terminal() {
-					if err := t.abortFor(w, a, "aborted_by_coordinator", "task "+k.ID+" cancelled "+req.Reason); err != nil {
-						return err
-					}
-				}
-			}
-			out = k
-			return nil
-		})
-		return out, err
+		}
+		return k, nil
 	})
 }
 
 // RetryTask returns failed task req.ID to pending (its history kept).
 func (e *Engine) RetryTask(ctx context.Context, actor string, req wire.TaskOpRequest) (task.Task, error) {
+	return e.changeTaskOp(ctx, actor, req.ID, func(t *tx, a *workspace.Workspace, k task.Task) (task.Task, error) {
+		k, events, err := task.Retry(k)
+		if err != nil {
+			return k, taskRefusal(err)
+		}
+		return k, t.changeTask(k, e.actorOf(a), events)
+	})
+}
+
+// changeTaskOp runs fn on task id in one commit, for the agent of actor
+// (the coordinator or a live delegate), and returns what fn returns.
+func (e *Engine) changeTaskOp(ctx context.Context, actor, id string, fn func(*tx, *workspace.Workspace, task.Task) (task.Task, error)) (task.Task, error) {
 	return runAs(ctx, e, 0, func() (task.Task, error) {
 		a, err := e.taskActor(actor)
 		if err != nil {
@@ -360,16 +357,12 @@ func (e *Engine) RetryTask(ctx context.Context, actor string, req wire.TaskOpReq
 		}
 		var out task.Task
 		err = e.commit(func(t *tx) error {
-			k, ok := t.task(req.ID)
+			k, ok := t.task(id)
 			if !ok {
-				return Refuse(wire.CodeNotFound, "task %s does not exist", req.ID)
+				return Refuse(wire.CodeNotFound, "task %s does not exist", id)
 			}
-			k, events, err := task.Retry(k)
-			if err != nil {
-				return taskRefusal(err)
-			}
-			out = k
-			return t.changeTask(k, e.actorOf(a), events)
+			out, err = fn(t, a, k)
+			return err
 		})
 		return out, err
 	})
