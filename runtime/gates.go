@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -27,8 +26,6 @@ import (
 // (settleGate). Gate entries go to the subject workspace's local trail,
 // or the coordinator's when there is none.
 
-func jsonOf(v any) (json.RawMessage, error) { return json.Marshal(v) }
-
 // openGate opens a gate of type typ for subject s when the run's highway
 // gates typ; an ungated task_approval is opened with its time already
 // run out and fallback approve, and falls back in the same commit.
@@ -50,7 +47,7 @@ func (t *tx) openGate(typ highway.GateType, s highway.Subject) error {
 		return Refuse(wire.CodeInvalidTransition, "%v", err)
 	}
 	if convert {
-		if err := t.gateEvent(s.Workspace, ev); err != nil {
+		if err := t.gateAppend(s.Workspace, trail.ActorProtocol, ev); err != nil {
 			return err
 		}
 		g := highway.Gate{ID: id, Type: typ, SubjectID: s.ID, Resolution: &highway.Resolution{Action: highway.Approve, Actor: highway.ActorFallback}}
@@ -63,49 +60,32 @@ func (t *tx) openGate(typ highway.GateType, s highway.Subject) error {
 	if err := t.putGate(g); err != nil {
 		return err
 	}
-	if err := t.gateEvent(s.Workspace, ev); err != nil {
+	if err := t.gateAppend(s.Workspace, trail.ActorProtocol, ev); err != nil {
 		return err
 	}
 	// A gate opened with no time at all (an ungated task_approval) falls
-	// back now.
-	if _, _, due := highway.Expire(g, at, ""); due {
-		return t.expireGate(g, at)
-	}
-	return nil
+	// back now; any other is not due.
+	return t.expireGate(g.ID, at)
 }
 
 // pendingGates counts the gates pending as t sees them.
 func (t *tx) pendingGates() int {
 	n := 0
-	seen := map[string]bool{}
-	for l := t; l != nil; l = l.parent {
-		if l.gov == nil {
-			continue
-		}
-		for id, g := range l.gov.gates {
-			if !seen[id] {
-				seen[id] = true
-				if g.Pending() {
-					n++
-				}
-			}
-		}
-	}
-	for id, g := range t.e.gov.gates {
-		if !seen[id] && g.Pending() {
+	for _, g := range t.gatesSeen() {
+		if g.Pending() {
 			n++
 		}
 	}
 	return n
 }
 
-// gateEvent writes a highway event to ws's local trail, or the
-// coordinator's.
-func (t *tx) gateEvent(ws string, ev highway.Event) error {
+// gateAppend writes highway event ev, by actor, to ws's local trail, or
+// the coordinator's when ws is "".
+func (t *tx) gateAppend(ws, actor string, ev highway.Event) error {
 	if ws == "" {
 		ws = t.e.root
 	}
-	_, err := t.append(ws, trail.ActorProtocol, ev.Type, ev.Body)
+	_, err := t.append(ws, actor, ev.Type, ev.Body)
 	return err
 }
 
@@ -117,8 +97,10 @@ func gateWorkspace(g highway.Gate) string {
 	return ""
 }
 
-// expireGate falls gate g back at now and settles its subject.
-func (t *tx) expireGate(g highway.Gate, now time.Time) error {
+// expireGate falls gate id back at now, if it is pending as t sees it
+// and its deadline has passed, and settles its subject.
+func (t *tx) expireGate(id string, now time.Time) error {
+	g, _ := t.gate(id)
 	g, events, ok := highway.Expire(g, now, clock.Format(now))
 	if !ok {
 		return nil
@@ -127,84 +109,68 @@ func (t *tx) expireGate(g highway.Gate, now time.Time) error {
 		return err
 	}
 	for _, ev := range events {
-		if _, err := t.append(orRoot(t, gateWorkspace(g)), highway.ActorFallback, ev.Type, ev.Body); err != nil {
+		if err := t.gateAppend(gateWorkspace(g), highway.ActorFallback, ev); err != nil {
 			return err
 		}
 	}
 	return t.settleGate(g)
 }
 
-func orRoot(t *tx, ws string) string {
-	if ws == "" {
-		return t.e.root
-	}
-	return ws
-}
-
 // settleGate has resolved gate g's effect on its subject.
 func (t *tx) settleGate(g highway.Gate) error {
-	r := g.Resolution
-	switch g.Type {
-	case highway.TaskApproval:
-		k, ok := t.task(g.SubjectID)
-		if !ok || k.Status != task.Draft {
-			return nil // cancelled meanwhile: nothing is waiting
-		}
-		byTimeout := r.Actor == highway.ActorFallback
-		actor := r.Actor
-		var events []task.Event
-		var err error
-		switch r.Action {
-		case highway.EscalateToCoordinator:
-			return nil // the task stays draft until the coordinator decides
-		case highway.Modify:
-			if k, err = task.Modify(k, r.Modifications); err != nil {
-				return taskRefusal(err)
-			}
-			k, events, err = task.Approve(k, true, false)
-		default:
-			k, events, err = task.Approve(k, r.Action == highway.Approve, byTimeout)
-		}
-		if err != nil {
-			return taskRefusal(err)
-		}
-		return t.changeTask(k, actor, events)
+	k, events, err := t.planSettle(g)
+	if err != nil || events == nil {
+		return err
 	}
-	return nil
+	return t.changeTask(k, g.Resolution.Actor, events)
 }
 
-// checkSettle checks, writing nothing, that settleGate can have resolved
-// gate g's effect: a task's modifications are valid.
-func (t *tx) checkSettle(g highway.Gate) error {
-	if g.Type != highway.TaskApproval || g.Resolution.Action != highway.Modify {
-		return nil
+// planSettle returns, writing nothing, what resolved gate g does to its
+// subject: for a task_approval gate the task approved (modified first, for
+// a modify) or cancelled, with its events; no events when nothing waits on
+// the gate (the task was cancelled meanwhile, or the decision went to the
+// coordinator). ResolveGate calls it before it writes anything, as an
+// operation that fails after writing poisons its batch.
+func (t *tx) planSettle(g highway.Gate) (task.Task, []task.Event, error) {
+	r := g.Resolution
+	if g.Type != highway.TaskApproval || r.Action == highway.EscalateToCoordinator {
+		return task.Task{}, nil, nil
 	}
 	k, ok := t.task(g.SubjectID)
 	if !ok || k.Status != task.Draft {
-		return nil
+		return task.Task{}, nil, nil
 	}
-	if _, err := task.Modify(k, g.Resolution.Modifications); err != nil {
-		return taskRefusal(err)
+	var events []task.Event
+	var err error
+	if r.Action == highway.Modify {
+		if k, err = task.Modify(k, r.Modifications); err != nil {
+			return k, nil, taskRefusal(err)
+		}
+		k, events, err = task.Approve(k, true, false)
+	} else {
+		k, events, err = task.Approve(k, r.Action == highway.Approve, r.Actor == highway.ActorFallback)
 	}
-	return nil
+	if err != nil {
+		return k, nil, taskRefusal(err)
+	}
+	return k, events, nil
 }
 
 // invalidateGates resolves every pending gate of subject as invalidated
 // (actor protocol).
 func (t *tx) invalidateGates(subject string) error {
-	for _, g := range t.e.gov.gates {
-		cur, _ := t.gate(g.ID)
-		if cur.SubjectID != subject || !cur.Pending() {
+	for _, g := range t.gatesSeen() {
+		if g.SubjectID != subject || !g.Pending() {
 			continue
 		}
-		out, ev, err := highway.Invalidate(cur, clock.Format(t.next()))
+		out, ev, err := highway.Invalidate(g, clock.Format(t.next()))
 		if err != nil {
 			return err
 		}
 		if err := t.putGate(out); err != nil {
 			return err
 		}
-		if _, err := t.append(orRoot(t, gateWorkspace(out)), highway.ActorProtocol, ev.Type, ev.Body); err != nil {
+		if err := t.gateAppend(gateWorkspace(out), highway.ActorProtocol, ev); err != nil {
 			return err
 		}
 	}
@@ -254,7 +220,7 @@ func (e *Engine) ResolveGate(ctx context.Context, userID string, body []byte) (h
 		return highway.Gate{}, &Error{Code: wire.CodeInvalidStructure, Message: err.Error(), Err: err}
 	}
 	return runAs(ctx, e, len(body), func() (highway.Gate, error) {
-		g, ok := e.gov.gates[req.GateID]
+		g, ok := e.gateOf(req.GateID)
 		if !ok {
 			return highway.Gate{}, Refuse(wire.CodeNotFound, "gate %s does not exist", req.GateID)
 		}
@@ -265,27 +231,31 @@ func (e *Engine) ResolveGate(ctx context.Context, userID string, body []byte) (h
 		var denied error
 		err := e.commit(func(t *tx) error {
 			ts := clock.Format(t.next())
-			if err := t.authorizeUser(userID, "gate."+string(g.Type), e.gateTarget(*g), ts); err != nil {
+			if err := t.authorizeUser(userID, "gate."+string(g.Type), e.gateTarget(g), ts); err != nil {
 				denied = err
 				return nil // the denial is recorded: commit it, answer the refusal
 			}
-			res, ev, err := highway.Resolve(*g, req, userID, ts)
+			res, ev, err := highway.Resolve(g, req, userID, ts)
 			if err != nil {
 				return &Error{Code: wire.CodeInvalidStructure, Message: err.Error(), Err: err}
 			}
-			// The effect is checked before anything is written: an
+			// The effect is planned before anything is written: an
 			// operation that fails after writing poisons its batch.
-			if err := t.checkSettle(res); err != nil {
+			k, events, err := t.planSettle(res)
+			if err != nil {
 				return err
 			}
 			if err := t.putGate(res); err != nil {
 				return err
 			}
-			if _, err := t.append(orRoot(t, gateWorkspace(res)), userID, ev.Type, ev.Body); err != nil {
+			if err := t.gateAppend(gateWorkspace(res), userID, ev); err != nil {
 				return err
 			}
 			out = res
-			return t.settleGate(res)
+			if events == nil {
+				return nil
+			}
+			return t.changeTask(k, userID, events)
 		})
 		if err == nil && denied != nil {
 			err = denied
@@ -313,11 +283,11 @@ func (e *Engine) gateTarget(g highway.Gate) user.Target {
 func (e *Engine) ExpireGates(ctx context.Context, now time.Time) (int, error) {
 	return runAs(ctx, e, 0, func() (int, error) {
 		n := 0
-		for _, g := range highway.Queue(e.pendingList()) {
+		for _, g := range highway.Queue(e.open.tx.gatesSeen()) {
 			if d, ok := g.DeadlineTime(); !ok || now.Before(d) {
 				continue
 			}
-			if err := e.commit(func(t *tx) error { return t.expireGate(g, now) }); err != nil {
+			if err := e.commit(func(t *tx) error { return t.expireGate(g.ID, now) }); err != nil {
 				return n, err
 			}
 			n++
@@ -326,7 +296,8 @@ func (e *Engine) ExpireGates(ctx context.Context, now time.Time) (int, error) {
 	})
 }
 
-// pendingList returns the pending gates. Caller holds e.mu.
+// pendingList returns the pending gates the engine holds. Caller holds
+// e.mu.
 func (e *Engine) pendingList() []highway.Gate {
 	var out []highway.Gate
 	for _, g := range e.gov.gates {

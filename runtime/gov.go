@@ -108,6 +108,48 @@ func (t *tx) gate(id string) (highway.Gate, bool) {
 }
 func (t *tx) user(id string) (user.User, bool) { return find(t, id, usersOf, t.e.gov.users) }
 
+// gatesSeen returns every gate as t sees them: each gate's newest copy
+// in t's layers, else the engine's.
+func (t *tx) gatesSeen() []highway.Gate {
+	seen := map[string]bool{}
+	var out []highway.Gate
+	for l := t; l != nil; l = l.parent {
+		if l.gov == nil {
+			continue
+		}
+		for id, g := range l.gov.gates {
+			if !seen[id] {
+				seen[id] = true
+				out = append(out, *g)
+			}
+		}
+	}
+	for id, g := range t.e.gov.gates {
+		if !seen[id] {
+			out = append(out, *g)
+		}
+	}
+	return out
+}
+
+// gateOf and userOf read a record as get reads a workspace: through the
+// open batch while the committer runs operations (so an operation sees
+// what the batch's earlier operations changed), else the engine's.
+// Caller holds e.mu.
+func (e *Engine) gateOf(id string) (highway.Gate, bool) {
+	if e.open != nil {
+		return e.open.tx.gate(id)
+	}
+	return find(nil, id, gatesOf, e.gov.gates)
+}
+
+func (e *Engine) userOf(id string) (user.User, bool) {
+	if e.open != nil {
+		return e.open.tx.user(id)
+	}
+	return find(nil, id, usersOf, e.gov.users)
+}
+
 func (t *tx) putGraph(g task.Graph) error  { return put(t, keyGraphs, g.ID, g, graphsOf) }
 func (t *tx) putTask(k task.Task) error    { return put(t, keyTasks, k.ID, k, tasksOf) }
 func (t *tx) putGate(g highway.Gate) error { return put(t, keyGates, g.ID, g, gatesOf) }

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 
@@ -406,7 +407,7 @@ func (t *tx) followTask(w *workspace.Workspace, from, to workspace.State) error 
 // out at once with fallback approve (the spec's draft → pending needs a
 // human or a timeout fallback: C-3).
 func (t *tx) gateTask(k task.Task) error {
-	body, err := jsonOf(k)
+	body, err := json.Marshal(k)
 	if err != nil {
 		return err
 	}

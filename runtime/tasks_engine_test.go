@@ -298,3 +298,36 @@ func TestTasks_ModifyAtApproval(t *testing.T) {
 		t.Error("no gate_resolved with action modify")
 	}
 }
+
+// TestTasks_GateResolvedOnceUnderConcurrency: answers to one gate sent at
+// once, which the committer may put into one batch, resolve it once.
+func TestTasks_GateResolvedOnceUnderConcurrency(t *testing.T) {
+	e := openVerified(t)
+	mkUser(t, e, "operator", user.CreateWorkspace)
+	k := createTasks(t, e, `{"tasks":[{"name":"once"}]}`).Tasks[0]
+	g := gateOf(t, e, k.ID)
+	const n = 16
+	errs := make(chan error, n)
+	for i := range n {
+		action := "approve"
+		if i%2 == 1 {
+			action = "reject"
+		}
+		go func() {
+			_, err := e.ResolveGate(ctx, "operator", mustJSON(map[string]any{"gate_id": g.ID, "action": action}))
+			errs <- err
+		}()
+	}
+	ok := 0
+	for range n {
+		if err := <-errs; err == nil {
+			ok++
+		}
+	}
+	if got := len(trailWhere(t, e, trail.EventGateResolved, map[string]string{"gate_id": g.ID})); ok != 1 || got != 1 {
+		t.Fatalf("%d answers accepted, %d gate_resolved entries; want 1 and 1", ok, got)
+	}
+	if got := len(trailWhere(t, e, trail.EventTaskStatusChanged, map[string]string{"task_id": k.ID})); got != 1 {
+		t.Errorf("%d task_status_changed entries for the task, want 1", got)
+	}
+}

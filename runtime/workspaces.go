@@ -309,7 +309,7 @@ func (e *Engine) RevokeUser(ctx context.Context, actor string, p principal.Princ
 		if a == nil || !a.IsRoot() {
 			return Refuse(wire.CodePermissionDenied, "only the coordinator revokes user and auditor tokens")
 		}
-		u, isUser := e.gov.users[p.Name]
+		u, isUser := e.userOf(p.Name)
 		deactivate := p.Kind == principal.KindUser && isUser && u.State != user.Deactivated
 		if n == 0 && !deactivate {
 			return nil
@@ -318,7 +318,7 @@ func (e *Engine) RevokeUser(ctx context.Context, actor string, p principal.Princ
 			switch {
 			case deactivate:
 				ts := clock.Format(t.next())
-				nu, ev, err := user.Move(*u, user.Deactivated, reason, "", actor, ts)
+				nu, ev, err := user.Move(u, user.Deactivated, reason, "", actor, ts)
 				if err != nil {
 					return err
 				}
