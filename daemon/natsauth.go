@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 
 	"github.com/wacpd/wacpd/principal"
 	"github.com/wacpd/wacpd/wire"
@@ -139,6 +142,9 @@ type accounts struct {
 	// route, set before the server starts, routes a workspace's agent
 	// subjects to the daemon once its account is set up (routes.go).
 	route func(ws string, p principal.Principal) error
+
+	warmMu  sync.Mutex                 // guards warming; never held with mu taken after it
+	warming map[string]*server.Account // by the one-time token of a warm-up connection (warmUp)
 }
 
 // newAccounts exports the daemon account's services and deliveries on ns.
@@ -157,7 +163,8 @@ func newAccounts(ns *server.Server) (*accounts, error) {
 			return nil, fmt.Errorf("export %s: %w", s, err)
 		}
 	}
-	return &accounts{ns: ns, daemon: g, byName: map[string]principal.Principal{}}, nil
+	return &accounts{ns: ns, daemon: g, byName: map[string]principal.Principal{},
+		warming: map[string]*server.Account{}}, nil
 }
 
 // of returns p's account, made with p's imports the first time. The
@@ -180,6 +187,9 @@ func (a *accounts) of(p principal.Principal) (*server.Account, error) {
 			if err := routeAccount(a.daemon, acc, p.Workspace); err != nil {
 				return nil, fmt.Errorf("account %s: route %s: %w", name, g.subject, err)
 			}
+			if err := a.warmUp(acc); err != nil {
+				return nil, fmt.Errorf("account %s: %w", name, err)
+			}
 			continue
 		}
 		var err error
@@ -194,6 +204,63 @@ func (a *accounts) of(p principal.Principal) (*server.Account, error) {
 	}
 	a.byName[name] = p
 	return acc, nil
+}
+
+// warmUpSubject is the one subject a warm-up connection may subscribe to.
+const warmUpSubject = "_INBOX.wacpd-warm-up"
+
+// warmUp makes one subscription in the routed account acc, on a
+// connection of the daemon's own, before any client of acc is let in
+// (of holds mu, which every client's authentication of acc waits for).
+// Each subscription in a routed account is mapped back through the
+// account's reply import (routeAccount), whose reverse mapping the
+// embedded server builds on first use without a lock (nats-server
+// v2.15.2, client.addShadowSub): two clients of a new account subscribing
+// at once raced on it (TestRouteFirstSubscriptionsAtOnce). Built here
+// once, it is only read afterwards.
+func (a *accounts) warmUp(acc *server.Account) error {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return fmt.Errorf("warm-up token: %w", err)
+	}
+	tok := "wacpd-warm-up." + hex.EncodeToString(b[:])
+	a.warmMu.Lock()
+	a.warming[tok] = acc
+	a.warmMu.Unlock()
+	defer func() {
+		a.warmMu.Lock()
+		delete(a.warming, tok)
+		a.warmMu.Unlock()
+	}()
+	nc, err := nats.Connect("", nats.InProcessServer(a.ns), nats.Token(tok), nats.NoReconnect(),
+		nats.Name("wacpd warm-up"))
+	if err != nil {
+		return fmt.Errorf("warm-up connection: %w", err)
+	}
+	defer nc.Close()
+	if _, err := nc.SubscribeSync(warmUpSubject); err != nil {
+		return fmt.Errorf("warm-up subscription: %w", err)
+	}
+	if err := nc.Flush(); err != nil {
+		return fmt.Errorf("warm-up subscription: %w", err)
+	}
+	return nil
+}
+
+// warmUpUser returns the user of the warm-up connection whose token is
+// tok, if one is being made: in its account, allowed to publish nothing
+// and to subscribe to warmUpSubject alone.
+func (a *accounts) warmUpUser(tok string) (*server.User, bool) {
+	a.warmMu.Lock()
+	acc, ok := a.warming[tok]
+	a.warmMu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	return &server.User{Username: "wacpd-warm-up", Account: acc, Permissions: &server.Permissions{
+		Publish:   &server.SubjectPermission{Allow: []string{}},
+		Subscribe: &server.SubjectPermission{Allow: []string{warmUpSubject}},
+	}}, true
 }
 
 // routeOf routes p's agent subjects, if p's grants route any (the same
@@ -249,6 +316,10 @@ func (a *authenticator) Check(c server.ClientAuthentication) bool {
 	remote := ""
 	if addr := c.RemoteAddress(); addr != nil {
 		remote = addr.String()
+	}
+	if u, ok := a.accts.warmUpUser(opts.Token); ok {
+		c.RegisterUser(u)
+		return true
 	}
 	p, ok := a.tokens.lookup(opts.Token)
 	if !ok {

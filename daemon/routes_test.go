@@ -13,6 +13,7 @@ import (
 
 	"github.com/wacpd/wacpd/daemon"
 	"github.com/wacpd/wacpd/internal/daemontest"
+	"github.com/wacpd/wacpd/wire"
 )
 
 // routedWorld is an authzWorld whose embedded server the test can inspect.
@@ -251,4 +252,41 @@ func coordinatorOf(t *testing.T, d *daemontest.Daemon) *authzWorld {
 	w.admin.decode(w.admin.call("wacp.v1.system.info", `{}`), &info)
 	w.root, w.admin.ws = info.Root, info.Root
 	return w
+}
+
+// TestRouteFirstSubscriptionsAtOnce: the first subscriptions of two
+// connections of one routed account, made at the same moment, do not race
+// in the embedded server. Each subscription in such an account is mapped
+// back through the account's reply import, whose reverse mapping the
+// server builds on first use without a lock (nats-server v2.15.2,
+// client.addShadowSub); the daemon builds it before the account's first
+// client is let in. Under -race this fails without that.
+func TestRouteFirstSubscriptionsAtOnce(t *testing.T) {
+	w := newRoutedWorld(t, daemon.Config{})
+	for range 8 {
+		c := w.create(t, w.admin, `{"role":"worker"}`)
+		w.admin.do("envelope", `{"to":"`+c.id+`","type":"directive"}`)
+		errs := make(chan error, 2)
+		for range 2 {
+			go func() {
+				nc, err := nats.Connect(w.server.url, nats.Token(c.token), nats.NoReconnect(),
+					nats.CustomInboxPrefix(wire.InboxPrefix(c.token)))
+				if err != nil {
+					errs <- err
+					return
+				}
+				defer nc.Close()
+				if _, err := nc.SubscribeSync(wire.InboxPrefix(c.token) + ".x.*"); err != nil {
+					errs <- err
+					return
+				}
+				errs <- nc.Flush()
+			}()
+		}
+		for range 2 {
+			if err := <-errs; err != nil {
+				t.Fatalf("connect and subscribe as %s: %v", c.id, err)
+			}
+		}
+	}
 }
