@@ -367,6 +367,9 @@ func (r *Daemon) replyErr(endpoint string, req micro.Request, err error) {
 	r.metrics.request(endpoint, code)
 	var b wire.ErrorBody
 	b.Error.Code, b.Error.Details = code, map[string]any{}
+	if d := runtime.Details(err); d != nil {
+		b.Error.Details = d
+	}
 	switch code {
 	case wire.CodeInternal:
 		r.cfg.Logger.Error("request failed", "subject", req.Subject(), "err", err)

@@ -86,6 +86,11 @@ const (
 	Reject                Action = "reject"
 	Modify                Action = "modify"
 	EscalateToCoordinator Action = "escalate_to_coordinator"
+	// Deny is a request's action, never a resolution's: a client with no
+	// operator present (a script, wacp highway --no-tui) denies the gate,
+	// which is resolved as reject by the protocol (ReasonNoOperator),
+	// with the user who asked as requested_by.
+	Deny Action = "deny"
 )
 
 // The actors of a resolution that are not a user (Human Highway §3).
@@ -94,8 +99,12 @@ const (
 	ActorProtocol = trail.ActorProtocol
 )
 
-// ReasonSubjectInvalidated is a protocol resolution's reason (§6.5).
-const ReasonSubjectInvalidated = "subject_invalidated"
+// The reasons of a protocol resolution: the subject became invalid
+// (§6.5), or no operator was present to decide (Deny).
+const (
+	ReasonSubjectInvalidated = "subject_invalidated"
+	ReasonNoOperator         = "no_operator_present"
+)
 
 // Subject is what a gate holds up: the object a person decides on, its id,
 // and its context.
@@ -140,6 +149,7 @@ type Resolution struct {
 	Actor         string          `json:"actor"` // a user id, "fallback" or "protocol"
 	Timestamp     string          `json:"timestamp"`
 	Reason        string          `json:"reason,omitempty"`
+	RequestedBy   string          `json:"requested_by,omitempty"` // the user who denied a gate with no operator present (Deny)
 }
 
 // Event is a trail entry a step writes.

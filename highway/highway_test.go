@@ -157,6 +157,33 @@ func TestResolve(t *testing.T) {
 	}
 }
 
+// TestDeny: a request to deny (no operator present) resolves the gate as
+// reject by the protocol, reason no_operator_present, naming the user who
+// asked; it carries no modifications.
+func TestDeny(t *testing.T) {
+	g, _, err := Open(mustPreset(t, "gated"), Integration, Subject{ID: "s", Body: json.RawMessage(`{}`)}, "gate-1", t0, ts0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := DecodeResolveRequest([]byte(`{"gate_id":"gate-1","action":"deny"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, ev, err := Resolve(g, req, "user-7", "ts1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEvents(t, ev)
+	r := g.Resolution
+	if r.Action != Reject || r.Actor != ActorProtocol || r.Reason != ReasonNoOperator || r.RequestedBy != "user-7" ||
+		ev.Body["actor"] != ActorProtocol || ev.Body["requested_by"] != "user-7" || ev.Body["reason"] != ReasonNoOperator {
+		t.Errorf("deny = %+v, event %v", r, ev.Body)
+	}
+	if _, err := DecodeResolveRequest([]byte(`{"gate_id":"g","action":"deny","modifications":{"a":1}}`)); !errors.Is(err, ErrInvalidResolution) {
+		t.Errorf("deny with modifications = %v, want ErrInvalidResolution", err)
+	}
+}
+
 func TestDecodeResolveRequest(t *testing.T) {
 	for _, in := range []string{
 		`{"gate_id":"g","action":"approve","modifications":{"a":1}}`,

@@ -45,7 +45,7 @@ func DecodeResolveRequest(data []byte) (ResolveRequest, error) {
 // modifications checks the action and returns the modified fields.
 func (r ResolveRequest) modifications() (map[string]json.RawMessage, error) {
 	switch r.Action {
-	case Approve, Reject:
+	case Approve, Reject, Deny:
 		if len(r.Modifications) > 0 && !bytes.Equal(bytes.TrimSpace(r.Modifications), []byte("null")) {
 			return nil, fmt.Errorf("%w: modifications come only with modify", ErrInvalidResolution)
 		}
@@ -57,7 +57,7 @@ func (r ResolveRequest) modifications() (map[string]json.RawMessage, error) {
 		}
 		return m, nil
 	}
-	return nil, fmt.Errorf("%w: action %q is not approve, reject or modify", ErrInvalidResolution, r.Action)
+	return nil, fmt.Errorf("%w: action %q is not approve, reject, modify or deny", ErrInvalidResolution, r.Action)
 }
 
 // Resolve records user's answer r to pending gate g at ts and returns the
@@ -82,6 +82,11 @@ func Resolve(g Gate, r ResolveRequest, user, ts string) (Gate, Event, error) {
 		}
 	}
 	res := Resolution{Action: r.Action, Actor: user, Timestamp: ts}
+	if r.Action == Deny {
+		// No person decides: the gate is denied by the protocol on the
+		// user's behalf.
+		res = Resolution{Action: Reject, Actor: ActorProtocol, Timestamp: ts, Reason: ReasonNoOperator, RequestedBy: user}
+	}
 	if r.Action == Modify {
 		res.Modifications = r.Modifications
 	}
@@ -136,6 +141,9 @@ func resolved(g Gate, r Resolution) (Gate, Event, error) {
 		"modifications": mods, "actor": r.Actor}
 	if r.Reason != "" {
 		body["reason"] = r.Reason
+	}
+	if r.RequestedBy != "" {
+		body["requested_by"] = r.RequestedBy
 	}
 	return g, Event{trail.EventGateResolved, body}, nil
 }

@@ -44,6 +44,9 @@ type Error struct {
 	Code    string
 	Message string
 	Err     error
+	// Details go into the wire error's details (a gate_pending refusal
+	// names its gate).
+	Details map[string]any
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("runtime: %s: %s", e.Code, e.Message) }
@@ -93,6 +96,15 @@ func Message(err error) string {
 		return msg
 	}
 	return err.Error()
+}
+
+// Details returns the details of the refusal err carries, nil when none.
+func Details(err error) map[string]any {
+	var re *Error
+	if errors.As(err, &re) {
+		return re.Details
+	}
+	return nil
 }
 
 // typed returns the code and message of the refusal err carries: a

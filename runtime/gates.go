@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -30,42 +31,69 @@ import (
 // gates typ; an ungated task_approval is opened with its time already
 // run out and fallback approve, and falls back in the same commit.
 // Re-triggering a gate its fallback resolved goes through the re-entry
-// guard.
-func (t *tx) openGate(typ highway.GateType, s highway.Subject) error {
+// guard. held reports that a pending gate (id) now holds the transition
+// up: a new one, or one already pending for the same type and subject
+// (a second request for the same transition opens no second gate). When
+// held is false the caller does the transition itself (the type is not
+// gated) or it is done (the gate resolved at once, its effect settled).
+func (t *tx) openGate(typ highway.GateType, s highway.Subject) (id string, held bool, err error) {
 	cfg := *t.e.cfg.Highway
 	if !cfg.Gated(typ) {
 		if typ != highway.TaskApproval {
-			return nil
+			return "", false, nil
 		}
 		zero := time.Duration(0)
 		cfg.Overrides = map[highway.GateType]highway.Policy{typ: {Timeout: &zero, Fallback: highway.FallbackApprove}}
 	}
+	for _, g := range t.gatesSeen() {
+		if g.Pending() && g.Type == typ && g.SubjectID == s.ID {
+			return g.ID, true, nil
+		}
+	}
 	at := t.next()
-	id := t.e.ids.New(at)
+	id = t.e.ids.New(at)
 	convert, ev, err := t.e.gov.guard.Check(typ, s.ID, id)
 	if err != nil {
-		return Refuse(wire.CodeInvalidTransition, "%v", err)
+		return "", false, Refuse(wire.CodeInvalidTransition, "%v", err)
 	}
 	if convert {
 		if err := t.gateAppend(s.Workspace, trail.ActorProtocol, ev); err != nil {
-			return err
+			return "", false, err
 		}
-		g := highway.Gate{ID: id, Type: typ, SubjectID: s.ID, Resolution: &highway.Resolution{Action: highway.Approve, Actor: highway.ActorFallback}}
-		return t.settleGate(g)
+		g := highway.Gate{ID: id, Type: typ, SubjectID: s.ID, Subject: s.Body, Workspace: optString(s.Workspace),
+			Resolution: &highway.Resolution{Action: highway.Approve, Actor: highway.ActorFallback}}
+		return id, false, t.settleGate(g)
 	}
 	g, ev, err := highway.Open(cfg, typ, s, id, at, clock.Format(at), t.pendingGates())
 	if err != nil {
-		return err
+		return "", false, err
 	}
 	if err := t.putGate(g); err != nil {
-		return err
+		return "", false, err
 	}
 	if err := t.gateAppend(s.Workspace, trail.ActorProtocol, ev); err != nil {
-		return err
+		return "", false, err
 	}
 	// A gate opened with no time at all (an ungated task_approval) falls
 	// back now; any other is not due.
-	return t.expireGate(g.ID, at)
+	if err := t.expireGate(g.ID, at); err != nil {
+		return "", false, err
+	}
+	g, _ = t.gate(g.ID)
+	return g.ID, g.Pending(), nil
+}
+
+func optString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// gatePending is the refusal of an operation gate id holds up.
+func gatePending(id string, typ highway.GateType, what string) error {
+	return &Error{Code: wire.CodeGatePending, Message: fmt.Sprintf("%s waits at %s gate %s for an operator (highway.get)", what, typ, id),
+		Details: map[string]any{"gate_id": id, "gate_type": string(typ)}}
 }
 
 // pendingGates counts the gates pending as t sees them.
@@ -118,49 +146,69 @@ func (t *tx) expireGate(id string, now time.Time) error {
 
 // settleGate has resolved gate g's effect on its subject.
 func (t *tx) settleGate(g highway.Gate) error {
-	k, events, err := t.planSettle(g)
-	if err != nil || events == nil {
+	apply, err := t.planSettle(g)
+	if err != nil || apply == nil {
 		return err
 	}
-	return t.changeTask(k, g.Resolution.Actor, events)
+	return apply(t)
 }
 
 // planSettle returns, writing nothing, what resolved gate g does to its
-// subject: for a task_approval gate the task approved (modified first, for
-// a modify) or cancelled, with its events; no events when nothing waits on
-// the gate (the task was cancelled meanwhile, or the decision went to the
-// coordinator). ResolveGate calls it before it writes anything, as an
-// operation that fails after writing poisons its batch.
-func (t *tx) planSettle(g highway.Gate) (task.Task, []task.Event, error) {
+// subject (nil when nothing waits on the gate any more: the subject went
+// away meanwhile, or the decision went to the coordinator). ResolveGate
+// calls it before it writes anything, as an operation that fails after
+// writing poisons its batch.
+func (t *tx) planSettle(g highway.Gate) (func(*tx) error, error) {
 	r := g.Resolution
-	if g.Type != highway.TaskApproval || r.Action == highway.EscalateToCoordinator {
-		return task.Task{}, nil, nil
+	if r.Action == highway.EscalateToCoordinator {
+		return nil, nil
 	}
+	switch g.Type {
+	case highway.TaskApproval:
+		return t.planTaskApproval(g)
+	case highway.Integration:
+		return t.planIntegration(g)
+	case highway.WorkspaceAbort:
+		return t.planAbort(g)
+	}
+	return nil, nil
+}
+
+// planTaskApproval: the task approved (modified first, for a modify) or
+// cancelled.
+func (t *tx) planTaskApproval(g highway.Gate) (func(*tx) error, error) {
+	r := g.Resolution
 	k, ok := t.task(g.SubjectID)
 	if !ok || k.Status != task.Draft {
-		return task.Task{}, nil, nil
+		return nil, nil
 	}
 	var events []task.Event
 	var err error
 	if r.Action == highway.Modify {
 		if k, err = task.Modify(k, r.Modifications); err != nil {
-			return k, nil, taskRefusal(err)
+			return nil, taskRefusal(err)
 		}
 		k, events, err = task.Approve(k, true, false)
 	} else {
 		k, events, err = task.Approve(k, r.Action == highway.Approve, r.Actor == highway.ActorFallback)
 	}
 	if err != nil {
-		return k, nil, taskRefusal(err)
+		return nil, taskRefusal(err)
 	}
-	return k, events, nil
+	return func(t *tx) error { return t.changeTask(k, r.Actor, events) }, nil
 }
 
 // invalidateGates resolves every pending gate of subject as invalidated
 // (actor protocol).
 func (t *tx) invalidateGates(subject string) error {
+	return t.invalidateGatesIf(subject, func(highway.Gate) bool { return true })
+}
+
+// invalidateGatesIf resolves as invalidated (actor protocol) each pending
+// gate of subject for which stale reports true.
+func (t *tx) invalidateGatesIf(subject string, stale func(highway.Gate) bool) error {
 	for _, g := range t.gatesSeen() {
-		if g.SubjectID != subject || !g.Pending() {
+		if g.SubjectID != subject || !g.Pending() || !stale(g) {
 			continue
 		}
 		out, ev, err := highway.Invalidate(g, clock.Format(t.next()))
@@ -241,21 +289,21 @@ func (e *Engine) ResolveGate(ctx context.Context, userID string, body []byte) (h
 			}
 			// The effect is planned before anything is written: an
 			// operation that fails after writing poisons its batch.
-			k, events, err := t.planSettle(res)
+			apply, err := t.planSettle(res)
 			if err != nil {
 				return err
 			}
 			if err := t.putGate(res); err != nil {
 				return err
 			}
-			if err := t.gateAppend(gateWorkspace(res), userID, ev); err != nil {
+			if err := t.gateAppend(gateWorkspace(res), res.Resolution.Actor, ev); err != nil {
 				return err
 			}
 			out = res
-			if events == nil {
+			if apply == nil {
 				return nil
 			}
-			return t.changeTask(k, userID, events)
+			return apply(t)
 		})
 		if err == nil && denied != nil {
 			err = denied

@@ -108,6 +108,19 @@ func (t *tx) gate(id string) (highway.Gate, bool) {
 }
 func (t *tx) user(id string) (user.User, bool) { return find(t, id, usersOf, t.e.gov.users) }
 
+// anyGates reports whether there is a gate at all, as t sees them.
+func (t *tx) anyGates() bool {
+	if len(t.e.gov.gates) > 0 {
+		return true
+	}
+	for l := t; l != nil; l = l.parent {
+		if l.gov != nil && len(l.gov.gates) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // gatesSeen returns every gate as t sees them: each gate's newest copy
 // in t's layers, else the engine's.
 func (t *tx) gatesSeen() []highway.Gate {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/wacpd/wacpd/casstore"
 	"github.com/wacpd/wacpd/checkpointchain/chainstore"
+	"github.com/wacpd/wacpd/highway"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/wire"
@@ -141,64 +142,38 @@ func (e *Engine) integrateLocked(ctx context.Context, actor string, body []byte)
 		return wire.IntegrateResult{}, &Error{Code: wire.CodeInternal, Err: err,
 			Message: fmt.Sprintf("checkpoint %s failed its integrity check and was not integrated (recorded as integrity_violation)", cpID)}
 	}
-	res := wire.IntegrateResult{Checkpoint: cpID}
+	var res wire.IntegrateResult
+	var gateID string
 	err = e.commit(func(t *tx) error {
-		c := t.ws(w.ID)
-		target := c.ParentID()
-		if _, err := t.emit(t.ws(actor), taxonomy.SignalIntegrate, "", cpID, e.actorOf(a)); err != nil {
-			return err
-		}
-		_, err := t.append(w.ID, e.actorOf(a), trail.EventIntegrationStarted, map[string]any{
-			"source": w.ID, "target": target, "owner": c.Owner, "mode": req.Mode,
-			"strategy": req.Strategy, "checkpoint_ref": cpID, "timestamp": nil,
-		})
-		if err != nil {
-			return err
-		}
-		if len(req.Conflicts) > 0 {
-			for _, cf := range req.Conflicts {
-				_, err := t.append(w.ID, e.actorOf(a), trail.EventConflictDetected, map[string]any{
-					"workspace_id": w.ID, "conflict_type": cf.ConflictType, "resources": cf.Resources,
-					"description": cf.Description,
-				})
-				if err != nil {
-					return err
-				}
-			}
-			c.Integration = &workspace.Integration{Target: target, Mode: req.Mode, Strategy: req.Strategy, Checkpoint: cpID}
-			c.Conflicts = req.Conflicts
-			res.Outcome, res.Workspace = string(workspace.Conflicted), c
-			return t.transition(c, workspace.ConflictDetected, e.actorOf(a), "", false)
-		}
 		if req.Decision == DecisionAccept {
-			_, err := t.append(w.ID, e.actorOf(a), trail.EventIntegrationCompleted, map[string]any{
-				"source": w.ID, "target": target, "mode": req.Mode, "strategy": req.Strategy,
-				"result": "success", "timestamp": nil,
-			})
+			s, err := integrationGate(a, w, req, cpID)
 			if err != nil {
 				return err
 			}
-			res.Outcome = "salvaged"
-			if req.Mode == ModeNormal {
-				res.Outcome = string(workspace.Closed)
-				err = t.transition(c, workspace.IntegrationSucceeded, e.actorOf(a), "", false)
+			id, held, err := t.openGate(highway.Integration, s)
+			switch {
+			case err != nil:
+				return err
+			case held:
+				gateID = id
+				return nil
+			case id != "":
+				// The guard converted a re-trigger to approve: the
+				// integration is done.
+				c := t.ws(w.ID)
+				res = wire.IntegrateResult{Checkpoint: cpID, Workspace: c, Outcome: string(c.State)}
+				if req.Mode == ModeSalvage {
+					res.Outcome = "salvaged"
+				}
+				return nil
 			}
-			res.Workspace = c
-			return err
 		}
-		reason := "rejected"
-		if req.Decision == DecisionRevise {
-			reason = "revision_required"
-		}
-		_, err = t.append(w.ID, e.actorOf(a), trail.EventIntegrationAborted, map[string]any{
-			"source": w.ID, "target": target, "mode": req.Mode, "reason": reason, "timestamp": nil,
-		})
-		if err != nil {
-			return err
-		}
-		res.Outcome, res.Workspace = string(workspace.Failed), c
-		return t.transition(c, workspace.IntegrationFailed, e.actorOf(a), reason, false)
+		res, err = t.integrateNow(a, w.ID, req, cpID)
+		return err
 	})
+	if err == nil && gateID != "" {
+		err = gatePending(gateID, highway.Integration, "the integration of "+w.ID)
+	}
 	if err != nil {
 		return wire.IntegrateResult{}, err
 	}

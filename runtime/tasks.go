@@ -412,5 +412,6 @@ func (t *tx) gateTask(k task.Task) error {
 		return err
 	}
 	s := highway.Subject{ID: k.ID, Body: body, TaskRef: k.ID, GraphRef: k.GraphRef}
-	return t.openGate(highway.TaskApproval, s)
+	_, _, err = t.openGate(highway.TaskApproval, s)
+	return err
 }

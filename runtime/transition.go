@@ -50,6 +50,9 @@ func (t *tx) transition(w *workspace.Workspace, trig workspace.Trigger, actor, r
 	if err := t.put(w); err != nil {
 		return err
 	}
+	if err := t.staleWorkspaceGates(w, from, to); err != nil {
+		return err
+	}
 	if err := t.followTask(w, from, to); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/wacpd/wacpd/clock"
+	"github.com/wacpd/wacpd/highway"
 	"github.com/wacpd/wacpd/principal"
 	"github.com/wacpd/wacpd/runtime/delivery"
 	"github.com/wacpd/wacpd/taxonomy"
@@ -194,16 +195,38 @@ func (e *Engine) authorize(actor, target string) (*workspace.Workspace, *workspa
 // Abort fails workspace id at once (any non-terminal state): a failed signal
 // with reason aborted_by_coordinator, the transition, and the cascade. The
 // caller's reason, if any, is recorded as the transition's detail.
+//
+// When the run's highway gates workspace_abort, the abort waits at a gate
+// instead (gate_pending); its resolution aborts the workspace, or not.
 func (e *Engine) Abort(ctx context.Context, actor, id, reason string) (*workspace.Workspace, error) {
 	const why = "aborted_by_coordinator"
-	return e.coordinate(ctx, actor, id, func(w *workspace.Workspace) error {
+	var gateID string
+	w, err := e.coordinate(ctx, actor, id, func(w *workspace.Workspace) error {
 		if w.State.Terminal() {
 			return Refuse(wire.CodeInvalidTransition, "workspace %s is already %s", id, w.State)
 		}
 		return nil
 	}, func(t *tx, a, c *workspace.Workspace) error {
+		s, err := abortGate(a, c, reason)
+		if err != nil {
+			return err
+		}
+		gid, held, err := t.openGate(highway.WorkspaceAbort, s)
+		switch {
+		case err != nil:
+			return err
+		case held:
+			gateID = gid
+			return nil
+		case gid != "":
+			return nil // the guard converted a re-trigger to approve: aborted
+		}
 		return t.abortFor(c, a, why, reason)
 	})
+	if err == nil && gateID != "" {
+		return nil, gatePending(gateID, highway.WorkspaceAbort, "the abort of "+id)
+	}
+	return w, err
 }
 
 // abortFor fails workspace c (a tx copy) for the agent of a: a failed

@@ -27,6 +27,11 @@ const (
 	// capabilities do not allow (User spec §6.4); the trail records
 	// capability_denied with the reason.
 	CodeCapabilityDenied = "capability_denied"
+	// CodeGatePending answers an operation the run's highway gates: it
+	// waits at the gate its details name (gate_id, gate_type) for a
+	// person, its fallback or the protocol, and happens, or not, when the
+	// gate is resolved (Human Highway §2.2).
+	CodeGatePending = "gate_pending"
 )
 
 // Code is an error code with its HTTP-like status (Nats-Service-Error-Code)
@@ -58,6 +63,7 @@ var Codes = []Code{
 	{CodeUnavailable, 503, false},
 	{CodeInternal, 500, false},
 	{CodeCapabilityDenied, 403, true},
+	{CodeGatePending, 202, true},
 }
 
 // LookupCode returns the table row of name; unknown names are internal.

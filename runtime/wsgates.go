@@ -1,0 +1,227 @@
+package runtime
+
+import (
+	"encoding/json"
+
+	"github.com/wacpd/wacpd/highway"
+	"github.com/wacpd/wacpd/taxonomy"
+	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/wire"
+	"github.com/wacpd/wacpd/workspace"
+)
+
+// The gates on a workspace's transitions (Human Highway §2.2): integration
+// (the coordinator's merge, integrate with accept) and workspace_abort.
+// Each gate's subject is the workspace (its id is the subject id, so the
+// re-entry guard keys on the workspace) and the subject body is the
+// request as the person sees it, kept whole in the gate record: the
+// resolution does what the request would have done, from the record alone.
+
+// ReasonGateRejected is a workspace's failure reason when a person
+// rejected its integration (Human Highway §3).
+const ReasonGateRejected = "gate_rejected_by_human"
+
+// integrationSubject is an integration gate's subject: the integration
+// record (source, target, strategy, mode, checkpoint) and the request.
+type integrationSubject struct {
+	Source        string               `json:"source"`
+	Target        string               `json:"target"`
+	Owner         string               `json:"owner"`
+	Initiator     string               `json:"initiator"` // the workspace whose agent asked (the coordinator or a delegate)
+	Decision      string               `json:"decision"`
+	Strategy      string               `json:"strategy"`
+	Mode          string               `json:"mode"`
+	CheckpointRef string               `json:"checkpoint_ref"`
+	Result        json.RawMessage      `json:"result,omitempty"`
+	Conflicts     []workspace.Conflict `json:"conflicts,omitempty"`
+}
+
+func (s integrationSubject) request() wire.IntegrateRequest {
+	return wire.IntegrateRequest{Workspace: s.Source, Decision: s.Decision, Strategy: s.Strategy, Mode: s.Mode,
+		Result: s.Result, Conflicts: s.Conflicts}
+}
+
+// integrationGate is the subject of the integration gate of workspace w,
+// asked for by a.
+func integrationGate(a, w *workspace.Workspace, req wire.IntegrateRequest, cpID string) (highway.Subject, error) {
+	body, err := json.Marshal(integrationSubject{
+		Source: w.ID, Target: w.ParentID(), Owner: w.Owner, Initiator: a.ID, Decision: req.Decision,
+		Strategy: req.Strategy, Mode: req.Mode, CheckpointRef: cpID, Result: req.Result, Conflicts: req.Conflicts,
+	})
+	if err != nil {
+		return highway.Subject{}, err
+	}
+	return highway.Subject{ID: w.ID, Body: body, Workspace: w.ID, TaskRef: w.TaskRef, Irreversible: true}, nil
+}
+
+// planIntegration: approve integrates as the request asked; reject fails
+// the workspace with gate_rejected_by_human (a salvage stays failed), with
+// integration_aborted. Nothing when the workspace left the state the
+// integration needs.
+func (t *tx) planIntegration(g highway.Gate) (func(*tx) error, error) {
+	var s integrationSubject
+	if err := json.Unmarshal(g.Subject, &s); err != nil {
+		return nil, err
+	}
+	req := s.request()
+	c := t.ws(s.Source)
+	if c == nil || (req.Mode == ModeNormal && c.State != workspace.Integrating) ||
+		(req.Mode == ModeSalvage && c.State != workspace.Failed) {
+		return nil, nil
+	}
+	a := t.e.get(s.Initiator)
+	if a == nil {
+		a = t.e.get(t.e.root)
+	}
+	actor := g.Resolution.Actor
+	if g.Resolution.Action != highway.Reject {
+		return func(t *tx) error {
+			_, err := t.integrateNow(a, s.Source, req, s.CheckpointRef)
+			return err
+		}, nil
+	}
+	return func(t *tx) error {
+		c := t.ws(s.Source)
+		_, err := t.append(c.ID, actor, trail.EventIntegrationAborted, map[string]any{
+			"source": c.ID, "target": c.ParentID(), "mode": req.Mode, "reason": ReasonGateRejected, "timestamp": nil,
+		})
+		if err != nil || req.Mode == ModeSalvage {
+			return err
+		}
+		return t.transition(c, workspace.IntegrationFailed, actor, ReasonGateRejected, false)
+	}, nil
+}
+
+// abortSubject is a workspace_abort gate's subject.
+type abortSubject struct {
+	WorkspaceID string          `json:"workspace_id"`
+	State       workspace.State `json:"state"`
+	Role        string          `json:"role"`
+	Owner       string          `json:"owner"`
+	Initiator   string          `json:"initiator"`
+	Reason      string          `json:"reason"`
+}
+
+// abortGate is the subject of the workspace_abort gate of w, asked for by
+// a with the caller's reason.
+func abortGate(a, w *workspace.Workspace, reason string) (highway.Subject, error) {
+	body, err := json.Marshal(abortSubject{WorkspaceID: w.ID, State: w.State, Role: w.Role, Owner: w.Owner,
+		Initiator: a.ID, Reason: reason})
+	if err != nil {
+		return highway.Subject{}, err
+	}
+	return highway.Subject{ID: w.ID, Body: body, Workspace: w.ID, TaskRef: w.TaskRef, Irreversible: true}, nil
+}
+
+// planAbort: approve (or modify, with the person's reason) aborts the
+// workspace as the coordinator asked; reject cancels the abort and the
+// workspace goes on. Nothing when the workspace ended meanwhile.
+func (t *tx) planAbort(g highway.Gate) (func(*tx) error, error) {
+	var s abortSubject
+	if err := json.Unmarshal(g.Subject, &s); err != nil {
+		return nil, err
+	}
+	c := t.ws(s.WorkspaceID)
+	if c == nil || c.State.Terminal() || g.Resolution.Action == highway.Reject {
+		return nil, nil
+	}
+	reason := s.Reason
+	if g.Resolution.Action == highway.Modify {
+		var m struct {
+			Reason string `json:"reason"`
+		}
+		if err := json.Unmarshal(g.Resolution.Modifications, &m); err != nil {
+			return nil, Refuse(wire.CodeInvalidStructure, "modifications: reason must be a string")
+		}
+		reason = m.Reason
+	}
+	a := t.e.get(s.Initiator)
+	if a == nil {
+		a = t.e.get(t.e.root)
+	}
+	return func(t *tx) error { return t.abortFor(t.ws(s.WorkspaceID), a, "aborted_by_coordinator", reason) }, nil
+}
+
+// staleWorkspaceGates resolves as invalidated the pending gates on w that
+// its transition from → to leaves with nothing to hold up (§6.5): an
+// integration gate once w is no longer integrating, an abort gate once w
+// is terminal.
+func (t *tx) staleWorkspaceGates(w *workspace.Workspace, from, to workspace.State) error {
+	if !t.anyGates() {
+		return nil
+	}
+	return t.invalidateGatesIf(w.ID, func(g highway.Gate) bool {
+		switch g.Type {
+		case highway.Integration:
+			return from == workspace.Integrating && to != workspace.Integrating
+		case highway.WorkspaceAbort:
+			return to.Terminal()
+		}
+		return false
+	})
+}
+
+// integrateNow integrates workspace wsID as req asks, from checkpoint
+// cpID, for the agent of a: the integrate signal, integration_started,
+// then integration_completed and the transition to closed (normal
+// accept), conflict_detected and conflicted (accept with conflicts),
+// integration_completed alone (salvage), or integration_aborted and
+// failed (revise, reject).
+func (t *tx) integrateNow(a *workspace.Workspace, wsID string, req wire.IntegrateRequest, cpID string) (wire.IntegrateResult, error) {
+	e := t.e
+	res := wire.IntegrateResult{Checkpoint: cpID}
+	c := t.ws(wsID)
+	target := c.ParentID()
+	if _, err := t.emit(t.ws(a.ID), taxonomy.SignalIntegrate, "", cpID, e.actorOf(a)); err != nil {
+		return res, err
+	}
+	_, err := t.append(c.ID, e.actorOf(a), trail.EventIntegrationStarted, map[string]any{
+		"source": c.ID, "target": target, "owner": c.Owner, "mode": req.Mode,
+		"strategy": req.Strategy, "checkpoint_ref": cpID, "timestamp": nil,
+	})
+	if err != nil {
+		return res, err
+	}
+	if len(req.Conflicts) > 0 {
+		for _, cf := range req.Conflicts {
+			_, err := t.append(c.ID, e.actorOf(a), trail.EventConflictDetected, map[string]any{
+				"workspace_id": c.ID, "conflict_type": cf.ConflictType, "resources": cf.Resources,
+				"description": cf.Description,
+			})
+			if err != nil {
+				return res, err
+			}
+		}
+		c.Integration = &workspace.Integration{Target: target, Mode: req.Mode, Strategy: req.Strategy, Checkpoint: cpID}
+		c.Conflicts = req.Conflicts
+		res.Outcome, res.Workspace = string(workspace.Conflicted), c
+		return res, t.transition(c, workspace.ConflictDetected, e.actorOf(a), "", false)
+	}
+	if req.Decision == DecisionAccept {
+		_, err := t.append(c.ID, e.actorOf(a), trail.EventIntegrationCompleted, map[string]any{
+			"source": c.ID, "target": target, "mode": req.Mode, "strategy": req.Strategy,
+			"result": "success", "timestamp": nil,
+		})
+		if err != nil {
+			return res, err
+		}
+		res.Outcome, res.Workspace = "salvaged", c
+		if req.Mode == ModeNormal {
+			res.Outcome = string(workspace.Closed)
+			err = t.transition(c, workspace.IntegrationSucceeded, e.actorOf(a), "", false)
+		}
+		return res, err
+	}
+	reason := "rejected"
+	if req.Decision == DecisionRevise {
+		reason = "revision_required"
+	}
+	_, err = t.append(c.ID, e.actorOf(a), trail.EventIntegrationAborted, map[string]any{
+		"source": c.ID, "target": target, "mode": req.Mode, "reason": reason, "timestamp": nil,
+	})
+	if err != nil {
+		return res, err
+	}
+	res.Outcome, res.Workspace = string(workspace.Failed), c
+	return res, t.transition(c, workspace.IntegrationFailed, e.actorOf(a), reason, false)
+}

@@ -1,0 +1,163 @@
+package runtime
+
+import (
+	"testing"
+	"time"
+
+	"github.com/wacpd/wacpd/highway"
+	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/user"
+	"github.com/wacpd/wacpd/wire"
+	"github.com/wacpd/wacpd/workspace"
+)
+
+// Engine tests of the gates on workspace transitions: integration and
+// workspace_abort (Human Highway §2.2, §3, §6).
+
+// heldAt returns the gate a gate_pending refusal names.
+func heldAt(t testing.TB, what string, err error, typ highway.GateType) string {
+	t.Helper()
+	wantCode(t, what, err, wire.CodeGatePending)
+	d := Details(err)
+	id, _ := d["gate_id"].(string)
+	if id == "" || d["gate_type"] != string(typ) {
+		t.Fatalf("%s: details %v, want gate_id and gate_type %s", what, d, typ)
+	}
+	return id
+}
+
+func TestHighway_IntegrationGate(t *testing.T) {
+	cfg, _ := highway.Preset("supervised")
+	e := openVerified(t, withHighway(cfg))
+	mkUser(t, e, "operator", user.ApproveIntegration)
+
+	// Reject: the workspace fails with gate_rejected_by_human.
+	w, _ := integratingWorker(t, e, e.Root())
+	_, err := e.Integrate(ctx, e.Root(), integrateBody(w.ID, DecisionAccept))
+	id := heldAt(t, "integrate under supervised", err, highway.Integration)
+	if got := wsState(t, e, w.ID); got != workspace.Integrating {
+		t.Fatalf("a gated integration moved the workspace to %s", got)
+	}
+	_, err = e.Integrate(ctx, e.Root(), integrateBody(w.ID, DecisionAccept))
+	if again := heldAt(t, "integrate again", err, highway.Integration); again != id {
+		t.Errorf("asking again opened gate %s besides %s", again, id)
+	}
+	g := gateOf(t, e, w.ID)
+	if !g.Irreversible || g.Workspace == nil || *g.Workspace != w.ID || len(e.Gates(ctx, false)) != 1 {
+		t.Fatalf("gate = %+v", g)
+	}
+	if _, err := resolve(t, e, "operator", id, "reject"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := e.GetWorkspace(ctx, e.Root(), w.ID)
+	if got.State != workspace.Failed || got.Reason != ReasonGateRejected {
+		t.Fatalf("after reject: %s %q, want failed gate_rejected_by_human", got.State, got.Reason)
+	}
+	if len(trailWhere(t, e, trail.EventIntegrationAborted, map[string]string{"source": w.ID, "reason": ReasonGateRejected})) != 1 ||
+		len(trailWhere(t, e, trail.EventIntegrationStarted, map[string]string{"source": w.ID})) != 0 {
+		t.Error("a rejected integration: want integration_aborted gate_rejected_by_human and no integration_started")
+	}
+
+	// Approve: integrated as asked, closed.
+	w2, cp := integratingWorker(t, e, e.Root())
+	_, err = e.Integrate(ctx, e.Root(), integrateBody(w2.ID, DecisionAccept))
+	id2 := heldAt(t, "integrate w2", err, highway.Integration)
+	if _, err := resolve(t, e, "operator", id2, "approve"); err != nil {
+		t.Fatal(err)
+	}
+	if got := wsState(t, e, w2.ID); got != workspace.Closed {
+		t.Fatalf("after approve: %s, want closed", got)
+	}
+	if len(trailWhere(t, e, trail.EventIntegrationStarted, map[string]string{"source": w2.ID, "checkpoint_ref": cp.ID})) != 1 ||
+		len(trailWhere(t, e, trail.EventIntegrationCompleted, map[string]string{"source": w2.ID})) != 1 {
+		t.Error("an approved integration: want integration_started and integration_completed")
+	}
+
+	// Revise and reject are not merges: not gated.
+	w3, _ := integratingWorker(t, e, e.Root())
+	if _, err := e.Integrate(ctx, e.Root(), integrateBody(w3.ID, DecisionRevise)); err != nil {
+		t.Fatalf("revise under supervised: %v", err)
+	}
+
+	// The subject goes away: the gate is invalidated, actor protocol.
+	w4, _ := integratingWorker(t, e, e.Root())
+	_, err = e.Integrate(ctx, e.Root(), integrateBody(w4.ID, DecisionAccept))
+	id4 := heldAt(t, "integrate w4", err, highway.Integration)
+	if _, err := e.Abort(ctx, e.Root(), w4.ID, "changed my mind"); err != nil {
+		t.Fatal(err)
+	}
+	g4 := gateOf(t, e, w4.ID)
+	if g4.ID != id4 || g4.Pending() || g4.Resolution.Actor != highway.ActorProtocol || g4.Resolution.Reason != highway.ReasonSubjectInvalidated {
+		t.Fatalf("gate of the aborted workspace = %+v", g4.Resolution)
+	}
+	if _, err := resolve(t, e, "operator", id4, "approve"); err == nil {
+		t.Error("an invalidated gate was resolved again")
+	}
+}
+
+// TestHighway_IntegrationEscalatesToTheCoordinator: a gate whose fallback
+// hands the decision to the coordinator leaves the workspace integrating;
+// the coordinator's second integrate goes through as approved
+// (gate_reentry_blocked, §6.1).
+func TestHighway_IntegrationEscalatesToTheCoordinator(t *testing.T) {
+	cfg, _ := highway.Preset("supervised")
+	m := time.Minute
+	cfg.Overrides = map[highway.GateType]highway.Policy{highway.Integration: {Timeout: &m, Fallback: highway.FallbackCoordinator}}
+	clk := newFakeClock()
+	e := openVerified(t, withHighway(cfg), withFakeClock(clk))
+	w, _ := integratingWorker(t, e, e.Root())
+	_, err := e.Integrate(ctx, e.Root(), integrateBody(w.ID, DecisionAccept))
+	heldAt(t, "integrate", err, highway.Integration)
+	if n, err := e.ExpireGates(ctx, clk.Now().Add(2*time.Minute)); err != nil || n != 1 {
+		t.Fatalf("ExpireGates = %d, %v", n, err)
+	}
+	if got := wsState(t, e, w.ID); got != workspace.Integrating {
+		t.Fatalf("after the fallback to the coordinator: %s, want integrating", got)
+	}
+	res, err := e.Integrate(ctx, e.Root(), integrateBody(w.ID, DecisionAccept))
+	if err != nil || res.Outcome != string(workspace.Closed) {
+		t.Fatalf("the coordinator's re-trigger = %+v, %v, want closed", res, err)
+	}
+	if len(trailWhere(t, e, trail.EventGateReentryBlocked, map[string]string{"subject_id": w.ID, "converted_to": "approve"})) != 1 {
+		t.Error("no gate_reentry_blocked for the re-trigger")
+	}
+	if len(e.Gates(ctx, true)) != 1 {
+		t.Errorf("%d gates, want the one", len(e.Gates(ctx, true)))
+	}
+}
+
+func TestHighway_AbortGate(t *testing.T) {
+	cfg, _ := highway.Preset("gated")
+	e := openVerified(t, withHighway(cfg))
+	mkUser(t, e, "operator", user.AbortOwn)
+	w := newWorker(t, e)
+	_, err := e.Abort(ctx, e.Root(), w.ID, "too slow")
+	id := heldAt(t, "abort under gated", err, highway.WorkspaceAbort)
+	if _, err := resolve(t, e, "operator", id, "reject"); err != nil {
+		t.Fatal(err)
+	}
+	if got := wsState(t, e, w.ID); got != workspace.Active {
+		t.Fatalf("after a rejected abort: %s, want active", got)
+	}
+	_, err = e.Abort(ctx, e.Root(), w.ID, "too slow")
+	id2 := heldAt(t, "abort again", err, highway.WorkspaceAbort)
+	if id2 == id {
+		t.Fatal("a resolved gate held the second abort")
+	}
+	if _, err := e.ResolveGate(ctx, "operator", mustJSON(map[string]any{"gate_id": id2, "action": "modify",
+		"modifications": map[string]any{"reason": "over budget"}})); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := e.GetWorkspace(ctx, e.Root(), w.ID)
+	if got.State != workspace.Failed || got.Reason != "aborted_by_coordinator" {
+		t.Fatalf("after a modified abort: %s %q", got.State, got.Reason)
+	}
+	if len(trailWhere(t, e, trail.EventWorkspaceStateChanged, map[string]string{"workspace_id": w.ID, "to_state": "failed", "detail": "over budget"})) != 1 {
+		t.Error("the modified reason is not the transition's detail")
+	}
+	_, err = e.ResolveGate(ctx, "operator", mustJSON(map[string]any{"gate_id": id2, "action": "modify",
+		"modifications": map[string]any{"strategy": "x"}}))
+	if err == nil {
+		t.Error("a resolved gate resolved again")
+	}
+}
