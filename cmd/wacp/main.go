@@ -51,7 +51,20 @@ commands:
   trail export [-f FILE]                 write a verifiable bundle of the signed trail
   trail prove CHECKPOINT_ID [--public-key K]   prove a checkpoint is in the signed trail
   trail replay                           rebuild states from the trail; compare with the live state
-  token create --kind user|auditor --name N
+  task create --file F | -               create tasks (a task.create body); each waits at task_approval
+  task get ID [--transitive]             a task; with its transitive dependencies and dependents
+  task list [--graph G] [--status S] [--ready]
+  task bind ID --workspace WS            bind a pending task to an idle workspace
+  task cancel ID [--reason R]            cancel a task (aborts its bound workspace)
+  task retry ID                          a failed task back to pending
+  task graph ID                          a task graph and its tasks
+  highway                                the operator's terminal UI (a user token); headless: denies what is pending
+  highway --no-tui [--wait D]            no operator present: deny the pending gates, exit 2 with the denials
+  highway queue [--all]                  the pending gates, FIFO
+  highway get GATE                       a gate and its subject
+  highway resolve GATE --approve|--reject|--modify JSON|--deny
+  highway wait GATE [--for D]            wait until a gate is resolved; exit 0 if its transition went on, else 2
+  token create --kind user|auditor --name N [--capabilities C,...]
   token revoke --kind user|auditor --name N [--reason R]
 
 "wacp <command> [subcommand] -h" shows a command's flags.
@@ -108,6 +121,9 @@ var commands = map[string]func(*cli, []string) error{
 	"watch":      watchCmd,
 	"trail":      sub("trail", map[string]func(*cli, []string) error{"read": trailRead, "tail": trailTail, "verify": trailVerify, "export": trailExport, "prove": trailProve, "replay": trailReplay, "quarantine": trailQuarantine}),
 	"token":      sub("token", map[string]func(*cli, []string) error{"create": tokenCreate, "revoke": tokenRevoke}),
+	"task": sub("task", map[string]func(*cli, []string) error{"create": taskCreate, "get": taskGet, "list": taskList,
+		"bind": taskBind, "cancel": taskCancel, "retry": taskRetry, "graph": taskGraph}),
+	"highway": highwayCmd,
 }
 
 // sub returns a command that dispatches to its subcommands.

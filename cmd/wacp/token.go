@@ -3,13 +3,16 @@ package main
 import (
 	"fmt"
 	"io"
+
+	"github.com/wacpd/wacpd/user"
 )
 
 func tokenCreate(c *cli, args []string) error {
 	const cmd = "token create"
-	fs := c.flags(cmd, cmd+" --kind user|auditor --name N\n\nPrints the new token; it is not shown again.")
+	fs := c.flags(cmd, cmd+" --kind user|auditor --name N [--capabilities C,...]\n\nPrints the new token; it is not shown again.")
 	kind := fs.String("kind", "", "user or auditor (required)")
 	name := fs.String("name", "", "who holds it, without spaces or dots (required)")
+	caps := fs.String("capabilities", "", "a new user's capabilities, comma-separated (e.g. create_workspace,approve_integration; docs/api.md)")
 	if _, err := parse(fs, args, 0, 0); err != nil {
 		return err
 	}
@@ -23,7 +26,11 @@ func tokenCreate(c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	tok, err := cl.CreateToken(c.ctx, *kind, *name)
+	var cs []user.Capability
+	for _, v := range list(*caps) {
+		cs = append(cs, user.Capability(v))
+	}
+	tok, err := cl.CreateToken(c.ctx, *kind, *name, cs...)
 	if err != nil {
 		return err
 	}
