@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/wacpd/wacpd/envelope"
 	"github.com/wacpd/wacpd/highway"
 	"github.com/wacpd/wacpd/task"
 	"github.com/wacpd/wacpd/wire"
@@ -75,6 +76,15 @@ func (c *Client) HighwayQueue(ctx context.Context, all bool) ([]highway.Gate, er
 func (c *Client) Gate(ctx context.Context, id string) (highway.Gate, error) {
 	var out highway.Gate
 	err := c.call(ctx, wire.Subject("highway.get"), wire.HighwayGetRequest{ID: id}, &out, 0)
+	return out, err
+}
+
+// Inject sends an envelope as a person (a user token with
+// inject_directive): origin human, originator the user, from the root;
+// only the permission matrix's sender-role check is skipped.
+func (c *Client) Inject(ctx context.Context, req EnvelopeRequest) (envelope.Envelope, error) {
+	var out envelope.Envelope
+	err := c.call(ctx, wire.Subject("highway.inject"), req, &out, 0)
 	return out, err
 }
 

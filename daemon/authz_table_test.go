@@ -148,6 +148,8 @@ var authzRows = []authzRow{
 		[]string{pub, pub, pub, pub, pub, pub, nf, pub, refused, refused}},
 	{"highway.resolve", subjHwy, "resolve", `{"gate_id":"none","action":"approve"}`, stActive,
 		[]string{pub, pub, pub, pub, pub, pub, nf, pub, refused, refused}},
+	{"highway.inject", subjHwy, "inject", `{"to":"<W>","type":"feedback","payload":{"format":"markdown","content":"authz","attachments":[]}}`, stActive,
+		[]string{pub, pub, pub, pub, pub, pub, "capability_denied", pub, refused, refused}},
 	{"audit.trail.read", subjAudit, "trail.read", `{"workspace":"<W>"}`, stActive,
 		[]string{ok, pub, pub, pub, pub, pub, ok, ok, refused, refused}},
 	{"audit.trail.verify", subjAudit, "trail.verify", `{}`, stActive,

@@ -188,6 +188,7 @@ func TestHostileInputWrongTypesIsInvalidStructure(t *testing.T) {
 		"highway.queue":              `{"all":1}`,
 		"highway.get":                `{"id":2}`,
 		"highway.resolve":            `{"gate_id":"g","action":true}`,
+		"highway.inject":             `{"to":1,"type":"feedback"}`,
 		"token.revoke":               `{"kind":"auditor","name":["alice"]}`,
 		"signals.consumer":           `{"deliver_all":"yes"}`,
 		"audit.trail.read":           `{"body":{"workspace":1}}`,

@@ -163,6 +163,7 @@ func (r *Daemon) handlerTable() map[string]handlerFunc {
 		"highway.queue":              r.highwayQueue,
 		"highway.get":                r.highwayGet,
 		"highway.resolve":            r.highwayResolve,
+		"highway.inject":             r.highwayInject,
 	}
 }
 

@@ -58,7 +58,8 @@ var serviceSeeds = map[string][]string{
 	"graph.get":        {`{"id":"g"}`},
 	"highway.queue":    {`{}`, `{"all":true}`},
 	"highway.get":      {`{"id":"g"}`},
-	"highway.resolve":  {`{"gate_id":"g","action":"approve"}`, `{"gate_id":"g","action":"modify","modifications":{"priority":"urgent"}}`},
+	"highway.resolve":  {`{"gate_id":"g","action":"approve"}`, `{"gate_id":"g","action":"modify","modifications":{"priority":"urgent"}}`, `{"gate_id":"g","action":"deny"}`},
+	"highway.inject":   {`{"to":"w","type":"feedback","payload":{"format":"markdown","content":"x","attachments":[]}}`},
 	"signals.consumer": {`{}`, `{"durable":"ops","deliver_all":true}`, `{"workspace":"01M80A5AWKH60G1NB2HPFZ22BP"}`},
 
 	"audit.trail.read":        {`{"limit":1,"body":{"role":"worker"},"since":"2026-01-01T00:00:00.000000000Z"}`},

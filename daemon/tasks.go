@@ -80,3 +80,7 @@ func (r *Daemon) highwayGet(ctx context.Context, c caller, body []byte) (any, er
 func (r *Daemon) highwayResolve(ctx context.Context, c caller, body []byte) (any, error) {
 	return r.eng.ResolveGate(ctx, c.p.Name, body)
 }
+
+func (r *Daemon) highwayInject(ctx context.Context, c caller, body []byte) (any, error) {
+	return r.eng.Inject(ctx, c.p.Name, body)
+}

@@ -45,6 +45,7 @@ var bodies = map[string][2]any{
 	"highway.get":                {wire.HighwayGetRequest{}, highway.Gate{}},
 	"highway.queue":              {wire.HighwayQueueRequest{}, wire.HighwayQueue{}},
 	"highway.resolve":            {highway.ResolveRequest{}, highway.Gate{}},
+	"highway.inject":             {envelope.Request{}, envelope.Envelope{}},
 	"task.bind":                  {wire.TaskBindRequest{}, task.Task{}},
 	"task.cancel":                {wire.TaskOpRequest{}, task.Task{}},
 	"task.create":                {task.CreateRequest{}, wire.TasksCreated{}},

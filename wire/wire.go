@@ -134,6 +134,7 @@ func Endpoints() []Endpoint {
 		{Op: "highway.queue", Audience: Users, Request: "requests.json#highway.queue", Reply: "replies.json#highway.queue"},
 		{Op: "highway.get", Audience: Users, Request: "requests.json#highway.get", Reply: "gate.json"},
 		{Op: "highway.resolve", Audience: Users, Request: "requests.json#highway.resolve", Reply: "gate.json"},
+		{Op: "highway.inject", Audience: Users, Request: "envelope.request.json", Reply: "envelope.json"},
 
 		{Op: "checkpoint", Audience: Agents, Request: "checkpoint.request.json", Reply: "checkpoint.json"},
 		{Op: "checkpoint.get", Audience: Agents, Request: "requests.json#checkpoint.get", Reply: "checkpoint.json"},

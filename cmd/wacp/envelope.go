@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"time"
@@ -9,8 +10,15 @@ import (
 	"github.com/wacpd/wacpd/envelope"
 )
 
-func envelopeSend(c *cli, args []string) error {
-	const cmd = "envelope send"
+var envelopeSend = sendCmd("envelope send", (*client.Client).SendEnvelope)
+
+// sendCmd returns a command that sends an envelope with send: envelope
+// send (as an agent) and highway inject (as a person).
+func sendCmd(cmd string, send func(*client.Client, context.Context, client.EnvelopeRequest) (envelope.Envelope, error)) func(*cli, []string) error {
+	return func(c *cli, args []string) error { return c.sendEnvelope(cmd, send, args) }
+}
+
+func (c *cli) sendEnvelope(cmd string, send func(*client.Client, context.Context, client.EnvelopeRequest) (envelope.Envelope, error), args []string) error {
 	fs := c.flags(cmd, cmd+" --to WS --type T [--content C | --file F | -] [--format F] [--priority P] [--in-reply-to ID]")
 	var req client.EnvelopeRequest
 	fs.StringVar(&req.To, "to", "", "receiving workspace (required)")
@@ -50,12 +58,13 @@ func envelopeSend(c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	env, err := cl.SendEnvelope(c.ctx, req)
+	env, err := send(cl, c.ctx, req)
 	if err != nil {
 		return err
 	}
 	return c.print(env, func(w io.Writer) {
-		kv(w, "envelope", env.ID, "to", env.To, "type", env.Type, "priority", env.Priority, "status", env.Status)
+		kv(w, "envelope", env.ID, "to", env.To, "type", env.Type, "priority", env.Priority, "status", env.Status,
+			"origin", env.Origin, "originator", env.Originator)
 	})
 }
 

@@ -28,6 +28,7 @@ func highwayCmd(c *cli, args []string) error {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		return sub("highway", map[string]func(*cli, []string) error{
 			"queue": highwayQueue, "get": highwayGet, "resolve": highwayResolve, "wait": highwayWait,
+			"inject": sendCmd("highway inject", (*client.Client).Inject),
 		})(c, args)
 	}
 	const cmd = "highway"

@@ -100,6 +100,16 @@ func TestHighwayHeadless(t *testing.T) {
 	if code, out, errs := wacp(t, append(user, "highway", "--no-tui")...); code != 0 {
 		t.Errorf("wacp highway --no-tui with nothing pending = %d, %q, %q; want 0", code, out, errs)
 	}
+	// A person injects; a user without inject_directive is refused.
+	code, out, errs = wacp(t, append(admin, "workspace", "create", "--role", "worker")...)
+	var ws struct{ Workspace struct{ ID string } }
+	if code != 0 || json.Unmarshal([]byte(out), &ws) != nil {
+		t.Fatalf("workspace create = %d, %q", code, errs)
+	}
+	code, _, errs = wacp(t, append(user, "highway", "inject", "--to", ws.Workspace.ID, "--type", "directive", "--content", "start")...)
+	if code != 2 || !strings.Contains(errs, "capability_denied") {
+		t.Errorf("highway inject without inject_directive = %d, %q; want 2 capability_denied", code, errs)
+	}
 	// Coordinators are not users: the highway refuses their token.
 	if code, _, errs := wacp(t, append(admin, "highway", "queue")...); code != 2 || !strings.Contains(errs, "permission_denied") {
 		t.Errorf("wacp highway queue as the coordinator = %d, %q", code, errs)

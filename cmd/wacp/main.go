@@ -63,6 +63,7 @@ commands:
   highway queue [--all]                  the pending gates, FIFO
   highway get GATE                       a gate and its subject
   highway resolve GATE --approve|--reject|--modify JSON|--deny
+  highway inject --to WS --type T [--content C | --file F | -]   send an envelope as a person (origin human)
   highway wait GATE [--for D]            wait until a gate is resolved; exit 0 if its transition went on, else 2
   token create --kind user|auditor --name N [--capabilities C,...]
   token revoke --kind user|auditor --name N [--reason R]

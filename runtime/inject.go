@@ -1,0 +1,111 @@
+package runtime
+
+import (
+	"context"
+
+	"github.com/wacpd/wacpd/clock"
+	"github.com/wacpd/wacpd/envelope"
+	"github.com/wacpd/wacpd/runtime/delivery"
+	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/user"
+	"github.com/wacpd/wacpd/wire"
+	"github.com/wacpd/wacpd/workspace"
+)
+
+// The reasons of a rejected injection (Human Highway §6.2, §6.3), in its
+// human_injection entry.
+const (
+	InjectionTerminal = "workspace_terminal"
+	InjectionSealed   = "workspace_sealed"
+)
+
+// Inject sends an envelope from a person, user userID, to any workspace
+// (Human Highway §2.3): the user must be active and hold inject_directive
+// (for a workspace the user owns) or inject_directive_any; the sender-role
+// check of the permission matrix, and the send right, are the only rules
+// skipped. The envelope is the root's (from), with origin human and
+// originator the user. A terminal target is rejected with
+// workspace_terminal, an integrating or conflicted one with
+// workspace_sealed (both target_terminal on the wire), an unregistered
+// type with invalid_type; a suspended or migrating target queues it.
+// Every injection the user may make writes human_injection (status
+// delivered, queued or rejected, with the reason): in the target's local
+// trail, or the system's when the target is gone or terminal. A body that
+// is not an envelope request changes nothing.
+func (e *Engine) Inject(ctx context.Context, userID string, body []byte) (envelope.Envelope, error) {
+	req, err := envelope.DecodeRequest(body)
+	if err != nil {
+		return envelope.Envelope{}, err
+	}
+	return runAs(ctx, e, len(body), func() (envelope.Envelope, error) {
+		if !e.cfg.Highway.Injection {
+			return envelope.Envelope{}, Refuse(wire.CodePermissionDenied, "the run's highway has injection off")
+		}
+		var env envelope.Envelope
+		var refused error
+		err := e.commit(func(t *tx) error {
+			ts := t.next()
+			to := e.get(req.To)
+			target := user.Target{}
+			if to != nil {
+				target = user.Target{ID: to.ID, Owner: to.Owner}
+			}
+			if err := t.authorizeUser(userID, "highway.inject", target, clock.Format(ts)); err != nil {
+				refused = err // recorded as capability_denied: commit it
+				return nil
+			}
+			id := e.ids.New(ts)
+			rj, why := injectionCheck(e, to, req)
+			record := func(status, reason string) error {
+				b := map[string]any{"envelope_id": id, "actor": userID, "to": req.To, "type": req.Type, "status": status}
+				if reason != "" {
+					b["reason"] = reason
+				}
+				where := req.To
+				if to == nil || to.State.Terminal() {
+					where = "" // no local trail takes entries after its terminal state
+				}
+				_, err := t.append(where, userID, trail.EventHumanInjection, b)
+				return err
+			}
+			if rj != nil {
+				refused = rj
+				return record("rejected", why)
+			}
+			env = envelope.Envelope{
+				ID: id, From: e.root, To: req.To, Originator: userID, Type: req.Type,
+				Payload: req.Payload, InReplyTo: req.InReplyTo, Priority: req.Priority,
+				Timestamp: clock.Format(ts), Origin: envelope.OriginHuman, Status: envelope.StatusValidated,
+			}
+			status := "delivered"
+			if to.State == workspace.Suspended || to.State == workspace.Migrating {
+				status = "queued"
+			}
+			if err := delivery.Send(deliveryTx{t}, ts, userID, &env); err != nil {
+				return err
+			}
+			return record(status, "")
+		})
+		if err == nil {
+			err = refused
+		}
+		return env, err
+	})
+}
+
+// injectionCheck returns why an injection of req to workspace to (nil: it
+// does not exist) is rejected, with the reason its human_injection entry
+// records, or nil. Caller holds e.mu.
+func injectionCheck(e *Engine, to *workspace.Workspace, req envelope.Request) (*Error, string) {
+	switch {
+	case to == nil:
+		return Refuse(wire.CodeTargetNotFound, "workspace %s does not exist", req.To), string(envelope.ReasonTargetNotFound)
+	case to.State.Terminal():
+		return Refuse(wire.CodeTargetTerminal, "workspace %s is %s: injections to terminal workspaces are rejected", to.ID, to.State), InjectionTerminal
+	case to.State == workspace.Integrating || to.State == workspace.Conflicted:
+		return Refuse(wire.CodeTargetTerminal, "workspace %s is %s and its inbox is sealed; inject into the coordinator's instead", to.ID, to.State), InjectionSealed
+	case !e.tax.HasEnvelopeType(req.Type):
+		return Refuse(wire.CodeInvalidType, "envelope type %q is not registered in taxonomy %s", req.Type, e.tax.ID()), string(envelope.ReasonInvalidType)
+	}
+	return nil, ""
+}
