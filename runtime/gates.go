@@ -45,6 +45,13 @@ func (t *tx) openGate(typ highway.GateType, s highway.Subject) (id string, held 
 		zero := time.Duration(0)
 		cfg.Overrides = map[highway.GateType]highway.Policy{typ: {Timeout: &zero, Fallback: highway.FallbackApprove}}
 	}
+	return t.openGateWith(cfg, typ, s)
+}
+
+// openGateWith is openGate for a gate cfg's policy governs, whether or
+// not cfg gates its type (a conflict the coordinator escalates to a
+// person opens one anyway).
+func (t *tx) openGateWith(cfg highway.Config, typ highway.GateType, s highway.Subject) (id string, held bool, err error) {
 	for _, g := range t.gatesSeen() {
 		if g.Pending() && g.Type == typ && g.SubjectID == s.ID {
 			return g.ID, true, nil
@@ -170,6 +177,8 @@ func (t *tx) planSettle(g highway.Gate) (func(*tx) error, error) {
 		return t.planIntegration(g)
 	case highway.WorkspaceAbort:
 		return t.planAbort(g)
+	case highway.ConflictResolution:
+		return t.planConflict(g)
 	}
 	return nil, nil
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/wacpd/wacpd/clock"
+	"github.com/wacpd/wacpd/highway"
 	"github.com/wacpd/wacpd/runtime/delivery"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
@@ -24,32 +25,65 @@ const (
 // coordinator_resolve closes it (conflict_resolved per conflict with outcome
 // closed, then integration_completed with result conflict_resolved);
 // agent_rework fails the whole workspace (outcome failed,
-// integration_aborted, reason revision_required). escalate needs the human
-// highway, which this version does not have, and is refused.
+// integration_aborted, reason revision_required). escalate hands the
+// decision to a person: it opens a conflict_resolution gate whatever the
+// run's highway gates (gate_pending), and the person's answer resolves the
+// conflicts (wsgates.go). When the highway gates conflict_resolution, the
+// other two strategies wait at that gate too.
 func (e *Engine) ResolveConflict(ctx context.Context, actor string, body []byte) (*workspace.Workspace, error) {
 	var req wire.ResolveRequest
 	if err := Decode(body, &req); err != nil {
 		return nil, err
 	}
 	switch req.ResolutionStrategy {
-	case ResolveCoordinator, ResolveAgentRework:
-	case ResolveEscalate:
-		return nil, Refuse(wire.CodeInvalidStructure, "escalate needs the human highway, which this wacpd does not have yet")
+	case ResolveCoordinator, ResolveAgentRework, ResolveEscalate:
 	default:
 		return nil, Refuse(wire.CodeInvalidStructure, "resolution_strategy %q is not coordinator_resolve, escalate or agent_rework", req.ResolutionStrategy)
 	}
-	return e.coordinate(ctx, actor, req.Workspace, func(w *workspace.Workspace) error {
+	var gateID string
+	w, err := e.coordinate(ctx, actor, req.Workspace, func(w *workspace.Workspace) error {
 		if w.State != workspace.Conflicted {
 			return Refuse(wire.CodeInvalidTransition, "workspace %s is %s, not conflicted", w.ID, w.State)
 		}
 		return nil
 	}, func(t *tx, a, c *workspace.Workspace) error {
-		outcome := workspace.Closed
-		if req.ResolutionStrategy == ResolveAgentRework {
-			outcome = workspace.Failed
+		s, err := conflictGate(a, c, req)
+		if err != nil {
+			return err
 		}
-		return t.endIntegration(c, e.actorOf(a), req.ResolutionStrategy, req.Resolution, outcome)
+		open := t.openGate
+		if req.ResolutionStrategy == ResolveEscalate {
+			open = func(typ highway.GateType, s highway.Subject) (string, bool, error) {
+				return t.openGateWith(*e.cfg.Highway, typ, s)
+			}
+		}
+		id, held, err := open(highway.ConflictResolution, s)
+		switch {
+		case err != nil:
+			return err
+		case held:
+			gateID = id
+			return nil
+		case id != "":
+			return nil // the guard converted a re-trigger to approve: resolved
+		}
+		return t.resolveConflictAs(c, e.actorOf(a), req.ResolutionStrategy, req.Resolution)
 	})
+	if err == nil && gateID != "" {
+		return nil, gatePending(gateID, highway.ConflictResolution, "the resolution of "+req.Workspace+"'s conflicts")
+	}
+	return w, err
+}
+
+// resolveConflictAs ends c's conflicts with strategy: closed for
+// coordinator_resolve (and for escalate, a person's approval), failed for
+// agent_rework.
+func (t *tx) resolveConflictAs(c *workspace.Workspace, actor, strategy, resolution string) error {
+	outcome := workspace.Closed
+	if strategy == ResolveAgentRework {
+		outcome = workspace.Failed
+	}
+	return t.endIntegration(c, actor, strategy, resolution, outcome)
 }
 
 // endIntegration resolves c's conflicts with strategy and ends its

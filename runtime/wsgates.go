@@ -142,6 +142,58 @@ func (t *tx) planAbort(g highway.Gate) (func(*tx) error, error) {
 	return func(t *tx) error { return t.abortFor(t.ws(s.WorkspaceID), a, "aborted_by_coordinator", reason) }, nil
 }
 
+// conflictSubject is a conflict_resolution gate's subject: the conflicts
+// and the resolution proposed.
+type conflictSubject struct {
+	WorkspaceID string                 `json:"workspace_id"`
+	Conflicts   []workspace.Conflict   `json:"conflicts"`
+	Integration *workspace.Integration `json:"integration"`
+	Initiator   string                 `json:"initiator"`
+	Strategy    string                 `json:"strategy"` // the resolution strategy proposed
+	Resolution  string                 `json:"resolution,omitempty"`
+}
+
+// conflictGate is the subject of the conflict_resolution gate of
+// conflicted workspace w, asked for by a.
+func conflictGate(a, w *workspace.Workspace, req wire.ResolveRequest) (highway.Subject, error) {
+	body, err := json.Marshal(conflictSubject{WorkspaceID: w.ID, Conflicts: w.Conflicts, Integration: w.Integration,
+		Initiator: a.ID, Strategy: req.ResolutionStrategy, Resolution: req.Resolution})
+	if err != nil {
+		return highway.Subject{}, err
+	}
+	return highway.Subject{ID: w.ID, Body: body, Workspace: w.ID, TaskRef: w.TaskRef}, nil
+}
+
+// planConflict: approve resolves the conflicts with the strategy proposed
+// (escalate, approved, closes the workspace: the person accepts the work),
+// modify with the strategy the person chose (coordinator_resolve or
+// agent_rework); reject leaves the workspace conflicted, and the
+// coordinator must choose again. Nothing when the workspace is no longer
+// conflicted.
+func (t *tx) planConflict(g highway.Gate) (func(*tx) error, error) {
+	var s conflictSubject
+	if err := json.Unmarshal(g.Subject, &s); err != nil {
+		return nil, err
+	}
+	c := t.ws(s.WorkspaceID)
+	if c == nil || c.State != workspace.Conflicted || g.Resolution.Action == highway.Reject {
+		return nil, nil
+	}
+	strategy := s.Strategy
+	if g.Resolution.Action == highway.Modify {
+		var m struct {
+			Strategy string `json:"strategy"`
+		}
+		if err := json.Unmarshal(g.Resolution.Modifications, &m); err != nil ||
+			(m.Strategy != ResolveCoordinator && m.Strategy != ResolveAgentRework) {
+			return nil, Refuse(wire.CodeInvalidStructure, "modifications: strategy must be coordinator_resolve or agent_rework")
+		}
+		strategy = m.Strategy
+	}
+	actor := g.Resolution.Actor
+	return func(t *tx) error { return t.resolveConflictAs(t.ws(s.WorkspaceID), actor, strategy, s.Resolution) }, nil
+}
+
 // staleWorkspaceGates resolves as invalidated the pending gates on w that
 // its transition from → to leaves with nothing to hold up (§6.5): an
 // integration gate once w is no longer integrating, an abort gate once w
@@ -156,6 +208,8 @@ func (t *tx) staleWorkspaceGates(w *workspace.Workspace, from, to workspace.Stat
 			return from == workspace.Integrating && to != workspace.Integrating
 		case highway.WorkspaceAbort:
 			return to.Terminal()
+		case highway.ConflictResolution:
+			return from == workspace.Conflicted && to != workspace.Conflicted
 		}
 		return false
 	})

@@ -161,3 +161,100 @@ func TestHighway_AbortGate(t *testing.T) {
 		t.Error("a resolved gate resolved again")
 	}
 }
+
+// conflictedWorker returns a worker whose accepted integration reported a
+// content_overlap conflict: conflicted.
+func conflictedWorker(t *testing.T, e *Engine) *workspace.Workspace {
+	t.Helper()
+	w, _ := integratingWorker(t, e, e.Root())
+	body := `{"workspace":"` + w.ID + `","decision":"accept","strategy":"layered","conflicts":[{"conflict_type":"content_overlap","resources":["a.go"],"description":"both edit a.go"}]}`
+	if _, err := e.Integrate(ctx, e.Root(), []byte(body)); err != nil {
+		t.Fatal(err)
+	}
+	if got := wsState(t, e, w.ID); got != workspace.Conflicted {
+		t.Fatalf("state = %s, want conflicted", got)
+	}
+	return w
+}
+
+func resolveConflict(e *Engine, ws, strategy string) error {
+	_, err := e.ResolveConflict(ctx, e.Root(), mustJSON(map[string]any{"workspace": ws, "resolution_strategy": strategy}))
+	return err
+}
+
+// TestHighway_ConflictEscalatedToAPerson: the escalate strategy opens a
+// conflict_resolution gate although the run's highway does not gate the
+// type; the person approves (closed), picks agent_rework (failed,
+// revision_required) or rejects (still conflicted, the coordinator chooses
+// again). Under the gated preset every strategy waits at the gate.
+func TestHighway_ConflictEscalatedToAPerson(t *testing.T) {
+	e := openVerified(t)
+	mkUser(t, e, "op", user.ApproveIntegrationAny)
+	a, b, c := conflictedWorker(t, e), conflictedWorker(t, e), conflictedWorker(t, e)
+
+	id := heldAt(t, "escalate a", resolveConflict(e, a.ID, ResolveEscalate), highway.ConflictResolution)
+	if _, err := resolve(t, e, "op", id, "approve"); err != nil {
+		t.Fatal(err)
+	}
+	if got := wsState(t, e, a.ID); got != workspace.Closed {
+		t.Errorf("an approved escalation left %s", got)
+	}
+	if len(trailWhere(t, e, trail.EventConflictResolved, map[string]string{"workspace_id": a.ID, "resolution_strategy": "escalate"})) != 1 {
+		t.Error("no conflict_resolved with strategy escalate")
+	}
+
+	id = heldAt(t, "escalate b", resolveConflict(e, b.ID, ResolveEscalate), highway.ConflictResolution)
+	if _, err := e.ResolveGate(ctx, "op", mustJSON(map[string]any{"gate_id": id, "action": "modify",
+		"modifications": map[string]any{"strategy": "agent_rework"}})); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := e.GetWorkspace(ctx, e.Root(), b.ID); got.State != workspace.Failed || got.Reason != "revision_required" {
+		t.Errorf("agent_rework chosen by a person: %s %q", got.State, got.Reason)
+	}
+
+	id = heldAt(t, "escalate c", resolveConflict(e, c.ID, ResolveEscalate), highway.ConflictResolution)
+	if _, err := resolve(t, e, "op", id, "reject"); err != nil {
+		t.Fatal(err)
+	}
+	if got := wsState(t, e, c.ID); got != workspace.Conflicted {
+		t.Fatalf("a rejected escalation left %s, want conflicted", got)
+	}
+	if err := resolveConflict(e, c.ID, ResolveCoordinator); err != nil {
+		t.Fatalf("the coordinator's own choice after the rejection (ungated): %v", err)
+	}
+	if got := wsState(t, e, c.ID); got != workspace.Closed {
+		t.Errorf("coordinator_resolve left %s", got)
+	}
+}
+
+func TestHighway_ConflictResolutionGated(t *testing.T) {
+	cfg, _ := highway.Preset("gated")
+	cfg.Gates[highway.Integration] = false // reach conflicted without a gate
+	e := openVerified(t, withHighway(cfg))
+	mkUser(t, e, "op", user.ApproveIntegrationAny)
+	w := conflictedWorker(t, e)
+	id := heldAt(t, "coordinator_resolve under gated", resolveConflict(e, w.ID, ResolveCoordinator), highway.ConflictResolution)
+	if got := wsState(t, e, w.ID); got != workspace.Conflicted {
+		t.Fatalf("a gated resolution moved the workspace to %s", got)
+	}
+	// The workspace fails meanwhile: the gate is invalidated.
+	if _, err := e.Abort(ctx, e.Root(), w.ID, ""); Code(err) != wire.CodeGatePending {
+		t.Fatalf("abort under gated = %v, want gate_pending", err)
+	}
+	mkUser(t, e, "boss", user.AbortAny)
+	for _, g := range e.Gates(ctx, true) {
+		if g.Type == highway.WorkspaceAbort && g.Pending() {
+			if _, err := resolve(t, e, "boss", g.ID, "approve"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if got := wsState(t, e, w.ID); got != workspace.Failed {
+		t.Fatalf("after the approved abort: %s", got)
+	}
+	for _, g := range e.Gates(ctx, true) {
+		if g.ID == id && (g.Pending() || g.Resolution.Actor != highway.ActorProtocol) {
+			t.Errorf("the conflict gate of a failed workspace = %+v", g.Resolution)
+		}
+	}
+}
