@@ -7,6 +7,7 @@ import (
 
 	"github.com/wacpd/wacpd/clock"
 	"github.com/wacpd/wacpd/envelope"
+	"github.com/wacpd/wacpd/highway"
 	"github.com/wacpd/wacpd/runtime/delivery"
 	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/wire"
@@ -49,6 +50,7 @@ func (e *Engine) sendEnvelopeLocked(ctx context.Context, ws string, body []byte)
 		return envelope.Envelope{}, err
 	}
 	var env envelope.Envelope
+	var gateID string
 	err = e.commit(func(t *tx) error {
 		ts := t.next()
 		env = envelope.Envelope{
@@ -56,8 +58,16 @@ func (e *Engine) sendEnvelopeLocked(ctx context.Context, ws string, body []byte)
 			Payload: req.Payload, InReplyTo: req.InReplyTo, Priority: req.Priority,
 			Timestamp: clock.Format(ts), Origin: envelope.OriginAgent, Status: envelope.StatusValidated,
 		}
-		return delivery.Send(deliveryTx{t}, ts, e.actorOf(from), &env)
+		if !e.cfg.Highway.Gated(highway.EnvelopeDelivery) {
+			return delivery.Send(deliveryTx{t}, ts, e.actorOf(from), &env)
+		}
+		var err error
+		gateID, err = t.holdEnvelope(ts, e.actorOf(from), &env)
+		return err
 	})
+	if err == nil && gateID != "" {
+		err = gatePending(gateID, highway.EnvelopeDelivery, "the delivery of envelope "+env.ID)
+	}
 	return env, err
 }
 

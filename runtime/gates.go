@@ -179,6 +179,8 @@ func (t *tx) planSettle(g highway.Gate) (func(*tx) error, error) {
 		return t.planAbort(g)
 	case highway.ConflictResolution:
 		return t.planConflict(g)
+	case highway.EnvelopeDelivery:
+		return t.planEnvelope(g)
 	}
 	return nil, nil
 }

@@ -2,6 +2,12 @@ package runtime
 
 import (
 	"encoding/json"
+	"time"
+
+	"github.com/wacpd/wacpd/envelope"
+	"github.com/wacpd/wacpd/envelope/envstore"
+	"github.com/wacpd/wacpd/internal/strictjson"
+	"github.com/wacpd/wacpd/runtime/delivery"
 
 	"github.com/wacpd/wacpd/highway"
 	"github.com/wacpd/wacpd/taxonomy"
@@ -194,6 +200,81 @@ func (t *tx) planConflict(g highway.Gate) (func(*tx) error, error) {
 	return func(t *tx) error { return t.resolveConflictAs(t.ws(s.WorkspaceID), actor, strategy, s.Resolution) }, nil
 }
 
+// holdEnvelope records env, created at ts by actor, and holds it at an
+// envelope_delivery gate; it returns the gate when one holds it ("" when
+// the guard let it through, delivered).
+func (t *tx) holdEnvelope(ts time.Time, actor string, env *envelope.Envelope) (string, error) {
+	if err := delivery.Hold(deliveryTx{t}, ts, actor, env); err != nil {
+		return "", err
+	}
+	body, err := json.Marshal(env)
+	if err != nil {
+		return "", err
+	}
+	s := highway.Subject{ID: env.ID, Body: body, Workspace: env.To}
+	if to := t.ws(env.To); to != nil {
+		s.TaskRef = to.TaskRef
+	}
+	id, held, err := t.openGate(highway.EnvelopeDelivery, s)
+	if err != nil || !held {
+		return "", err
+	}
+	return id, nil
+}
+
+// planEnvelope: approve delivers the held envelope (or queues it for a
+// suspended or migrating receiver), modify first replaces its payload
+// with the person's; reject drops it (envelope_rejected,
+// gate_rejected_by_human). Nothing when it is no longer held.
+func (t *tx) planEnvelope(g highway.Gate) (func(*tx) error, error) {
+	env, err := envstore.Get(t.txn, g.SubjectID)
+	if err != nil || env.Status != envelope.StatusValidated {
+		return nil, nil
+	}
+	switch g.Resolution.Action {
+	case highway.Reject:
+		return func(t *tx) error { return delivery.Drop(deliveryTx{t}, &env, ReasonGateRejected, false) }, nil
+	case highway.Modify:
+		var m struct {
+			Payload json.RawMessage `json:"payload"`
+		}
+		if err := json.Unmarshal(g.Resolution.Modifications, &m); err != nil {
+			return nil, Refuse(wire.CodeInvalidStructure, "modifications: %v", err)
+		}
+		var p envelope.Payload
+		if err := strictjson.Decode(m.Payload, &p); err != nil {
+			return nil, Refuse(wire.CodeInvalidStructure, "modifications: payload is not an envelope payload: %v", err)
+		}
+		env.Payload = p
+	}
+	return func(t *tx) error { return delivery.Release(deliveryTx{t}, &env) }, nil
+}
+
+// staleEnvelopeGates resolves as invalidated the pending envelope_delivery
+// gates of envelopes to w once w's inbox is sealed (integrating,
+// conflicted, terminal), and drops each envelope as undeliverable.
+func (t *tx) staleEnvelopeGates(w *workspace.Workspace, to workspace.State) error {
+	if to != workspace.Integrating && to != workspace.Conflicted && !to.Terminal() {
+		return nil
+	}
+	for _, g := range t.gatesSeen() {
+		if g.Type != highway.EnvelopeDelivery || !g.Pending() || gateWorkspace(g) != w.ID {
+			continue
+		}
+		if err := t.invalidateGates(g.SubjectID); err != nil {
+			return err
+		}
+		env, err := envstore.Get(t.txn, g.SubjectID)
+		if err != nil {
+			return err
+		}
+		if err := delivery.Drop(deliveryTx{t}, &env, "target_terminal", true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // staleWorkspaceGates resolves as invalidated the pending gates on w that
 // its transition from → to leaves with nothing to hold up (§6.5): an
 // integration gate once w is no longer integrating, an abort gate once w
@@ -201,6 +282,9 @@ func (t *tx) planConflict(g highway.Gate) (func(*tx) error, error) {
 func (t *tx) staleWorkspaceGates(w *workspace.Workspace, from, to workspace.State) error {
 	if !t.anyGates() {
 		return nil
+	}
+	if err := t.staleEnvelopeGates(w, to); err != nil {
+		return err
 	}
 	return t.invalidateGatesIf(w.ID, func(g highway.Gate) bool {
 		switch g.Type {

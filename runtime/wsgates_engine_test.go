@@ -128,6 +128,7 @@ func TestHighway_IntegrationEscalatesToTheCoordinator(t *testing.T) {
 
 func TestHighway_AbortGate(t *testing.T) {
 	cfg, _ := highway.Preset("gated")
+	cfg.Gates[highway.EnvelopeDelivery] = false // the directive reaches the worker
 	e := openVerified(t, withHighway(cfg))
 	mkUser(t, e, "operator", user.AbortOwn)
 	w := newWorker(t, e)
@@ -230,6 +231,7 @@ func TestHighway_ConflictEscalatedToAPerson(t *testing.T) {
 func TestHighway_ConflictResolutionGated(t *testing.T) {
 	cfg, _ := highway.Preset("gated")
 	cfg.Gates[highway.Integration] = false // reach conflicted without a gate
+	cfg.Gates[highway.EnvelopeDelivery] = false
 	e := openVerified(t, withHighway(cfg))
 	mkUser(t, e, "op", user.ApproveIntegrationAny)
 	w := conflictedWorker(t, e)
@@ -256,5 +258,87 @@ func TestHighway_ConflictResolutionGated(t *testing.T) {
 		if g.ID == id && (g.Pending() || g.Resolution.Actor != highway.ActorProtocol) {
 			t.Errorf("the conflict gate of a failed workspace = %+v", g.Resolution)
 		}
+	}
+}
+
+func sendHeld(t *testing.T, e *Engine, to, typ, content string) string {
+	t.Helper()
+	_, err := e.SendEnvelope(ctx, e.Root(), mustJSON(map[string]any{"to": to, "type": typ, "payload": map[string]any{"content": content}}))
+	return heldAt(t, "send "+typ, err, highway.EnvelopeDelivery)
+}
+
+// TestHighway_EnvelopeGate: under a highway that gates envelope_delivery
+// an envelope is created and held; approve delivers it, modify delivers
+// the person's payload, reject drops it (envelope_rejected,
+// gate_rejected_by_human), and a receiver that ends meanwhile makes it
+// undeliverable with the gate invalidated.
+func TestHighway_EnvelopeGate(t *testing.T) {
+	cfg := highway.Default()
+	cfg.Gates[highway.EnvelopeDelivery] = true
+	cfg.Gates[highway.TaskApproval] = false
+	e := openVerified(t, withHighway(cfg))
+	mkUser(t, e, "op", user.InjectDirectiveAny)
+	w := idleWorker(t, e, e.Root())
+
+	id := sendHeld(t, e, w.ID, "directive", "start")
+	if got := wsState(t, e, w.ID); got != workspace.Idle {
+		t.Fatalf("a held directive moved the worker to %s", got)
+	}
+	if env, err := e.NextEnvelope(ctx, w.ID, 0); err != nil || env != nil {
+		t.Fatalf("inbox with the envelope held = %+v, %v; want empty", env, err)
+	}
+	if _, err := resolve(t, e, "op", id, "approve"); err != nil {
+		t.Fatal(err)
+	}
+	if got := wsState(t, e, w.ID); got != workspace.Active {
+		t.Fatalf("after the approval: %s, want active", got)
+	}
+	env, err := e.NextEnvelope(ctx, w.ID, 0)
+	if err != nil || env == nil || env.Payload.Content != "start" {
+		t.Fatalf("after the approval the inbox has %+v, %v", env, err)
+	}
+	if _, err := e.AckEnvelope(ctx, w.ID, env.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	id = sendHeld(t, e, w.ID, "feedback", "too harsh")
+	if _, err := e.ResolveGate(ctx, "op", mustJSON(map[string]any{"gate_id": id, "action": "modify",
+		"modifications": map[string]any{"payload": map[string]any{"format": "markdown", "content": "kinder", "attachments": []any{}}}})); err != nil {
+		t.Fatal(err)
+	}
+	if env, err := e.NextEnvelope(ctx, w.ID, 0); err != nil || env == nil || env.Payload.Content != "kinder" {
+		t.Fatalf("a modified envelope delivered %+v, %v", env, err)
+	}
+
+	id = sendHeld(t, e, w.ID, "feedback", "never mind")
+	var envID string
+	for _, g := range e.Gates(ctx, true) {
+		if g.ID == id {
+			envID = g.SubjectID
+		}
+	}
+	if _, err := resolve(t, e, "op", id, "reject"); err != nil {
+		t.Fatal(err)
+	}
+	if len(trailWhere(t, e, trail.EventEnvelopeRejected, map[string]string{"envelope_id": envID, "reason": ReasonGateRejected})) != 1 {
+		t.Error("no envelope_rejected gate_rejected_by_human")
+	}
+
+	id = sendHeld(t, e, w.ID, "feedback", "too late")
+	for _, g := range e.Gates(ctx, true) {
+		if g.ID == id {
+			envID = g.SubjectID
+		}
+	}
+	if _, err := e.Abort(ctx, e.Root(), w.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range e.Gates(ctx, true) {
+		if g.ID == id && (g.Pending() || g.Resolution.Actor != highway.ActorProtocol) {
+			t.Errorf("the gate of an envelope to an aborted workspace = %+v", g.Resolution)
+		}
+	}
+	if len(trailWhere(t, e, trail.EventEnvelopeUndeliverable, map[string]string{"envelope_id": envID})) != 1 {
+		t.Error("no envelope_undeliverable for the held envelope")
 	}
 }

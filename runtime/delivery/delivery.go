@@ -80,13 +80,57 @@ type Tx interface {
 // sender's trail), and delivers it in the same commit unless its receiver
 // is suspended or migrating, which queues it until resumed.
 func Send(t Tx, ts time.Time, actor string, env *envelope.Envelope) error {
-	err := t.Record(ts, env.From, actor, trail.EventEnvelopeCreated, map[string]any{
+	if err := created(t, ts, actor, env); err != nil {
+		return err
+	}
+	return Release(t, env)
+}
+
+// created writes env's envelope_created.
+func created(t Tx, ts time.Time, actor string, env *envelope.Envelope) error {
+	return t.Record(ts, env.From, actor, trail.EventEnvelopeCreated, map[string]any{
 		"envelope_id": env.ID, "from": env.From, "to": env.To, "type": env.Type, "priority": env.Priority,
 		"in_reply_to": env.InReplyTo, "originator": env.Originator, "timestamp": env.Timestamp,
 	})
-	if err != nil {
+}
+
+// Hold records env, created at ts by actor, and stores it without
+// delivering it: an envelope a highway gate holds (envelope_delivery).
+// Release or Drop ends it.
+func Hold(t Tx, ts time.Time, actor string, env *envelope.Envelope) error {
+	if err := created(t, ts, actor, env); err != nil {
 		return err
 	}
+	if err := t.Step("hold"); err != nil {
+		return err
+	}
+	return envstore.Put(t.Txn(), *env)
+}
+
+// Drop ends env, held at a gate, without delivering it: envelope_rejected
+// with reason (a person rejected it) or, with undeliverable,
+// envelope_undeliverable (its receiver can no longer take it), in the
+// sender's trail; status rejected.
+func Drop(t Tx, env *envelope.Envelope, reason string, undeliverable bool) error {
+	typ := trail.EventEnvelopeRejected
+	body := map[string]any{"envelope_id": env.ID, "from": env.From, "to": env.To, "type": env.Type, "reason": reason, "timestamp": nil}
+	if undeliverable {
+		typ = trail.EventEnvelopeUndeliverable
+		delete(body, "type")
+	}
+	if err := t.Append(env.From, trail.ActorProtocol, typ, body); err != nil {
+		return err
+	}
+	env.Status = envelope.StatusRejected
+	if err := t.Step("drop"); err != nil {
+		return err
+	}
+	return envstore.Put(t.Txn(), *env)
+}
+
+// Release delivers env, or queues it while its receiver is suspended or
+// migrating.
+func Release(t Tx, env *envelope.Envelope) error {
 	to := t.Workspace(env.To)
 	if to.State == workspace.Suspended || to.State == workspace.Migrating {
 		if err := t.Step("queue"); err != nil {
