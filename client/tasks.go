@@ -88,6 +88,23 @@ func (c *Client) Inject(ctx context.Context, req EnvelopeRequest) (envelope.Enve
 	return out, err
 }
 
+// Escalations returns the pending escalations, or with all every one (a
+// user token).
+func (c *Client) Escalations(ctx context.Context, all bool) ([]highway.EscalationRecord, error) {
+	var out wire.Escalations
+	err := c.call(ctx, wire.Subject("highway.escalations"), wire.EscalationsRequest{All: all}, &out, 0)
+	return out.Escalations, err
+}
+
+// RespondEscalation answers escalation id as the token's user: an
+// envelope (answer set), an abort or a delegation.
+func (c *Client) RespondEscalation(ctx context.Context, id string, response highway.Response, answer *wire.EscalationAnswer) (highway.EscalationRecord, error) {
+	var out highway.EscalationRecord
+	req := wire.EscalationRespondRequest{EscalationID: id, Response: response, Envelope: answer}
+	err := c.call(ctx, wire.Subject("highway.escalation.respond"), req, &out, 0)
+	return out, err
+}
+
 // ResolveGate answers gate id with action (approve, reject or modify,
 // with modifications: the fields changed) as the token's user.
 func (c *Client) ResolveGate(ctx context.Context, id string, action highway.Action, modifications json.RawMessage) (highway.Gate, error) {

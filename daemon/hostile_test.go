@@ -189,6 +189,8 @@ func TestHostileInputWrongTypesIsInvalidStructure(t *testing.T) {
 		"highway.get":                `{"id":2}`,
 		"highway.resolve":            `{"gate_id":"g","action":true}`,
 		"highway.inject":             `{"to":1,"type":"feedback"}`,
+		"highway.escalations":        `{"all":"yes"}`,
+		"highway.escalation.respond": `{"escalation_id":3,"response":"abort"}`,
 		"token.revoke":               `{"kind":"auditor","name":["alice"]}`,
 		"signals.consumer":           `{"deliver_all":"yes"}`,
 		"audit.trail.read":           `{"body":{"workspace":1}}`,

@@ -164,6 +164,8 @@ func (r *Daemon) handlerTable() map[string]handlerFunc {
 		"highway.get":                r.highwayGet,
 		"highway.resolve":            r.highwayResolve,
 		"highway.inject":             r.highwayInject,
+		"highway.escalations":        r.highwayEscalations,
+		"highway.escalation.respond": r.highwayRespond,
 	}
 }
 

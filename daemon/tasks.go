@@ -81,6 +81,18 @@ func (r *Daemon) highwayResolve(ctx context.Context, c caller, body []byte) (any
 	return r.eng.ResolveGate(ctx, c.p.Name, body)
 }
 
+func (r *Daemon) highwayEscalations(ctx context.Context, c caller, body []byte) (any, error) {
+	var req wire.EscalationsRequest
+	if err := runtime.Decode(body, &req); err != nil {
+		return nil, err
+	}
+	return wire.Escalations{Escalations: nonNil(r.eng.Escalations(ctx, req.All))}, nil
+}
+
+func (r *Daemon) highwayRespond(ctx context.Context, c caller, body []byte) (any, error) {
+	return r.eng.RespondEscalation(ctx, c.p.Name, body)
+}
+
 func (r *Daemon) highwayInject(ctx context.Context, c caller, body []byte) (any, error) {
 	return r.eng.Inject(ctx, c.p.Name, body)
 }

@@ -371,7 +371,13 @@ func (e *Engine) pendingList() []highway.Gate {
 func (e *Engine) nextGateDeadline() (time.Time, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return highway.NextDeadline(e.pendingList())
+	next, found := highway.NextDeadline(e.pendingList())
+	for _, x := range e.gov.escal {
+		if d, ok := x.DeadlineTime(); ok && x.Pending() && (!found || d.Before(next)) {
+			next, found = d, true
+		}
+	}
+	return next, found
 }
 
 // kickGates tells the timers a gate opened or was resolved. Caller holds
@@ -413,8 +419,12 @@ func (g *gateTimer) reset() {
 
 // fire expires the gates that are due and sets the timer again.
 func (g *gateTimer) fire(ctx context.Context) {
-	if _, err := g.e.ExpireGates(ctx, g.e.clock.Now()); err != nil && !errors.Is(err, ErrClosed) {
+	now := g.e.clock.Now()
+	if _, err := g.e.ExpireGates(ctx, now); err != nil && !errors.Is(err, ErrClosed) {
 		g.e.lg.Error("expire gates", "err", err)
+	}
+	if _, err := g.e.ExpireEscalations(ctx, now); err != nil && !errors.Is(err, ErrClosed) {
+		g.e.lg.Error("expire escalations", "err", err)
 	}
 	g.reset()
 }

@@ -11,12 +11,13 @@ import (
 // gates.go, users.go): kept whole in memory, each change written in the
 // commit of the operation that makes it, read back by loadGov at open.
 // Their key prefixes (docs/formats.md): j/g/<graph id>, j/t/<task id>,
-// g/<gate id>, u/<user id>, each → the record's JSON.
+// g/<gate id>, u/<user id>, h/<escalation id>, each → the record's JSON.
 const (
 	keyGraphs = "j/g/"
 	keyTasks  = "j/t/"
 	keyGates  = "g/"
 	keyUsers  = "u/"
+	keyEscal  = "h/"
 )
 
 // govState is the engine's copy of those records. Guarded by Engine.mu.
@@ -25,6 +26,7 @@ type govState struct {
 	tasks  map[string]*task.Task
 	gates  map[string]*highway.Gate
 	users  map[string]*user.User
+	escal  map[string]*highway.EscalationRecord
 	guard  highway.Guard // the re-entry guard, from the resolved gates
 }
 
@@ -44,6 +46,9 @@ func (e *Engine) loadGov() (err error) {
 	if g.users, err = recstore.LoadAll[user.User](e.db, keyUsers); err != nil {
 		return err
 	}
+	if g.escal, err = recstore.LoadAll[highway.EscalationRecord](e.db, keyEscal); err != nil {
+		return err
+	}
 	g.guard = highway.Guard{}
 	for _, gt := range g.gates {
 		g.guard.Note(*gt)
@@ -58,12 +63,14 @@ type govLayer struct {
 	tasks  map[string]*task.Task
 	gates  map[string]*highway.Gate
 	users  map[string]*user.User
+	escal  map[string]*highway.EscalationRecord
 }
 
 func (t *tx) layer() *govLayer {
 	if t.gov == nil {
 		t.gov = &govLayer{graphs: map[string]*task.Graph{}, tasks: map[string]*task.Task{},
-			gates: map[string]*highway.Gate{}, users: map[string]*user.User{}}
+			gates: map[string]*highway.Gate{}, users: map[string]*user.User{},
+			escal: map[string]*highway.EscalationRecord{}}
 	}
 	return t.gov
 }
@@ -100,6 +107,9 @@ func graphsOf(g *govLayer) map[string]*task.Graph  { return g.graphs }
 func tasksOf(g *govLayer) map[string]*task.Task    { return g.tasks }
 func gatesOf(g *govLayer) map[string]*highway.Gate { return g.gates }
 func usersOf(g *govLayer) map[string]*user.User    { return g.users }
+func escalOf(g *govLayer) map[string]*highway.EscalationRecord {
+	return g.escal
+}
 
 func (t *tx) graph(id string) (task.Graph, bool) { return find(t, id, graphsOf, t.e.gov.graphs) }
 func (t *tx) task(id string) (task.Task, bool)   { return find(t, id, tasksOf, t.e.gov.tasks) }
@@ -107,6 +117,32 @@ func (t *tx) gate(id string) (highway.Gate, bool) {
 	return find(t, id, gatesOf, t.e.gov.gates)
 }
 func (t *tx) user(id string) (user.User, bool) { return find(t, id, usersOf, t.e.gov.users) }
+func (t *tx) escalation(id string) (highway.EscalationRecord, bool) {
+	return find(t, id, escalOf, t.e.gov.escal)
+}
+
+// escalationsSeen returns every escalation as t sees them.
+func (t *tx) escalationsSeen() []highway.EscalationRecord {
+	seen := map[string]bool{}
+	var out []highway.EscalationRecord
+	for l := t; l != nil; l = l.parent {
+		if l.gov == nil {
+			continue
+		}
+		for id, x := range l.gov.escal {
+			if !seen[id] {
+				seen[id] = true
+				out = append(out, *x)
+			}
+		}
+	}
+	for id, x := range t.e.gov.escal {
+		if !seen[id] {
+			out = append(out, *x)
+		}
+	}
+	return out
+}
 
 // anyGates reports whether there is a gate at all, as t sees them.
 func (t *tx) anyGates() bool {
@@ -167,6 +203,9 @@ func (t *tx) putGraph(g task.Graph) error  { return put(t, keyGraphs, g.ID, g, g
 func (t *tx) putTask(k task.Task) error    { return put(t, keyTasks, k.ID, k, tasksOf) }
 func (t *tx) putGate(g highway.Gate) error { return put(t, keyGates, g.ID, g, gatesOf) }
 func (t *tx) putUser(u user.User) error    { return put(t, keyUsers, u.ID, u, usersOf) }
+func (t *tx) putEscalation(x highway.EscalationRecord) error {
+	return put(t, keyEscal, x.ID, x, escalOf)
+}
 
 // mergeGov folds layer c's records into t.
 func (t *tx) mergeGov(c *tx) {
@@ -186,6 +225,9 @@ func (t *tx) mergeGov(c *tx) {
 	for id, v := range c.gov.users {
 		l.users[id] = v
 	}
+	for id, v := range c.gov.escal {
+		l.escal[id] = v
+	}
 }
 
 // applyGov makes a committed batch's records the engine's. Caller holds
@@ -202,6 +244,12 @@ func (e *Engine) applyGov(t *tx) {
 	}
 	for id, v := range t.gov.users {
 		e.gov.users[id] = v
+	}
+	if len(t.gov.escal) > 0 {
+		for id, v := range t.gov.escal {
+			e.gov.escal[id] = v
+		}
+		e.kickGates()
 	}
 	if len(t.gov.gates) > 0 {
 		for id, v := range t.gov.gates {

@@ -47,6 +47,11 @@ func (e *Engine) emitSignalLocked(ctx context.Context, ws string, body []byte) (
 		if s, err = t.emit(c, typ, req.Reason, req.Ref, e.actorOf(c)); err != nil {
 			return err
 		}
+		if typ == taxonomy.SignalEscalation {
+			if err := t.routeEscalation(c, s.ID, req.Reason); err != nil {
+				return err
+			}
+		}
 		trig, ok := e.signalEffect(c, typ)
 		if !ok {
 			return t.put(c)

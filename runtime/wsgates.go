@@ -280,6 +280,11 @@ func (t *tx) staleEnvelopeGates(w *workspace.Workspace, to workspace.State) erro
 // integration gate once w is no longer integrating, an abort gate once w
 // is terminal.
 func (t *tx) staleWorkspaceGates(w *workspace.Workspace, from, to workspace.State) error {
+	if to.Terminal() {
+		if err := t.withdrawEscalations(w); err != nil {
+			return err
+		}
+	}
 	if !t.anyGates() {
 		return nil
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/wacpd/wacpd/checkpointchain"
+	"github.com/wacpd/wacpd/envelope"
 	"github.com/wacpd/wacpd/highway"
 	"github.com/wacpd/wacpd/principal"
 	"github.com/wacpd/wacpd/task"
@@ -384,6 +385,31 @@ type HighwayQueueRequest struct {
 // HighwayQueue is highway.queue's reply.
 type HighwayQueue struct {
 	Gates []highway.Gate `json:"gates"`
+}
+
+// EscalationsRequest is the body of highway.escalations: the pending
+// escalations (queued ones included), or with all every one.
+type EscalationsRequest struct {
+	All bool `json:"all,omitempty"`
+}
+
+// Escalations is highway.escalations' reply, by time.
+type Escalations struct {
+	Escalations []highway.EscalationRecord `json:"escalations"`
+}
+
+// EscalationRespondRequest is the body of highway.escalation.respond.
+type EscalationRespondRequest struct {
+	EscalationID string            `json:"escalation_id"`
+	Response     highway.Response  `json:"response"` // envelope, abort or delegation
+	Envelope     *EscalationAnswer `json:"envelope,omitempty"`
+}
+
+// EscalationAnswer is the envelope of an envelope response: its type
+// (default feedback) and payload.
+type EscalationAnswer struct {
+	Type    string           `json:"type,omitempty"`
+	Payload envelope.Payload `json:"payload"`
 }
 
 // HighwayGetRequest is the body of highway.get.

@@ -46,6 +46,8 @@ var bodies = map[string][2]any{
 	"highway.queue":              {wire.HighwayQueueRequest{}, wire.HighwayQueue{}},
 	"highway.resolve":            {highway.ResolveRequest{}, highway.Gate{}},
 	"highway.inject":             {envelope.Request{}, envelope.Envelope{}},
+	"highway.escalations":        {wire.EscalationsRequest{}, wire.Escalations{}},
+	"highway.escalation.respond": {wire.EscalationRespondRequest{}, highway.EscalationRecord{}},
 	"task.bind":                  {wire.TaskBindRequest{}, task.Task{}},
 	"task.cancel":                {wire.TaskOpRequest{}, task.Task{}},
 	"task.create":                {task.CreateRequest{}, wire.TasksCreated{}},

@@ -135,6 +135,8 @@ func Endpoints() []Endpoint {
 		{Op: "highway.get", Audience: Users, Request: "requests.json#highway.get", Reply: "gate.json"},
 		{Op: "highway.resolve", Audience: Users, Request: "requests.json#highway.resolve", Reply: "gate.json"},
 		{Op: "highway.inject", Audience: Users, Request: "envelope.request.json", Reply: "envelope.json"},
+		{Op: "highway.escalations", Audience: Users, Request: "requests.json#highway.escalations", Reply: "replies.json#highway.escalations"},
+		{Op: "highway.escalation.respond", Audience: Users, Request: "requests.json#highway.escalation.respond", Reply: "escalation.json"},
 
 		{Op: "checkpoint", Audience: Agents, Request: "checkpoint.request.json", Reply: "checkpoint.json"},
 		{Op: "checkpoint.get", Audience: Agents, Request: "requests.json#checkpoint.get", Reply: "checkpoint.json"},
