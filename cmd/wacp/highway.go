@@ -16,6 +16,7 @@ import (
 	"github.com/wacpd/wacpd/client"
 	"github.com/wacpd/wacpd/highway"
 	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/wire"
 )
 
 // The human highway for operators (a user token): the terminal UI, and
@@ -28,7 +29,8 @@ func highwayCmd(c *cli, args []string) error {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		return sub("highway", map[string]func(*cli, []string) error{
 			"queue": highwayQueue, "get": highwayGet, "resolve": highwayResolve, "wait": highwayWait,
-			"inject": sendCmd("highway inject", (*client.Client).Inject),
+			"inject":      sendCmd("highway inject", (*client.Client).Inject),
+			"escalations": highwayEscalations, "respond": highwayRespond,
 		})(c, args)
 	}
 	const cmd = "highway"
@@ -301,4 +303,77 @@ func highwayWait(c *cli, args []string) error {
 			return fmt.Errorf("gate %s is still pending after %s", id, *d)
 		}
 	}
+}
+
+func highwayEscalations(c *cli, args []string) error {
+	const cmd = "highway escalations"
+	fs := c.flags(cmd, cmd+" [--all]")
+	all := fs.Bool("all", false, "every escalation, resolved ones too")
+	if _, err := parse(fs, args, 0, 0); err != nil {
+		return err
+	}
+	cl, err := c.dial()
+	if err != nil {
+		return err
+	}
+	xs, err := cl.Escalations(c.ctx, *all)
+	if err != nil {
+		return err
+	}
+	return c.print(xs, func(w io.Writer) {
+		fmt.Fprintln(w, "ESCALATION\tWORKSPACE\tOWNER\tDELIVERY\tRAISED\tDEADLINE\tRESOLUTION\tREASON")
+		for _, x := range xs {
+			res, deadline := "pending", "none"
+			if r := x.Resolution; r != nil {
+				res = string(r.Response) + " by " + r.Actor
+			}
+			if x.Deadline != nil {
+				deadline = *x.Deadline
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", x.ID, x.Workspace, x.Owner, x.Delivery, x.Timestamp, deadline, res, x.Reason)
+		}
+	})
+}
+
+// highwayRespond answers an escalation.
+func highwayRespond(c *cli, args []string) error {
+	const cmd = "highway respond"
+	fs := c.flags(cmd, cmd+" ESCALATION --envelope TEXT [--type T] | --abort | --delegate")
+	text := fs.String("envelope", "", "answer with an envelope carrying this text to the blocked workspace")
+	typ := fs.String("type", "", "the answer's envelope type (default feedback)")
+	abort := fs.Bool("abort", false, "fail the workspace (aborted_by_human)")
+	delegate := fs.Bool("delegate", false, "hand it to the coordinator")
+	pos, err := parse(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	var resp highway.Response
+	var answer *wire.EscalationAnswer
+	n := 0
+	if *text != "" {
+		resp, n = highway.RespondEnvelope, n+1
+		answer = &wire.EscalationAnswer{Type: *typ}
+		answer.Payload.Content = *text
+	}
+	if *abort {
+		resp, n = highway.RespondAbort, n+1
+	}
+	if *delegate {
+		resp, n = highway.RespondDelegation, n+1
+	}
+	if n != 1 {
+		return usagef(cmd, "give exactly one of --envelope TEXT, --abort, --delegate")
+	}
+	cl, err := c.dial()
+	if err != nil {
+		return err
+	}
+	x, err := cl.RespondEscalation(c.ctx, pos[0], resp, answer)
+	if err != nil {
+		return err
+	}
+	return c.print(x, func(w io.Writer) {
+		kv(w, "escalation", x.ID, "workspace", x.Workspace, "response", string(x.Resolution.Response),
+			"ref", x.Resolution.Ref, "actor", x.Resolution.Actor)
+	})
 }

@@ -193,3 +193,60 @@ func gateFor(t *testing.T, url, op, id string) string {
 	t.Fatalf("no pending gate for %s in %q", id, out)
 	return ""
 }
+
+// TestHighwayEscalationCLI: a worker blocks and escalates through the
+// CLI; its owner (the user "operator", who owns what the coordinator
+// creates) lists the escalation and answers it with an envelope, which
+// the worker then reads.
+func TestHighwayEscalationCLI(t *testing.T) {
+	dir, url, _ := highwayDaemon(t)
+	admin := []string{"-data", dir, "-o", "json"}
+	code, out, errs := wacp(t, append(admin, "token", "create", "--kind", "user", "--name", "operator", "--capabilities", "inject_directive")...)
+	var tok struct{ Token string }
+	if code != 0 || json.Unmarshal([]byte(out), &tok) != nil {
+		t.Fatalf("token create = %d, %q, %q", code, out, errs)
+	}
+	owner := []string{"-url", url, "-token", tok.Token, "-o", "json"}
+	code, out, errs = wacp(t, append(admin, "workspace", "create", "--role", "worker")...)
+	var created struct {
+		Workspace struct{ ID, Owner string }
+		Token     string
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &created) != nil {
+		t.Fatalf("workspace create = %d, %q", code, errs)
+	}
+	if created.Workspace.Owner != "operator" {
+		t.Fatalf("the worker's owner is %q; this test assumes operator", created.Workspace.Owner)
+	}
+	ws := created.Workspace.ID
+	worker := []string{"-url", url, "-token", created.Token, "-ws", ws, "-o", "json"}
+	if code, _, errs := wacp(t, append(admin, "envelope", "send", "--to", ws, "--type", "directive", "--content", "parse it")...); code != 0 {
+		t.Fatalf("directive = %d, %q", code, errs)
+	}
+	if code, _, errs := wacp(t, append(worker, "inbox", "next")...); code != 0 {
+		t.Fatalf("inbox next = %d, %q", code, errs)
+	}
+	for _, args := range [][]string{{"signal", "emit", "blocked", "--reason", "ambiguous"}, {"signal", "emit", "escalation", "--reason", "which grammar?"}} {
+		if code, _, errs := wacp(t, append(worker, args...)...); code != 0 {
+			t.Fatalf("wacp %v = %d, %q", args, code, errs)
+		}
+	}
+	code, out, errs = wacp(t, append(owner, "highway", "escalations")...)
+	var xs []struct {
+		ID, Workspace, Delivery, Reason string
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &xs) != nil || len(xs) != 1 || xs[0].Workspace != ws || xs[0].Delivery != "delivered" {
+		t.Fatalf("highway escalations = %d, %q, %q", code, out, errs)
+	}
+	code, out, errs = wacp(t, append(owner, "highway", "respond", xs[0].ID, "--envelope", "use the LR grammar")...)
+	if code != 0 || !strings.Contains(out, `"response_type": "envelope"`) {
+		t.Fatalf("highway respond = %d, %q, %q", code, out, errs)
+	}
+	code, out, errs = wacp(t, append(worker, "inbox", "next")...)
+	if code != 0 || !strings.Contains(out, "use the LR grammar") || !strings.Contains(out, `"origin": "human"`) {
+		t.Fatalf("the worker's inbox after the answer = %d, %q, %q", code, out, errs)
+	}
+	if code, _, errs := wacp(t, append(owner, "highway", "respond", xs[0].ID, "--delegate")...); code != 2 {
+		t.Errorf("a second response = %d, %q; want 2", code, errs)
+	}
+}

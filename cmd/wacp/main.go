@@ -64,6 +64,8 @@ commands:
   highway get GATE                       a gate and its subject
   highway resolve GATE --approve|--reject|--modify JSON|--deny
   highway inject --to WS --type T [--content C | --file F | -]   send an envelope as a person (origin human)
+  highway escalations [--all]            the escalations routed to owners
+  highway respond ESCALATION --envelope TEXT | --abort | --delegate
   highway wait GATE [--for D]            wait until a gate is resolved; exit 0 if its transition went on, else 2
   token create --kind user|auditor --name N [--capabilities C,...]
   token revoke --kind user|auditor --name N [--reason R]
