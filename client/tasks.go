@@ -7,7 +7,9 @@ import (
 	"github.com/wacpd/wacpd/envelope"
 	"github.com/wacpd/wacpd/highway"
 	"github.com/wacpd/wacpd/task"
+	"github.com/wacpd/wacpd/user"
 	"github.com/wacpd/wacpd/wire"
+	"github.com/wacpd/wacpd/workspace"
 )
 
 // Tasks and task graphs (the coordinator and delegates; docs/api.md,
@@ -86,6 +88,30 @@ func (c *Client) Inject(ctx context.Context, req EnvelopeRequest) (envelope.Enve
 	var out envelope.Envelope
 	err := c.call(ctx, wire.Subject("highway.inject"), req, &out, 0)
 	return out, err
+}
+
+// SetUserState moves a user to state (the coordinator's token): one of
+// the spec's ten transitions.
+func (c *Client) SetUserState(ctx context.Context, req wire.UserStateRequest) (user.User, error) {
+	var out user.User
+	err := c.call(ctx, c.agent("user.state"), req, &out, 0)
+	return out, err
+}
+
+// SetCapabilities grants and revokes a user's capabilities (the
+// coordinator's token).
+func (c *Client) SetCapabilities(ctx context.Context, req wire.UserCapabilitiesRequest) (user.User, error) {
+	var out user.User
+	err := c.call(ctx, c.agent("user.capabilities"), req, &out, 0)
+	return out, err
+}
+
+// TransferOwnership gives a workspace to another user (the coordinator's
+// token).
+func (c *Client) TransferOwnership(ctx context.Context, id, owner, reason string) (*workspace.Workspace, error) {
+	var out workspace.Workspace
+	err := c.call(ctx, c.agent("workspace.transfer"), wire.TransferRequest{ID: id, Owner: owner, Reason: reason}, &out, 0)
+	return &out, err
 }
 
 // Escalations returns the pending escalations, or with all every one (a

@@ -81,6 +81,33 @@ func (r *Daemon) highwayResolve(ctx context.Context, c caller, body []byte) (any
 	return r.eng.ResolveGate(ctx, c.p.Name, body)
 }
 
+func (r *Daemon) userState(ctx context.Context, c caller, body []byte) (any, error) {
+	var req wire.UserStateRequest
+	if err := runtime.Decode(body, &req); err != nil {
+		return nil, err
+	}
+	return r.eng.SetUserState(ctx, c.ws, req)
+}
+
+func (r *Daemon) userCapabilities(ctx context.Context, c caller, body []byte) (any, error) {
+	var req wire.UserCapabilitiesRequest
+	if err := runtime.Decode(body, &req); err != nil {
+		return nil, err
+	}
+	return r.eng.SetCapabilities(ctx, c.ws, req)
+}
+
+func (r *Daemon) workspaceTransfer(ctx context.Context, c caller, body []byte) (any, error) {
+	var req wire.TransferRequest
+	if err := runtime.Decode(body, &req); err != nil {
+		return nil, err
+	}
+	if req.ID == "" || req.Owner == "" {
+		return nil, runtime.Refuse(wire.CodeInvalidStructure, "id and owner are required")
+	}
+	return r.eng.TransferOwnership(ctx, c.ws, req)
+}
+
 func (r *Daemon) highwayEscalations(ctx context.Context, c caller, body []byte) (any, error) {
 	var req wire.EscalationsRequest
 	if err := runtime.Decode(body, &req); err != nil {

@@ -175,6 +175,18 @@ func resolveEscalation(x EscalationRecord, r EscalationResolution) (EscalationRe
 		"response_ref": ref}}
 }
 
+// RejectForOwner resolves pending x, whose owner was deactivated, as
+// Route does for an escalation to a deactivated owner: capability_denied
+// and a delegation to the coordinator by the protocol.
+func RejectForOwner(x EscalationRecord, ts string) (EscalationRecord, []Event) {
+	x.Delivery = Rejected
+	deny := Event{trail.EventCapabilityDenied, map[string]any{
+		"user_id": x.Owner, "capability": string(user.InjectDirective), "action": "escalation.receive",
+		"reason": user.NotActive, "target": x.Workspace, "timestamp": ts}}
+	x, ev := resolveEscalation(x, EscalationResolution{Response: RespondDelegation, Actor: ActorProtocol, Timestamp: ts})
+	return x, []Event{deny, ev}
+}
+
 // Redeliver returns queued escalation x as delivered (its owner became
 // active again); false when x is not queued and pending.
 func Redeliver(x EscalationRecord) (EscalationRecord, bool) {

@@ -1,8 +1,15 @@
 package runtime
 
 import (
+	"context"
+	"slices"
+
+	"github.com/wacpd/wacpd/clock"
+	"github.com/wacpd/wacpd/highway"
+	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/user"
 	"github.com/wacpd/wacpd/wire"
+	"github.com/wacpd/wacpd/workspace"
 )
 
 // Users (User spec; the rules are package user's). A user record is made
@@ -28,4 +35,169 @@ func (t *tx) authorizeUser(id, action string, target user.Target, ts string) err
 		return err
 	}
 	return Refuse(wire.CodeCapabilityDenied, "user %s may not %s: %s (%s)", id, action, d.Reason, d.Capability)
+}
+
+// SetUserState moves user req.User to req.State for the coordinator
+// (actor, the root): one of the spec's ten transitions, each with its own
+// event, written system-level (the coordinator follows them on the live
+// trail feed, wacp.v1.trail._system.user_*). A user who becomes active
+// again gets the escalations queued for it delivered; a deactivated one
+// has its pending escalations rejected (capability_denied) and handed to
+// the coordinator.
+func (e *Engine) SetUserState(ctx context.Context, actor string, req wire.UserStateRequest) (user.User, error) {
+	if !req.State.Valid() {
+		return user.User{}, Refuse(wire.CodeInvalidStructure, "state %q is not active, suspended, blocked or deactivated", req.State)
+	}
+	return runAs(ctx, e, 0, func() (user.User, error) {
+		a := e.get(actor)
+		if a == nil || !a.IsRoot() {
+			return user.User{}, Refuse(wire.CodePermissionDenied, "only the coordinator changes a user's state")
+		}
+		var out user.User
+		err := e.commit(func(t *tx) error {
+			u, ok := t.user(req.User)
+			if !ok {
+				return Refuse(wire.CodeNotFound, "user %s has no record", req.User)
+			}
+			ts := clock.Format(t.next())
+			nu, ev, err := user.Move(u, req.State, req.Reason, req.Condition, e.actorOf(a), ts)
+			if err != nil {
+				return Refuse(wire.CodeInvalidTransition, "%v", err)
+			}
+			if err := t.putUser(nu); err != nil {
+				return err
+			}
+			if _, err := t.append("", e.actorOf(a), ev.Type, ev.Body); err != nil {
+				return err
+			}
+			out = nu
+			return t.followUser(nu)
+		})
+		return out, err
+	})
+}
+
+// followUser applies user u's new state to the escalations routed to it.
+func (t *tx) followUser(u user.User) error {
+	for _, x := range t.escalationsSeen() {
+		if x.Owner != u.ID || !x.Pending() {
+			continue
+		}
+		switch u.State {
+		case user.Active:
+			if nx, ok := highway.Redeliver(x); ok {
+				if err := t.putEscalation(nx); err != nil {
+					return err
+				}
+			}
+		case user.Deactivated:
+			ts := clock.Format(t.next())
+			nx, events := highway.RejectForOwner(x, ts)
+			if err := t.putEscalation(nx); err != nil {
+				return err
+			}
+			for _, ev := range events {
+				if _, err := t.append("", highway.ActorProtocol, ev.Type, ev.Body); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// SetCapabilities grants and revokes capabilities of user req.User for
+// the coordinator: capability_granted and capability_revoked for each
+// change (a grant of one held, or a revocation of one not held, writes
+// nothing).
+func (e *Engine) SetCapabilities(ctx context.Context, actor string, req wire.UserCapabilitiesRequest) (user.User, error) {
+	for _, c := range append(slices.Clone(req.Grant), req.Revoke...) {
+		if !c.Valid() {
+			return user.User{}, Refuse(wire.CodeInvalidStructure, "capability %q is not one of the seventeen", c)
+		}
+	}
+	return runAs(ctx, e, 0, func() (user.User, error) {
+		a := e.get(actor)
+		if a == nil || !a.IsRoot() {
+			return user.User{}, Refuse(wire.CodePermissionDenied, "only the coordinator grants and revokes capabilities")
+		}
+		var out user.User
+		err := e.commit(func(t *tx) error {
+			u, ok := t.user(req.User)
+			if !ok {
+				return Refuse(wire.CodeNotFound, "user %s has no record", req.User)
+			}
+			ts := clock.Format(t.next())
+			var events []user.Event
+			for _, c := range req.Grant {
+				var ev []user.Event
+				var err error
+				if u, ev, err = user.Grant(u, c, e.actorOf(a), ts); err != nil {
+					return Refuse(wire.CodeInvalidStructure, "%v", err)
+				}
+				events = append(events, ev...)
+			}
+			for _, c := range req.Revoke {
+				var ev []user.Event
+				var err error
+				if u, ev, err = user.Revoke(u, c, e.actorOf(a), req.Reason, ts); err != nil {
+					return Refuse(wire.CodeInvalidStructure, "%v", err)
+				}
+				events = append(events, ev...)
+			}
+			out = u
+			if len(events) == 0 {
+				return nil
+			}
+			if err := t.putUser(u); err != nil {
+				return err
+			}
+			for _, ev := range events {
+				if _, err := t.append("", e.actorOf(a), ev.Type, ev.Body); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		return out, err
+	})
+}
+
+// TransferOwnership gives workspace req.ID to user req.Owner for the
+// coordinator (User spec §4.5): the owner field changes,
+// workspace_ownership_transferred is written, nothing before it is
+// rewritten, and the workspace's children keep their owners. The new
+// owner must have a user record.
+func (e *Engine) TransferOwnership(ctx context.Context, actor string, req wire.TransferRequest) (*workspace.Workspace, error) {
+	return e.coordinate(ctx, actor, req.ID, func(w *workspace.Workspace) error {
+		if !e.get(actor).IsRoot() {
+			return Refuse(wire.CodePermissionDenied, "only the coordinator transfers ownership")
+		}
+		if _, ok := e.userOf(req.Owner); !ok {
+			return Refuse(wire.CodeNotFound, "user %s has no record", req.Owner)
+		}
+		if w.Owner == req.Owner {
+			return Refuse(wire.CodeInvalidTransition, "workspace %s is already %s's", w.ID, req.Owner)
+		}
+		return nil
+	}, func(t *tx, a, c *workspace.Workspace) error {
+		from := c.Owner
+		c.Owner = req.Owner
+		if err := t.put(c); err != nil {
+			return err
+		}
+		where := c.ID
+		if c.State.Terminal() {
+			where = ""
+		}
+		var reason any
+		if req.Reason != "" {
+			reason = req.Reason
+		}
+		_, err := t.append(where, e.actorOf(a), trail.EventWorkspaceOwnershipTransferred, map[string]any{
+			"workspace_id": c.ID, "from_user": from, "to_user": req.Owner, "reason": reason,
+			"transferred_by": e.actorOf(a), "timestamp": nil,
+		})
+		return err
+	})
 }

@@ -387,6 +387,30 @@ type HighwayQueue struct {
 	Gates []highway.Gate `json:"gates"`
 }
 
+// UserStateRequest is the body of user.state: one of the ten user
+// transitions (User spec §3.4), for the coordinator.
+type UserStateRequest struct {
+	User      string     `json:"user"`
+	State     user.State `json:"state"`
+	Reason    string     `json:"reason,omitempty"`
+	Condition string     `json:"condition,omitempty"` // blocked: the blocking condition; unblock: the one resolved
+}
+
+// UserCapabilitiesRequest is the body of user.capabilities.
+type UserCapabilitiesRequest struct {
+	User   string            `json:"user"`
+	Grant  []user.Capability `json:"grant,omitempty"`
+	Revoke []user.Capability `json:"revoke,omitempty"`
+	Reason string            `json:"reason,omitempty"` // recorded with the revocations
+}
+
+// TransferRequest is the body of workspace.transfer.
+type TransferRequest struct {
+	ID     string `json:"id"`
+	Owner  string `json:"owner"`
+	Reason string `json:"reason,omitempty"`
+}
+
 // EscalationsRequest is the body of highway.escalations: the pending
 // escalations (queued ones included), or with all every one.
 type EscalationsRequest struct {

@@ -15,6 +15,7 @@ import (
 	"github.com/wacpd/wacpd/signal"
 	"github.com/wacpd/wacpd/task"
 	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/user"
 	"github.com/wacpd/wacpd/wire"
 	"github.com/wacpd/wacpd/workspace"
 )
@@ -56,6 +57,9 @@ var bodies = map[string][2]any{
 	"task.retry":                 {wire.TaskOpRequest{}, task.Task{}},
 	"token.create":               {wire.TokenCreateRequest{}, wire.TokenCreated{}},
 	"token.revoke":               {wire.TokenRevokeRequest{}, wire.TokenRevoked{}},
+	"user.state":                 {wire.UserStateRequest{}, user.User{}},
+	"user.capabilities":          {wire.UserCapabilitiesRequest{}, user.User{}},
+	"workspace.transfer":         {wire.TransferRequest{}, workspace.Workspace{}},
 	"trail":                      {wire.AgentTrailRequest{}, wire.TrailPage{}},
 	"workspace.abort":            {wire.IDRequest{}, workspace.Workspace{}},
 	"workspace.create":           {workspace.CreateRequest{}, wire.Created{}},
