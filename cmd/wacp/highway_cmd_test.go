@@ -249,4 +249,19 @@ func TestHighwayEscalationCLI(t *testing.T) {
 	if code, _, errs := wacp(t, append(owner, "highway", "respond", xs[0].ID, "--delegate")...); code != 2 {
 		t.Errorf("a second response = %d, %q; want 2", code, errs)
 	}
+
+	// The coordinator suspends the owner, grants it a capability, hands
+	// the workspace to someone else.
+	if code, out, errs := wacp(t, append(admin, "user", "state", "operator", "suspended", "--reason", "vacation")...); code != 0 || !strings.Contains(out, `"suspended"`) {
+		t.Errorf("user state = %d, %q, %q", code, out, errs)
+	}
+	if code, out, errs := wacp(t, append(admin, "user", "state", "operator", "bogus")...); code != 2 {
+		t.Errorf("user state bogus = %d, %q, %q; want 2", code, out, errs)
+	}
+	if code, out, errs := wacp(t, append(admin, "user", "capabilities", "operator", "--grant", "abort_own")...); code != 0 || !strings.Contains(out, "abort_own") {
+		t.Errorf("user capabilities = %d, %q, %q", code, out, errs)
+	}
+	if code, out, errs := wacp(t, append(admin, "workspace", "transfer", ws, "--owner", "op")...); code != 0 || !strings.Contains(out, `"owner": "op"`) {
+		t.Errorf("workspace transfer = %d, %q, %q", code, out, errs)
+	}
 }

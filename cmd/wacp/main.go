@@ -34,6 +34,9 @@ commands:
   workspace get [ID]                     show a workspace (default: your own)
   workspace list [--parent P] [--state S]
   workspace abort|suspend|resume ID [--reason R]
+  workspace transfer ID --owner USER [--reason R]   give a workspace to another user
+  user state USER active|suspended|blocked|deactivated [--reason R] [--condition C]
+  user capabilities USER [--grant C,...] [--revoke C,...]
   envelope send --to WS --type T [--content C | --file F | -] [flags]
   inbox next [--wait D] [--no-ack]       take the next envelope of your inbox, print it, acknowledge it
   inbox ack ID                           acknowledge an envelope (it leaves your inbox)
@@ -115,7 +118,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // dispatches again.
 var commands = map[string]func(*cli, []string) error{
 	"info":       infoCmd,
-	"workspace":  sub("workspace", map[string]func(*cli, []string) error{"create": workspaceCreate, "get": workspaceGet, "list": workspaceList, "abort": workspaceOp("abort"), "suspend": workspaceOp("suspend"), "resume": workspaceOp("resume")}),
+	"workspace":  sub("workspace", map[string]func(*cli, []string) error{"create": workspaceCreate, "get": workspaceGet, "list": workspaceList, "abort": workspaceOp("abort"), "suspend": workspaceOp("suspend"), "resume": workspaceOp("resume"), "transfer": workspaceTransfer}),
+	"user":       sub("user", map[string]func(*cli, []string) error{"state": userState, "capabilities": userCapabilities}),
 	"envelope":   sub("envelope", map[string]func(*cli, []string) error{"send": envelopeSend}),
 	"inbox":      sub("inbox", map[string]func(*cli, []string) error{"next": inboxNext, "ack": inboxAck}),
 	"checkpoint": sub("checkpoint", map[string]func(*cli, []string) error{"create": checkpointCreate, "get": checkpointGet, "list": checkpointList, "head": checkpointHead}),
