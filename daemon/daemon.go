@@ -348,7 +348,7 @@ func (r *Daemon) recoverJetStream(ctx context.Context) error {
 // live reports whether principal p may connect now: an agent's token ends
 // with its workspace (closed or failed).
 func (r *Daemon) live(p principal.Principal) bool {
-	return p.Kind != principal.KindAgent || !r.eng.Ended(p.Workspace)
+	return p.Kind != principal.KindAgent || r.eng.Live(p.Workspace)
 }
 
 // setupTokens loads the stored tokens and the admin token.

@@ -140,6 +140,14 @@ func (r *Daemon) workspaceCreate(ctx context.Context, c caller, body []byte) (an
 		p = principal.Principal{Kind: principal.KindAgent, Workspace: w.ID}
 		return g.Put(hashToken(tok), p)
 	})
+	if d := runtime.Details(err); runtime.Code(err) == wire.CodeGatePending && d != nil {
+		// Held at a workspace_create gate: the workspace exists once a
+		// person approves it, and its agent's token is the caller's now
+		// (it connects once the workspace exists).
+		r.tok.add(tok, p)
+		d["token"] = tok
+		return nil, err
+	}
 	if err != nil {
 		return nil, err
 	}

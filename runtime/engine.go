@@ -454,6 +454,16 @@ func (e *Engine) Ended(id string) bool {
 	return w != nil && w.State.Terminal()
 }
 
+// Live reports whether workspace id exists and is not terminal (an agent
+// token of a workspace a gate still holds, or one that ended, connects to
+// nothing).
+func (e *Engine) Live(id string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	w := e.ws[id]
+	return w != nil && !w.State.Terminal()
+}
+
 // Taxonomy returns the run's taxonomy.
 func (e *Engine) Taxonomy() *taxonomy.Taxonomy { return e.tax }
 

@@ -181,6 +181,8 @@ func (t *tx) planSettle(g highway.Gate) (func(*tx) error, error) {
 		return t.planConflict(g)
 	case highway.EnvelopeDelivery:
 		return t.planEnvelope(g)
+	case highway.WorkspaceCreate:
+		return t.planCreate(g)
 	}
 	return nil, nil
 }

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"time"
 	"sort"
 
 	"github.com/wacpd/wacpd/clock"
@@ -75,28 +76,43 @@ func (e *Engine) createWorkspaceLocked(ctx context.Context, actor string, body [
 		return nil, Refuse(wire.CodePermissionDenied, "only the coordinator grants delegation")
 	}
 	var created *workspace.Workspace
+	var gateID string
 	err = e.commit(func(t *tx) error {
 		ts := t.next()
-		w, err := workspace.Plan(req, parent, e.ids.New(ts), clock.Format(ts))
-		if err != nil {
-			return err
-		}
-		t.created[w.ID] = w
-		if err := t.put(w); err != nil {
-			return err
-		}
-		if err := t.appendAt(ts, w.ID, e.actorOf(a), trail.EventWorkspaceCreated, createdBody(w)); err != nil {
-			return err
-		}
-		for _, r := range [][2]string{{parent.ID, w.ID}, {w.ID, parent.ID}} {
-			rts := t.next()
-			err := t.appendAt(rts, w.ID, trail.ActorProtocol, trail.EventPortRightCreated, map[string]any{
-				"right_id": e.ids.New(rts), "right_type": "send", "holder": r[0], "target": r[1],
-				"created_by": actor,
-			})
+		id := e.ids.New(ts)
+		if e.cfg.Highway.Gated(highway.WorkspaceCreate) {
+			// The workspace does not exist until a person approves it; its
+			// id is reserved now, and its agent's token stored with it.
+			w, err := workspace.Plan(req, parent, id, clock.Format(ts))
 			if err != nil {
 				return err
 			}
+			s, err := createGate(a, w, body)
+			if err != nil {
+				return err
+			}
+			gid, held, err := t.openGate(highway.WorkspaceCreate, s)
+			if err != nil {
+				return err
+			}
+			if grant != nil {
+				if err := t.step("extra"); err != nil {
+					return err
+				}
+				if err := grant(Grants{t.txn}, w); err != nil {
+					return err
+				}
+			}
+			if held {
+				gateID, created = gid, w
+				return nil
+			}
+			created = t.ws(id) // the guard let it through: created
+			return nil
+		}
+		w, err := t.createWorkspace(a, parent, req, id, ts)
+		if err != nil {
+			return err
 		}
 		if grant != nil {
 			if err := t.step("extra"); err != nil {
@@ -109,10 +125,44 @@ func (e *Engine) createWorkspaceLocked(ctx context.Context, actor string, body [
 		created = w
 		return nil
 	})
+	if err == nil && gateID != "" {
+		e := gatePending(gateID, highway.WorkspaceCreate, "the creation of workspace "+created.ID).(*Error)
+		e.Details["workspace_id"] = created.ID
+		return nil, e
+	}
 	if err != nil {
 		return nil, err
 	}
 	return created.Clone(), nil
+}
+
+// createWorkspace creates workspace id from req under parent for the
+// agent of a at ts: workspace_created and the send rights between it and
+// its parent (port_right_created, both ways).
+func (t *tx) createWorkspace(a, parent *workspace.Workspace, req workspace.CreateRequest, id string, ts time.Time) (*workspace.Workspace, error) {
+	e := t.e
+	w, err := workspace.Plan(req, parent, id, clock.Format(ts))
+	if err != nil {
+		return nil, err
+	}
+	t.created[w.ID] = w
+	if err := t.put(w); err != nil {
+		return nil, err
+	}
+	if err := t.appendAt(ts, w.ID, e.actorOf(a), trail.EventWorkspaceCreated, createdBody(w)); err != nil {
+		return nil, err
+	}
+	for _, r := range [][2]string{{parent.ID, w.ID}, {w.ID, parent.ID}} {
+		rts := t.next()
+		err := t.appendAt(rts, w.ID, trail.ActorProtocol, trail.EventPortRightCreated, map[string]any{
+			"right_id": e.ids.New(rts), "right_type": "send", "holder": r[0], "target": r[1],
+			"created_by": a.ID,
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
 }
 
 // inSubtree reports whether id is root or a descendant of root. Caller holds e.mu.

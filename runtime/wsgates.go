@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/wacpd/wacpd/envelope"
@@ -200,6 +201,75 @@ func (t *tx) planConflict(g highway.Gate) (func(*tx) error, error) {
 	return func(t *tx) error { return t.resolveConflictAs(t.ws(s.WorkspaceID), actor, strategy, s.Resolution) }, nil
 }
 
+// createGate is the subject of the workspace_create gate of planned
+// workspace w (not stored: it exists once approved), asked for by a with
+// request body: the workspace as it would be created, the initiator and
+// the request itself.
+func createGate(a, w *workspace.Workspace, body []byte) (highway.Subject, error) {
+	m := createdBody(w)
+	m["initiator"] = a.ID
+	m["request"] = json.RawMessage(body)
+	b, err := json.Marshal(m)
+	if err != nil {
+		return highway.Subject{}, err
+	}
+	return highway.Subject{ID: w.ID, Body: b, Workspace: w.ParentID(), TaskRef: w.TaskRef}, nil
+}
+
+// planCreate: approve creates the workspace as asked, with the id
+// reserved when it was asked for; modify first changes its budget,
+// priority or visibility; reject: it never exists. Nothing when its parent
+// ended meanwhile.
+func (t *tx) planCreate(g highway.Gate) (func(*tx) error, error) {
+	var s struct {
+		Initiator string          `json:"initiator"`
+		Request   json.RawMessage `json:"request"`
+		Parent    *string         `json:"parent"`
+	}
+	if err := json.Unmarshal(g.Subject, &s); err != nil || s.Parent == nil {
+		return nil, fmt.Errorf("runtime: workspace_create gate %s: bad subject", g.ID)
+	}
+	parent := t.ws(*s.Parent)
+	if parent == nil || parent.State.Terminal() || g.Resolution.Action == highway.Reject {
+		return nil, nil
+	}
+	req, err := workspace.DecodeCreateRequest(s.Request)
+	if err != nil {
+		return nil, err
+	}
+	if g.Resolution.Action == highway.Modify {
+		var m struct {
+			Budget     *workspace.Budget `json:"budget"`
+			Priority   *string           `json:"priority"`
+			Visibility []string          `json:"visibility"`
+		}
+		if err := strictjson.Decode(g.Resolution.Modifications, &m); err != nil {
+			return nil, Refuse(wire.CodeInvalidStructure, "modifications: %v", err)
+		}
+		if m.Budget != nil {
+			req.Budget = m.Budget
+		}
+		if m.Priority != nil {
+			req.Priority = *m.Priority
+		}
+		if m.Visibility != nil {
+			req.Visibility = m.Visibility
+		}
+	}
+	if _, err := workspace.Plan(req, parent, g.SubjectID, g.Timestamp); err != nil {
+		return nil, &Error{Code: wire.CodeInvalidStructure, Message: err.Error(), Err: err}
+	}
+	a := t.e.get(s.Initiator)
+	if a == nil {
+		a = t.e.get(t.e.root)
+	}
+	id := g.SubjectID
+	return func(t *tx) error {
+		_, err := t.createWorkspace(a, t.ws(parent.ID), req, id, t.next())
+		return err
+	}, nil
+}
+
 // holdEnvelope records env, created at ts by actor, and holds it at an
 // envelope_delivery gate; it returns the gate when one holds it ("" when
 // the guard let it through, delivered).
@@ -258,6 +328,13 @@ func (t *tx) staleEnvelopeGates(w *workspace.Workspace, to workspace.State) erro
 		return nil
 	}
 	for _, g := range t.gatesSeen() {
+		if g.Type == highway.WorkspaceCreate && g.Pending() && gateWorkspace(g) == w.ID && to.Terminal() {
+			// The parent ended: the workspace will never be created.
+			if err := t.invalidateGates(g.SubjectID); err != nil {
+				return err
+			}
+			continue
+		}
 		if g.Type != highway.EnvelopeDelivery || !g.Pending() || gateWorkspace(g) != w.ID {
 			continue
 		}

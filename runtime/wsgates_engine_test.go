@@ -129,6 +129,7 @@ func TestHighway_IntegrationEscalatesToTheCoordinator(t *testing.T) {
 func TestHighway_AbortGate(t *testing.T) {
 	cfg, _ := highway.Preset("gated")
 	cfg.Gates[highway.EnvelopeDelivery] = false // the directive reaches the worker
+	cfg.Gates[highway.WorkspaceCreate] = false
 	e := openVerified(t, withHighway(cfg))
 	mkUser(t, e, "operator", user.AbortOwn)
 	w := newWorker(t, e)
@@ -232,6 +233,7 @@ func TestHighway_ConflictResolutionGated(t *testing.T) {
 	cfg, _ := highway.Preset("gated")
 	cfg.Gates[highway.Integration] = false // reach conflicted without a gate
 	cfg.Gates[highway.EnvelopeDelivery] = false
+	cfg.Gates[highway.WorkspaceCreate] = false
 	e := openVerified(t, withHighway(cfg))
 	mkUser(t, e, "op", user.ApproveIntegrationAny)
 	w := conflictedWorker(t, e)
@@ -340,5 +342,61 @@ func TestHighway_EnvelopeGate(t *testing.T) {
 	}
 	if len(trailWhere(t, e, trail.EventEnvelopeUndeliverable, map[string]string{"envelope_id": envID})) != 1 {
 		t.Error("no envelope_undeliverable for the held envelope")
+	}
+}
+
+// TestHighway_CreateGate: under a highway that gates workspace_create the
+// workspace does not exist until a person approves it (its id reserved,
+// gate_pending names it); approve creates it, modify first changes its
+// priority; reject: it never exists; its parent ending invalidates the
+// gate.
+func TestHighway_CreateGate(t *testing.T) {
+	cfg := highway.Default()
+	cfg.Gates[highway.WorkspaceCreate] = true
+	cfg.Gates[highway.TaskApproval] = false
+	e := openVerified(t, withHighway(cfg))
+	mkUser(t, e, "op", user.CreateWorkspaceAny)
+	create := func(body string) (string, string) {
+		t.Helper()
+		_, err := e.CreateWorkspace(ctx, e.Root(), []byte(body))
+		gate := heldAt(t, "create", err, highway.WorkspaceCreate)
+		id, _ := Details(err)["workspace_id"].(string)
+		if id == "" {
+			t.Fatalf("gate_pending without workspace_id: %v", Details(err))
+		}
+		if _, err := e.GetWorkspace(ctx, e.Root(), id); Code(err) != wire.CodeNotFound {
+			t.Fatalf("a held workspace exists: %v", err)
+		}
+		return gate, id
+	}
+	gate, id := create(`{"role":"worker"}`)
+	if _, err := resolve(t, e, "op", gate, "approve"); err != nil {
+		t.Fatal(err)
+	}
+	if got := wsState(t, e, id); got != workspace.Idle {
+		t.Fatalf("approved workspace: %s", got)
+	}
+	if len(trailWhere(t, e, trail.EventWorkspaceCreated, map[string]string{"workspace_id": id})) != 1 {
+		t.Error("no workspace_created for the approved workspace")
+	}
+
+	gate, id = create(`{"role":"worker","priority":"normal"}`)
+	if _, err := e.ResolveGate(ctx, "op", mustJSON(map[string]any{"gate_id": gate, "action": "modify",
+		"modifications": map[string]any{"priority": "critical"}})); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := e.GetWorkspace(ctx, e.Root(), id); err != nil || got.Priority != "critical" {
+		t.Fatalf("modified workspace = %+v, %v", got, err)
+	}
+
+	gate, id = create(`{"role":"worker"}`)
+	if _, err := resolve(t, e, "op", gate, "reject"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.GetWorkspace(ctx, e.Root(), id); Code(err) != wire.CodeNotFound {
+		t.Errorf("a rejected workspace exists: %v", err)
+	}
+	if len(trailWhere(t, e, trail.EventWorkspaceCreated, map[string]string{"workspace_id": id})) != 0 {
+		t.Error("workspace_created for a rejected workspace")
 	}
 }

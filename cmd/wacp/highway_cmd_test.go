@@ -265,3 +265,43 @@ func TestHighwayEscalationCLI(t *testing.T) {
 		t.Errorf("workspace transfer = %d, %q, %q", code, out, errs)
 	}
 }
+
+// TestGatedWorkspaceCreate: under the gated preset, wacp workspace create
+// exits 2 (gate_pending) with the reserved workspace id and its agent's
+// token in the error's details; the token connects to nothing until a
+// person approves the gate, and then it does.
+func TestGatedWorkspaceCreate(t *testing.T) {
+	for _, v := range []string{"WACP_URL", "WACP_TOKEN", "WACP_WORKSPACE"} {
+		t.Setenv(v, "")
+	}
+	d := daemontest.Start(t, wacpd.Config{HighwayFile: "gated"})
+	code, out, errs := wacp(t, "-data", d.Dir, "-o", "json", "token", "create", "--kind", "user", "--name", "op", "--capabilities", "create_workspace_any")
+	var tok struct{ Token string }
+	if code != 0 || json.Unmarshal([]byte(out), &tok) != nil {
+		t.Fatalf("token create = %d, %q, %q", code, out, errs)
+	}
+	code, _, errs = wacp(t, "-data", d.Dir, "-o", "json", "workspace", "create", "--role", "worker")
+	var e struct {
+		Error struct {
+			Code    string
+			Details struct {
+				GateID      string `json:"gate_id"`
+				WorkspaceID string `json:"workspace_id"`
+				Token       string
+			}
+		}
+	}
+	if code != 2 || json.Unmarshal([]byte(errs), &e) != nil || e.Error.Code != "gate_pending" || e.Error.Details.Token == "" || e.Error.Details.WorkspaceID == "" {
+		t.Fatalf("gated workspace create = %d, %q", code, errs)
+	}
+	agent := []string{"-url", d.URL, "-token", e.Error.Details.Token, "-ws", e.Error.Details.WorkspaceID, "-timeout", "5s"}
+	if code, _, _ := wacp(t, append(agent, "workspace", "get")...); code == 0 {
+		t.Fatal("the token of a workspace a gate holds connected")
+	}
+	if code, _, errs := wacp(t, "-url", d.URL, "-token", tok.Token, "highway", "resolve", e.Error.Details.GateID, "--approve"); code != 0 {
+		t.Fatalf("approve = %d, %q", code, errs)
+	}
+	if code, out, errs := wacp(t, append(agent, "-o", "json", "workspace", "get")...); code != 0 || !strings.Contains(out, `"idle"`) {
+		t.Fatalf("the agent after the approval: workspace get = %d, %q, %q", code, out, errs)
+	}
+}

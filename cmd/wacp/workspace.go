@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -51,6 +52,12 @@ func workspaceCreate(c *cli, args []string) error {
 		return err
 	}
 	created, err := cl.CreateWorkspace(c.ctx, req)
+	var we *client.Error
+	if errors.As(err, &we) && we.Code == "gate_pending" && c.format != "json" {
+		// The token is the caller's now, and shown once: print it with
+		// the error (under -o json it is in the error's details).
+		fmt.Fprintf(c.stderr, "workspace\t%v\ntoken\t%v\ngate\t%v\n", we.Details["workspace_id"], we.Details["token"], we.Details["gate_id"])
+	}
 	if err != nil {
 		return err
 	}
