@@ -2,8 +2,8 @@ package runtime
 
 import (
 	"context"
-	"time"
 	"sort"
+	"time"
 
 	"github.com/wacpd/wacpd/clock"
 	"github.com/wacpd/wacpd/highway"
