@@ -48,30 +48,52 @@ func (e *Engine) SetUserState(ctx context.Context, actor string, req wire.UserSt
 	if !req.State.Valid() {
 		return user.User{}, Refuse(wire.CodeInvalidStructure, "state %q is not active, suspended, blocked or deactivated", req.State)
 	}
+	return e.changeUser(ctx, actor, req.User, "changes a user's state", func(t *tx, u user.User, by, ts string) (user.User, []user.Event, error) {
+		nu, ev, err := user.Move(u, req.State, req.Reason, req.Condition, by, ts)
+		if err != nil {
+			return u, nil, Refuse(wire.CodeInvalidTransition, "%v", err)
+		}
+		return nu, []user.Event{ev}, nil
+	}, (*tx).followUser)
+}
+
+// changeUser runs a change of user who's record for the coordinator
+// (actor): change returns the new record and its events, which are
+// written system-level with the record; then follow, if set, runs on the
+// new record in the same commit.
+func (e *Engine) changeUser(ctx context.Context, actor, who, what string,
+	change func(t *tx, u user.User, by, ts string) (user.User, []user.Event, error), follow func(*tx, user.User) error) (user.User, error) {
 	return runAs(ctx, e, 0, func() (user.User, error) {
 		a := e.get(actor)
 		if a == nil || !a.IsRoot() {
-			return user.User{}, Refuse(wire.CodePermissionDenied, "only the coordinator changes a user's state")
+			return user.User{}, Refuse(wire.CodePermissionDenied, "only the coordinator %s", what)
 		}
 		var out user.User
 		err := e.commit(func(t *tx) error {
-			u, ok := t.user(req.User)
+			u, ok := t.user(who)
 			if !ok {
-				return Refuse(wire.CodeNotFound, "user %s has no record", req.User)
+				return Refuse(wire.CodeNotFound, "user %s has no record", who)
 			}
-			ts := clock.Format(t.next())
-			nu, ev, err := user.Move(u, req.State, req.Reason, req.Condition, e.actorOf(a), ts)
+			nu, events, err := change(t, u, e.actorOf(a), clock.Format(t.next()))
 			if err != nil {
-				return Refuse(wire.CodeInvalidTransition, "%v", err)
+				return err
+			}
+			out = nu
+			if len(events) == 0 {
+				return nil
 			}
 			if err := t.putUser(nu); err != nil {
 				return err
 			}
-			if _, err := t.append("", e.actorOf(a), ev.Type, ev.Body); err != nil {
-				return err
+			for _, ev := range events {
+				if _, err := t.append("", e.actorOf(a), ev.Type, ev.Body); err != nil {
+					return err
+				}
 			}
-			out = nu
-			return t.followUser(nu)
+			if follow == nil {
+				return nil
+			}
+			return follow(t, nu)
 		})
 		return out, err
 	})
@@ -116,51 +138,26 @@ func (e *Engine) SetCapabilities(ctx context.Context, actor string, req wire.Use
 			return user.User{}, Refuse(wire.CodeInvalidStructure, "capability %q is not one of the seventeen", c)
 		}
 	}
-	return runAs(ctx, e, 0, func() (user.User, error) {
-		a := e.get(actor)
-		if a == nil || !a.IsRoot() {
-			return user.User{}, Refuse(wire.CodePermissionDenied, "only the coordinator grants and revokes capabilities")
+	return e.changeUser(ctx, actor, req.User, "grants and revokes capabilities", func(t *tx, u user.User, by, ts string) (user.User, []user.Event, error) {
+		var events []user.Event
+		for _, c := range req.Grant {
+			var ev []user.Event
+			var err error
+			if u, ev, err = user.Grant(u, c, by, ts); err != nil {
+				return u, nil, Refuse(wire.CodeInvalidStructure, "%v", err)
+			}
+			events = append(events, ev...)
 		}
-		var out user.User
-		err := e.commit(func(t *tx) error {
-			u, ok := t.user(req.User)
-			if !ok {
-				return Refuse(wire.CodeNotFound, "user %s has no record", req.User)
+		for _, c := range req.Revoke {
+			var ev []user.Event
+			var err error
+			if u, ev, err = user.Revoke(u, c, by, req.Reason, ts); err != nil {
+				return u, nil, Refuse(wire.CodeInvalidStructure, "%v", err)
 			}
-			ts := clock.Format(t.next())
-			var events []user.Event
-			for _, c := range req.Grant {
-				var ev []user.Event
-				var err error
-				if u, ev, err = user.Grant(u, c, e.actorOf(a), ts); err != nil {
-					return Refuse(wire.CodeInvalidStructure, "%v", err)
-				}
-				events = append(events, ev...)
-			}
-			for _, c := range req.Revoke {
-				var ev []user.Event
-				var err error
-				if u, ev, err = user.Revoke(u, c, e.actorOf(a), req.Reason, ts); err != nil {
-					return Refuse(wire.CodeInvalidStructure, "%v", err)
-				}
-				events = append(events, ev...)
-			}
-			out = u
-			if len(events) == 0 {
-				return nil
-			}
-			if err := t.putUser(u); err != nil {
-				return err
-			}
-			for _, ev := range events {
-				if _, err := t.append("", e.actorOf(a), ev.Type, ev.Body); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		return out, err
-	})
+			events = append(events, ev...)
+		}
+		return u, events, nil
+	}, nil)
 }
 
 // TransferOwnership gives workspace req.ID to user req.Owner for the

@@ -80,50 +80,24 @@ func (e *Engine) createWorkspaceLocked(ctx context.Context, actor string, body [
 	err = e.commit(func(t *tx) error {
 		ts := t.next()
 		id := e.ids.New(ts)
+		var w *workspace.Workspace
+		var err error
 		if e.cfg.Highway.Gated(highway.WorkspaceCreate) {
-			// The workspace does not exist until a person approves it; its
-			// id is reserved now, and its agent's token stored with it.
-			w, err := workspace.Plan(req, parent, id, clock.Format(ts))
-			if err != nil {
-				return err
-			}
-			s, err := createGate(a, w, body)
-			if err != nil {
-				return err
-			}
-			gid, held, err := t.openGate(highway.WorkspaceCreate, s)
-			if err != nil {
-				return err
-			}
-			if grant != nil {
-				if err := t.step("extra"); err != nil {
-					return err
-				}
-				if err := grant(Grants{t.txn}, w); err != nil {
-					return err
-				}
-			}
-			if held {
-				gateID, created = gid, w
-				return nil
-			}
-			created = t.ws(id) // the guard let it through: created
-			return nil
+			w, gateID, err = t.holdWorkspace(a, parent, req, id, ts, body)
+		} else {
+			w, err = t.createWorkspace(a, parent, req, id, ts)
 		}
-		w, err := t.createWorkspace(a, parent, req, id, ts)
 		if err != nil {
 			return err
 		}
-		if grant != nil {
-			if err := t.step("extra"); err != nil {
-				return err
-			}
-			if err := grant(Grants{t.txn}, w); err != nil {
-				return err
-			}
-		}
 		created = w
-		return nil
+		if grant == nil {
+			return nil
+		}
+		if err := t.step("extra"); err != nil {
+			return err
+		}
+		return grant(Grants{t.txn}, w)
 	})
 	if err == nil && gateID != "" {
 		e := gatePending(gateID, highway.WorkspaceCreate, "the creation of workspace "+created.ID).(*Error)

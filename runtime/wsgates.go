@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/wacpd/wacpd/clock"
 	"github.com/wacpd/wacpd/envelope"
 	"github.com/wacpd/wacpd/envelope/envstore"
 	"github.com/wacpd/wacpd/internal/strictjson"
@@ -214,6 +215,30 @@ func createGate(a, w *workspace.Workspace, body []byte) (highway.Subject, error)
 		return highway.Subject{}, err
 	}
 	return highway.Subject{ID: w.ID, Body: b, Workspace: w.ParentID(), TaskRef: w.TaskRef}, nil
+}
+
+// holdWorkspace plans workspace id from req under parent for the agent
+// of a, at ts, and holds its creation at a workspace_create gate: it does
+// not exist until a person approves it. It returns the planned workspace
+// and the gate, or, when the guard let it through, the created workspace
+// and no gate.
+func (t *tx) holdWorkspace(a, parent *workspace.Workspace, req workspace.CreateRequest, id string, ts time.Time, body []byte) (*workspace.Workspace, string, error) {
+	w, err := workspace.Plan(req, parent, id, clock.Format(ts))
+	if err != nil {
+		return nil, "", err
+	}
+	s, err := createGate(a, w, body)
+	if err != nil {
+		return nil, "", err
+	}
+	gid, held, err := t.openGate(highway.WorkspaceCreate, s)
+	switch {
+	case err != nil:
+		return nil, "", err
+	case held:
+		return w, gid, nil
+	}
+	return t.ws(id), "", nil
 }
 
 // planCreate: approve creates the workspace as asked, with the id
