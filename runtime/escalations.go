@@ -195,6 +195,9 @@ func (t *tx) expireEscalation(id string, now time.Time) error {
 // withdrawEscalations resolves by the protocol the pending escalations of
 // workspace w, which ended.
 func (t *tx) withdrawEscalations(w *workspace.Workspace) error {
+	if !t.anyEscalations() {
+		return nil
+	}
 	for _, x := range t.escalationsSeen() {
 		if x.Workspace != w.ID || !x.Pending() {
 			continue

@@ -121,6 +121,21 @@ func (t *tx) escalation(id string) (highway.EscalationRecord, bool) {
 	return find(t, id, escalOf, t.e.gov.escal)
 }
 
+// anyEscalations reports whether there is an escalation at all, as t
+// sees them (the common case is none: a terminal transition need not
+// look further).
+func (t *tx) anyEscalations() bool {
+	if len(t.e.gov.escal) > 0 {
+		return true
+	}
+	for l := t; l != nil; l = l.parent {
+		if l.gov != nil && len(l.gov.escal) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // escalationsSeen returns every escalation as t sees them.
 func (t *tx) escalationsSeen() []highway.EscalationRecord {
 	seen := map[string]bool{}
