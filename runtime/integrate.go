@@ -168,6 +168,7 @@ func (e *Engine) integrateLocked(ctx context.Context, actor string, body []byte)
 				return nil
 			}
 		}
+		var err error
 		res, err = t.integrateNow(a, w.ID, req, cpID)
 		return err
 	})
