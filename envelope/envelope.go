@@ -91,6 +91,12 @@ func DecodeRequest(data []byte) (Request, error) {
 	if err := strictjson.Decode(data, &r); err != nil {
 		return Request{}, reject(ReasonInvalidStructure, "malformed request: %v", err)
 	}
+	return Normalize(r)
+}
+
+// Normalize checks the shape of a request made in code, as DecodeRequest
+// does a decoded one, and fills in its defaults.
+func Normalize(r Request) (Request, error) {
 	switch {
 	case r.To == "":
 		return Request{}, reject(ReasonInvalidStructure, "to is required")

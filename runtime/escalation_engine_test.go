@@ -64,7 +64,8 @@ func TestHighway_Escalation(t *testing.T) {
 	if err == nil && env != nil && env.ID != out.Resolution.Ref {
 		env, err = e.NextEnvelope(ctx, w.ID, 0)
 	}
-	if err != nil || env == nil || env.ID != out.Resolution.Ref || env.Origin != "human" || env.Originator != "operator" {
+	if err != nil || env == nil || env.ID != out.Resolution.Ref || env.Origin != "human" || env.Originator != "operator" ||
+		env.Priority != "normal" || env.Payload.Format != "markdown" || env.Payload.Attachments == nil {
 		t.Fatalf("the blocked workspace's inbox = %+v, %v", env, err)
 	}
 	if len(trailWhere(t, e, trail.EventEscalationResolved, map[string]string{"signal_id": x.ID, "actor": "operator", "response_type": "envelope", "response_ref": env.ID})) != 1 {

@@ -100,14 +100,14 @@ func (e *Engine) RespondEscalation(ctx context.Context, userID string, body []by
 			ref := ""
 			switch req.Response {
 			case highway.RespondEnvelope:
-				if rj, _ := injectionCheck(e, c, envelope.Request{To: c.ID, Type: req.Envelope.Type}); rj != nil {
+				ereq, err := envelope.Normalize(envelope.Request{To: c.ID, Type: req.Envelope.Type, Payload: req.Envelope.Payload})
+				if err != nil {
+					return err
+				}
+				if rj, _ := injectionCheck(e, c, ereq); rj != nil {
 					return rj
 				}
-				env := envelope.Envelope{
-					ID: e.ids.New(ts), From: e.root, To: c.ID, Originator: userID, Type: req.Envelope.Type,
-					Payload: req.Envelope.Payload, Timestamp: clock.Format(ts), Origin: envelope.OriginHuman,
-					Status: envelope.StatusValidated,
-				}
+				env := e.humanEnvelope(e.ids.New(ts), userID, ereq, ts)
 				if err := delivery.Send(deliveryTx{t}, ts, userID, &env); err != nil {
 					return err
 				}
@@ -124,11 +124,7 @@ func (e *Engine) RespondEscalation(ctx context.Context, userID string, body []by
 			if err := t.putEscalation(x); err != nil {
 				return err
 			}
-			where := c.ID
-			if c.State.Terminal() {
-				where = ""
-			}
-			if _, err := t.append(where, userID, ev.Type, ev.Body); err != nil {
+			if _, err := t.append(c.ID, userID, ev.Type, ev.Body); err != nil {
 				return err
 			}
 			out = x
@@ -177,12 +173,8 @@ func (t *tx) expireEscalation(id string, now time.Time) error {
 		return err
 	}
 	c := t.ws(x.Workspace)
-	where := c.ID
-	if c.State.Terminal() {
-		where = ""
-	}
 	for _, ev := range events {
-		if _, err := t.append(where, highway.ActorFallback, ev.Type, ev.Body); err != nil {
+		if _, err := t.append(c.ID, highway.ActorFallback, ev.Type, ev.Body); err != nil {
 			return err
 		}
 	}

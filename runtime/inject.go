@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"time"
 
 	"github.com/wacpd/wacpd/clock"
 	"github.com/wacpd/wacpd/envelope"
@@ -62,8 +63,8 @@ func (e *Engine) Inject(ctx context.Context, userID string, body []byte) (envelo
 					b["reason"] = reason
 				}
 				where := req.To
-				if to == nil || to.State.Terminal() {
-					where = "" // no local trail takes entries after its terminal state
+				if to == nil {
+					where = "" // no such workspace: system-level (appendAt does so for a terminal one)
 				}
 				_, err := t.append(where, userID, trail.EventHumanInjection, b)
 				return err
@@ -72,11 +73,7 @@ func (e *Engine) Inject(ctx context.Context, userID string, body []byte) (envelo
 				refused = rj
 				return record("rejected", why)
 			}
-			env = envelope.Envelope{
-				ID: id, From: e.root, To: req.To, Originator: userID, Type: req.Type,
-				Payload: req.Payload, InReplyTo: req.InReplyTo, Priority: req.Priority,
-				Timestamp: clock.Format(ts), Origin: envelope.OriginHuman, Status: envelope.StatusValidated,
-			}
+			env = e.humanEnvelope(id, userID, req, ts)
 			status := "delivered"
 			if to.State == workspace.Suspended || to.State == workspace.Migrating {
 				status = "queued"
@@ -91,6 +88,17 @@ func (e *Engine) Inject(ctx context.Context, userID string, body []byte) (envelo
 		}
 		return env, err
 	})
+}
+
+// humanEnvelope is envelope id of a person, user userID, made at ts from
+// req (an injection, an escalation's answer): from the root, origin
+// human, originator the person.
+func (e *Engine) humanEnvelope(id, userID string, req envelope.Request, ts time.Time) envelope.Envelope {
+	return envelope.Envelope{
+		ID: id, From: e.root, To: req.To, Originator: userID, Type: req.Type,
+		Payload: req.Payload, InReplyTo: req.InReplyTo, Priority: req.Priority,
+		Timestamp: clock.Format(ts), Origin: envelope.OriginHuman, Status: envelope.StatusValidated,
+	}
 }
 
 // injectionCheck returns why an injection of req to workspace to (nil: it
