@@ -115,12 +115,9 @@ func Route(cfg Config, id, ws, why string, owner user.User, ok bool, ownerID str
 		if !ok {
 			reason = "no_user_record"
 		}
-		events = append(events, Event{trail.EventCapabilityDenied, map[string]any{
-			"user_id": ownerID, "capability": string(user.InjectDirective), "action": "escalation.receive", "reason": reason,
-			"target": ws, "timestamp": ts}})
-		var ev Event
-		x, ev = resolveEscalation(x, EscalationResolution{Response: RespondDelegation, Actor: ActorProtocol, Timestamp: ts})
-		events = append(events, ev)
+		var rejected []Event
+		x, rejected = rejectEscalation(x, reason, ts)
+		events = append(events, rejected...)
 	}
 	return x, events
 }
@@ -179,10 +176,17 @@ func resolveEscalation(x EscalationRecord, r EscalationResolution) (EscalationRe
 // Route does for an escalation to a deactivated owner: capability_denied
 // and a delegation to the coordinator by the protocol.
 func RejectForOwner(x EscalationRecord, ts string) (EscalationRecord, []Event) {
+	return rejectEscalation(x, user.NotActive, ts)
+}
+
+// rejectEscalation rejects x at its owner (why: the capability_denied
+// reason) and resolves it as a delegation to the coordinator by the
+// protocol: capability_denied and escalation_resolved.
+func rejectEscalation(x EscalationRecord, why, ts string) (EscalationRecord, []Event) {
 	x.Delivery = Rejected
 	deny := Event{trail.EventCapabilityDenied, map[string]any{
 		"user_id": x.Owner, "capability": string(user.InjectDirective), "action": "escalation.receive",
-		"reason": user.NotActive, "target": x.Workspace, "timestamp": ts}}
+		"reason": why, "target": x.Workspace, "timestamp": ts}}
 	x, ev := resolveEscalation(x, EscalationResolution{Response: RespondDelegation, Actor: ActorProtocol, Timestamp: ts})
 	return x, []Event{deny, ev}
 }

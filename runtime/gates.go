@@ -67,7 +67,7 @@ func (t *tx) openGateWith(cfg highway.Config, typ highway.GateType, s highway.Su
 		if err := t.gateAppend(s.Workspace, trail.ActorProtocol, ev); err != nil {
 			return "", false, err
 		}
-		g := highway.Gate{ID: id, Type: typ, SubjectID: s.ID, Subject: s.Body, Workspace: optString(s.Workspace),
+		g := highway.Gate{ID: id, Type: typ, SubjectID: s.ID, Subject: s.Body, Workspace: optional(s.Workspace),
 			Resolution: &highway.Resolution{Action: highway.Approve, Actor: highway.ActorFallback}}
 		return id, false, t.settleGate(g)
 	}
@@ -88,13 +88,6 @@ func (t *tx) openGateWith(cfg highway.Config, typ highway.GateType, s highway.Su
 	}
 	g, _ = t.gate(g.ID)
 	return g.ID, g.Pending(), nil
-}
-
-func optString(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }
 
 // gatePending is the refusal of an operation gate id holds up.
@@ -214,28 +207,27 @@ func (t *tx) planTaskApproval(g highway.Gate) (func(*tx) error, error) {
 // invalidateGates resolves every pending gate of subject as invalidated
 // (actor protocol).
 func (t *tx) invalidateGates(subject string) error {
-	return t.invalidateGatesIf(subject, func(highway.Gate) bool { return true })
-}
-
-// invalidateGatesIf resolves as invalidated (actor protocol) each pending
-// gate of subject for which stale reports true.
-func (t *tx) invalidateGatesIf(subject string, stale func(highway.Gate) bool) error {
 	for _, g := range t.gatesSeen() {
-		if g.SubjectID != subject || !g.Pending() || !stale(g) {
+		if g.SubjectID != subject || !g.Pending() {
 			continue
 		}
-		out, ev, err := highway.Invalidate(g, clock.Format(t.next()))
-		if err != nil {
-			return err
-		}
-		if err := t.putGate(out); err != nil {
-			return err
-		}
-		if err := t.gateAppend(gateWorkspace(out), highway.ActorProtocol, ev); err != nil {
+		if err := t.invalidateGate(g); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// invalidateGate resolves pending gate g as invalidated (actor protocol).
+func (t *tx) invalidateGate(g highway.Gate) error {
+	out, ev, err := highway.Invalidate(g, clock.Format(t.next()))
+	if err != nil {
+		return err
+	}
+	if err := t.putGate(out); err != nil {
+		return err
+	}
+	return t.gateAppend(gateWorkspace(out), highway.ActorProtocol, ev)
 }
 
 // Gates returns the gates the caller may see: pending ones in queue order

@@ -121,76 +121,48 @@ func (t *tx) escalation(id string) (highway.EscalationRecord, bool) {
 	return find(t, id, escalOf, t.e.gov.escal)
 }
 
-// anyEscalations reports whether there is an escalation at all, as t
-// sees them (the common case is none: a terminal transition need not
-// look further).
-func (t *tx) anyEscalations() bool {
-	if len(t.e.gov.escal) > 0 {
+// anyGates and anyEscalations report whether there is a record of the
+// kind at all, as t sees them (the common case is none: a transition need
+// not look further).
+func (t *tx) anyGates() bool       { return anyRecord(t, gatesOf, t.e.gov.gates) }
+func (t *tx) anyEscalations() bool { return anyRecord(t, escalOf, t.e.gov.escal) }
+
+func anyRecord[T any](t *tx, kind func(*govLayer) map[string]*T, base map[string]*T) bool {
+	if len(base) > 0 {
 		return true
 	}
 	for l := t; l != nil; l = l.parent {
-		if l.gov != nil && len(l.gov.escal) > 0 {
+		if l.gov != nil && len(kind(l.gov)) > 0 {
 			return true
 		}
 	}
 	return false
 }
 
-// escalationsSeen returns every escalation as t sees them.
+// gatesSeen and escalationsSeen return every record of the kind as t sees
+// them: each one's newest copy in t's layers, else the engine's.
+func (t *tx) gatesSeen() []highway.Gate { return seenOf(t, gatesOf, t.e.gov.gates) }
 func (t *tx) escalationsSeen() []highway.EscalationRecord {
+	return seenOf(t, escalOf, t.e.gov.escal)
+}
+
+func seenOf[T any](t *tx, kind func(*govLayer) map[string]*T, base map[string]*T) []T {
 	seen := map[string]bool{}
-	var out []highway.EscalationRecord
+	var out []T
 	for l := t; l != nil; l = l.parent {
 		if l.gov == nil {
 			continue
 		}
-		for id, x := range l.gov.escal {
+		for id, v := range kind(l.gov) {
 			if !seen[id] {
 				seen[id] = true
-				out = append(out, *x)
+				out = append(out, *v)
 			}
 		}
 	}
-	for id, x := range t.e.gov.escal {
+	for id, v := range base {
 		if !seen[id] {
-			out = append(out, *x)
-		}
-	}
-	return out
-}
-
-// anyGates reports whether there is a gate at all, as t sees them.
-func (t *tx) anyGates() bool {
-	if len(t.e.gov.gates) > 0 {
-		return true
-	}
-	for l := t; l != nil; l = l.parent {
-		if l.gov != nil && len(l.gov.gates) > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// gatesSeen returns every gate as t sees them: each gate's newest copy
-// in t's layers, else the engine's.
-func (t *tx) gatesSeen() []highway.Gate {
-	seen := map[string]bool{}
-	var out []highway.Gate
-	for l := t; l != nil; l = l.parent {
-		if l.gov == nil {
-			continue
-		}
-		for id, g := range l.gov.gates {
-			if !seen[id] {
-				seen[id] = true
-				out = append(out, *g)
-			}
-		}
-	}
-	for id, g := range t.e.gov.gates {
-		if !seen[id] {
-			out = append(out, *g)
+			out = append(out, *v)
 		}
 	}
 	return out

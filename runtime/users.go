@@ -183,16 +183,8 @@ func (e *Engine) TransferOwnership(ctx context.Context, actor string, req wire.T
 		if err := t.put(c); err != nil {
 			return err
 		}
-		where := c.ID
-		if c.State.Terminal() {
-			where = ""
-		}
-		var reason any
-		if req.Reason != "" {
-			reason = req.Reason
-		}
-		_, err := t.append(where, e.actorOf(a), trail.EventWorkspaceOwnershipTransferred, map[string]any{
-			"workspace_id": c.ID, "from_user": from, "to_user": req.Owner, "reason": reason,
+		_, err := t.append(c.ID, e.actorOf(a), trail.EventWorkspaceOwnershipTransferred, map[string]any{
+			"workspace_id": c.ID, "from_user": from, "to_user": req.Owner, "reason": optional(req.Reason),
 			"transferred_by": e.actorOf(a), "timestamp": nil,
 		})
 		return err

@@ -345,42 +345,15 @@ func (t *tx) planEnvelope(g highway.Gate) (func(*tx) error, error) {
 	return func(t *tx) error { return delivery.Release(deliveryTx{t}, &env) }, nil
 }
 
-// staleEnvelopeGates resolves as invalidated the pending envelope_delivery
-// gates of envelopes to w once w's inbox is sealed (integrating,
-// conflicted, terminal), and drops each envelope as undeliverable.
-func (t *tx) staleEnvelopeGates(w *workspace.Workspace, to workspace.State) error {
-	if to != workspace.Integrating && to != workspace.Conflicted && !to.Terminal() {
-		return nil
-	}
-	for _, g := range t.gatesSeen() {
-		if g.Type == highway.WorkspaceCreate && g.Pending() && gateWorkspace(g) == w.ID && to.Terminal() {
-			// The parent ended: the workspace will never be created.
-			if err := t.invalidateGates(g.SubjectID); err != nil {
-				return err
-			}
-			continue
-		}
-		if g.Type != highway.EnvelopeDelivery || !g.Pending() || gateWorkspace(g) != w.ID {
-			continue
-		}
-		if err := t.invalidateGates(g.SubjectID); err != nil {
-			return err
-		}
-		env, err := envstore.Get(t.txn, g.SubjectID)
-		if err != nil {
-			return err
-		}
-		if err := delivery.Drop(deliveryTx{t}, &env, "target_terminal", true); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// staleWorkspaceGates resolves as invalidated the pending gates on w that
-// its transition from → to leaves with nothing to hold up (§6.5): an
-// integration gate once w is no longer integrating, an abort gate once w
-// is terminal.
+// staleWorkspaceGates resolves as invalidated the pending gates that w's
+// transition from → to leaves with nothing to hold up (§6.5), in one pass
+// over the gates: on w itself, an integration gate once w is no longer
+// integrating, a conflict_resolution gate once it is no longer
+// conflicted, an abort gate once it is terminal; under w, a
+// workspace_create gate once w (the parent) is terminal, and an
+// envelope_delivery gate once w's inbox is sealed (integrating,
+// conflicted, terminal), its envelope then undeliverable. A terminal w
+// also withdraws its escalations.
 func (t *tx) staleWorkspaceGates(w *workspace.Workspace, from, to workspace.State) error {
 	if to.Terminal() {
 		if err := t.withdrawEscalations(w); err != nil {
@@ -390,20 +363,41 @@ func (t *tx) staleWorkspaceGates(w *workspace.Workspace, from, to workspace.Stat
 	if !t.anyGates() {
 		return nil
 	}
-	if err := t.staleEnvelopeGates(w, to); err != nil {
-		return err
-	}
-	return t.invalidateGatesIf(w.ID, func(g highway.Gate) bool {
-		switch g.Type {
-		case highway.Integration:
-			return from == workspace.Integrating && to != workspace.Integrating
-		case highway.WorkspaceAbort:
-			return to.Terminal()
-		case highway.ConflictResolution:
-			return from == workspace.Conflicted && to != workspace.Conflicted
+	sealed := to == workspace.Integrating || to == workspace.Conflicted || to.Terminal()
+	for _, g := range t.gatesSeen() {
+		if !g.Pending() {
+			continue
 		}
-		return false
-	})
+		var stale bool
+		switch {
+		case g.SubjectID == w.ID && g.Type == highway.Integration:
+			stale = from == workspace.Integrating && to != workspace.Integrating
+		case g.SubjectID == w.ID && g.Type == highway.ConflictResolution:
+			stale = from == workspace.Conflicted && to != workspace.Conflicted
+		case g.SubjectID == w.ID && g.Type == highway.WorkspaceAbort:
+			stale = to.Terminal()
+		case gateWorkspace(g) == w.ID && g.Type == highway.WorkspaceCreate:
+			stale = to.Terminal() // the parent ended: it will never be created
+		case gateWorkspace(g) == w.ID && g.Type == highway.EnvelopeDelivery && sealed:
+			if err := t.invalidateGate(g); err != nil {
+				return err
+			}
+			env, err := envstore.Get(t.txn, g.SubjectID)
+			if err != nil {
+				return err
+			}
+			if err := delivery.Drop(deliveryTx{t}, &env, "target_terminal", true); err != nil {
+				return err
+			}
+			continue
+		}
+		if stale {
+			if err := t.invalidateGate(g); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // integrateNow integrates workspace wsID as req asks, from checkpoint
