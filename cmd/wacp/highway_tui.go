@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -250,7 +249,7 @@ func (s *tuiSource) Inspect(ctx context.Context, g highway.Gate) ([]string, erro
 	}
 	lines = append(lines, "", what+":")
 	for _, e := range recent {
-		lines = append(lines, fmt.Sprintf("  %s  %-9s %-24s %s", shortTime(e.Timestamp), e.Actor, e.EventType, summary(e.Body)))
+		lines = append(lines, "  "+timeline(e)) // as wacp trail tail prints it
 	}
 	return lines, nil
 }
@@ -319,45 +318,4 @@ func headLine(ctx context.Context, cl *client.Client, e *trail.Entry) string {
 		return line + " (intent unavailable: " + err.Error() + ")"
 	}
 	return line + ": " + strings.TrimSpace(cp.Intent)
-}
-
-// shortTime is a trail timestamp to the second, in UTC, or as it is
-// when it does not parse.
-func shortTime(ts string) string {
-	t, err := time.Parse(time.RFC3339Nano, ts)
-	if err != nil {
-		return ts
-	}
-	return t.UTC().Format("2006-01-02 15:04:05")
-}
-
-// summary is an entry body in one short line: its scalar fields, by name.
-func summary(body json.RawMessage) string {
-	const maxLen = 80
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(body, &fields) != nil {
-		return ""
-	}
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	var parts []string
-	for _, k := range keys {
-		v := fields[k]
-		if len(v) == 0 || v[0] == '{' || v[0] == '[' || string(v) == "null" {
-			continue
-		}
-		var str string
-		if json.Unmarshal(v, &str) != nil {
-			str = string(v)
-		}
-		parts = append(parts, k+"="+str)
-	}
-	s := strings.Join(parts, " ")
-	if r := []rune(s); len(r) > maxLen {
-		s = string(r[:maxLen-1]) + "…"
-	}
-	return s
 }
