@@ -95,3 +95,59 @@ func TestHighway_Injection(t *testing.T) {
 		t.Errorf("Inject(bad body) = %v", err)
 	}
 }
+
+// TestHighway_InjectionOriginator: User spec §5.2 rules 4 and 5 (MUSTs
+// 14, 15): a workspace created because of a person's injection names it
+// (injection) and carries that person as its originator; its children
+// inherit it; nothing else changes an originator.
+func TestHighway_InjectionOriginator(t *testing.T) {
+	e := openVerified(t)
+	mkUser(t, e, "op", user.InjectDirectiveAny)
+	root := e.Root()
+	env, err := inject(e, "op", root, "directive")
+	if err != nil {
+		t.Fatal(err)
+	}
+	create := func(actor, body string) (*workspace.Workspace, error) {
+		return e.CreateWorkspace(ctx, actor, []byte(body))
+	}
+	d, err := create(root, `{"role":"worker","delegate":true,"injection":"`+env.ID+`"}`)
+	if err != nil {
+		t.Fatalf("create with the injection: %v", err)
+	}
+	if d.Originator != "op" {
+		t.Errorf("originator of a workspace caused by op's injection = %q, want op", d.Originator)
+	}
+	if len(trailWhere(t, e, trail.EventWorkspaceCreated, map[string]string{"workspace_id": d.ID, "originator": "op"})) != 1 {
+		t.Error("workspace_created does not carry originator op")
+	}
+	directive(t, e, root, d.ID)
+	kid, err := create(d.ID, `{"role":"worker"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kid.Originator != "op" {
+		t.Errorf("child's originator = %q, want op (inherited)", kid.Originator)
+	}
+	plain, err := create(root, `{"role":"worker"}`)
+	if err != nil || plain.Originator != workspace.OriginatorSystem {
+		t.Errorf("create without an injection = %+v, %v; want originator system", plain, err)
+	}
+
+	// What an injection may not name: an agent's envelope, one sent to
+	// another workspace, one that does not exist. Nothing is created.
+	n := len(trailWhere(t, e, trail.EventWorkspaceCreated, nil))
+	agentEnv, err := e.SendEnvelope(ctx, root, mustJSON(map[string]any{"to": d.ID, "type": "directive", "payload": map[string]any{"content": "x"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = create(d.ID, `{"role":"worker","injection":"`+agentEnv.ID+`"}`)
+	wantCode(t, "an agent's envelope as the injection", err, wire.CodeInvalidStructure)
+	_, err = create(d.ID, `{"role":"worker","injection":"`+env.ID+`"}`)
+	wantCode(t, "an injection sent to another workspace", err, wire.CodeNotFound)
+	_, err = create(root, `{"role":"worker","injection":"01NOSUCHENVELOPE0000000000"}`)
+	wantCode(t, "an unknown injection", err, wire.CodeNotFound)
+	if got := len(trailWhere(t, e, trail.EventWorkspaceCreated, nil)); got != n {
+		t.Errorf("refused creations wrote %d workspace_created entries", got-n)
+	}
+}

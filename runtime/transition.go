@@ -81,17 +81,24 @@ func activeSince(w *workspace.Workspace, now time.Time) int64 {
 
 // cascade applies the failure cascade of workspace id (WACP Workspace §3):
 // same-owner descendants fail with parent_failed, cross-owner children move
-// under the root with their subtrees.
+// under the root with their subtrees. A child reparented because its parent
+// was aborted (by the coordinator, a delegate or a person) says so with the
+// User spec's reason, parent_aborted_cross_ownership (§4.4); one whose
+// parent failed otherwise (a timeout, a failed signal) with parent_failed.
 func (t *tx) cascade(id string) error {
 	all, kids := t.snapshot()
 	plan := workspace.Cascade(all, kids, id)
+	why := "parent_failed"
+	if r := all[id].Reason; r == "aborted_by_coordinator" || r == "aborted_by_human" {
+		why = "parent_aborted_cross_ownership"
+	}
 	for _, cid := range plan.Reparent {
 		c := t.ws(cid)
 		old := c.ParentID()
 		root := t.e.root
 		c.Parent = &root
 		_, err := t.append(cid, trail.ActorProtocol, trail.EventWorkspaceReparented, map[string]any{
-			"workspace_id": cid, "old_parent": old, "new_parent": root, "reason": "parent_failed",
+			"workspace_id": cid, "old_parent": old, "new_parent": root, "reason": why,
 		})
 		if err != nil {
 			return err

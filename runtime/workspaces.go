@@ -2,10 +2,13 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"time"
 
 	"github.com/wacpd/wacpd/clock"
+	"github.com/wacpd/wacpd/envelope"
+	"github.com/wacpd/wacpd/envelope/envstore"
 	"github.com/wacpd/wacpd/highway"
 	"github.com/wacpd/wacpd/principal"
 	"github.com/wacpd/wacpd/runtime/delivery"
@@ -115,6 +118,9 @@ func (e *Engine) createWorkspaceLocked(ctx context.Context, actor string, body [
 // its parent (port_right_created, both ways).
 func (t *tx) createWorkspace(a, parent *workspace.Workspace, req workspace.CreateRequest, id string, ts time.Time) (*workspace.Workspace, error) {
 	e := t.e
+	if err := t.causedBy(a, &req); err != nil {
+		return nil, err
+	}
 	w, err := workspace.Plan(req, parent, id, clock.Format(ts))
 	if err != nil {
 		return nil, err
@@ -137,6 +143,29 @@ func (t *tx) createWorkspace(a, parent *workspace.Workspace, req workspace.Creat
 		}
 	}
 	return w, nil
+}
+
+// causedBy sets req's originator from its injection, if it names one:
+// the envelope must be a person's (origin human: an injection, or a
+// person's answer to an escalation) delivered to a's workspace, the one
+// creating. The new workspace is then that person's doing, whatever its
+// parent's originator (User spec §5.2 rule 4); its own children inherit
+// it (rule 5).
+func (t *tx) causedBy(a *workspace.Workspace, req *workspace.CreateRequest) error {
+	if req.Injection == "" {
+		return nil
+	}
+	env, err := envstore.Get(t.txn, req.Injection)
+	switch {
+	case errors.Is(err, envstore.ErrNotFound) || (err == nil && env.To != a.ID):
+		return Refuse(wire.CodeNotFound, "no envelope %s was sent to workspace %s", req.Injection, a.ID)
+	case err != nil:
+		return err
+	case env.Origin != envelope.OriginHuman:
+		return Refuse(wire.CodeInvalidStructure, "envelope %s is an agent's (origin %s); injection names a person's envelope", req.Injection, env.Origin)
+	}
+	req.Originator = env.Originator
+	return nil
 }
 
 // inSubtree reports whether id is root or a descendant of root. Caller holds e.mu.

@@ -223,6 +223,9 @@ func createGate(a, w *workspace.Workspace, body []byte) (highway.Subject, error)
 // and the gate, or, when the guard let it through, the created workspace
 // and no gate.
 func (t *tx) holdWorkspace(a, parent *workspace.Workspace, req workspace.CreateRequest, id string, ts time.Time, body []byte) (*workspace.Workspace, string, error) {
+	if err := t.causedBy(a, &req); err != nil {
+		return nil, "", err
+	}
 	w, err := workspace.Plan(req, parent, id, clock.Format(ts))
 	if err != nil {
 		return nil, "", err

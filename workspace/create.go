@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -26,6 +27,15 @@ type CreateRequest struct {
 	Authority  []string        `json:"authority,omitempty"`
 	TaskRef    string          `json:"task_ref,omitempty"`
 	Liveness   string          `json:"liveness_interval,omitempty"`
+	// Injection names the envelope a person injected (origin human) that
+	// caused this workspace: the new workspace's originator is that
+	// person, not its parent's (User spec §5.2 rule 4). The runtime checks
+	// it and sets Originator.
+	Injection string `json:"injection,omitempty"`
+	// Originator, when set, is the new workspace's originator instead of
+	// its parent's. Never decoded from a request: the runtime sets it from
+	// Injection, or to the person who creates a workspace on the highway.
+	Originator string `json:"-"`
 }
 
 // DecodeCreateRequest decodes and checks the shape of a create request.
@@ -142,7 +152,7 @@ func Plan(req CreateRequest, parent *Workspace, id, now string) (*Workspace, err
 	pid := parent.ID
 	w := &Workspace{
 		ID: id, Role: req.Role, Parent: &pid, State: Idle, Owner: owner,
-		Originator: parent.Originator, Delegate: req.Delegate, TaskRef: req.TaskRef,
+		Originator: cmp.Or(req.Originator, parent.Originator), Delegate: req.Delegate, TaskRef: req.TaskRef,
 		Context: req.Context, Visibility: append([]string{id}, req.Visibility...),
 		Authority: slices.Clone(req.Authority), Timeout: req.Timeout, Budget: req.Budget,
 		Priority: priority, Group: req.Group, LivenessInterval: req.Liveness,

@@ -15,7 +15,7 @@ import (
 
 func workspaceCreate(c *cli, args []string) error {
 	const cmd = "workspace create"
-	fs := c.flags(cmd, cmd+" --role R [--parent P] [--delegate] [--owner O] [--timeout D] [--priority P] [--group G] [--context JSON] [--visibility ids] [--budget JSON]")
+	fs := c.flags(cmd, cmd+" --role R [--parent P] [--delegate] [--owner O] [--timeout D] [--priority P] [--group G] [--context JSON] [--visibility ids] [--budget JSON] [--injection ENVELOPE]")
 	var req client.CreateRequest
 	var context, visibility, budget string
 	fs.StringVar(&req.Role, "role", "", "role of the new workspace's agent, e.g. worker (required)")
@@ -28,6 +28,7 @@ func workspaceCreate(c *cli, args []string) error {
 	fs.StringVar(&context, "context", "", "context object (JSON)")
 	fs.StringVar(&visibility, "visibility", "", "comma-separated workspace ids the agent may see")
 	fs.StringVar(&budget, "budget", "", `budget (JSON), e.g. {"compute_budget":{"token_limit":100000}}`)
+	fs.StringVar(&req.Injection, "injection", "", "the person's envelope (a highway injection sent to you) that causes this workspace: its originator is that person")
 	if _, err := parse(fs, args, 0, 0); err != nil {
 		return err
 	}
