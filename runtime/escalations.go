@@ -10,6 +10,7 @@ import (
 	"github.com/wacpd/wacpd/envelope"
 	"github.com/wacpd/wacpd/highway"
 	"github.com/wacpd/wacpd/runtime/delivery"
+	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/user"
 	"github.com/wacpd/wacpd/wire"
 	"github.com/wacpd/wacpd/workspace"
@@ -129,7 +130,7 @@ func (e *Engine) RespondEscalation(ctx context.Context, userID string, body []by
 			}
 			out = x
 			if req.Response == highway.RespondAbort {
-				return t.abortFor(c, t.e.get(t.e.root), "aborted_by_human", "")
+				return t.abortFor(c, userID, "aborted_by_human", "")
 			}
 			return nil
 		})
@@ -181,7 +182,7 @@ func (t *tx) expireEscalation(id string, now time.Time) error {
 	if x.Resolution.Response != highway.RespondReject || c.State.Terminal() {
 		return nil
 	}
-	return t.abortFor(c, t.e.get(t.e.root), highway.ReasonEscalationRejected, "")
+	return t.abortFor(c, trail.ActorSystem, highway.ReasonEscalationRejected, "")
 }
 
 // withdrawEscalations resolves by the protocol the pending escalations of

@@ -330,7 +330,7 @@ func (e *Engine) CancelTask(ctx context.Context, actor string, req wire.TaskOpRe
 		}
 		if k.WorkspaceRef != nil {
 			if w := t.ws(*k.WorkspaceRef); w != nil && !w.State.Terminal() {
-				return k, t.abortFor(w, a, "aborted_by_coordinator", "task "+k.ID+" cancelled "+req.Reason)
+				return k, t.abortFor(w, t.e.actorOf(a), "aborted_by_coordinator", "task "+k.ID+" cancelled "+req.Reason)
 			}
 		}
 		return k, nil

@@ -63,18 +63,37 @@ func (e *Engine) SetUserState(ctx context.Context, actor string, req wire.UserSt
 // new record in the same commit.
 func (e *Engine) changeUser(ctx context.Context, actor, who, what string,
 	change func(t *tx, u user.User, by, ts string) (user.User, []user.Event, error), follow func(*tx, user.User) error) (user.User, error) {
+	if actor != e.root {
+		return user.User{}, Refuse(wire.CodePermissionDenied, "only the coordinator %s", what)
+	}
+	return e.changeUserAs(ctx, trail.ActorSystem, nil, who, change, follow)
+}
+
+// changeUserAs is changeUser for by (system, or a person's user id): allow,
+// if set, decides on the committed record whether by may; a
+// capability_denied refusal from it is committed (its entry) and returned.
+func (e *Engine) changeUserAs(ctx context.Context, by string, allow func(t *tx, u user.User, ts string) error, who string,
+	change func(t *tx, u user.User, by, ts string) (user.User, []user.Event, error), follow func(*tx, user.User) error) (user.User, error) {
 	return runAs(ctx, e, 0, func() (user.User, error) {
-		a := e.get(actor)
-		if a == nil || !a.IsRoot() {
-			return user.User{}, Refuse(wire.CodePermissionDenied, "only the coordinator %s", what)
-		}
 		var out user.User
+		var refused error
 		err := e.commit(func(t *tx) error {
 			u, ok := t.user(who)
 			if !ok {
 				return Refuse(wire.CodeNotFound, "user %s has no record", who)
 			}
-			nu, events, err := change(t, u, e.actorOf(a), clock.Format(t.next()))
+			ts := clock.Format(t.next())
+			if allow != nil {
+				err := allow(t, u, ts)
+				if Code(err) == wire.CodeCapabilityDenied {
+					refused = err
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+			}
+			nu, events, err := change(t, u, by, ts)
 			if err != nil {
 				return err
 			}
@@ -86,7 +105,7 @@ func (e *Engine) changeUser(ctx context.Context, actor, who, what string,
 				return err
 			}
 			for _, ev := range events {
-				if _, err := t.append("", e.actorOf(a), ev.Type, ev.Body); err != nil {
+				if _, err := t.append("", by, ev.Type, ev.Body); err != nil {
 					return err
 				}
 			}
@@ -95,6 +114,9 @@ func (e *Engine) changeUser(ctx context.Context, actor, who, what string,
 			}
 			return follow(t, nu)
 		})
+		if err == nil {
+			err = refused
+		}
 		return out, err
 	})
 }
@@ -177,16 +199,22 @@ func (e *Engine) TransferOwnership(ctx context.Context, actor string, req wire.T
 			return Refuse(wire.CodeInvalidTransition, "workspace %s is already %s's", w.ID, req.Owner)
 		}
 		return nil
-	}, func(t *tx, a, c *workspace.Workspace) error {
-		from := c.Owner
-		c.Owner = req.Owner
-		if err := t.put(c); err != nil {
-			return err
-		}
-		_, err := t.append(c.ID, e.actorOf(a), trail.EventWorkspaceOwnershipTransferred, map[string]any{
-			"workspace_id": c.ID, "from_user": from, "to_user": req.Owner, "reason": optional(req.Reason),
-			"transferred_by": e.actorOf(a), "timestamp": nil,
-		})
+	}, func(t *tx, a, c *workspace.Workspace) error { return t.transfer(c, e.actorOf(a), req) })
+}
+
+// transfer gives workspace c (a tx copy) to user req.Owner for by (system,
+// or the person who holds transfer_ownership): the record's owner and
+// workspace_ownership_transferred. Nothing else changes (User spec §4.5):
+// not its originator, not its children's owners.
+func (t *tx) transfer(c *workspace.Workspace, by string, req wire.TransferRequest) error {
+	from := c.Owner
+	c.Owner = req.Owner
+	if err := t.put(c); err != nil {
 		return err
+	}
+	_, err := t.append(c.ID, by, trail.EventWorkspaceOwnershipTransferred, map[string]any{
+		"workspace_id": c.ID, "from_user": from, "to_user": req.Owner, "reason": optional(req.Reason),
+		"transferred_by": by, "timestamp": nil,
 	})
+	return err
 }

@@ -88,7 +88,7 @@ func (e *Engine) createWorkspaceLocked(ctx context.Context, actor string, body [
 		if e.cfg.Highway.Gated(highway.WorkspaceCreate) {
 			w, gateID, err = t.holdWorkspace(a, parent, req, id, ts, body)
 		} else {
-			w, err = t.createWorkspace(a, parent, req, id, ts)
+			w, err = t.createWorkspace(a, e.actorOf(a), parent, req, id, ts)
 		}
 		if err != nil {
 			return err
@@ -114,9 +114,10 @@ func (e *Engine) createWorkspaceLocked(ctx context.Context, actor string, body [
 }
 
 // createWorkspace creates workspace id from req under parent for the
-// agent of a at ts: workspace_created and the send rights between it and
-// its parent (port_right_created, both ways).
-func (t *tx) createWorkspace(a, parent *workspace.Workspace, req workspace.CreateRequest, id string, ts time.Time) (*workspace.Workspace, error) {
+// agent of a (the root for a person), actor (its role, system, or the
+// person's user id), at ts: workspace_created and the send rights between
+// it and its parent (port_right_created, both ways).
+func (t *tx) createWorkspace(a *workspace.Workspace, actor string, parent *workspace.Workspace, req workspace.CreateRequest, id string, ts time.Time) (*workspace.Workspace, error) {
 	e := t.e
 	if err := t.causedBy(a, &req); err != nil {
 		return nil, err
@@ -129,7 +130,7 @@ func (t *tx) createWorkspace(a, parent *workspace.Workspace, req workspace.Creat
 	if err := t.put(w); err != nil {
 		return nil, err
 	}
-	if err := t.appendAt(ts, w.ID, e.actorOf(a), trail.EventWorkspaceCreated, createdBody(w)); err != nil {
+	if err := t.appendAt(ts, w.ID, actor, trail.EventWorkspaceCreated, createdBody(w)); err != nil {
 		return nil, err
 	}
 	for _, r := range [][2]string{{parent.ID, w.ID}, {w.ID, parent.ID}} {
@@ -274,7 +275,7 @@ func (e *Engine) Abort(ctx context.Context, actor, id, reason string) (*workspac
 		case gid != "":
 			return nil // the guard converted a re-trigger to approve: aborted
 		}
-		return t.abortFor(c, a, why, reason)
+		return t.abortFor(c, e.actorOf(a), why, reason)
 	})
 	if err == nil && gateID != "" {
 		return nil, gatePending(gateID, highway.WorkspaceAbort, "the abort of "+id)
@@ -282,15 +283,15 @@ func (e *Engine) Abort(ctx context.Context, actor, id, reason string) (*workspac
 	return w, err
 }
 
-// abortFor fails workspace c (a tx copy) for the agent of a: a failed
-// signal with reason why, the transition with the caller's words as its
-// detail, and the cascade.
-func (t *tx) abortFor(c, a *workspace.Workspace, why, detail string) error {
+// abortFor fails workspace c (a tx copy) for actor (a role, system, or a
+// person's user id): a failed signal with reason why, the transition with
+// the caller's words as its detail, and the cascade.
+func (t *tx) abortFor(c *workspace.Workspace, actor, why, detail string) error {
 	if _, err := t.emit(c, taxonomy.SignalFailed, why, "", trail.ActorProtocol); err != nil {
 		return err
 	}
 	t.detail = detail // the caller's words go into workspace_state_changed as "detail"
-	return t.transition(c, workspace.Abort, t.e.actorOf(a), why, false)
+	return t.transition(c, workspace.Abort, actor, why, false)
 }
 
 // Suspend moves an active or blocked workspace to suspended, storing its
@@ -305,18 +306,23 @@ func (e *Engine) Suspend(ctx context.Context, actor, id, reason string) (*worksp
 			return Refuse(wire.CodeInvalidTransition, "workspace %s is %s; only active or blocked workspaces are suspended", id, w.State)
 		}
 		return nil
-	}, func(t *tx, a, c *workspace.Workspace) error {
-		if _, err := t.emit(t.ws(a.ID), taxonomy.SignalSuspend, reason, id, e.actorOf(a)); err != nil {
-			return err
-		}
-		_, err := t.append(id, e.actorOf(a), trail.EventSuspensionStarted, map[string]any{
-			"workspace_id": id, "pre_suspension_state": c.State, "reason": reason,
-		})
-		if err != nil {
-			return err
-		}
-		return t.transition(c, workspace.Suspend, e.actorOf(a), "", false)
+	}, func(t *tx, a, c *workspace.Workspace) error { return t.suspend(c, t.ws(a.ID), e.actorOf(a), reason) })
+}
+
+// suspend suspends workspace c (a tx copy) for actor: the suspend signal
+// from workspace from (the coordinator's or a delegate's; the root's for a
+// person), suspension_started and the transition.
+func (t *tx) suspend(c, from *workspace.Workspace, actor, reason string) error {
+	if _, err := t.emit(from, taxonomy.SignalSuspend, reason, c.ID, actor); err != nil {
+		return err
+	}
+	_, err := t.append(c.ID, actor, trail.EventSuspensionStarted, map[string]any{
+		"workspace_id": c.ID, "pre_suspension_state": c.State, "reason": reason,
 	})
+	if err != nil {
+		return err
+	}
+	return t.transition(c, workspace.Suspend, actor, "", false)
 }
 
 // Resume returns a suspended workspace to its pre-state and delivers the
@@ -327,20 +333,25 @@ func (e *Engine) Resume(ctx context.Context, actor, id string) (*workspace.Works
 			return Refuse(wire.CodeInvalidTransition, "workspace %s is %s, not suspended", id, w.State)
 		}
 		return nil
-	}, func(t *tx, a, c *workspace.Workspace) error {
-		since, _ := clock.Parse(c.UpdatedAt)
-		ts := t.next()
-		err := t.appendAt(ts, id, e.actorOf(a), trail.EventSuspensionResumed, map[string]any{
-			"workspace_id": id, "resumed_to_state": c.PreState, "duration": ts.Sub(since).String(),
-		})
-		if err != nil {
-			return err
-		}
-		if err := t.transition(c, workspace.Resume, e.actorOf(a), "", false); err != nil {
-			return err
-		}
-		return delivery.DeliverQueued(deliveryTx{t}, c.ID)
+	}, func(t *tx, a, c *workspace.Workspace) error { return t.resume(c, e.actorOf(a)) })
+}
+
+// resume returns suspended workspace c (a tx copy) to its pre-state for
+// actor: suspension_resumed, the transition, and the envelopes that queued
+// meanwhile are delivered.
+func (t *tx) resume(c *workspace.Workspace, actor string) error {
+	since, _ := clock.Parse(c.UpdatedAt)
+	ts := t.next()
+	err := t.appendAt(ts, c.ID, actor, trail.EventSuspensionResumed, map[string]any{
+		"workspace_id": c.ID, "resumed_to_state": c.PreState, "duration": ts.Sub(since).String(),
 	})
+	if err != nil {
+		return err
+	}
+	if err := t.transition(c, workspace.Resume, actor, "", false); err != nil {
+		return err
+	}
+	return delivery.DeliverQueued(deliveryTx{t}, c.ID)
 }
 
 // coordinate runs a coordinator operation on workspace id for the agent of

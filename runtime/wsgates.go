@@ -147,7 +147,7 @@ func (t *tx) planAbort(g highway.Gate) (func(*tx) error, error) {
 	if a == nil {
 		a = t.e.get(t.e.root)
 	}
-	return func(t *tx) error { return t.abortFor(t.ws(s.WorkspaceID), a, "aborted_by_coordinator", reason) }, nil
+	return func(t *tx) error { return t.abortFor(t.ws(s.WorkspaceID), t.e.actorOf(a), "aborted_by_coordinator", reason) }, nil
 }
 
 // conflictSubject is a conflict_resolution gate's subject: the conflicts
@@ -293,7 +293,7 @@ func (t *tx) planCreate(g highway.Gate) (func(*tx) error, error) {
 	}
 	id := g.SubjectID
 	return func(t *tx) error {
-		_, err := t.createWorkspace(a, t.ws(parent.ID), req, id, t.next())
+		_, err := t.createWorkspace(a, t.e.actorOf(a), t.ws(parent.ID), req, id, t.next())
 		return err
 	}, nil
 }

@@ -1,0 +1,242 @@
+package runtime
+
+import (
+	"context"
+
+	"github.com/wacpd/wacpd/clock"
+	"github.com/wacpd/wacpd/user"
+	"github.com/wacpd/wacpd/wire"
+	"github.com/wacpd/wacpd/workspace"
+)
+
+// A person's own actions on workspaces and users (User spec §6.2), taken
+// with a user token on the highway: the coordinator's operations, each
+// authorized against the user's record (authorizeUser: active, holding
+// the action's capability, and for an _own capability owning the target),
+// written with the user's id as actor. A person's own decision is not held
+// at a gate: gates are where a person approves what agents asked for.
+
+// ReasonAbortedByHuman is the failure reason of a workspace a person
+// aborted (WACP failure reasons).
+const ReasonAbortedByHuman = "aborted_by_human"
+
+// asUser runs person uid's action on workspace id: the workspace exists
+// and is not the root (which ends with the run), the user may take action
+// on it (a denial commits capability_denied and is refused with it), check
+// passes on the committed record, then fn runs on the transaction's copy,
+// in one commit. It returns the record after the commit.
+func (e *Engine) asUser(ctx context.Context, uid, action, id string, check func(*workspace.Workspace) error,
+	fn func(t *tx, c *workspace.Workspace) error) (*workspace.Workspace, error) {
+	if id == "" {
+		return nil, Refuse(wire.CodeInvalidStructure, "id is required")
+	}
+	return runAs(ctx, e, 0, func() (*workspace.Workspace, error) {
+		w := e.get(id)
+		switch {
+		case w == nil:
+			return nil, Refuse(wire.CodeNotFound, "workspace %s does not exist", id)
+		case w.IsRoot():
+			return nil, Refuse(wire.CodeInvalidTransition, "the root workspace is the coordinator's and ends with the run")
+		}
+		var out *workspace.Workspace
+		var refused error
+		err := e.commit(func(t *tx) error {
+			err := t.authorizeUser(uid, action, user.Target{ID: id, Owner: w.Owner}, clock.Format(t.next()))
+			if Code(err) == wire.CodeCapabilityDenied {
+				refused = err // with its capability_denied entry: commit it
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if err := check(w); err != nil {
+				return err
+			}
+			out = t.ws(id)
+			return fn(t, out)
+		})
+		switch {
+		case err != nil:
+			return nil, err
+		case refused != nil:
+			return nil, refused
+		}
+		return out.Clone(), nil
+	})
+}
+
+// UserAbort fails workspace id for person uid (abort_own, abort_any): a
+// failed signal with reason aborted_by_human, the transition with the
+// person's reason as its detail, and the cascade, which stops at
+// ownership boundaries (a child of another owner is reparented to the
+// root, User spec §4.4).
+func (e *Engine) UserAbort(ctx context.Context, uid string, req wire.IDRequest) (*workspace.Workspace, error) {
+	return e.asUser(ctx, uid, "workspace.abort", req.ID, func(w *workspace.Workspace) error {
+		if w.State.Terminal() {
+			return Refuse(wire.CodeInvalidTransition, "workspace %s is already %s", w.ID, w.State)
+		}
+		return nil
+	}, func(t *tx, c *workspace.Workspace) error {
+		return t.abortFor(c, uid, ReasonAbortedByHuman, req.Reason)
+	})
+}
+
+// UserSuspend suspends an active or blocked workspace for person uid
+// (suspend_own, suspend_any): the suspend signal comes from the root, the
+// coordinator mediating, with the person as actor.
+func (e *Engine) UserSuspend(ctx context.Context, uid string, req wire.IDRequest) (*workspace.Workspace, error) {
+	reason := req.Reason
+	if reason == "" {
+		reason = "human_request"
+	}
+	return e.asUser(ctx, uid, "workspace.suspend", req.ID, func(w *workspace.Workspace) error {
+		if w.State != workspace.Active && w.State != workspace.Blocked {
+			return Refuse(wire.CodeInvalidTransition, "workspace %s is %s; only active or blocked workspaces are suspended", w.ID, w.State)
+		}
+		return nil
+	}, func(t *tx, c *workspace.Workspace) error {
+		return t.suspend(c, t.ws(e.root), uid, reason)
+	})
+}
+
+// UserResume resumes a suspended workspace for person uid (suspend_own,
+// suspend_any).
+func (e *Engine) UserResume(ctx context.Context, uid string, req wire.IDRequest) (*workspace.Workspace, error) {
+	return e.asUser(ctx, uid, "workspace.resume", req.ID, func(w *workspace.Workspace) error {
+		if w.State != workspace.Suspended {
+			return Refuse(wire.CodeInvalidTransition, "workspace %s is %s, not suspended", w.ID, w.State)
+		}
+		return nil
+	}, func(t *tx, c *workspace.Workspace) error { return t.resume(c, uid) })
+}
+
+// UserTransfer gives a workspace to another user for person uid
+// (transfer_ownership, whose scope is any).
+func (e *Engine) UserTransfer(ctx context.Context, uid string, req wire.TransferRequest) (*workspace.Workspace, error) {
+	if req.Owner == "" {
+		return nil, Refuse(wire.CodeInvalidStructure, "owner is required")
+	}
+	return e.asUser(ctx, uid, "workspace.transfer", req.ID, func(w *workspace.Workspace) error {
+		return e.transferable(w, req.Owner)
+	}, func(t *tx, c *workspace.Workspace) error { return t.transfer(c, uid, req) })
+}
+
+// transferable checks that w may go to user owner: a user with a record,
+// not already its owner. Caller holds e.mu.
+func (e *Engine) transferable(w *workspace.Workspace, owner string) error {
+	if _, ok := e.userOf(owner); !ok {
+		return Refuse(wire.CodeNotFound, "user %s has no record", owner)
+	}
+	if w.Owner == owner {
+		return Refuse(wire.CodeInvalidTransition, "workspace %s is already %s's", w.ID, owner)
+	}
+	return nil
+}
+
+// UserCreateWorkspace creates a workspace for person uid: under parent
+// (default the root), owned by uid unless the request names another owner,
+// with uid as its originator (a person caused it, User spec §5). Creating
+// a workspace one will own needs create_workspace, for another owner
+// create_workspace_any; delegate needs grant_delegation as well, and only
+// for one's own workspace. A person's creation is not held at a
+// workspace_create gate. grant writes the agent's token record in the same
+// commit, as for CreateWorkspaceGranting.
+func (e *Engine) UserCreateWorkspace(ctx context.Context, uid string, body []byte, grant func(Grants, *workspace.Workspace) error) (*workspace.Workspace, error) {
+	req, err := workspace.DecodeCreateRequest(body)
+	if err != nil {
+		return nil, &Error{Code: wire.CodeInvalidStructure, Message: err.Error(), Err: err}
+	}
+	if req.Injection != "" {
+		return nil, Refuse(wire.CodeInvalidStructure, "injection is for agents: a workspace a person creates is that person's doing already")
+	}
+	return runAs(ctx, e, len(body), func() (*workspace.Workspace, error) {
+		root := e.get(e.root)
+		pid := req.Parent
+		if pid == "" {
+			pid = root.ID
+		}
+		parent := e.get(pid)
+		switch {
+		case parent == nil:
+			return nil, Refuse(wire.CodeNotFound, "parent workspace %s does not exist", pid)
+		case !e.tax.HasRole(req.Role):
+			return nil, Refuse(wire.CodeInvalidType, "role %q is not registered in taxonomy %s", req.Role, e.tax.ID())
+		case req.Role == "coordinator":
+			return nil, Refuse(wire.CodePermissionDenied, "there is exactly one coordinator, assigned by the runtime")
+		}
+		if req.Owner == "" {
+			req.Owner = uid
+		}
+		req.Originator = uid
+		var created *workspace.Workspace
+		var refused error
+		err := e.commit(func(t *tx) error {
+			ts := t.next()
+			target := user.Target{ID: parent.ID, Owner: req.Owner}
+			for _, action := range []string{"workspace.create", "workspace.delegate"} {
+				if action == "workspace.delegate" && !req.Delegate {
+					continue
+				}
+				err := t.authorizeUser(uid, action, target, clock.Format(ts))
+				if Code(err) == wire.CodeCapabilityDenied {
+					refused = err
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+			}
+			if req.Owner != uid {
+				if _, ok := t.user(req.Owner); !ok {
+					return Refuse(wire.CodeNotFound, "user %s has no record", req.Owner)
+				}
+			}
+			w, err := t.createWorkspace(root, uid, parent, req, e.ids.New(ts), ts)
+			if err != nil {
+				return err
+			}
+			created = w
+			if grant == nil {
+				return nil
+			}
+			if err := t.step("extra"); err != nil {
+				return err
+			}
+			return grant(Grants{t.txn}, w)
+		})
+		switch {
+		case err != nil:
+			return nil, err
+		case refused != nil:
+			return nil, refused
+		}
+		return created.Clone(), nil
+	})
+}
+
+// UserSetState deactivates or reactivates user req.User for person uid
+// (deactivate_user, whose scope is any): to deactivated from any state, or
+// to active from deactivated. Suspending and blocking a user are the
+// coordinator's (user.state).
+func (e *Engine) UserSetState(ctx context.Context, uid string, req wire.UserStateRequest) (user.User, error) {
+	action := "user.deactivate"
+	switch {
+	case req.State == user.Deactivated:
+	case req.State == user.Active:
+		action = "user.reactivate"
+	default:
+		return user.User{}, Refuse(wire.CodeInvalidStructure, "a person deactivates (state deactivated) or reactivates (state active) a user; %q is the coordinator's", req.State)
+	}
+	return e.changeUserAs(ctx, uid, func(t *tx, u user.User, ts string) error {
+		if action == "user.reactivate" && u.State != user.Deactivated {
+			return Refuse(wire.CodeInvalidTransition, "user %s is %s; a person reactivates only a deactivated user", u.ID, u.State)
+		}
+		return t.authorizeUser(uid, action, user.Target{}, ts)
+	}, req.User, func(t *tx, u user.User, by, ts string) (user.User, []user.Event, error) {
+		nu, ev, err := user.Move(u, req.State, req.Reason, req.Condition, by, ts)
+		if err != nil {
+			return u, nil, Refuse(wire.CodeInvalidTransition, "%v", err)
+		}
+		return nu, []user.Event{ev}, nil
+	}, (*tx).followUser)
+}
