@@ -169,6 +169,12 @@ func (r *Daemon) handlerTable() map[string]handlerFunc {
 		"highway.inject":             r.highwayInject,
 		"highway.escalations":        r.highwayEscalations,
 		"highway.escalation.respond": r.highwayRespond,
+		"highway.workspace.create":   r.highwayCreate,
+		"highway.workspace.abort":    r.highwayWorkspaceOp("abort"),
+		"highway.workspace.suspend":  r.highwayWorkspaceOp("suspend"),
+		"highway.workspace.resume":   r.highwayWorkspaceOp("resume"),
+		"highway.workspace.transfer": r.highwayTransfer,
+		"highway.user.state":         r.highwayUserState,
 	}
 }
 

@@ -65,6 +65,12 @@ var serviceSeeds = map[string][]string{
 	"highway.escalations":        {`{}`, `{"all":true}`},
 	"highway.escalation.respond": {`{"escalation_id":"x","response":"delegation"}`, `{"escalation_id":"x","response":"envelope","envelope":{"payload":{"content":"go on"}}}`},
 	"highway.inject":             {`{"to":"w","type":"feedback","payload":{"format":"markdown","content":"x","attachments":[]}}`},
+	"highway.workspace.create":   {`{"role":"worker"}`, `{"role":"worker","owner":"bob","delegate":true}`},
+	"highway.workspace.abort":    {`{"id":"W","reason":"r"}`},
+	"highway.workspace.suspend":  {`{"id":"W"}`},
+	"highway.workspace.resume":   {`{"id":"W"}`},
+	"highway.workspace.transfer": {`{"id":"W","owner":"bob","reason":"r"}`},
+	"highway.user.state":         {`{"user":"bob","state":"deactivated"}`, `{"user":"bob","state":"active"}`},
 	"signals.consumer":           {`{}`, `{"durable":"ops","deliver_all":true}`, `{"workspace":"01M80A5AWKH60G1NB2HPFZ22BP"}`},
 
 	"audit.trail.read":        {`{"limit":1,"body":{"role":"worker"},"since":"2026-01-01T00:00:00.000000000Z"}`},

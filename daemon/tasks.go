@@ -3,8 +3,10 @@ package daemon
 import (
 	"context"
 
+	"github.com/wacpd/wacpd/principal"
 	"github.com/wacpd/wacpd/runtime"
 	"github.com/wacpd/wacpd/wire"
+	"github.com/wacpd/wacpd/workspace"
 )
 
 // The task endpoints (coordinator and delegates, on their own subjects) and
@@ -122,4 +124,55 @@ func (r *Daemon) highwayRespond(ctx context.Context, c caller, body []byte) (any
 
 func (r *Daemon) highwayInject(ctx context.Context, c caller, body []byte) (any, error) {
 	return r.eng.Inject(ctx, c.p.Name, body)
+}
+
+// highwayCreate creates a workspace for the person of a user token
+// (create_workspace): the reply carries the new agent's token, shown once,
+// as workspace.create's does.
+func (r *Daemon) highwayCreate(ctx context.Context, c caller, body []byte) (any, error) {
+	tok, err := newToken()
+	if err != nil {
+		return nil, err
+	}
+	w, err := r.eng.UserCreateWorkspace(ctx, c.p.Name, body, func(g runtime.Grants, w *workspace.Workspace) error {
+		return g.Put(hashToken(tok), principal.Principal{Kind: principal.KindAgent, Workspace: w.ID})
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.tok.add(tok, principal.Principal{Kind: principal.KindAgent, Workspace: w.ID})
+	return wire.Created{Workspace: w, Token: tok}, nil
+}
+
+// highwayWorkspaceOp is a person's abort, suspend or resume.
+func (r *Daemon) highwayWorkspaceOp(op string) handlerFunc {
+	return func(ctx context.Context, c caller, body []byte) (any, error) {
+		var req wire.IDRequest
+		if err := runtime.Decode(body, &req); err != nil {
+			return nil, err
+		}
+		switch op {
+		case "abort":
+			return r.eng.UserAbort(ctx, c.p.Name, req)
+		case "suspend":
+			return r.eng.UserSuspend(ctx, c.p.Name, req)
+		}
+		return r.eng.UserResume(ctx, c.p.Name, req)
+	}
+}
+
+func (r *Daemon) highwayTransfer(ctx context.Context, c caller, body []byte) (any, error) {
+	var req wire.TransferRequest
+	if err := runtime.Decode(body, &req); err != nil {
+		return nil, err
+	}
+	return r.eng.UserTransfer(ctx, c.p.Name, req)
+}
+
+func (r *Daemon) highwayUserState(ctx context.Context, c caller, body []byte) (any, error) {
+	var req wire.UserStateRequest
+	if err := runtime.Decode(body, &req); err != nil {
+		return nil, err
+	}
+	return r.eng.UserSetState(ctx, c.p.Name, req)
 }

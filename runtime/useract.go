@@ -227,12 +227,12 @@ func (e *Engine) UserSetState(ctx context.Context, uid string, req wire.UserStat
 	default:
 		return user.User{}, Refuse(wire.CodeInvalidStructure, "a person deactivates (state deactivated) or reactivates (state active) a user; %q is the coordinator's", req.State)
 	}
-	return e.changeUserAs(ctx, uid, func(t *tx, u user.User, ts string) error {
-		if action == "user.reactivate" && u.State != user.Deactivated {
-			return Refuse(wire.CodeInvalidTransition, "user %s is %s; a person reactivates only a deactivated user", u.ID, u.State)
-		}
+	return e.changeUserAs(ctx, uid, func(t *tx, ts string) error {
 		return t.authorizeUser(uid, action, user.Target{}, ts)
 	}, req.User, func(t *tx, u user.User, by, ts string) (user.User, []user.Event, error) {
+		if action == "user.reactivate" && u.State != user.Deactivated {
+			return u, nil, Refuse(wire.CodeInvalidTransition, "user %s is %s; a person reactivates only a deactivated user", u.ID, u.State)
+		}
 		nu, ev, err := user.Move(u, req.State, req.Reason, req.Condition, by, ts)
 		if err != nil {
 			return u, nil, Refuse(wire.CodeInvalidTransition, "%v", err)

@@ -70,21 +70,17 @@ func (e *Engine) changeUser(ctx context.Context, actor, who, what string,
 }
 
 // changeUserAs is changeUser for by (system, or a person's user id): allow,
-// if set, decides on the committed record whether by may; a
-// capability_denied refusal from it is committed (its entry) and returned.
-func (e *Engine) changeUserAs(ctx context.Context, by string, allow func(t *tx, u user.User, ts string) error, who string,
+// if set, decides first whether by may; a capability_denied refusal from
+// it is committed (its entry) and returned.
+func (e *Engine) changeUserAs(ctx context.Context, by string, allow func(t *tx, ts string) error, who string,
 	change func(t *tx, u user.User, by, ts string) (user.User, []user.Event, error), follow func(*tx, user.User) error) (user.User, error) {
 	return runAs(ctx, e, 0, func() (user.User, error) {
 		var out user.User
 		var refused error
 		err := e.commit(func(t *tx) error {
-			u, ok := t.user(who)
-			if !ok {
-				return Refuse(wire.CodeNotFound, "user %s has no record", who)
-			}
 			ts := clock.Format(t.next())
 			if allow != nil {
-				err := allow(t, u, ts)
+				err := allow(t, ts)
 				if Code(err) == wire.CodeCapabilityDenied {
 					refused = err
 					return nil
@@ -92,6 +88,10 @@ func (e *Engine) changeUserAs(ctx context.Context, by string, allow func(t *tx, 
 				if err != nil {
 					return err
 				}
+			}
+			u, ok := t.user(who)
+			if !ok {
+				return Refuse(wire.CodeNotFound, "user %s has no record", who)
 			}
 			nu, events, err := change(t, u, by, ts)
 			if err != nil {

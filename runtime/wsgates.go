@@ -147,7 +147,9 @@ func (t *tx) planAbort(g highway.Gate) (func(*tx) error, error) {
 	if a == nil {
 		a = t.e.get(t.e.root)
 	}
-	return func(t *tx) error { return t.abortFor(t.ws(s.WorkspaceID), t.e.actorOf(a), "aborted_by_coordinator", reason) }, nil
+	return func(t *tx) error {
+		return t.abortFor(t.ws(s.WorkspaceID), t.e.actorOf(a), "aborted_by_coordinator", reason)
+	}, nil
 }
 
 // conflictSubject is a conflict_resolution gate's subject: the conflicts

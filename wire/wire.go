@@ -137,6 +137,12 @@ func Endpoints() []Endpoint {
 		{Op: "highway.inject", Audience: Users, Request: "envelope.request.json", Reply: "envelope.json"},
 		{Op: "highway.escalations", Audience: Users, Request: "requests.json#highway.escalations", Reply: "replies.json#highway.escalations"},
 		{Op: "highway.escalation.respond", Audience: Users, Request: "requests.json#highway.escalation.respond", Reply: "escalation.json"},
+		{Op: "highway.workspace.create", Audience: Users, Request: "workspace.create.request.json", Reply: "replies.json#workspace.create"},
+		{Op: "highway.workspace.abort", Audience: Users, Request: "requests.json#workspace.op", Reply: "workspace.json"},
+		{Op: "highway.workspace.suspend", Audience: Users, Request: "requests.json#workspace.op", Reply: "workspace.json"},
+		{Op: "highway.workspace.resume", Audience: Users, Request: "requests.json#workspace.op", Reply: "workspace.json"},
+		{Op: "highway.workspace.transfer", Audience: Users, Request: "requests.json#workspace.transfer", Reply: "workspace.json"},
+		{Op: "highway.user.state", Audience: Users, Request: "requests.json#user.state", Reply: "user.json"},
 
 		{Op: "checkpoint", Audience: Agents, Request: "checkpoint.request.json", Reply: "checkpoint.json"},
 		{Op: "checkpoint.get", Audience: Agents, Request: "requests.json#checkpoint.get", Reply: "checkpoint.json"},

@@ -31,6 +31,13 @@ func highwayCmd(c *cli, args []string) error {
 			"queue": highwayQueue, "get": highwayGet, "resolve": highwayResolve, "wait": highwayWait,
 			"inject":      sendCmd("highway inject", (*client.Client).Inject),
 			"escalations": highwayEscalations, "respond": highwayRespond,
+			// A person's own actions, under the user's capabilities.
+			"create":     func(c *cli, a []string) error { return createAs(c, a, true) },
+			"abort":      workspaceOpAs("abort", true),
+			"suspend":    workspaceOpAs("suspend", true),
+			"resume":     workspaceOpAs("resume", true),
+			"transfer":   func(c *cli, a []string) error { return transferAs(c, a, true) },
+			"user-state": func(c *cli, a []string) error { return userStateAs(c, a, true) },
 		})(c, args)
 	}
 	const cmd = "highway"

@@ -70,6 +70,8 @@ commands:
   highway escalations [--all]            the escalations routed to owners
   highway respond ESCALATION --envelope TEXT | --abort | --delegate
   highway wait GATE [--for D]            wait until a gate is resolved; exit 0 if its transition went on, else 2
+  highway create|abort|suspend|resume|transfer ...   as "workspace ...", as a person, under the user's capabilities
+  highway user-state USER deactivated|active         deactivate or reactivate a user (deactivate_user)
   token create --kind user|auditor --name N [--capabilities C,...]
   token revoke --kind user|auditor --name N [--reason R]
 

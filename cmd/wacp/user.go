@@ -11,9 +11,17 @@ import (
 
 // Users, for the coordinator.
 
-func userState(c *cli, args []string) error {
-	const cmd = "user state"
-	fs := c.flags(cmd, cmd+" USER active|suspended|blocked|deactivated [--reason R] [--condition C]")
+func userState(c *cli, args []string) error { return userStateAs(c, args, false) }
+
+// userStateAs is "user state" (the coordinator), or with person "highway
+// user-state" (a user token with deactivate_user: deactivated, or active
+// again).
+func userStateAs(c *cli, args []string, person bool) error {
+	cmd, states := "user state", "active|suspended|blocked|deactivated"
+	if person {
+		cmd, states = "highway user-state", "deactivated|active"
+	}
+	fs := c.flags(cmd, cmd+" USER "+states+" [--reason R] [--condition C]")
 	var req wire.UserStateRequest
 	fs.StringVar(&req.Reason, "reason", "", "why (recorded)")
 	fs.StringVar(&req.Condition, "condition", "", "blocked: the blocking condition; unblocking: the condition resolved")
@@ -26,7 +34,11 @@ func userState(c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	u, err := cl.SetUserState(c.ctx, req)
+	set := cl.SetUserState
+	if person {
+		set = cl.PersonSetUserState
+	}
+	u, err := set(c.ctx, req)
 	return c.printUser(u, err)
 }
 
@@ -72,8 +84,15 @@ func (c *cli) printUser(u user.User, err error) error {
 	})
 }
 
-func workspaceTransfer(c *cli, args []string) error {
-	const cmd = "workspace transfer"
+func workspaceTransfer(c *cli, args []string) error { return transferAs(c, args, false) }
+
+// transferAs is "workspace transfer" (the coordinator), or with person
+// "highway transfer" (a user token with transfer_ownership).
+func transferAs(c *cli, args []string, person bool) error {
+	cmd := "workspace transfer"
+	if person {
+		cmd = "highway transfer"
+	}
 	fs := c.flags(cmd, cmd+" ID --owner USER [--reason R]")
 	owner := fs.String("owner", "", "the user who becomes the owner (required)")
 	reason := fs.String("reason", "", "why (recorded)")
@@ -88,7 +107,11 @@ func workspaceTransfer(c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	w, err := cl.TransferOwnership(c.ctx, pos[0], *owner, *reason)
+	transfer := cl.TransferOwnership
+	if person {
+		transfer = cl.PersonTransfer
+	}
+	w, err := transfer(c.ctx, pos[0], *owner, *reason)
 	if err != nil {
 		return err
 	}

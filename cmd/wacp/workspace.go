@@ -13,8 +13,16 @@ import (
 	"github.com/wacpd/wacpd/workspace"
 )
 
-func workspaceCreate(c *cli, args []string) error {
-	const cmd = "workspace create"
+func workspaceCreate(c *cli, args []string) error { return createAs(c, args, false) }
+
+// createAs is "workspace create" (an agent's token: the coordinator or a
+// delegate), or with person "highway create" (a user token: the workspace
+// is the person's doing, its originator the user).
+func createAs(c *cli, args []string, person bool) error {
+	cmd := "workspace create"
+	if person {
+		cmd = "highway create"
+	}
 	fs := c.flags(cmd, cmd+" --role R [--parent P] [--delegate] [--owner O] [--timeout D] [--priority P] [--group G] [--context JSON] [--visibility ids] [--budget JSON] [--injection ENVELOPE]")
 	var req client.CreateRequest
 	var context, visibility, budget string
@@ -28,7 +36,9 @@ func workspaceCreate(c *cli, args []string) error {
 	fs.StringVar(&context, "context", "", "context object (JSON)")
 	fs.StringVar(&visibility, "visibility", "", "comma-separated workspace ids the agent may see")
 	fs.StringVar(&budget, "budget", "", `budget (JSON), e.g. {"compute_budget":{"token_limit":100000}}`)
-	fs.StringVar(&req.Injection, "injection", "", "the person's envelope (a highway injection sent to you) that causes this workspace: its originator is that person")
+	if !person {
+		fs.StringVar(&req.Injection, "injection", "", "the person's envelope (a highway injection sent to you) that causes this workspace: its originator is that person")
+	}
 	if _, err := parse(fs, args, 0, 0); err != nil {
 		return err
 	}
@@ -52,7 +62,11 @@ func workspaceCreate(c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	created, err := cl.CreateWorkspace(c.ctx, req)
+	create := cl.CreateWorkspace
+	if person {
+		create = cl.PersonCreateWorkspace
+	}
+	created, err := create(c.ctx, req)
 	var we *client.Error
 	if errors.As(err, &we) && we.Code == "gate_pending" && c.format != "json" {
 		// The token is the caller's now, and shown once: print it with
@@ -109,9 +123,16 @@ func workspaceList(c *cli, args []string) error {
 }
 
 // workspaceOp is abort, suspend or resume.
-func workspaceOp(op string) func(*cli, []string) error {
+func workspaceOp(op string) func(*cli, []string) error { return workspaceOpAs(op, false) }
+
+// workspaceOpAs is workspaceOp, or with person the highway's (a user
+// token, under the user's capabilities).
+func workspaceOpAs(op string, person bool) func(*cli, []string) error {
 	return func(c *cli, args []string) error {
 		cmd := "workspace " + op
+		if person {
+			cmd = "highway " + op
+		}
 		fs := c.flags(cmd, cmd+" ID [--reason R]")
 		reason := fs.String("reason", "", "why (recorded in the trail)")
 		pos, err := parse(fs, args, 1, 1)
@@ -123,11 +144,17 @@ func workspaceOp(op string) func(*cli, []string) error {
 			return err
 		}
 		var w *workspace.Workspace
-		switch op {
-		case "abort":
+		switch {
+		case op == "abort" && person:
+			w, err = cl.PersonAbort(c.ctx, pos[0], *reason)
+		case op == "abort":
 			w, err = cl.Abort(c.ctx, pos[0], *reason)
-		case "suspend":
+		case op == "suspend" && person:
+			w, err = cl.PersonSuspend(c.ctx, pos[0], *reason)
+		case op == "suspend":
 			w, err = cl.Suspend(c.ctx, pos[0], *reason)
+		case person:
+			w, err = cl.PersonResume(c.ctx, pos[0])
 		default:
 			w, err = cl.Resume(c.ctx, pos[0], *reason)
 		}
