@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/wacpd/wacpd/clock"
+	"github.com/wacpd/wacpd/principal"
 	"github.com/wacpd/wacpd/runtime"
 	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/wire"
@@ -113,7 +114,18 @@ func (r *Daemon) auditCheckpoint(ctx context.Context, c caller, body []byte) (an
 	if err := runtime.Decode(body, &req); err != nil {
 		return nil, err
 	}
-	return r.eng.GetCheckpoint(ctx, r.eng.Root(), req.ID)
+	cp, err := r.eng.GetCheckpoint(ctx, r.eng.Root(), req.ID)
+	if err != nil {
+		return nil, err
+	}
+	if c.p.Kind == principal.KindUser {
+		// A checkpoint is its workspace's: a user reads the checkpoints
+		// of its own workspaces, or any with view_trail_any.
+		if _, err := r.eng.UserTrailScope(ctx, c.p.Name, cp.Workspace, true); err != nil {
+			return nil, err
+		}
+	}
+	return cp, nil
 }
 
 func treeErr(err error) error {
@@ -146,9 +158,14 @@ func (r *Daemon) auditRead(ctx context.Context, c caller, body []byte) (any, err
 	if req.Until, err = filterTime("until", req.Until); err != nil {
 		return nil, err
 	}
+	keep, err := r.userScope(ctx, c, req.Workspace, false)
+	if err != nil {
+		return nil, err
+	}
 	entries, next, err := r.eng.Trail().Read(ctx, trail.Query{
 		After: req.After, Limit: req.Limit, Workspace: req.Workspace, EventType: req.EventType,
 		Actor: req.Actor, Since: req.Since, Until: req.Until, Body: req.Body, MaxBytes: r.replyBudget(),
+		Keep: keep,
 	})
 	if errors.Is(err, runtime.ErrNoSuchEntry) {
 		return nil, runtime.Refuse(wire.CodeNotFound, "no trail entry %s", req.After)
@@ -164,7 +181,22 @@ func (r *Daemon) auditVerify(ctx context.Context, c caller, body []byte) (any, e
 	if err := runtime.Decode(body, &req); err != nil {
 		return nil, err
 	}
+	if _, err := r.userScope(ctx, c, req.Workspace, true); err != nil {
+		return nil, err
+	}
 	return r.eng.VerifyTrail(ctx, req.Workspace)
+}
+
+// userScope is what a user token may read of the trail
+// (runtime.UserTrailScope): nil for everything; for the coordinator and
+// auditors always nil. whole is a read that cannot be filtered (a
+// verification of the global chain), which a user may make only with
+// view_trail_any.
+func (r *Daemon) userScope(ctx context.Context, c caller, ws string, whole bool) (func(trail.Entry) bool, error) {
+	if c.p.Kind != principal.KindUser {
+		return nil, nil
+	}
+	return r.eng.UserTrailScope(ctx, c.p.Name, ws, whole && ws == "")
 }
 
 // filterTime returns a since or until filter in the form of the trail's

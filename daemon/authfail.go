@@ -23,15 +23,51 @@ const (
 	authFailMaxSources = 100
 )
 
-// authFailures counts refused connections by remote host.
+// A user's successful authentication is recorded too
+// (authentication_succeeded, User spec §3.3), once per user per daemon
+// run: the first time the user's token is accepted after a start. Later
+// connections write nothing, so that a token holder cannot grow the trail
+// by reconnecting; the trail says from when on a user was authenticated,
+// not every connection.
+
+// authFailures counts refused connections by remote host, and notes the
+// users authenticated for the first time since the start.
 type authFailures struct {
 	mu     sync.Mutex
 	counts map[string]int
+	seen   map[string]bool // users authenticated since the start
+	fresh  []string        // of them, those not recorded yet
 	kick   chan struct{}
 }
 
 func newAuthFailures() *authFailures {
-	return &authFailures{counts: map[string]int{}, kick: make(chan struct{}, 1)}
+	return &authFailures{counts: map[string]int{}, seen: map[string]bool{}, kick: make(chan struct{}, 1)}
+}
+
+// succeeded notes that user authenticated; it never blocks.
+func (a *authFailures) succeeded(user string) {
+	a.mu.Lock()
+	first := !a.seen[user]
+	if first {
+		a.seen[user] = true
+		a.fresh = append(a.fresh, user)
+	}
+	a.mu.Unlock()
+	if first {
+		select {
+		case a.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// takeUsers returns and forgets the users to record.
+func (a *authFailures) takeUsers() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := a.fresh
+	a.fresh = nil
+	return out
 }
 
 // add counts one refusal from remote (host:port); it never blocks.
@@ -88,7 +124,7 @@ type authFailCount struct {
 // first refusal after a quiet window at once, then at most once per window.
 func (r *Daemon) recordAuthFailures(ctx context.Context) {
 	a := r.authFailures
-	defer func() { r.writeAuthFailures(a.take(authFailMaxSources)) }() // what the last window counted
+	defer func() { r.writeAuthEvents(a) }() // what the last window counted
 	var last time.Time
 	for {
 		select {
@@ -104,12 +140,17 @@ func (r *Daemon) recordAuthFailures(ctx context.Context) {
 			}
 		}
 		last = time.Now()
-		r.writeAuthFailures(a.take(authFailMaxSources))
+		r.writeAuthEvents(a)
 	}
 }
 
-func (r *Daemon) writeAuthFailures(counts []authFailCount) {
-	for _, c := range counts {
+func (r *Daemon) writeAuthEvents(a *authFailures) {
+	for _, u := range a.takeUsers() {
+		if err := r.eng.RecordAuthSuccess(context.Background(), u); err != nil {
+			r.cfg.Logger.Error("record authentication_succeeded", "err", err, "user", u)
+		}
+	}
+	for _, c := range a.take(authFailMaxSources) {
 		if err := r.eng.RecordAuthFailure(context.Background(), c.source, c.n, authFailWindow); err != nil {
 			r.cfg.Logger.Error("record authentication_failed", "err", err, "source", c.source, "count", c.n)
 		}

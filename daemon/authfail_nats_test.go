@@ -71,3 +71,70 @@ func TestAuthenticationFailedFloodIsAggregated(t *testing.T) {
 		t.Fatalf("%d authentication_failed entries for %d refusals in %v, want at most %d", entries, attempts, elapsed, limit)
 	}
 }
+
+// TestAuthenticationSucceededOncePerRun: User spec §3.3: a user's accepted
+// token writes authentication_succeeded (user_id, method token), once per
+// user per daemon run however often it connects; after a restart, once
+// again. Stopping the daemon writes what is noted (no waiting on timing).
+func TestAuthenticationSucceededOncePerRun(t *testing.T) {
+	d := daemontest.Start(t, daemon.Config{})
+	dir := d.Dir
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	coord, err := client.Dial(ctx, client.Options{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := coord.CreateToken(ctx, "user", "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	audTok, err := coord.CreateToken(ctx, "auditor", "carol")
+	if err != nil {
+		t.Fatal(err)
+	}
+	coord.Close()
+	connect := func(url, token string) {
+		t.Helper()
+		nc, err := nats.Connect(url, nats.Token(token), nats.NoReconnect())
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc.Close()
+	}
+	succeeded := func() []map[string]any {
+		t.Helper()
+		d.Stop() // writes what the recorder noted
+		d = daemontest.Start(t, daemon.Config{DataDir: dir})
+		coord, err := client.Dial(ctx, client.Options{DataDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer coord.Close()
+		page, err := coord.ReadTrail(ctx, client.TrailQuery{EventType: "authentication_succeeded", Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []map[string]any
+		for _, e := range page.Entries {
+			var b map[string]any
+			if err := json.Unmarshal(e.Body, &b); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, b)
+		}
+		return out
+	}
+	for range 3 {
+		connect(d.URL, tok)
+	}
+	connect(d.URL, audTok) // an auditor is no user: nothing
+	got := succeeded()
+	if len(got) != 1 || got[0]["user_id"] != "bob" || got[0]["method"] != "token" || got[0]["timestamp"] == nil {
+		t.Fatalf("authentication_succeeded after three connections = %v, want one for bob by token", got)
+	}
+	connect(d.URL, tok)
+	if got := succeeded(); len(got) != 2 {
+		t.Errorf("after a restart and one more connection: %d entries, want 2", len(got))
+	}
+}

@@ -173,9 +173,9 @@ var authzRows = []authzRow{
 	{"highway.user.state", subjHwy, "user.state", `{"user":"nobody-here","state":"deactivated"}`, stActive,
 		[]string{pub, pub, pub, pub, pub, pub, "capability_denied", pub, refused, refused}},
 	{"audit.trail.read", subjAudit, "trail.read", `{"workspace":"<W>"}`, stActive,
-		[]string{ok, pub, pub, pub, pub, pub, ok, ok, refused, refused}},
+		[]string{ok, pub, pub, pub, pub, pub, "capability_denied", ok, refused, refused}},
 	{"audit.trail.verify", subjAudit, "trail.verify", `{}`, stActive,
-		[]string{ok, pub, pub, pub, pub, pub, ok, ok, refused, refused}},
+		[]string{ok, pub, pub, pub, pub, pub, "capability_denied", ok, refused, refused}},
 	{"audit.sth", subjAudit, "sth", `{}`, stActive,
 		[]string{ok, pub, pub, pub, pub, pub, ok, ok, refused, refused}},
 	{"audit.proof.inclusion", subjAudit, "proof.inclusion", `{"index":0}`, stActive,
@@ -183,7 +183,7 @@ var authzRows = []authzRow{
 	{"audit.proof.consistency", subjAudit, "proof.consistency", `{"from":1}`, stActive,
 		[]string{ok, pub, pub, pub, pub, pub, ok, ok, refused, refused}},
 	{"audit.checkpoint.get", subjAudit, "checkpoint.get", `{"id":"<CP>"}`, stActive,
-		[]string{ok, pub, pub, pub, pub, pub, ok, ok, refused, refused}},
+		[]string{ok, pub, pub, pub, pub, pub, "capability_denied", ok, refused, refused}},
 }
 
 // Actions on NATS subjects beyond the endpoints.
@@ -211,8 +211,10 @@ var subjectRows = []subjectRow{
 	{"all signals", actSubscribe, "wacp.v1.sig.>", "",
 		[]string{ok, subDenied, subDenied, subDenied, subDenied, subDenied, subDenied, subDenied, refused, refused}},
 	{"trail of ws", actSubscribe, "wacp.v1.trail.<ws>.>", "",
-		[]string{ok, ok, ok, ok, ok, subDenied, ok, ok, refused, refused}},
+		[]string{ok, ok, ok, ok, ok, subDenied, subDenied, ok, refused, refused}},
 	{"whole trail", actSubscribe, "wacp.v1.trail.>", "",
+		[]string{ok, subDenied, subDenied, subDenied, subDenied, subDenied, subDenied, ok, refused, refused}},
+	{"gate events", actSubscribe, "wacp.v1.trail.*.gate_triggered", "",
 		[]string{ok, subDenied, subDenied, subDenied, subDenied, subDenied, ok, ok, refused, refused}},
 	{"shared inbox", actSubscribe, "_INBOX.>", "",
 		[]string{ok, ok, ok, ok, ok, ok, ok, ok, refused, refused}},

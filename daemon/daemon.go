@@ -384,7 +384,7 @@ func (r *Daemon) startNATS(dir, internal string) error {
 	auth := &authenticator{tokens: r.tok, live: r.live, failed: func(remote, why string) {
 		r.cfg.Logger.Warn("refused a connection", "remote", remote, "why", why)
 		r.authFailures.add(remote)
-	}}
+	}, userIn: r.authFailures.succeeded}
 	ns, err := server.NewServer(&server.Options{
 		ServerName: "wacpd", Host: host, Port: port, NoSigs: true, NoLog: true,
 		JetStream: true, StoreDir: filepath.Join(dir, "jetstream"), DisableJetStreamBanner: true,

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/wacpd/wacpd/principal"
+	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/wire"
 )
 
@@ -69,6 +70,10 @@ var (
 	streamExports  = []string{"wacp.v1.sig.>", "wacp.v1.trail.>"}
 )
 
+// gateEvents are the trail events of the highway's live gate feed, which
+// user tokens follow (wire-v1 §6: live gate events).
+var gateEvents = []trail.EventType{trail.EventGateTriggered, trail.EventGateResolved, trail.EventGateTimeout}
+
 // grantsOf returns what principal p's account imports. Consumers of the
 // signal stream are made by the daemon (the signals.consumer endpoint), never
 // by a principal: a consumer's configuration could name a delivery subject
@@ -100,8 +105,14 @@ func grantsOf(p principal.Principal) []grant {
 		g = append(g, svc("wacp.v1.audit.>")...)
 		g = append(g, grant{"wacp.v1.trail.>", true})
 	case principal.KindUser:
+		// A person's live feed is the highway's: the gate events, from
+		// every workspace (the gate queue is every operator's). The rest
+		// of the trail a user reads by request, scoped by view_trail_own
+		// and view_trail_any (runtime.UserTrailScope).
 		g = append(g, svc("wacp.v1.audit.>", "wacp.v1.highway.>")...)
-		g = append(g, grant{"wacp.v1.trail.>", true})
+		for _, typ := range gateEvents {
+			g = append(g, grant{"wacp.v1.trail.*." + string(typ), true})
+		}
 	default:
 		return nil
 	}
@@ -306,6 +317,7 @@ type authenticator struct {
 	accts  *accounts                        // set before the server starts
 	live   func(p principal.Principal) bool // reports whether p may connect now (a closed workspace's agent may not)
 	failed func(remote, why string)         // called on a refused connection; never gets the token
+	userIn func(name string)                // called when a user's token is accepted; never blocks
 }
 
 var _ server.Authentication = (*authenticator)(nil)
@@ -343,6 +355,9 @@ func (a *authenticator) Check(c server.ClientAuthentication) bool {
 	}
 	c.RegisterUser(&server.User{Username: p.String(), Account: acc,
 		Permissions: permissions(p, wire.InboxPrefix(opts.Token))})
+	if p.Kind == principal.KindUser && a.userIn != nil {
+		a.userIn(p.Name)
+	}
 	return true
 }
 

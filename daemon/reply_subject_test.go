@@ -71,7 +71,7 @@ func TestReflectedRepliesLandNothing(t *testing.T) {
 			// connections could see it.
 			observer := w.auditor
 			if rf.who == "auditor" {
-				observer = w.user
+				observer = w.adminToken
 			}
 			auditTrail := newCollector(t, w.server, observer, "wacp.v1.trail.>")
 

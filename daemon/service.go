@@ -342,6 +342,9 @@ func (r *Daemon) identify(req micro.Request, aud audience, p *principal.Principa
 		if !ok || !r.live(tp) {
 			return c, runtime.Refuse(wire.CodeUnauthorized, "missing, unknown or ended %s header", TokenHeader)
 		}
+		if tp.Kind == principal.KindUser {
+			r.authFailures.succeeded(tp.Name) // each request authenticates on an external server
+		}
 		c.p = tp
 	case aud == agents:
 		// Every agent request on the embedded server is routed; micro's

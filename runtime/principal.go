@@ -30,6 +30,19 @@ func (e *Engine) Tokens(fn func(h [32]byte, p principal.Principal)) error {
 	return e.db.View(func(txn *badger.Txn) error { return tokenstore.Each(txn, fn) })
 }
 
+// RecordAuthSuccess writes a system-level authentication_succeeded entry
+// for user id, whose token (method "token") the daemon accepted.
+func (e *Engine) RecordAuthSuccess(ctx context.Context, id string) error {
+	return e.run(ctx, 0, func() error {
+		return e.commit(func(t *tx) error {
+			_, err := t.append("", trail.ActorProtocol, trail.EventAuthenticationSucceeded, map[string]any{
+				"user_id": id, "method": "token", "timestamp": nil,
+			})
+			return err
+		})
+	})
+}
+
 // RecordAuthFailure writes a system-level authentication_failed entry for
 // n connections from source refused for an unknown token within window.
 func (e *Engine) RecordAuthFailure(ctx context.Context, source string, n int, window time.Duration) error {

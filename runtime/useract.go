@@ -2,8 +2,10 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/wacpd/wacpd/clock"
+	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/user"
 	"github.com/wacpd/wacpd/wire"
 	"github.com/wacpd/wacpd/workspace"
@@ -239,4 +241,66 @@ func (e *Engine) UserSetState(ctx context.Context, uid string, req wire.UserStat
 		}
 		return nu, []user.Event{ev}, nil
 	}, (*tx).followUser)
+}
+
+// UserTrailScope returns what person uid may read of the trail (User spec
+// §6.2): keep is nil for all of it (view_trail_any), else it reports
+// whether an entry is the user's (view_trail_own, which every active user
+// holds): an entry of a workspace the user owns when the read begins, or a
+// system-level entry about the user (its actor, or its body's user_id). A
+// read limited to workspace ws needs ws to be the user's, or
+// view_trail_any; a read of everything (whole) needs view_trail_any. A
+// refusal is capability_denied (wrong_scope, or user_not_active for a user
+// who is not active), recorded in the trail.
+func (e *Engine) UserTrailScope(ctx context.Context, uid, ws string, whole bool) (keep func(trail.Entry) bool, err error) {
+	return runAs(ctx, e, 0, func() (func(trail.Entry) bool, error) {
+		u, ok := e.userOf(uid)
+		if !ok {
+			return nil, Refuse(wire.CodeUnauthorized, "user %s has no record", uid)
+		}
+		if u.State == user.Active && u.Has(user.ViewTrailAny) {
+			return nil, nil
+		}
+		target := user.Target{}
+		if w := e.get(ws); w != nil {
+			target = user.Target{ID: ws, Owner: w.Owner}
+		}
+		if ws != "" || whole || u.State != user.Active {
+			var refused error
+			err := e.commit(func(t *tx) error {
+				err := t.authorizeUser(uid, "trail.read", target, clock.Format(t.next()))
+				if Code(err) == wire.CodeCapabilityDenied {
+					refused = err
+					return nil
+				}
+				return err
+			})
+			switch {
+			case err != nil:
+				return nil, err
+			case refused != nil:
+				return nil, refused
+			case ws != "":
+				return nil, nil // ws is the user's: the read's workspace filter does the rest
+			}
+		}
+		owned := map[string]bool{}
+		for id, w := range e.ws {
+			if w.Owner == uid {
+				owned[id] = true
+			}
+		}
+		return func(en trail.Entry) bool {
+			if en.Workspace != "" {
+				return owned[en.Workspace]
+			}
+			if en.Actor == uid {
+				return true
+			}
+			var b struct {
+				UserID string `json:"user_id"`
+			}
+			return json.Unmarshal(en.Body, &b) == nil && b.UserID == uid
+		}, nil
+	})
 }

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/wacpd/wacpd/trail"
@@ -183,5 +184,85 @@ func TestUsers_AbortAtOwnershipBoundary(t *testing.T) {
 		"old_parent": w1.ID, "new_parent": e.Root(), "reason": "parent_aborted_cross_ownership"})
 	if got6, _ := e.GetWorkspace(ctx, e.Root(), w6.ID); got6.State != workspace.Idle || got6.ParentID() != w5.ID {
 		t.Errorf("W6 = %s under %s, want idle under W5", got6.State, got6.ParentID())
+	}
+}
+
+// TestUsers_TrailScope: User spec §6.2, §6.3 (MUSTs 17, 20): a user reads
+// the trail of the workspaces it owns (view_trail_own, implicit) and system
+// entries about itself; everything with view_trail_any; a read of another's
+// workspace or of the whole chain without view_trail_any is
+// capability_denied (wrong_scope), recorded; a user who is not active reads
+// nothing.
+func TestUsers_TrailScope(t *testing.T) {
+	e := openVerified(t)
+	mkUser(t, e, "alice", user.CreateWorkspace)
+	mkUser(t, e, "auditor", user.ViewTrailAny)
+	mine, err := userCreate(e, "alice", `{"role":"worker"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := newWorker(t, e)
+
+	read := func(keep func(trail.Entry) bool, ws string) []trail.Entry {
+		t.Helper()
+		var out []trail.Entry
+		q := trail.Query{Workspace: ws, Limit: trail.MaxLimit, Keep: keep}
+		for {
+			page, next, err := e.Trail().Read(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, page...)
+			if next == "" {
+				return out
+			}
+			q.After = next
+		}
+	}
+	keep, err := e.UserTrailScope(ctx, "alice", "", false)
+	if err != nil || keep == nil {
+		t.Fatalf("alice's scope = %v, %v; want a filter", keep != nil, err)
+	}
+	sawMine, sawSelf := false, false
+	for _, en := range read(keep, "") {
+		switch {
+		case en.Workspace == mine.ID:
+			sawMine = true
+		case en.Workspace == "" && en.EventType == trail.EventUserCreated:
+			sawSelf = true
+		case en.Workspace != "":
+			t.Errorf("alice reads entry %s of workspace %s, not hers", en.ID, en.Workspace)
+		}
+		if en.Workspace == "" && en.Actor != "alice" && !strings.Contains(string(en.Body), `"user_id":"alice"`) {
+			t.Errorf("alice reads system entry %s (%s), not about her", en.ID, en.EventType)
+		}
+	}
+	if !sawMine || !sawSelf {
+		t.Errorf("alice's read: her workspace %v, her user_created %v; want both", sawMine, sawSelf)
+	}
+	if keep, err := e.UserTrailScope(ctx, "alice", mine.ID, false); err != nil || keep != nil {
+		t.Errorf("alice reads her own workspace's trail: %v", err)
+	}
+	n := denials(t, e, "alice", user.WrongScope)
+	_, err = e.UserTrailScope(ctx, "alice", other.ID, false)
+	wantCode(t, "alice reads another's workspace", err, wire.CodeCapabilityDenied)
+	_, err = e.UserTrailScope(ctx, "alice", "", true)
+	wantCode(t, "alice verifies the whole chain", err, wire.CodeCapabilityDenied)
+	if got := denials(t, e, "alice", user.WrongScope); got != n+2 {
+		t.Errorf("wrong_scope denials = %d, want %d", got, n+2)
+	}
+	if keep, err := e.UserTrailScope(ctx, "auditor", other.ID, true); err != nil || keep != nil {
+		t.Errorf("view_trail_any reads anything: %v", err)
+	}
+	if keep, err := e.UserTrailScope(ctx, "auditor", "", false); err != nil || keep != nil {
+		t.Errorf("view_trail_any reads everything: %v", err)
+	}
+	if _, err := setState(e, "alice", user.Blocked); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.UserTrailScope(ctx, "alice", "", false)
+	wantCode(t, "a blocked user reads", err, wire.CodeCapabilityDenied)
+	if denials(t, e, "alice", user.NotActive) != 1 {
+		t.Error("no user_not_active denial")
 	}
 }

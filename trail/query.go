@@ -26,6 +26,9 @@ type Query struct {
 	// the page's JSON past it (estimated by the reader); the first entry is
 	// always taken.
 	MaxBytes int
+	// Keep, if set, selects entries besides the filters above (a reader's
+	// scope: what a user may see).
+	Keep func(Entry) bool
 }
 
 // Match reports whether q selects e.
@@ -35,7 +38,7 @@ func (q Query) Match(e Entry) bool {
 		(q.Actor == "" || e.Actor == q.Actor) &&
 		(q.Since == "" || e.Timestamp >= q.Since) &&
 		(q.Until == "" || e.Timestamp < q.Until) &&
-		q.matchBody(e.Body)
+		q.matchBody(e.Body) && (q.Keep == nil || q.Keep(e))
 }
 
 func (q Query) matchBody(body json.RawMessage) bool {

@@ -44,6 +44,23 @@ func TestHighwayPersonCommands(t *testing.T) {
 	if w.Owner != "alice" || w.Originator != "alice" {
 		t.Errorf("alice's workspace: owner %q, originator %q; want alice, alice", w.Owner, w.Originator)
 	}
+	// alice reads her own workspace's trail and system entries about her,
+	// nothing else (view_trail_own); the whole chain is not hers to verify.
+	code, out, errs = wacp(t, append(alice, "trail", "read", "--limit", "1000")...)
+	var page struct {
+		Entries []struct{ Workspace, Actor string }
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &page) != nil || len(page.Entries) == 0 {
+		t.Fatalf("alice's trail read = %d, %q, %q", code, out, errs)
+	}
+	for _, en := range page.Entries {
+		if en.Workspace != w.ID && en.Workspace != "" {
+			t.Errorf("alice reads an entry of workspace %s, not hers", en.Workspace)
+		}
+	}
+	if code, _, errs := wacp(t, append(alice, "trail", "verify")...); code != 2 || !strings.Contains(errs, "capability_denied") {
+		t.Errorf("alice verifies the whole trail = %d, %q; want 2, capability_denied", code, errs)
+	}
 	if code, _, errs := wacp(t, append(bob, "highway", "create", "--role", "worker")...); code != 2 || !strings.Contains(errs, "capability_denied") {
 		t.Errorf("bob's highway create = %d, %q; want 2, capability_denied", code, errs)
 	}
