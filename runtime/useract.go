@@ -22,6 +22,25 @@ import (
 // aborted (WACP failure reasons).
 const ReasonAbortedByHuman = "aborted_by_human"
 
+// userCommit is commit for a person's action: a capability_denied refusal
+// from fn commits (its entry, which fn wrote first, is the record of the
+// attempt) and is returned; any other error aborts the commit.
+func (e *Engine) userCommit(fn func(t *tx) error) error {
+	var refused error
+	err := e.commit(func(t *tx) error {
+		err := fn(t)
+		if Code(err) == wire.CodeCapabilityDenied {
+			refused = err
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return refused
+}
+
 // asUser runs person uid's action on workspace id: the workspace exists
 // and is not the root (which ends with the run), the user may take action
 // on it (a denial commits capability_denied and is refused with it), check
@@ -41,14 +60,8 @@ func (e *Engine) asUser(ctx context.Context, uid, action, id string, check func(
 			return nil, Refuse(wire.CodeInvalidTransition, "the root workspace is the coordinator's and ends with the run")
 		}
 		var out *workspace.Workspace
-		var refused error
-		err := e.commit(func(t *tx) error {
-			err := t.authorizeUser(uid, action, user.Target{ID: id, Owner: w.Owner}, clock.Format(t.next()))
-			if Code(err) == wire.CodeCapabilityDenied {
-				refused = err // with its capability_denied entry: commit it
-				return nil
-			}
-			if err != nil {
+		err := e.userCommit(func(t *tx) error {
+			if err := t.authorizeUser(uid, action, user.Target{ID: id, Owner: w.Owner}, clock.Format(t.next())); err != nil {
 				return err
 			}
 			if err := check(w); err != nil {
@@ -57,11 +70,8 @@ func (e *Engine) asUser(ctx context.Context, uid, action, id string, check func(
 			out = t.ws(id)
 			return fn(t, out)
 		})
-		switch {
-		case err != nil:
+		if err != nil {
 			return nil, err
-		case refused != nil:
-			return nil, refused
 		}
 		return out.Clone(), nil
 	})
@@ -171,20 +181,14 @@ func (e *Engine) UserCreateWorkspace(ctx context.Context, uid string, body []byt
 		}
 		req.Originator = uid
 		var created *workspace.Workspace
-		var refused error
-		err := e.commit(func(t *tx) error {
+		err := e.userCommit(func(t *tx) error {
 			ts := t.next()
 			target := user.Target{ID: parent.ID, Owner: req.Owner}
 			for _, action := range []string{"workspace.create", "workspace.delegate"} {
 				if action == "workspace.delegate" && !req.Delegate {
 					continue
 				}
-				err := t.authorizeUser(uid, action, target, clock.Format(ts))
-				if Code(err) == wire.CodeCapabilityDenied {
-					refused = err
-					return nil
-				}
-				if err != nil {
+				if err := t.authorizeUser(uid, action, target, clock.Format(ts)); err != nil {
 					return err
 				}
 			}
@@ -198,19 +202,10 @@ func (e *Engine) UserCreateWorkspace(ctx context.Context, uid string, body []byt
 				return err
 			}
 			created = w
-			if grant == nil {
-				return nil
-			}
-			if err := t.step("extra"); err != nil {
-				return err
-			}
-			return grant(Grants{t.txn}, w)
+			return t.grant(grant, w)
 		})
-		switch {
-		case err != nil:
+		if err != nil {
 			return nil, err
-		case refused != nil:
-			return nil, refused
 		}
 		return created.Clone(), nil
 	})
@@ -266,22 +261,9 @@ func (e *Engine) UserTrailScope(ctx context.Context, uid, ws string, whole bool)
 			target = user.Target{ID: ws, Owner: w.Owner}
 		}
 		if ws != "" || whole || u.State != user.Active {
-			var refused error
-			err := e.commit(func(t *tx) error {
-				err := t.authorizeUser(uid, "trail.read", target, clock.Format(t.next()))
-				if Code(err) == wire.CodeCapabilityDenied {
-					refused = err
-					return nil
-				}
-				return err
-			})
-			switch {
-			case err != nil:
-				return nil, err
-			case refused != nil:
-				return nil, refused
-			case ws != "":
-				return nil, nil // ws is the user's: the read's workspace filter does the rest
+			err := e.userCommit(func(t *tx) error { return t.authorizeUser(uid, "trail.read", target, clock.Format(t.next())) })
+			if err != nil || ws != "" {
+				return nil, err // or ws is the user's: the read's workspace filter does the rest
 			}
 		}
 		owned := map[string]bool{}

@@ -76,16 +76,10 @@ func (e *Engine) changeUserAs(ctx context.Context, by string, allow func(t *tx, 
 	change func(t *tx, u user.User, by, ts string) (user.User, []user.Event, error), follow func(*tx, user.User) error) (user.User, error) {
 	return runAs(ctx, e, 0, func() (user.User, error) {
 		var out user.User
-		var refused error
-		err := e.commit(func(t *tx) error {
+		err := e.userCommit(func(t *tx) error {
 			ts := clock.Format(t.next())
 			if allow != nil {
-				err := allow(t, ts)
-				if Code(err) == wire.CodeCapabilityDenied {
-					refused = err
-					return nil
-				}
-				if err != nil {
+				if err := allow(t, ts); err != nil {
 					return err
 				}
 			}
@@ -114,9 +108,6 @@ func (e *Engine) changeUserAs(ctx context.Context, by string, allow func(t *tx, 
 			}
 			return follow(t, nu)
 		})
-		if err == nil {
-			err = refused
-		}
 		return out, err
 	})
 }

@@ -94,13 +94,7 @@ func (e *Engine) createWorkspaceLocked(ctx context.Context, actor string, body [
 			return err
 		}
 		created = w
-		if grant == nil {
-			return nil
-		}
-		if err := t.step("extra"); err != nil {
-			return err
-		}
-		return grant(Grants{t.txn}, w)
+		return t.grant(grant, w)
 	})
 	if err == nil && gateID != "" {
 		e := gatePending(gateID, highway.WorkspaceCreate, "the creation of workspace "+created.ID).(*Error)
@@ -111,6 +105,18 @@ func (e *Engine) createWorkspaceLocked(ctx context.Context, actor string, body [
 		return nil, err
 	}
 	return created.Clone(), nil
+}
+
+// grant runs the daemon's grant, if set, for new workspace w in t: its
+// agent's token record commits with it.
+func (t *tx) grant(grant func(Grants, *workspace.Workspace) error, w *workspace.Workspace) error {
+	if grant == nil {
+		return nil
+	}
+	if err := t.step("extra"); err != nil {
+		return err
+	}
+	return grant(Grants{t.txn}, w)
 }
 
 // createWorkspace creates workspace id from req under parent for the
