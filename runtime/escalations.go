@@ -130,7 +130,7 @@ func (e *Engine) RespondEscalation(ctx context.Context, userID string, body []by
 			}
 			out = x
 			if req.Response == highway.RespondAbort {
-				return t.abortFor(c, userID, "aborted_by_human", "")
+				return t.abortFor(c, userID, ReasonAbortedByHuman, "")
 			}
 			return nil
 		})
