@@ -1,8 +1,12 @@
 package atlas
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+
+	"github.com/gowebpki/jcs"
 
 	"github.com/wacpd/wacpd/internal/strictjson"
 )
@@ -27,3 +31,22 @@ func jsonString(raw json.RawMessage, s *string) error {
 	}
 	return nil
 }
+
+// Checksum returns the manifest's checksum, "sha256:" and the hex SHA-256
+// of its canonical JSON (RFC 8785): the same manifest, however it was
+// spread over files or formatted, has the same checksum.
+func Checksum(m *Manifest) (string, error) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "", err
+	}
+	c, err := jcs.Transform(b)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(c)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// Ref is how CARP names an atlas in atlas_ref: its id and version.
+func (m *Manifest) Ref() string { return m.AtlasID + "@" + m.Version }
