@@ -79,8 +79,7 @@ func (e *Engine) RespondEscalation(ctx context.Context, userID string, body []by
 	}
 	return runAs(ctx, e, len(body), func() (highway.EscalationRecord, error) {
 		var out highway.EscalationRecord
-		var refused error
-		err := e.commit(func(t *tx) error {
+		err := e.userCommit(func(t *tx) error {
 			x, ok := t.escalation(req.EscalationID)
 			if !ok {
 				return Refuse(wire.CodeNotFound, "escalation %s does not exist", req.EscalationID)
@@ -95,8 +94,7 @@ func (e *Engine) RespondEscalation(ctx context.Context, userID string, body []by
 			}
 			ts := t.next()
 			if err := t.authorizeUser(userID, action, user.Target{ID: c.ID, Owner: c.Owner}, clock.Format(ts)); err != nil {
-				refused = err
-				return nil
+				return err // a denial is recorded: userCommit commits it
 			}
 			ref := ""
 			switch req.Response {
@@ -134,9 +132,6 @@ func (e *Engine) RespondEscalation(ctx context.Context, userID string, body []by
 			}
 			return nil
 		})
-		if err == nil {
-			err = refused
-		}
 		return out, err
 	})
 }

@@ -281,12 +281,10 @@ func (e *Engine) ResolveGate(ctx context.Context, userID string, body []byte) (h
 			return highway.Gate{}, Refuse(wire.CodeInvalidTransition, "gate %s was resolved by %s", g.ID, g.Resolution.Actor)
 		}
 		var out highway.Gate
-		var denied error
-		err := e.commit(func(t *tx) error {
+		err := e.userCommit(func(t *tx) error {
 			ts := clock.Format(t.next())
 			if err := t.authorizeUser(userID, "gate."+string(g.Type), e.gateTarget(g), ts); err != nil {
-				denied = err
-				return nil // the denial is recorded: commit it, answer the refusal
+				return err // a denial is recorded: userCommit commits it
 			}
 			res, ev, err := highway.Resolve(g, req, userID, ts)
 			if err != nil {
@@ -310,9 +308,6 @@ func (e *Engine) ResolveGate(ctx context.Context, userID string, body []byte) (h
 			}
 			return apply(t)
 		})
-		if err == nil && denied != nil {
-			err = denied
-		}
 		return out, err
 	})
 }

@@ -43,8 +43,8 @@ func (e *Engine) Inject(ctx context.Context, userID string, body []byte) (envelo
 			return envelope.Envelope{}, Refuse(wire.CodePermissionDenied, "the run's highway has injection off")
 		}
 		var env envelope.Envelope
-		var refused error
-		err := e.commit(func(t *tx) error {
+		var rejected error // a rejection, recorded (human_injection): committed, then answered
+		err := e.userCommit(func(t *tx) error {
 			ts := t.next()
 			to := e.get(req.To)
 			target := user.Target{}
@@ -52,8 +52,7 @@ func (e *Engine) Inject(ctx context.Context, userID string, body []byte) (envelo
 				target = user.Target{ID: to.ID, Owner: to.Owner}
 			}
 			if err := t.authorizeUser(userID, "highway.inject", target, clock.Format(ts)); err != nil {
-				refused = err // recorded as capability_denied: commit it
-				return nil
+				return err // a denial is recorded: userCommit commits it
 			}
 			id := e.ids.New(ts)
 			rj, why := injectionCheck(e, to, req)
@@ -70,7 +69,7 @@ func (e *Engine) Inject(ctx context.Context, userID string, body []byte) (envelo
 				return err
 			}
 			if rj != nil {
-				refused = rj
+				rejected = rj
 				return record("rejected", why)
 			}
 			env = e.humanEnvelope(id, userID, req, ts)
@@ -84,7 +83,7 @@ func (e *Engine) Inject(ctx context.Context, userID string, body []byte) (envelo
 			return record(status, "")
 		})
 		if err == nil {
-			err = refused
+			err = rejected
 		}
 		return env, err
 	})
