@@ -6,7 +6,11 @@
 // serves the operations and forwards executions to tool services.
 package carp
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/wacpd/wacpd/atlas"
+)
 
 // Version is the carp_version of every message.
 const Version = "1.0"
@@ -183,12 +187,9 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-// Approver is who may approve (§3.2).
-type Approver struct {
-	ID   string `json:"id"`
-	Type string `json:"type"`
-	Name string `json:"name,omitempty"`
-}
+// Approver is who may approve (§3.2): the atlas's policy names them in
+// the same form.
+type Approver = atlas.Approver
 
 // Constraint types (§3.2).
 const (

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/wacpd/wacpd/atlas"
 )
@@ -339,7 +340,7 @@ func (r *resolver) actions(atlases []*atlas.Manifest) approvalNeed {
 			for _, p := range byPriority(m, atlas.PolicyRequiresApproval) {
 				if slices.Contains(p.RiskTiers, r.tier) {
 					need.policies = append(need.policies, p.PolicyID)
-					need.approvers = append(need.approvers, approvers(p)...)
+					need.approvers = append(need.approvers, p.Approvers...)
 					need.timeout = max(need.timeout, cmp.Or(p.ApprovalTimeoutSeconds, DefaultApprovalWait))
 					effect(m, p, "require_approval", "task", fmt.Sprintf("declared risk tier %s", r.tier))
 				}
@@ -492,14 +493,6 @@ func schemaOf(a atlas.Action) []byte {
 		return a.ParametersSchema
 	}
 	return []byte(`{"type":"object"}`)
-}
-
-func approvers(p atlas.Policy) []Approver {
-	out := make([]Approver, len(p.Approvers))
-	for i, a := range p.Approvers {
-		out[i] = Approver{ID: a.ID, Type: a.Type, Name: a.Name}
-	}
-	return out
 }
 
 // decide is the resolution's decision from what was evaluated.
@@ -690,13 +683,11 @@ func preview(s string) string {
 		return s
 	}
 	cut := 200
-	for cut > 0 && !utf8Start(s[cut]) {
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
 	return s[:cut]
 }
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
 // formatTime is CARP's timestamp form: RFC 3339 in UTC with milliseconds.
 func formatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 
 	"github.com/wacpd/wacpd/clock"
-	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/user"
 	"github.com/wacpd/wacpd/wire"
@@ -169,13 +168,11 @@ func (e *Engine) UserCreateWorkspace(ctx context.Context, uid string, body []byt
 			pid = root.ID
 		}
 		parent := e.get(pid)
-		switch {
-		case parent == nil:
+		if parent == nil {
 			return nil, Refuse(wire.CodeNotFound, "parent workspace %s does not exist", pid)
-		case !e.tax.HasRole(req.Role):
-			return nil, Refuse(wire.CodeInvalidType, "role %q is not registered in taxonomy %s", req.Role, e.tax.ID())
-		case req.Role == taxonomy.RoleCoordinator:
-			return nil, Refuse(wire.CodePermissionDenied, "there is exactly one coordinator, assigned by the runtime")
+		}
+		if err := e.creatableRole(req.Role); err != nil {
+			return nil, err
 		}
 		if req.Owner == "" {
 			req.Owner = uid

@@ -183,13 +183,7 @@ func (e *Engine) TransferOwnership(ctx context.Context, actor string, req wire.T
 		if !e.get(actor).IsRoot() {
 			return Refuse(wire.CodePermissionDenied, "only the coordinator transfers ownership")
 		}
-		if _, ok := e.userOf(req.Owner); !ok {
-			return Refuse(wire.CodeNotFound, "user %s has no record", req.Owner)
-		}
-		if w.Owner == req.Owner {
-			return Refuse(wire.CodeInvalidTransition, "workspace %s is already %s's", w.ID, req.Owner)
-		}
-		return nil
+		return e.transferable(w, req.Owner)
 	}, func(t *tx, a, c *workspace.Workspace) error { return t.transfer(c, e.actorOf(a), req) })
 }
 

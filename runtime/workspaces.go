@@ -71,10 +71,11 @@ func (e *Engine) createWorkspaceLocked(ctx context.Context, actor string, body [
 		return nil, Refuse(wire.CodeNotFound, "parent workspace %s does not exist", parentID)
 	case !a.IsRoot() && !e.inSubtree(actor, parentID):
 		return nil, Refuse(wire.CodePermissionDenied, "a delegate creates workspaces only in its own subtree")
-	case !e.tax.HasRole(req.Role):
-		return nil, Refuse(wire.CodeInvalidType, "role %q is not registered in taxonomy %s", req.Role, e.tax.ID())
-	case req.Role == taxonomy.RoleCoordinator:
-		return nil, Refuse(wire.CodePermissionDenied, "there is exactly one coordinator, assigned by the runtime")
+	}
+	if err := e.creatableRole(req.Role); err != nil {
+		return nil, err
+	}
+	switch {
 	case req.Delegate && !a.IsRoot():
 		return nil, Refuse(wire.CodePermissionDenied, "only the coordinator grants delegation")
 	}
@@ -105,6 +106,18 @@ func (e *Engine) createWorkspaceLocked(ctx context.Context, actor string, body [
 		return nil, err
 	}
 	return created.Clone(), nil
+}
+
+// creatableRole checks that a new workspace may have role: one the
+// taxonomy registers, never the coordinator's.
+func (e *Engine) creatableRole(role string) error {
+	switch {
+	case !e.tax.HasRole(role):
+		return Refuse(wire.CodeInvalidType, "role %q is not registered in taxonomy %s", role, e.tax.ID())
+	case role == taxonomy.RoleCoordinator:
+		return Refuse(wire.CodePermissionDenied, "there is exactly one coordinator, assigned by the runtime")
+	}
+	return nil
 }
 
 // grant runs the daemon's grant, if set, for new workspace w in t: its
