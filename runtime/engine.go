@@ -86,6 +86,8 @@ type Engine struct {
 	outAck        outboxstore.Mark         // the last confirmation, written with the next batch (outbox.go)
 	onCommit      []func(Commit)
 	gov           govState      // task graphs, tasks, gates, users (gov.go)
+	carp          carpState     // atlases, grants, executions (carp.go)
+	trace         traceState    // the TRACE log's heads and tree (tracelog.go)
 	gateKick      chan struct{} // a gate opened or was resolved: the timers look at the next deadline (gates.go)
 }
 
@@ -258,6 +260,9 @@ func open(cfg Config, db *badger.DB) (_ *Engine, err error) {
 	if err := e.finishRecovery(rec); err != nil {
 		return nil, err
 	}
+	if err := e.interruptedExecutions(); err != nil {
+		return nil, fmt.Errorf("open: record the interrupted executions: %w", err)
+	}
 	return e, nil
 }
 
@@ -275,6 +280,12 @@ func (e *Engine) loadState() error {
 	}
 	e.deriveMeters(ws, chains)
 	if err := e.loadGov(); err != nil {
+		return err
+	}
+	if err := e.loadCarp(); err != nil {
+		return err
+	}
+	if err := e.loadTrace(); err != nil {
 		return err
 	}
 	e.ws, e.chains = ws, chains

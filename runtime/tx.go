@@ -39,6 +39,8 @@ type tx struct {
 	reasons  []string         // reasons of the rejections recorded, kept only for an observer
 	reloaded bool             // the batch that ends degraded mode (Commit.Reloaded)
 	gov      *govLayer        // changed tasks, graphs, gates and users (gov.go); nil until one changes
+	carp     *carpLayer       // the batch's CARP changes (carp.go; on the batch's layer only)
+	traces   *traceLayer      // the batch's TRACE events (tracelog.go; on the batch's layer only)
 }
 
 // CommitObserver is told of durable commits and of the rejections they
@@ -113,6 +115,8 @@ func (t *tx) merge(c *tx) {
 // apply makes a committed batch the engine's state. Caller holds e.mu.
 func (e *Engine) apply(t *tx) {
 	e.applyGov(t)
+	e.applyCarp(t)
+	e.applyTrace(t)
 	for id, w := range t.dirty {
 		e.ws[id] = w
 	}

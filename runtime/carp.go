@@ -1,0 +1,952 @@
+package runtime
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/gowebpki/jcs"
+
+	"github.com/wacpd/wacpd/atlas"
+	"github.com/wacpd/wacpd/carp"
+	"github.com/wacpd/wacpd/internal/recstore"
+	"github.com/wacpd/wacpd/wire"
+	"github.com/wacpd/wacpd/workspace"
+)
+
+// CARP/1.0 in the engine (issue 15): the loaded atlases, the grants of
+// the resolutions, the executions and the usage they count, each written
+// in the commit of the operation with its TRACE events (tracelog.go). The
+// decisions are package carp's (a pure core); the engine stores them, and
+// the daemon serves the operations and forwards executions to the tool
+// services. Keys (docs/formats.md): c/a/<atlas id> (a loaded atlas),
+// c/g/<resolution id> (a grant), c/x/<execution id> (an execution).
+const (
+	keyAtlases    = "c/a/"
+	keyGrants     = "c/g/"
+	keyExecutions = "c/x/"
+)
+
+// A CARP session is one workspace's agent: its session_id is the
+// workspace id, its agent_id the workspace's agent (the workspace id when
+// it has none).
+
+// Execution statuses beyond CARP's: running while the tool has it.
+const execRunning = "running"
+
+// Execution is the record of one execute: written with its intent before
+// the tool is called (audit before effect), and again with its result.
+type Execution struct {
+	ID             string   `json:"execution_id"`
+	RequestID      string   `json:"request_id"`
+	ResolutionID   string   `json:"resolution_id"`
+	SessionID      string   `json:"session_id"`
+	AgentID        string   `json:"agent_id"`
+	ActionID       string   `json:"action_id"`
+	IdempotencyKey string   `json:"idempotency_key,omitempty"`
+	TraceID        string   `json:"trace_id"`
+	SpanID         string   `json:"span_id"`
+	Status         string   `json:"status"` // running, or the CARP status answered
+	StartedAt      string   `json:"started_at"`
+	FinishedAt     string   `json:"finished_at,omitempty"`
+	Limits         []string `json:"limits,omitempty"` // the limit keys the execution counts against
+	// Result is the CARPExecutionResult answered (set when it finished).
+	Result json.RawMessage `json:"result,omitempty"`
+	// Late is the status of a tool's answer after the execution timed
+	// out, and LateOutputHash its output's hash (recorded, not answered).
+	Late           string `json:"late,omitempty"`
+	LateOutputHash string `json:"late_output_hash,omitempty"`
+}
+
+type storedAtlas struct {
+	Seq      int             `json:"seq"` // load order
+	Checksum string          `json:"checksum"`
+	Manifest json.RawMessage `json:"manifest"`
+}
+
+// carpState is the engine's CARP state. Guarded by Engine.mu.
+type carpState struct {
+	atlases []*atlas.Manifest // in load order
+	sums    map[string]string // atlas id -> checksum
+	seq     int               // the last load's order
+	grants  map[string]carp.Grant
+	execs   map[string]Execution
+	idem    map[string]string      // session "\x00" idempotency key -> execution id
+	usage   map[string][]time.Time // limit key -> the executions counted, oldest first
+	cache   map[string]cachedResolution
+}
+
+type cachedResolution struct {
+	out     carp.Output
+	expires time.Time
+}
+
+// carpLayer is a batch's CARP changes (see traceLayer).
+type carpLayer struct {
+	atlases *[]*atlas.Manifest // the new list when one was loaded or unloaded
+	sums    map[string]string
+	seq     int
+	grants  map[string]carp.Grant
+	execs   map[string]Execution
+	usage   map[string][]time.Time
+}
+
+func (e *Engine) loadCarp() error {
+	st := carpState{sums: map[string]string{}, idem: map[string]string{}, usage: map[string][]time.Time{},
+		cache: map[string]cachedResolution{}}
+	stored, err := recstore.LoadAll[storedAtlas](e.db, keyAtlases)
+	if err != nil {
+		return err
+	}
+	list := make([]storedAtlas, 0, len(stored))
+	for _, s := range stored {
+		list = append(list, *s)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Seq < list[j].Seq })
+	for _, s := range list {
+		m, err := atlas.Parse("stored atlas", s.Manifest)
+		if err != nil {
+			return fmt.Errorf("load atlases: %w", err)
+		}
+		st.atlases = append(st.atlases, m)
+		st.sums[m.AtlasID] = s.Checksum
+		st.seq = max(st.seq, s.Seq)
+	}
+	grants, err := recstore.LoadAll[carp.Grant](e.db, keyGrants)
+	if err != nil {
+		return err
+	}
+	st.grants = make(map[string]carp.Grant, len(grants))
+	for id, g := range grants {
+		st.grants[id] = *g
+	}
+	execs, err := recstore.LoadAll[Execution](e.db, keyExecutions)
+	if err != nil {
+		return err
+	}
+	st.execs = make(map[string]Execution, len(execs))
+	for id, x := range execs {
+		st.execs[id] = *x
+		st.noteExec(*x)
+	}
+	for k, ts := range st.usage {
+		slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+		st.usage[k] = ts
+	}
+	e.carp = st
+	return nil
+}
+
+// noteExec indexes x's idempotency key and counts its limits.
+func (st *carpState) noteExec(x Execution) {
+	if x.IdempotencyKey != "" {
+		st.idem[x.SessionID+"\x00"+x.IdempotencyKey] = x.ID
+	}
+	if t, err := time.Parse(time.RFC3339Nano, x.StartedAt); err == nil {
+		for _, k := range x.Limits {
+			st.usage[k] = append(st.usage[k], t)
+		}
+	}
+}
+
+func (t *tx) carpOf() *carpLayer {
+	b := t.e.open.tx
+	if b.carp == nil {
+		b.carp = &carpLayer{grants: map[string]carp.Grant{}, execs: map[string]Execution{}, usage: map[string][]time.Time{}}
+	}
+	return b.carp
+}
+
+func (t *tx) carpLayerOrNil() *carpLayer {
+	if t.e.open == nil {
+		return nil
+	}
+	return t.e.open.tx.carp
+}
+
+func (t *tx) atlases() ([]*atlas.Manifest, map[string]string) {
+	if l := t.carpLayerOrNil(); l != nil && l.atlases != nil {
+		return *l.atlases, l.sums
+	}
+	return t.e.carp.atlases, t.e.carp.sums
+}
+
+func (t *tx) carpGrant(id string) (carp.Grant, bool) {
+	if l := t.carpLayerOrNil(); l != nil {
+		if g, ok := l.grants[id]; ok {
+			return g, true
+		}
+	}
+	g, ok := t.e.carp.grants[id]
+	return g, ok
+}
+
+func (t *tx) execution(id string) (Execution, bool) {
+	if l := t.carpLayerOrNil(); l != nil {
+		if x, ok := l.execs[id]; ok {
+			return x, true
+		}
+	}
+	x, ok := t.e.carp.execs[id]
+	return x, ok
+}
+
+func (t *tx) idempotent(session, key string) (Execution, bool) {
+	if key == "" {
+		return Execution{}, false
+	}
+	if l := t.carpLayerOrNil(); l != nil {
+		for _, x := range l.execs {
+			if x.SessionID == session && x.IdempotencyKey == key {
+				return x, true
+			}
+		}
+	}
+	id, ok := t.e.carp.idem[session+"\x00"+key]
+	if !ok {
+		return Execution{}, false
+	}
+	return t.execution(id)
+}
+
+// usage counts the executions of limit l within its window at now, and
+// says when the oldest counted leaves it.
+func (t *tx) usage(l carp.Limit, now time.Time) (int, time.Time) {
+	all := t.e.carp.usage[l.Key]
+	if cl := t.carpLayerOrNil(); cl != nil {
+		all = append(slices.Clip(all), cl.usage[l.Key]...)
+	}
+	n, oldest := 0, time.Time{}
+	for _, ts := range all {
+		if l.Window > 0 && !ts.After(now.Add(-time.Duration(l.Window)*time.Second)) {
+			continue
+		}
+		if n == 0 || ts.Before(oldest) {
+			oldest = ts
+		}
+		n++
+	}
+	if n == 0 || l.Window == 0 {
+		return n, time.Time{}
+	}
+	return n, oldest.Add(time.Duration(l.Window) * time.Second)
+}
+
+func (t *tx) putGrant(g carp.Grant) error {
+	if err := t.step("grant"); err != nil {
+		return err
+	}
+	t.carpOf().grants[g.ResolutionID] = g
+	return recstore.Put(t.txn, keyGrants, g.ResolutionID, &g)
+}
+
+func (t *tx) putExecution(x Execution, count []string, at time.Time) error {
+	if err := t.step("execution"); err != nil {
+		return err
+	}
+	l := t.carpOf()
+	l.execs[x.ID] = x
+	for _, k := range count {
+		l.usage[k] = append(l.usage[k], at)
+	}
+	return recstore.Put(t.txn, keyExecutions, x.ID, &x)
+}
+
+// applyCarp makes a committed batch's CARP changes the engine's.
+func (e *Engine) applyCarp(t *tx) {
+	l := t.carp
+	if l == nil {
+		return
+	}
+	if l.atlases != nil {
+		e.carp.atlases, e.carp.sums, e.carp.seq = *l.atlases, l.sums, l.seq
+		clear(e.carp.cache) // §7.2: invalidated when an atlas changes
+	}
+	for id, g := range l.grants {
+		e.carp.grants[id] = g
+	}
+	for id, x := range l.execs {
+		e.carp.execs[id] = x
+		if x.IdempotencyKey != "" {
+			e.carp.idem[x.SessionID+"\x00"+x.IdempotencyKey] = x.ID
+		}
+	}
+	for k, ts := range l.usage {
+		e.carp.usage[k] = append(e.carp.usage[k], ts...)
+	}
+}
+
+// Atlases returns the loaded atlases, in load order, with their checksums.
+func (e *Engine) Atlases() ([]*atlas.Manifest, map[string]string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	sums := make(map[string]string, len(e.carp.sums))
+	for k, v := range e.carp.sums {
+		sums[k] = v
+	}
+	return slices.Clone(e.carp.atlases), sums
+}
+
+// AtlasChange is the outcome of a load or unload.
+type AtlasChange struct {
+	AtlasID  string `json:"atlas_id"`
+	Version  string `json:"version"`
+	Checksum string `json:"checksum"`
+	Change   string `json:"change"` // loaded, replaced, unchanged, unloaded
+}
+
+// LoadAtlas loads m (validated by the caller, atlas.Validate), replacing
+// a loaded atlas of the same id, and records atlas.loaded in the run's
+// TRACE session (the root workspace's) with the atlas's id, version and
+// checksum. Loading the very atlas that is loaded changes nothing and
+// records nothing. by is who loaded it (the coordinator, or "config" for
+// -atlas).
+func (e *Engine) LoadAtlas(ctx context.Context, m *atlas.Manifest, by string) (AtlasChange, error) {
+	sum, err := atlas.Checksum(m)
+	if err != nil {
+		return AtlasChange{}, err
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return AtlasChange{}, err
+	}
+	ch := AtlasChange{AtlasID: m.AtlasID, Version: m.Version, Checksum: sum}
+	err = e.run(ctx, len(raw), func() error {
+		return e.commit(func(t *tx) error {
+			list, sums := t.atlases()
+			old, loaded := sums[m.AtlasID]
+			switch {
+			case loaded && old == sum:
+				ch.Change = "unchanged"
+				return nil
+			case loaded:
+				ch.Change = "replaced"
+			default:
+				ch.Change = "loaded"
+			}
+			l := t.carpOf()
+			seq := max(l.seq, t.e.carp.seq) + 1
+			if err := t.step("atlas"); err != nil {
+				return err
+			}
+			if err := recstore.Put(t.txn, keyAtlases, m.AtlasID, &storedAtlas{Seq: seq, Checksum: sum, Manifest: raw}); err != nil {
+				return err
+			}
+			next := slices.DeleteFunc(slices.Clone(list), func(x *atlas.Manifest) bool { return x.AtlasID == m.AtlasID })
+			next = append(next, m)
+			nsums := cloneSums(sums)
+			nsums[m.AtlasID] = sum
+			l.atlases, l.sums, l.seq = &next, nsums, seq
+			payload := map[string]any{"atlas_id": m.AtlasID, "version": m.Version, "checksum": sum, "by": by,
+				"actions": len(m.Actions), "policies": len(m.Policies), "context_blocks": len(m.ContextBlocks)}
+			if loaded {
+				payload["replaced_checksum"] = old
+			}
+			_, err := t.traceEmit(t.runSpan(), "atlas.loaded", payload)
+			return err
+		})
+	})
+	return ch, err
+}
+
+// UnloadAtlas unloads atlas id and records atlas.unloaded; resolutions
+// made under it can no longer execute (RESOLUTION_EXPIRED).
+func (e *Engine) UnloadAtlas(ctx context.Context, id, by string) (AtlasChange, error) {
+	var ch AtlasChange
+	err := e.run(ctx, 0, func() error {
+		return e.commit(func(t *tx) error {
+			list, sums := t.atlases()
+			sum, ok := sums[id]
+			if !ok {
+				return Refuse(wire.CodeNotFound, "atlas %q is not loaded", id)
+			}
+			i := slices.IndexFunc(list, func(x *atlas.Manifest) bool { return x.AtlasID == id })
+			ch = AtlasChange{AtlasID: id, Version: list[i].Version, Checksum: sum, Change: "unloaded"}
+			if err := t.step("atlas"); err != nil {
+				return err
+			}
+			if err := t.txn.Delete([]byte(keyAtlases + id)); err != nil {
+				return err
+			}
+			next := slices.Delete(slices.Clone(list), i, i+1)
+			nsums := cloneSums(sums)
+			delete(nsums, id)
+			l := t.carpOf()
+			l.atlases, l.sums, l.seq = &next, nsums, max(l.seq, t.e.carp.seq)
+			_, err := t.traceEmit(t.runSpan(), "atlas.unloaded", map[string]any{"atlas_id": id, "version": ch.Version, "checksum": sum, "by": by})
+			return err
+		})
+	})
+	return ch, err
+}
+
+func cloneSums(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// runSpan is the span of the run's own TRACE events (atlas loads): the
+// session is the root workspace's, its trace the one the session began.
+func (t *tx) runSpan() span {
+	return t.sessionSpan(t.e.root, "", nil)
+}
+
+// sessionSpan returns a new span in session's trace: traceID when the
+// request names one, else the trace of the session's last event, else a
+// new one.
+func (t *tx) sessionSpan(session, traceID string, parent *string) span {
+	if traceID == "" {
+		if h, ok := t.traceHead(session); ok {
+			traceID = h.TraceID
+		} else {
+			traceID = newUUID()
+		}
+	}
+	return span{session: session, trace: traceID, span: newUUID(), parent: parent}
+}
+
+// carpSession checks that req comes from ws's agent (session_id the
+// workspace, agent_id its agent) and that ws may act, and returns the
+// span of the operation, having recorded session.started on the session's
+// first operation.
+func (t *tx) carpSession(ws string, req carp.Request) (span, *carp.Error, error) {
+	w := t.peek(ws)
+	if w == nil {
+		return span{}, carp.Errorf(carp.CodeForbidden, "workspace %s does not exist", ws), nil
+	}
+	agent := AgentID(w)
+	if req.Requester.SessionID != ws || req.Requester.AgentID != agent {
+		return span{}, carp.Errorf(carp.CodeForbidden, "a CARP session is a workspace's agent: session_id must be %s and agent_id %s", ws, agent), nil
+	}
+	if w.State.Terminal() || w.State == workspace.Suspended {
+		return span{}, carp.Errorf(carp.CodeForbidden, "workspace %s is %s", ws, w.State), nil
+	}
+	var traceID string
+	var parent *string
+	if tl := req.Telemetry; tl != nil {
+		traceID = tl.TraceID
+		if tl.ParentSpanID != "" {
+			p := tl.ParentSpanID
+			parent = &p
+		}
+	}
+	sp := t.sessionSpan(ws, traceID, parent)
+	if _, ok := t.traceHead(ws); !ok {
+		if _, err := t.traceEmit(sp, carp.TraceSessionStarted, map[string]any{"agent_id": agent, "workspace": ws, "role": w.Role}); err != nil {
+			return span{}, nil, err
+		}
+	}
+	return sp, nil, nil
+}
+
+// AgentID is the agent_id of ws's CARP session: the workspace's agent, or
+// its id when none is bound.
+func AgentID(w *workspace.Workspace) string {
+	if w.Agent != "" {
+		return w.Agent
+	}
+	return w.ID
+}
+
+// CarpError is a CARP refusal the engine answers (recorded in TRACE).
+type CarpError struct {
+	Err     *carp.Error
+	TraceID string
+}
+
+func (e *CarpError) Error() string { return e.Err.Error() }
+
+// refuse records a refusal's TRACE events (the request, error.occurred)
+// and sets *out to it: the refusal commits, and is answered after.
+func (t *tx) refuse(sp span, req carp.Request, ce *carp.Error, typ string, out **CarpError) error {
+	if _, err := t.traceEmit(sp, carp.TraceRequestReceived, requestPayload(req)); err != nil {
+		return err
+	}
+	p := map[string]any{"request_id": req.RequestID, "operation": req.Operation, "code": ce.Code, "message": ce.Message}
+	if req.Action != nil {
+		p["action_id"] = req.Action.ActionID
+		p["resolution_id"] = req.Action.ResolutionID
+	}
+	if _, err := t.traceEmit(sp, typ, p); err != nil {
+		return err
+	}
+	*out = &CarpError{Err: ce, TraceID: sp.trace}
+	return nil
+}
+
+func requestPayload(req carp.Request) map[string]any {
+	p := map[string]any{"request_id": req.RequestID, "operation": req.Operation, "agent_id": req.Requester.AgentID}
+	if req.Task != nil {
+		p["goal_hash"] = carp.GoalHash(req.Task.Goal)
+	}
+	if req.Action != nil {
+		p["action_id"] = req.Action.ActionID
+		p["resolution_id"] = req.Action.ResolutionID
+		if b, err := json.Marshal(req.Action.Parameters); err == nil {
+			p["parameters_hash"] = carp.ContentHash(b)
+		}
+	}
+	return p
+}
+
+// cacheKey is §7.1's {goal_hash}:{agent_id}:{scope_hash}; wacpd's scope
+// hash covers everything else a resolution depends on: the session, the
+// scope, the task's risk tier, hints and constraints.
+func cacheKey(req carp.Request) string {
+	scope := map[string]any{"session_id": req.Requester.SessionID, "scope": req.Scope,
+		"risk_tier": req.Task.RiskTier, "context_hints": req.Task.ContextHints, "constraints": req.Task.Constraints}
+	b, _ := json.Marshal(scope)
+	if c, err := jcs.Transform(b); err == nil {
+		b = c
+	}
+	s := sha256.Sum256(b)
+	return carp.GoalHash(req.Task.Goal) + ":" + req.Requester.AgentID + ":" + hex.EncodeToString(s[:])
+}
+
+// CarpResolve answers a resolve of ws's agent (req decoded and validated:
+// carp.DecodeRequest): the resolution, its grant kept for execute, and
+// its TRACE events, in one commit. A resolution cached for the same key
+// (§7) and not expired is answered again, with carp.resolution.cached.
+func (e *Engine) CarpResolve(ctx context.Context, ws string, req carp.Request) (carp.Resolution, error) {
+	var res carp.Resolution
+	var refusal *CarpError
+	err := e.run(ctx, 0, func() error {
+		return e.commit(func(t *tx) error {
+			refusal = nil
+			sp, ce, err := t.carpSession(ws, req)
+			if err != nil {
+				return err
+			}
+			if ce != nil {
+				return &CarpError{Err: ce}
+			}
+			now := t.next()
+			key := cacheKey(req)
+			if c, ok := t.e.carp.cache[key]; ok && now.Before(c.expires) {
+				if _, err := t.traceEmit(sp, carp.TraceRequestReceived, requestPayload(req)); err != nil {
+					return err
+				}
+				res = c.out.Resolution
+				res.RequestID = req.RequestID
+				res.TelemetryLink = carp.TelemetryLink{TraceID: sp.trace, SpanID: sp.span, EventsEmitted: 2}
+				_, err := t.traceEmit(sp, carp.TraceResolutionCached, map[string]any{"request_id": req.RequestID,
+					"resolution_id": res.ResolutionID, "decision": res.Decision.Type, "expires_at": res.TTL.ResolutionExpiresAt})
+				return err
+			}
+			list, sums := t.atlases()
+			out, ce := carp.Resolve(carp.Input{
+				Request: req, Atlases: list, Checksum: func(id string) string { return sums[id] },
+				Now: now, NewID: newUUID, TraceID: sp.trace, SpanID: sp.span,
+				Usage: func(l carp.Limit) (int, time.Time) { return t.usage(l, now) },
+			})
+			if ce != nil {
+				return t.refuse(sp, req, ce, carp.TraceErrorOccurred, &refusal)
+			}
+			for _, s := range out.Steps {
+				if _, err := t.traceEmit(sp, s.Type, s.Payload); err != nil {
+					return err
+				}
+			}
+			if err := t.putGrant(out.Grant); err != nil {
+				return err
+			}
+			res = out.Resolution
+			exp := out.Grant.ExpiresAt
+			t.after(func() { e.carp.cache[key] = cachedResolution{out: out, expires: exp} })
+			return nil
+		})
+	})
+	if err == nil && refusal != nil {
+		return carp.Resolution{}, refusal
+	}
+	return res, err
+}
+
+// Intent is an execution checked and recorded, for the daemon to forward
+// to its tool service: Tool is the request, Timeout its deadline.
+type Intent struct {
+	Execution Execution
+	Tool      carp.ToolRequest
+	Timeout   time.Duration
+}
+
+// Default and largest timeouts of a forwarded execution.
+const (
+	DefaultToolTimeout = 30 * time.Second
+	MaxToolTimeout     = 5 * time.Minute
+)
+
+// CarpExecute checks an execute of ws's agent (carp.Authorize) and either
+// answers it at once — a refusal (*CarpError), a dry run, a held
+// execution (pending_approval: an action that requires approval; operator
+// approvals, issue 16, resolve it), or the recorded result of an earlier
+// execute with the same idempotency_key — or records the intent (the
+// execution running, its limits counted, action.requested and
+// action.approved in TRACE) and returns it: the daemon then forwards it
+// and records the outcome with CarpFinish. If the intent's commit fails,
+// nothing is forwarded.
+func (e *Engine) CarpExecute(ctx context.Context, ws string, req carp.Request) (*carp.ExecutionResult, *Intent, error) {
+	var res *carp.ExecutionResult
+	var in *Intent
+	var refusal *CarpError
+	err := e.run(ctx, 0, func() error {
+		return e.commit(func(t *tx) error {
+			res, in, refusal = nil, nil, nil
+			sp, ce, err := t.carpSession(ws, req)
+			if err != nil {
+				return err
+			}
+			if ce != nil {
+				return &CarpError{Err: ce}
+			}
+			if x, ok := t.idempotent(ws, req.IdempotencyKey); ok {
+				if x.Status == execRunning {
+					return t.refuse(sp, req, carp.Errorf(carp.CodeServiceUnavailable,
+						"execution %s with idempotency_key %q is still running; ask again", x.ID, req.IdempotencyKey), carp.TraceErrorOccurred, &refusal)
+				}
+				var r carp.ExecutionResult
+				if err := json.Unmarshal(x.Result, &r); err != nil {
+					return fmt.Errorf("execution %s: %w", x.ID, err)
+				}
+				r.RequestID = req.RequestID
+				res = &r
+				_, err := t.traceEmit(sp, carp.TraceRequestReceived, requestPayload(req))
+				return err
+			}
+			g, ok := t.carpGrant(req.Action.ResolutionID)
+			if !ok {
+				return t.refuse(sp, req, carp.Errorf(carp.CodeResolutionNotFound, "resolution %s does not exist; resolve first", req.Action.ResolutionID), carp.TraceActionDenied, &refusal)
+			}
+			now := t.next()
+			_, sums := t.atlases()
+			ga, _, ce := carp.Authorize(carp.Check{Grant: g, Request: req, Now: now,
+				Loaded: func(id string) string { return sums[id] },
+				Usage:  func(l carp.Limit) (int, time.Time) { return t.usage(l, now) }})
+			if ce != nil {
+				typ := carp.TraceActionDenied
+				if ce.Code == carp.CodeConstraintViolated || ce.Code == carp.CodeRateLimited {
+					typ = carp.TracePolicyViolated
+				}
+				return t.refuse(sp, req, ce, typ, &refusal)
+			}
+			if _, err := t.traceEmit(sp, carp.TraceRequestReceived, requestPayload(req)); err != nil {
+				return err
+			}
+			x := Execution{ID: newUUID(), RequestID: req.RequestID, ResolutionID: g.ResolutionID, SessionID: ws,
+				AgentID: req.Requester.AgentID, ActionID: ga.ActionID, IdempotencyKey: req.IdempotencyKey,
+				TraceID: sp.trace, SpanID: sp.span, StartedAt: now.UTC().Format(time.RFC3339Nano)}
+			opts := carp.ExecutionOptions{}
+			if req.ExecutionOptions != nil {
+				opts = *req.ExecutionOptions
+			}
+			link := carp.TelemetryLink{TraceID: sp.trace, SpanID: sp.span}
+			switch {
+			case ga.RequiresApproval:
+				if _, err := t.traceEmit(sp, carp.TraceActionRequested, map[string]any{"execution_id": x.ID, "action_id": ga.ActionID,
+					"risk_tier": ga.RiskTier, "requires_approval": true, "approval_policies": ga.ApprovalPolicies}); err != nil {
+					return err
+				}
+				x.Status = carp.StatusPendingApproval
+				r := carp.ExecutionResult{CARPVersion: carp.Version, RequestID: req.RequestID, ExecutionID: x.ID,
+					Timestamp: formatCarp(now), Status: carp.StatusPendingApproval, TelemetryLink: link,
+					Error: &carp.ExecutionError{Code: carp.CodeActionDenied, Retriable: true,
+						Message: fmt.Sprintf("%s requires approval (%v); it is held until an operator approves it", ga.ActionID, ga.ApprovalPolicies)}}
+				return t.finish(&x, &r, nil, now, &res)
+			case opts.DryRun:
+				if _, err := t.traceEmit(sp, carp.TraceActionApproved, map[string]any{"execution_id": x.ID, "action_id": ga.ActionID, "dry_run": true}); err != nil {
+					return err
+				}
+				r := carp.ExecutionResult{CARPVersion: carp.Version, RequestID: req.RequestID, ExecutionID: x.ID,
+					Timestamp: formatCarp(now), Status: carp.StatusSuccess, TelemetryLink: link,
+					Result: &carp.ExecutionOutput{Output: json.RawMessage(`{"dry_run":true}`), OutputHash: carp.ContentHash([]byte(`{"dry_run":true}`)), OutputType: "application/json"}}
+				return t.finish(&x, &r, nil, now, &res)
+			}
+			timeout := DefaultToolTimeout
+			if ga.TimeoutMS > 0 {
+				timeout = time.Duration(ga.TimeoutMS) * time.Millisecond
+			}
+			if opts.TimeoutMS > 0 {
+				timeout = min(timeout, time.Duration(opts.TimeoutMS)*time.Millisecond)
+			}
+			timeout = min(timeout, MaxToolTimeout)
+			for _, l := range ga.Limits {
+				x.Limits = append(x.Limits, l.Key)
+			}
+			x.Status = execRunning
+			if _, err := t.traceEmit(sp, carp.TraceActionRequested, map[string]any{"execution_id": x.ID, "action_id": ga.ActionID,
+				"risk_tier": ga.RiskTier, "timeout_ms": timeout.Milliseconds()}); err != nil {
+				return err
+			}
+			if _, err := t.traceEmit(sp, carp.TraceActionApproved, map[string]any{"execution_id": x.ID, "action_id": ga.ActionID,
+				"resolution_id": g.ResolutionID, "limits": x.Limits}); err != nil {
+				return err
+			}
+			if err := t.putExecution(x, x.Limits, now); err != nil {
+				return err
+			}
+			in = &Intent{Execution: x, Timeout: timeout, Tool: carp.ToolRequest{CARPVersion: carp.Version, ExecutionID: x.ID,
+				RequestID: req.RequestID, ResolutionID: g.ResolutionID, ActionID: ga.ActionID, ActionType: req.Action.ActionType,
+				Parameters: req.Action.Parameters, AgentID: x.AgentID, SessionID: ws, TraceID: sp.trace,
+				TimeoutMS: int(timeout.Milliseconds()), Sandbox: opts.Sandbox}}
+			return nil
+		})
+	})
+	if err == nil && refusal != nil {
+		return nil, nil, refusal
+	}
+	return res, in, err
+}
+
+// finish records x's result r (and TRACE's action.executed or
+// action.failed unless typ is nil... see callers) and sets *out.
+func (t *tx) finish(x *Execution, r *carp.ExecutionResult, _ []string, now time.Time, out **carp.ExecutionResult) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	x.Result, x.FinishedAt = b, now.UTC().Format(time.RFC3339Nano)
+	if x.Status == "" || x.Status == execRunning {
+		x.Status = r.Status
+	}
+	if err := t.putExecution(*x, nil, now); err != nil {
+		return err
+	}
+	*out = r
+	return nil
+}
+
+func formatCarp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+// Outcome is what became of a forwarded execution.
+type Outcome struct {
+	Reply    *carp.ToolReply // the tool's answer; nil when it gave none
+	Failure  string          // without a reply: "timeout", "no_responders" or a transport error
+	Duration time.Duration
+}
+
+// CarpFinish records the outcome of execution id, forwarded by the
+// daemon, and returns the CARPExecutionResult to answer: action.executed
+// (success, partial_success) or action.failed (failed, timeout) in TRACE
+// with the output's SHA-256, never the output.
+func (e *Engine) CarpFinish(ctx context.Context, id string, o Outcome) (*carp.ExecutionResult, error) {
+	var res *carp.ExecutionResult
+	err := e.run(ctx, 0, func() error {
+		return e.commit(func(t *tx) error {
+			x, ok := t.execution(id)
+			if !ok {
+				return Refuse(wire.CodeNotFound, "execution %s does not exist", id)
+			}
+			if x.Status != execRunning {
+				return Refuse(wire.CodeInvalidTransition, "execution %s is already %s", id, x.Status)
+			}
+			now := t.next()
+			r := carp.ExecutionResult{CARPVersion: carp.Version, RequestID: x.RequestID, ExecutionID: x.ID,
+				Timestamp: formatCarp(now), Metrics: carp.Metrics{DurationMS: float64(o.Duration.Microseconds()) / 1000},
+				TelemetryLink: carp.TelemetryLink{TraceID: x.TraceID, SpanID: x.SpanID}}
+			payload := map[string]any{"execution_id": x.ID, "action_id": x.ActionID, "duration_ms": r.Metrics.DurationMS}
+			typ := carp.TraceActionFailed
+			switch rep := o.Reply; {
+			case rep != nil && (rep.Status == carp.StatusSuccess || rep.Status == carp.StatusPartialSuccess):
+				typ, r.Status = carp.TraceActionExecuted, rep.Status
+				out := rep.Output
+				if len(out) == 0 {
+					out = json.RawMessage("null")
+				}
+				ot := rep.OutputType
+				if ot == "" {
+					ot = "application/json"
+				}
+				r.Result = &carp.ExecutionOutput{Output: out, OutputHash: carp.ContentHash(out), OutputType: ot}
+				r.SideEffects, r.Metrics.TokensUsed, r.Metrics.APICalls = rep.SideEffects, rep.TokensUsed, rep.APICalls
+				payload["output_hash"], payload["side_effects"] = r.Result.OutputHash, len(rep.SideEffects)
+			case rep != nil:
+				r.Status = carp.StatusFailed
+				r.Error = rep.Error
+				if r.Error == nil || r.Error.Code == "" {
+					r.Error = &carp.ExecutionError{Code: carp.CodeExecutionFailed, Message: "the tool answered " + rep.Status}
+				}
+				r.SideEffects = rep.SideEffects
+				payload["error_code"] = r.Error.Code
+			case o.Failure == "timeout":
+				r.Status = carp.StatusTimeout
+				r.Error = &carp.ExecutionError{Code: carp.CodeTimeout, Retriable: true,
+					Message: fmt.Sprintf("the tool did not answer %s in time; a late answer is recorded, not returned", x.ActionID)}
+				payload["error_code"] = carp.CodeTimeout
+			default:
+				r.Status = carp.StatusFailed
+				r.Error = &carp.ExecutionError{Code: carp.CodeServiceUnavailable, Retriable: true,
+					Message: fmt.Sprintf("no tool service answers %s: %s", carp.ToolSubject(x.ActionID), o.Failure)}
+				payload["error_code"] = carp.CodeServiceUnavailable
+			}
+			payload["status"] = r.Status
+			sp := span{session: x.SessionID, trace: x.TraceID, span: x.SpanID}
+			if _, err := t.traceEmit(sp, typ, payload); err != nil {
+				return err
+			}
+			return t.finish(&x, &r, nil, now, &res)
+		})
+	})
+	return res, err
+}
+
+// CarpLate records a tool's answer to execution id that came after it
+// timed out: action.executed or action.failed with late: true. The
+// agent's answer (timeout) stands.
+func (e *Engine) CarpLate(ctx context.Context, id string, rep carp.ToolReply) error {
+	return e.run(ctx, 0, func() error {
+		return e.commit(func(t *tx) error {
+			x, ok := t.execution(id)
+			if !ok {
+				return Refuse(wire.CodeNotFound, "execution %s does not exist", id)
+			}
+			if x.Status != carp.StatusTimeout || x.Late != "" {
+				return Refuse(wire.CodeInvalidTransition, "execution %s is %s; a late answer is recorded only after a timeout, once", id, x.Status)
+			}
+			out := rep.Output
+			if len(out) == 0 {
+				out = json.RawMessage("null")
+			}
+			x.Late, x.LateOutputHash = rep.Status, carp.ContentHash(out)
+			typ := carp.TraceActionFailed
+			if rep.Status == carp.StatusSuccess || rep.Status == carp.StatusPartialSuccess {
+				typ = carp.TraceActionExecuted
+			}
+			sp := span{session: x.SessionID, trace: x.TraceID, span: x.SpanID}
+			if _, err := t.traceEmit(sp, typ, map[string]any{"execution_id": x.ID, "action_id": x.ActionID, "late": true,
+				"status": rep.Status, "output_hash": x.LateOutputHash}); err != nil {
+				return err
+			}
+			return t.putExecution(x, nil, t.next())
+		})
+	})
+}
+
+// Executions returns the recorded executions of session (every one when
+// session is ""), oldest first.
+func (e *Engine) Executions(session string) []Execution {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []Execution
+	for _, x := range e.carp.execs {
+		if session == "" || x.SessionID == session {
+			out = append(out, x)
+		}
+	}
+	slices.SortFunc(out, func(a, b Execution) int { return cmpStr(a.StartedAt, b.StartedAt) })
+	return out
+}
+
+func cmpStr(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// CarpValidate runs an execute's checks without effect: the
+// CARPValidationResult, with the violations found, and TRACE's request
+// and its verdict. Nothing is counted.
+func (e *Engine) CarpValidate(ctx context.Context, ws string, req carp.Request) (carp.ValidationResult, error) {
+	var res carp.ValidationResult
+	err := e.run(ctx, 0, func() error {
+		return e.commit(func(t *tx) error {
+			sp, ce, err := t.carpSession(ws, req)
+			if err != nil {
+				return err
+			}
+			if ce != nil {
+				return &CarpError{Err: ce}
+			}
+			now := t.next()
+			res = carp.ValidationResult{CARPVersion: carp.Version, RequestID: req.RequestID, Timestamp: formatCarp(now),
+				Valid: true, Violations: []carp.Violation{}}
+			g, ok := t.carpGrant(req.Action.ResolutionID)
+			var vs []carp.Violation
+			if !ok {
+				vs = []carp.Violation{{Code: carp.CodeResolutionNotFound, Message: "resolution " + req.Action.ResolutionID + " does not exist"}}
+			} else {
+				_, sums := t.atlases()
+				_, pv, ce := carp.Authorize(carp.Check{Grant: g, Request: req, Now: now,
+					Loaded: func(id string) string { return sums[id] },
+					Usage:  func(l carp.Limit) (int, time.Time) { return t.usage(l, now) }})
+				switch {
+				case len(pv) > 0:
+					vs = pv
+				case ce != nil:
+					vs = []carp.Violation{{Code: ce.Code, Message: ce.Message}}
+				}
+			}
+			if _, err := t.traceEmit(sp, carp.TraceRequestReceived, requestPayload(req)); err != nil {
+				return err
+			}
+			typ := carp.TraceActionApproved
+			p := map[string]any{"operation": carp.OpValidate, "action_id": req.Action.ActionID, "valid": len(vs) == 0}
+			if len(vs) > 0 {
+				typ = carp.TraceActionDenied
+				res.Valid, res.Violations = false, vs
+				p["violations"] = len(vs)
+				p["code"] = vs[0].Code
+			}
+			if _, err := t.traceEmit(sp, typ, p); err != nil {
+				return err
+			}
+			res.TelemetryLink = carp.TelemetryLink{TraceID: sp.trace, SpanID: sp.span, EventsEmitted: 2}
+			return nil
+		})
+	})
+	return res, err
+}
+
+// interruptedExecutions marks every execution still running when the
+// engine opened as not completed: the daemon stopped after its intent was
+// recorded and before its outcome was (the tool may or may not have run
+// it). It answers failed with details.completed false, never success.
+func (e *Engine) interruptedExecutions() error {
+	e.mu.Lock()
+	var ids []string
+	for id, x := range e.carp.execs {
+		if x.Status == execRunning {
+			ids = append(ids, id)
+		}
+	}
+	e.mu.Unlock()
+	if len(ids) == 0 {
+		return nil
+	}
+	sort.Strings(ids)
+	return e.run(context.Background(), 0, func() error {
+		return e.commit(func(t *tx) error {
+			for _, id := range ids {
+				x, _ := t.execution(id)
+				now := t.next()
+				r := carp.ExecutionResult{CARPVersion: carp.Version, RequestID: x.RequestID, ExecutionID: x.ID,
+					Timestamp: formatCarp(now), Status: carp.StatusFailed,
+					TelemetryLink: carp.TelemetryLink{TraceID: x.TraceID, SpanID: x.SpanID},
+					Error: &carp.ExecutionError{Code: carp.CodeExecutionFailed, Details: map[string]any{"completed": false},
+						Message: "not completed: the daemon stopped after recording the intent and before the tool's answer; the action may or may not have run"}}
+				sp := span{session: x.SessionID, trace: x.TraceID, span: x.SpanID}
+				if _, err := t.traceEmit(sp, carp.TraceActionFailed, map[string]any{"execution_id": x.ID, "action_id": x.ActionID,
+					"status": r.Status, "completed": false, "error_code": carp.CodeExecutionFailed}); err != nil {
+					return err
+				}
+				var ignored *carp.ExecutionResult
+				if err := t.finish(&x, &r, nil, now, &ignored); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+}
+
