@@ -138,7 +138,7 @@ func TestParameters(t *testing.T) {
 		{"ticket.get", map[string]any{}, false},
 		{"ticket.list", map[string]any{}, true},
 		{"ticket.comment", map[string]any{"ticket_id": "T-1", "body": strings.Repeat("x", 500)}, true},
-		{"ticket.comment", map[string]any{"ticket_id": "T-1", "body": strings.Repeat("x", 501)}, false}, // the constraint
+		{"ticket.comment", map[string]any{"ticket_id": "T-1", "body": strings.Repeat("x", 501)}, false},  // the constraint
 		{"ticket.comment", map[string]any{"ticket_id": "T-1", "body": strings.Repeat("x", 2001)}, false}, // the schema
 		{"ticket.delete", map[string]any{"ticket_id": "T-2"}, true},
 		{"billing.refund", map[string]any{"ticket_id": "T-1", "amount": 500.0}, true},
