@@ -35,6 +35,16 @@ type Config struct {
 	// configuration: a preset name (autonomous, supervised, gated) or a
 	// YAML file (highway/hwfile); default the spec's defaults.
 	HighwayFile string
+	// AtlasPaths are Atlas manifests loaded at start (-atlas, repeatable):
+	// each a manifest file or a package directory (atlas/atlasfile),
+	// validated as a whole before anything is served; one invalid atlas
+	// stops the start. They load over (or replace) the atlases the data
+	// dir has loaded before.
+	AtlasPaths []string
+	// HTTPAddr, if set, is the HOST:PORT of the HTTP listener of CARP
+	// (/carp/v1/resolve, execute, validate; Bearer tokens); port 0 picks
+	// a free port. Empty: no listener.
+	HTTPAddr string
 	// Version is reported by system.info and in wacpd.json.
 	Version string
 	// Stdout receives the one line saying where the daemon listens; nil

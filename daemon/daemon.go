@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/wacpd/wacpd/atlas"
+	"github.com/wacpd/wacpd/atlas/atlasfile"
 	"log/slog"
 	"net"
 	"os"
@@ -56,6 +58,10 @@ type Daemon struct {
 	reqCtx     context.Context    // given to handlers; cancelled when shutdown begins
 	cancelReqs context.CancelFunc // ends waits (inbox.next); commits in flight still finish
 	ready      chan struct{}      // closed once requests are accepted
+
+	atlases []*atlas.Manifest // loaded from Config.AtlasPaths by New
+	tools   *toolCalls        // executions forwarded to tool services (carp.go)
+	httpURL string            // the CARP HTTP listener's base URL, when HTTPAddr is set
 }
 
 // defaultListen is the embedded server's address (wire-v1 §1).
@@ -96,12 +102,30 @@ func New(cfg Config) (*Daemon, error) {
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = 256
 	}
+	var atlases []*atlas.Manifest
 	if cfg.Taxonomy == nil && cfg.TaxonomyFile != "" {
 		tax, err := taxfile.Load(cfg.TaxonomyFile)
 		if err != nil {
 			return nil, err
 		}
 		cfg.Taxonomy = tax
+	}
+	seen := map[string]string{}
+	for _, path := range cfg.AtlasPaths {
+		l, err := atlasfile.Load(path)
+		if err != nil {
+			return nil, fmt.Errorf("atlas %s: %w", path, err)
+		}
+		if other, dup := seen[l.Manifest.AtlasID]; dup {
+			return nil, fmt.Errorf("atlas %s: atlas_id %s is loaded from %s too", path, l.Manifest.AtlasID, other)
+		}
+		seen[l.Manifest.AtlasID] = path
+		atlases = append(atlases, l.Manifest)
+	}
+	if cfg.HTTPAddr != "" {
+		if _, _, err := splitHostPort(cfg.HTTPAddr); err != nil {
+			return nil, fmt.Errorf("runtime: config: http %q: %w", cfg.HTTPAddr, err)
+		}
 	}
 	if cfg.Highway == nil && cfg.HighwayFile != "" {
 		hw, err := hwfile.Load(cfg.HighwayFile)
@@ -110,7 +134,7 @@ func New(cfg Config) (*Daemon, error) {
 		}
 		cfg.Highway = &hw
 	}
-	return &Daemon{cfg: cfg, ready: make(chan struct{})}, nil
+	return &Daemon{cfg: cfg, ready: make(chan struct{}), atlases: atlases}, nil
 }
 
 func splitHostPort(s string) (string, int, error) {
@@ -198,6 +222,11 @@ func (r *Daemon) Run(ctx context.Context) (err error) {
 	if _, err := r.eng.SignTreeHead(r.signer); err != nil {
 		return err
 	}
+	for _, m := range r.atlases {
+		if _, err := r.eng.LoadAtlas(ctx, m, "config"); err != nil {
+			return fmt.Errorf("load atlas %s: %w", m.Ref(), err)
+		}
+	}
 	r.adm = newAdmission(r.cfg.MaxInFlight)
 	r.authFailures = newAuthFailures()
 	if err := r.setupTokens(dir); err != nil {
@@ -251,6 +280,8 @@ func (r *Daemon) Run(ctx context.Context) (err error) {
 
 	r.reqCtx, r.cancelReqs = context.WithCancel(context.Background())
 	r.workers = newWorkers(maxIdleWorkers)
+	r.tools = newToolCalls(r.nc, r.eng, r.cfg.Logger)
+	stack = append(stack, r.tools.stop) // after the handlers: late answers wait no more
 	svc, err := r.startService()
 	if err != nil {
 		return err
@@ -273,6 +304,13 @@ func (r *Daemon) Run(ctx context.Context) (err error) {
 	if err := r.nc.FlushTimeout(10 * time.Second); err != nil {
 		return fmt.Errorf("register the service: %w", err)
 	}
+	if r.cfg.HTTPAddr != "" {
+		stopHTTP, err := r.startHTTP()
+		if err != nil {
+			return err
+		}
+		stack = append(stack, stopHTTP)
+	}
 	if r.metrics != nil {
 		stopMetrics, err := r.startMetrics()
 		if err != nil {
@@ -280,7 +318,7 @@ func (r *Daemon) Run(ctx context.Context) (err error) {
 		}
 		stack = append(stack, stopMetrics)
 	}
-	info := wire.DaemonFile{URL: r.url, PID: os.Getpid(), RootWorkspace: r.eng.Root(), Version: r.cfg.Version}
+	info := wire.DaemonFile{URL: r.url, PID: os.Getpid(), RootWorkspace: r.eng.Root(), Version: r.cfg.Version, HTTPURL: r.httpURL}
 	if err := writeInfo(dir, info); err != nil {
 		return fmt.Errorf("write %s: %w", InfoFile, err)
 	}
@@ -408,6 +446,10 @@ func (r *Daemon) startNATS(dir, internal string) error {
 	if !ns.ReadyForConnections(10 * time.Second) {
 		ns.Shutdown()
 		return fmt.Errorf("nats server on %s did not start within 10s (is the address taken? -listen chooses another)", r.cfg.Listen)
+	}
+	if err := r.accts.startTools(); err != nil {
+		ns.Shutdown()
+		return fmt.Errorf("nats server: %w", err)
 	}
 	r.ns = ns
 	if r.cfg.onServer != nil {

@@ -305,8 +305,8 @@ func (r *Daemon) tokenRevoke(ctx context.Context, c caller, body []byte) (any, e
 	if err := runtime.Decode(body, &req); err != nil {
 		return nil, err
 	}
-	if req.Kind != principal.KindUser && req.Kind != principal.KindAuditor {
-		return nil, runtime.Refuse(wire.CodeInvalidStructure, "kind must be user or auditor")
+	if req.Kind != principal.KindUser && req.Kind != principal.KindAuditor && req.Kind != principal.KindTool {
+		return nil, runtime.Refuse(wire.CodeInvalidStructure, "kind must be user, auditor or tool")
 	}
 	if req.Name == "" {
 		return nil, runtime.Refuse(wire.CodeInvalidStructure, "name is required")
@@ -316,9 +316,13 @@ func (r *Daemon) tokenRevoke(ctx context.Context, c caller, body []byte) (any, e
 	}
 	p := principal.Principal{Kind: req.Kind, Name: req.Name}
 	old := r.tok.hashesOf(p)
-	err := r.eng.RevokeUser(ctx, c.ws, p, req.Reason, len(old), func(g runtime.Grants) error {
-		return g.Delete(old...)
-	})
+	del := func(g runtime.Grants) error { return g.Delete(old...) }
+	var err error
+	if req.Kind == principal.KindTool {
+		err = r.eng.RevokeTool(ctx, c.ws, req.Name, len(old), del)
+	} else {
+		err = r.eng.RevokeUser(ctx, c.ws, p, req.Reason, len(old), del)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -334,8 +338,8 @@ func (r *Daemon) tokenCreate(ctx context.Context, c caller, body []byte) (any, e
 	if err := runtime.Decode(body, &req); err != nil {
 		return nil, err
 	}
-	if req.Kind != principal.KindUser && req.Kind != principal.KindAuditor {
-		return nil, runtime.Refuse(wire.CodeInvalidStructure, "kind must be user or auditor")
+	if req.Kind != principal.KindUser && req.Kind != principal.KindAuditor && req.Kind != principal.KindTool {
+		return nil, runtime.Refuse(wire.CodeInvalidStructure, "kind must be user, auditor or tool")
 	}
 	if req.Name == "" || len(req.Name) > 128 || strings.ContainsAny(req.Name, " .*>\t\r\n") {
 		return nil, runtime.Refuse(wire.CodeInvalidStructure, "name must be 1-128 characters without spaces, '.', '*' or '>'")
@@ -345,6 +349,16 @@ func (r *Daemon) tokenCreate(ctx context.Context, c caller, body []byte) (any, e
 		return nil, err
 	}
 	p := principal.Principal{Kind: req.Kind, Name: req.Name}
+	if req.Kind == principal.KindTool {
+		if len(req.Capabilities) > 0 {
+			return nil, runtime.Refuse(wire.CodeInvalidStructure, "a tool token has no capabilities")
+		}
+		if err := r.eng.GrantTool(ctx, c.ws, req.Name, func(g runtime.Grants) error { return g.Put(hashToken(tok), p) }); err != nil {
+			return nil, err
+		}
+		r.tok.add(tok, p)
+		return wire.TokenCreated{Token: tok, Principal: p}, nil
+	}
 	err = r.eng.CreateUser(ctx, c.ws, p, req.Capabilities, func(g runtime.Grants) error { return g.Put(hashToken(tok), p) })
 	if err != nil {
 		return nil, err

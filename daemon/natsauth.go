@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/wacpd/wacpd/carp"
 	"github.com/wacpd/wacpd/principal"
 	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/wire"
@@ -19,6 +20,9 @@ import (
 
 // signalStream is the JetStream stream of delivered signals (wire-v1 §5).
 const signalStream = "WACP_SIGNALS"
+
+// toolsAccount is the account of every tool service (a tool token).
+const toolsAccount = "wacpd-tools"
 
 // Isolation on the embedded server (docs/security.md, "Accounts").
 //
@@ -127,6 +131,16 @@ func permissions(p principal.Principal, inbox string) *server.Permissions {
 	if p.Kind == kindDaemon {
 		return nil // no restrictions
 	}
+	if p.Kind == principal.KindTool {
+		// A tool service subscribes to actions (and micro's discovery)
+		// and publishes only answers to the requests it got, including a
+		// late one.
+		return &server.Permissions{
+			Publish:   &server.SubjectPermission{Allow: []string{}},
+			Subscribe: &server.SubjectPermission{Allow: []string{carp.ToolPrefix + ">", "$SRV.>", "_INBOX.>", inbox + ".>"}},
+			Response:  &server.ResponsePermission{MaxMsgs: 1, Expires: wire.MaxToolTimeout + lateWindow},
+		}
+	}
 	pub, sub := []string{}, []string{"_INBOX.>", inbox + ".>"}
 	for _, g := range grantsOf(p) {
 		if g.stream {
@@ -146,6 +160,7 @@ func permissions(p principal.Principal, inbox string) *server.Permissions {
 type accounts struct {
 	ns     *server.Server
 	daemon *server.Account // the global account
+	tools  *server.Account // every tool service's (toolsAccount); set by startTools, guarded by mu
 
 	mu     sync.Mutex // guards byName; held while an account is set up
 	byName map[string]principal.Principal
@@ -178,6 +193,26 @@ func newAccounts(ns *server.Server) (*accounts, error) {
 		warming: map[string]*server.Account{}}, nil
 }
 
+// startTools makes the tool services' account, once the server runs (an
+// account registered before the start leaves the global account without
+// JetStream). The tool services share it; it exports their actions'
+// subjects to the daemon's account: the daemon's forwards reach them, and
+// nothing else of theirs reaches anyone (permissions: they subscribe to
+// actions and answer the requests they get, nothing more).
+func (a *accounts) startTools() error {
+	tools, _ := a.ns.LookupOrRegisterAccount(toolsAccount)
+	if err := tools.AddServiceExport(carp.ToolPrefix+">", nil); err != nil {
+		return fmt.Errorf("export the tools' subjects: %w", err)
+	}
+	if err := a.daemon.AddServiceImport(tools, carp.ToolPrefix+">", ""); err != nil {
+		return fmt.Errorf("import the tools' subjects: %w", err)
+	}
+	a.mu.Lock()
+	a.tools = tools
+	a.mu.Unlock()
+	return nil
+}
+
 // of returns p's account, made with p's imports the first time. The
 // daemon's own connection stays in the global account (nil).
 func (a *accounts) of(p principal.Principal) (*server.Account, error) {
@@ -187,6 +222,12 @@ func (a *accounts) of(p principal.Principal) (*server.Account, error) {
 	name := p.String()
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if p.Kind == principal.KindTool {
+		if a.tools == nil {
+			return nil, errors.New("the tools' account is not set up yet")
+		}
+		return a.tools, nil
+	}
 	acc, isNew := a.ns.LookupOrRegisterAccount(name)
 	if !isNew {
 		if _, ok := a.byName[name]; ok {

@@ -175,6 +175,14 @@ func (r *Daemon) handlerTable() map[string]handlerFunc {
 		"highway.workspace.resume":   r.highwayWorkspaceOp("resume"),
 		"highway.workspace.transfer": r.highwayTransfer,
 		"highway.user.state":         r.highwayUserState,
+		"audit.trace.read":           r.auditTrace,
+		"carp.resolve":               r.carpResolve,
+		"carp.execute":               r.carpExecute,
+		"carp.validate":              r.carpValidate,
+		"atlas.load":                 r.atlasLoad,
+		"atlas.unload":               r.atlasUnload,
+		"atlas.list":                 r.atlasList,
+		"trace":                      r.agentTrace,
 	}
 }
 
@@ -365,7 +373,7 @@ func (r *Daemon) identify(req micro.Request, aud audience, p *principal.Principa
 			return c, runtime.Refuse(wire.CodePermissionDenied, "this token may not act for workspace %s", c.ws)
 		}
 	case auditors:
-		if c.p.Kind == principal.KindAgent {
+		if c.p.Kind == principal.KindAgent || c.p.Kind == principal.KindTool {
 			return c, runtime.Refuse(wire.CodePermissionDenied, "audit endpoints need a coordinator, user or auditor token")
 		}
 	case users:
@@ -378,6 +386,10 @@ func (r *Daemon) identify(req micro.Request, aud audience, p *principal.Principa
 
 // replyErr answers req of endpoint with err's wire error and counts it.
 func (r *Daemon) replyErr(endpoint string, req micro.Request, err error) {
+	if isCarp(endpoint) {
+		r.replyCarpErr(endpoint, req, asCarp(err, req.Data()))
+		return
+	}
 	code := runtime.Code(err)
 	r.metrics.request(endpoint, code)
 	var b wire.ErrorBody
@@ -405,6 +417,18 @@ func (r *Daemon) replyErr(endpoint string, req micro.Request, err error) {
 	// and this reply comes from the request's own goroutine.
 	if err := req.Respond(data, micro.WithHeaders(micro.Headers{
 		"Nats-Service-Error": {code}, "Nats-Service-Error-Code": {status},
+	})); err != nil {
+		r.cfg.Logger.Warn("reply error", "subject", req.Subject(), "err", err)
+	}
+}
+
+// replyCarpErr answers a CARP endpoint's refusal with the seed's error
+// envelope, its code and HTTP status in the error headers.
+func (r *Daemon) replyCarpErr(endpoint string, req micro.Request, f *carpFailure) {
+	r.metrics.request(endpoint, f.resp.Error.Code)
+	data, _ := json.Marshal(f.resp)
+	if err := req.Respond(data, micro.WithHeaders(micro.Headers{
+		"Nats-Service-Error": {f.resp.Error.Code}, "Nats-Service-Error-Code": {strconv.Itoa(f.status)},
 	})); err != nil {
 		r.cfg.Logger.Warn("reply error", "subject", req.Subject(), "err", err)
 	}

@@ -61,10 +61,11 @@ func signingKey(dir, root string) (note.Signer, string, error) {
 // runTreeHeads signs a new tree head whenever the trail has grown, checking
 // every interval, until ctx is done (and once more at the end).
 func (r *Daemon) runTreeHeads(ctx context.Context, signer note.Signer, interval time.Duration) {
-	var signed uint64
+	var signed, tsigned uint64
 	failing := false // logged once per run of failures (degraded mode refuses every one)
 	sign := func() {
-		if n := r.eng.Trail().Len(); n != signed {
+		// A new head when either log grew: the trail or TRACE's.
+		if n, tn := r.eng.Trail().Len(), r.eng.TraceLen(); n != signed || tn != tsigned {
 			if _, err := r.eng.SignTreeHead(signer); err != nil {
 				if !failing {
 					r.cfg.Logger.Error("sign tree head; retrying every interval", "err", err)
@@ -75,7 +76,7 @@ func (r *Daemon) runTreeHeads(ctx context.Context, signer note.Signer, interval 
 			if failing {
 				r.cfg.Logger.Info("signed a tree head again", "size", n)
 			}
-			signed, failing = n, false
+			signed, tsigned, failing = n, tn, false
 		}
 	}
 	sign()

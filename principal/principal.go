@@ -13,13 +13,14 @@ const (
 	KindAgent       Kind = "agent"       // one workspace's agent
 	KindUser        Kind = "user"        // a human user
 	KindAuditor     Kind = "auditor"     // reads and verifies the trail
+	KindTool        Kind = "tool"        // a tool service: serves wacp.v1.tool.<action_id> (issue 15)
 )
 
 // Principal is who a token authenticates.
 type Principal struct {
 	Kind      Kind   `json:"kind"`
 	Workspace string `json:"workspace,omitempty"` // coordinator and agent
-	Name      string `json:"name,omitempty"`      // user and auditor
+	Name      string `json:"name,omitempty"`      // user, auditor and tool
 }
 
 // String names the principal in logs and as the NATS user name; it never

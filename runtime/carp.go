@@ -581,7 +581,7 @@ type Intent struct {
 // Default and largest timeouts of a forwarded execution.
 const (
 	DefaultToolTimeout = 30 * time.Second
-	MaxToolTimeout     = 5 * time.Minute
+	MaxToolTimeout     = wire.MaxToolTimeout
 )
 
 // CarpExecute checks an execute of ws's agent (carp.Authorize) and either
@@ -950,3 +950,43 @@ func (e *Engine) interruptedExecutions() error {
 	})
 }
 
+// Tool token events of the run's TRACE session (a tool service is no
+// user: the WACP trail has no event for it).
+const (
+	TraceToolAuthorized = "tool.authorized"
+	TraceToolRevoked    = "tool.revoked"
+)
+
+// GrantTool stores a tool service's token (grant, in the same commit) for
+// the coordinator (actor, the root workspace) and records
+// tool.authorized; RevokeTool deletes n tokens (del) and records
+// tool.revoked.
+func (e *Engine) GrantTool(ctx context.Context, actor, name string, grant func(Grants) error) error {
+	return e.toolToken(ctx, actor, name, TraceToolAuthorized, 1, grant)
+}
+
+// RevokeTool: see GrantTool. With n zero nothing is written.
+func (e *Engine) RevokeTool(ctx context.Context, actor, name string, n int, del func(Grants) error) error {
+	return e.toolToken(ctx, actor, name, TraceToolRevoked, n, del)
+}
+
+func (e *Engine) toolToken(ctx context.Context, actor, name, typ string, n int, fn func(Grants) error) error {
+	return e.run(ctx, 0, func() error {
+		if a := e.get(actor); a == nil || !a.IsRoot() {
+			return Refuse(wire.CodePermissionDenied, "only the coordinator mints and revokes tool tokens")
+		}
+		if n == 0 {
+			return nil
+		}
+		return e.commit(func(t *tx) error {
+			if err := t.step("token"); err != nil {
+				return err
+			}
+			if err := fn(Grants{txn: t.txn}); err != nil {
+				return err
+			}
+			_, err := t.traceEmit(t.runSpan(), typ, map[string]any{"tool": name, "tokens": n})
+			return err
+		})
+	})
+}

@@ -246,3 +246,10 @@ func (e *Engine) TraceSize() (uint64, []byte) {
 	defer e.mu.Unlock()
 	return e.trace.tree.Size(), e.trace.tree.Root()
 }
+
+// TraceLen returns the number of events in the TRACE log.
+func (e *Engine) TraceLen() uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.trace.tree.Size()
+}

@@ -10,12 +10,16 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/wacpd/wacpd/clock"
+	"github.com/wacpd/wacpd/trace"
 	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/trail/traillog"
 	"github.com/wacpd/wacpd/wire"
 )
 
-var keySTH = []byte("m/sth") // the latest signed tree head (JSON of trail.TreeHead)
+var (
+	keySTH      = []byte("m/sth")       // the latest signed tree head (JSON of trail.TreeHead)
+	keyTraceSTH = []byte("m/trace-sth") // the TRACE log's, signed with it (JSON of trace.TreeHead)
+)
 
 // Origin returns the origin line of this run's tree heads.
 func (e *Engine) Origin() string { return "wacpd/" + e.Root() }
@@ -41,8 +45,21 @@ func (e *Engine) SignTreeHead(signer note.Signer) (trail.TreeHead, error) {
 		if err != nil {
 			return err
 		}
+		// The TRACE log's head, signed at the same moment with the same
+		// key (docs/audit.md: a second signed root).
+		tth, err := trace.SignTreeHead(signer, "wacpd/"+e.root+"/trace", e.trace.tree.Size(), e.trace.tree.Root(), th.Timestamp)
+		if err != nil {
+			return err
+		}
+		tb, err := json.Marshal(tth)
+		if err != nil {
+			return err
+		}
 		return e.commit(func(t *tx) error {
 			if err := t.step("tree_head"); err != nil {
+				return err
+			}
+			if err := t.txn.Set(keyTraceSTH, tb); err != nil {
 				return err
 			}
 			return t.txn.Set(keySTH, b)
@@ -75,6 +92,25 @@ func (e *Engine) TreeHead() (th trail.TreeHead, err error) {
 	})
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return th, Refuse(wire.CodeNotFound, "no tree head has been signed yet")
+	}
+	return th, err
+}
+
+// TraceTreeHead returns the TRACE log's latest signed head (signed with
+// the trail's); not_found before the first.
+func (e *Engine) TraceTreeHead(ctx context.Context) (th trace.TreeHead, err error) {
+	if err := e.settle(ctx); err != nil {
+		return trace.TreeHead{}, err
+	}
+	err = e.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(keyTraceSTH)
+		if err != nil {
+			return err
+		}
+		return item.Value(func(v []byte) error { return json.Unmarshal(v, &th) })
+	})
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return th, Refuse(wire.CodeNotFound, "no TRACE tree head has been signed yet")
 	}
 	return th, err
 }

@@ -248,6 +248,7 @@ type DaemonFile struct {
 	PID           int    `json:"pid"`
 	RootWorkspace string `json:"root_workspace"`
 	Version       string `json:"version"`
+	HTTPURL       string `json:"http_url,omitempty"` // the -http listener's base URL, when there is one
 }
 
 // CheckpointListRequest is the body of checkpoint.list: workspace (the

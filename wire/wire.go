@@ -144,6 +144,16 @@ func Endpoints() []Endpoint {
 		{Op: "highway.workspace.transfer", Audience: Users, Request: "requests.json#workspace.transfer", Reply: "workspace.json"},
 		{Op: "highway.user.state", Audience: Users, Request: "requests.json#user.state", Reply: "user.json"},
 
+		{Op: "audit.trace.read", Audience: Auditors, Request: "requests.json#trace", Reply: "replies.json#trace.page"},
+
+		{Op: "carp.resolve", Audience: Agents, Request: "carp.json#request", Reply: "carp.json#resolution"},
+		{Op: "carp.execute", Audience: Agents, Request: "carp.json#request", Reply: "carp.json#execution_result", Timeout: MaxToolTimeout + RequestTimeout},
+		{Op: "carp.validate", Audience: Agents, Request: "carp.json#request", Reply: "carp.json#validation_result"},
+		{Op: "atlas.load", Audience: Agents, Request: "requests.json#atlas.load", Reply: "replies.json#atlas.change"},
+		{Op: "atlas.unload", Audience: Agents, Request: "requests.json#atlas.unload", Reply: "replies.json#atlas.change"},
+		{Op: "atlas.list", Audience: Agents, Reply: "replies.json#atlas.list"},
+		{Op: "trace", Audience: Agents, Request: "requests.json#trace", Reply: "replies.json#trace.page"},
+
 		{Op: "checkpoint", Audience: Agents, Request: "checkpoint.request.json", Reply: "checkpoint.json"},
 		{Op: "checkpoint.get", Audience: Agents, Request: "requests.json#checkpoint.get", Reply: "checkpoint.json"},
 		{Op: "checkpoint.head", Audience: Agents, Request: "requests.json#checkpoint.head", Reply: "checkpoint.json"},

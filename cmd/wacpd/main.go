@@ -57,6 +57,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.SignalsMaxAge, "signals-max-age", 720*time.Hour, "age limit of signals in WACP_SIGNALS; negative keeps them until -signals-max-bytes bites")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", time.Minute, "bound on the whole shutdown after SIGTERM; past it wacpd exits 1 and the next start recovers")
 	fs.IntVar(&cfg.MaxInFlight, "max-in-flight", 256, "requests worked on at once; each principal gets at most an eighth (docs/security.md, fair admission)")
+	fs.Func("atlas", "Atlas manifest to load at start: a JSON file or a package directory (repeatable)", func(v string) error {
+		cfg.AtlasPaths = append(cfg.AtlasPaths, v)
+		return nil
+	})
+	fs.StringVar(&cfg.HTTPAddr, "http", "", "serve CARP over HTTP at http://ADDR/carp/v1/ (HOST:PORT; port 0 picks a free port); default off")
 	level := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
