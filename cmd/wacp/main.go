@@ -4,7 +4,8 @@
 //
 // Exit codes (wire-v1 §1): 0 done, 1 usage or internal error, 2 refused by
 // the protocol (a rejection, a denial, a NATS permission violation, a broken
-// trail), 5 daemon unreachable.
+// trail or TRACE chain), 5 daemon unreachable. trace diff, like diff(1),
+// exits 1 when the sessions differ.
 package main
 
 import (
@@ -54,6 +55,8 @@ commands:
   trail export [-f FILE]                 write a verifiable bundle of the signed trail
   trail prove CHECKPOINT_ID [--public-key K]   prove a checkpoint is in the signed trail
   trail replay                           rebuild states from the trail; compare with the live state
+  trace verify FILE                      check a session's TRACE export (JSONL) offline, no daemon; exit 2 if broken
+  trace diff A B                         compare two sessions' TRACE exports, ids and times left out; exit 1 if they differ
   task create --file F | -               create tasks (a task.create body); each waits at task_approval
   task get ID [--transitive]             a task; with its transitive dependencies and dependents
   task list [--graph G] [--status S] [--ready]
@@ -133,6 +136,10 @@ var commands = map[string]func(*cli, []string) error{
 	"task": sub("task", map[string]func(*cli, []string) error{"create": taskCreate, "get": taskGet, "list": taskList,
 		"bind": taskBind, "cancel": taskCancel, "retry": taskRetry, "graph": taskGraph}),
 	"highway": highwayCmd,
+	"trace": sub("trace", map[string]func(*cli, []string) error{
+		"verify": traceVerify,
+		"diff":   traceDiff,
+	}),
 }
 
 // sub returns a command that dispatches to its subcommands.
