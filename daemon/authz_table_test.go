@@ -184,7 +184,32 @@ var authzRows = []authzRow{
 		[]string{ok, pub, pub, pub, pub, pub, ok, ok, refused, refused}},
 	{"audit.checkpoint.get", subjAudit, "checkpoint.get", `{"id":"<CP>"}`, stActive,
 		[]string{ok, pub, pub, pub, pub, pub, "capability_denied", ok, refused, refused}},
+	{"audit.trace.read", subjAudit, "trace.read", `{}`, stActive,
+		[]string{ok, pub, pub, pub, pub, pub, "capability_denied", ok, refused, refused}},
+	{"carp.resolve", subjAgent, "carp.resolve", carpBody("resolve", `"task":{"goal":"authz"}`), stActive,
+		[]string{"ATLAS_NOT_FOUND", "ATLAS_NOT_FOUND", "ATLAS_NOT_FOUND", "ATLAS_NOT_FOUND", "ATLAS_NOT_FOUND", pub, pub, pub, refused, refused}},
+	{"carp.execute", subjAgent, "carp.execute", carpBody("execute", carpAction), stActive,
+		[]string{"RESOLUTION_NOT_FOUND", "RESOLUTION_NOT_FOUND", "RESOLUTION_NOT_FOUND", "RESOLUTION_NOT_FOUND", "RESOLUTION_NOT_FOUND", pub, pub, pub, refused, refused}},
+	{"carp.validate", subjAgent, "carp.validate", carpBody("validate", carpAction), stActive,
+		[]string{ok, ok, ok, ok, ok, pub, pub, pub, refused, refused}},
+	{"atlas.load", subjAgent, "atlas.load", `{"manifest":{}}`, stActive,
+		[]string{"invalid_structure", denied, denied, denied, denied, pub, pub, pub, refused, refused}},
+	{"atlas.unload", subjAgent, "atlas.unload", `{"atlas_id":"none"}`, stActive,
+		[]string{nf, denied, denied, denied, denied, pub, pub, pub, refused, refused}},
+	{"atlas.list", subjAgent, "atlas.list", `{}`, stActive,
+		[]string{ok, ok, ok, ok, ok, pub, pub, pub, refused, refused}},
+	{"trace", subjAgent, "trace", `{}`, stActive,
+		[]string{ok, ok, ok, ok, ok, pub, pub, pub, refused, refused}},
 }
+
+// carpBody is a CARP request of op from the agent of the workspace the
+// column acts as (<WS>), with more fields.
+func carpBody(op, more string) string {
+	return `{"carp_version":"1.0","request_id":"0193a5b2-7c4e-7d3a-9f1e-2b6c8d0e4f5a","timestamp":"2026-11-27T12:00:00Z","operation":"` +
+		op + `","requester":{"agent_id":"<WS>/agent/1","session_id":"<WS>"},` + more + `}`
+}
+
+const carpAction = `"action":{"action_id":"ticket.get","action_type":"ticket.get","parameters":{},"resolution_id":"0193a5b2-7c4e-7d3a-9f1e-2b6c8d0e4f5b"}`
 
 // Actions on NATS subjects beyond the endpoints.
 const (

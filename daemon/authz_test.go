@@ -19,18 +19,18 @@ import (
 // requests do not affect each other. A request that is refused must leave W
 // unchanged.
 func TestAuthz(t *testing.T) {
-	runAuthzTable(t, newAuthzWorld(t), func(answer string) string { return answer })
+	runAuthzTable(t, newAuthzWorld(t), func(_ authzRow, answer string) string { return answer })
 }
 
 // runAuthzTable runs every cell of the authorization table in w and checks
 // it against want(the table's answer).
-func runAuthzTable(t *testing.T, w *authzWorld, want func(string) string) {
+func runAuthzTable(t *testing.T, w *authzWorld, want func(authzRow, string) string) {
 	for _, row := range authzRows {
 		t.Run(row.name, func(t *testing.T) {
 			for i, col := range authzColumns {
 				t.Run(col, func(t *testing.T) {
 					got, detail := w.cell(t, row, col)
-					if want := want(row.want[i]); got != want {
+					if want := want(row, row.want[i]); got != want {
 						t.Errorf("%s by %s = %s, want %s\n%s", row.name, col, got, want, detail)
 					}
 				})
@@ -45,7 +45,8 @@ func runAuthzTable(t *testing.T, w *authzWorld, want func(string) string) {
 // instead. Every cell is the embedded server's answer, except that what the
 // embedded server refuses the daemon refuses itself: publish denied becomes
 // permission_denied, and connection refused (no or an unknown token)
-// becomes unauthorized.
+// becomes unauthorized (on the CARP endpoints, FORBIDDEN and
+// UNAUTHORIZED: they answer CARP's codes).
 func TestAuthzExternal(t *testing.T) {
 	const srvToken = "authz-server-token"
 	w := newAuthzWorldCfg(t, daemon.Config{NATSURL: startNATSServer(t, srvToken), NATSToken: srvToken})
@@ -54,11 +55,16 @@ func TestAuthzExternal(t *testing.T) {
 
 // externalAnswer is the answer on an external server for answer on the
 // embedded one.
-func externalAnswer(answer string) string {
-	switch answer {
-	case pub:
+func externalAnswer(row authzRow, answer string) string {
+	carpRow := strings.HasPrefix(row.op, "carp.")
+	switch {
+	case answer == pub && carpRow:
+		return "FORBIDDEN"
+	case answer == refused && carpRow:
+		return "UNAUTHORIZED"
+	case answer == pub:
 		return denied
-	case refused:
+	case answer == refused:
 		return "unauthorized"
 	}
 	return answer
@@ -108,7 +114,7 @@ func (w *authzWorld) cell(t *testing.T, row authzRow, col string) (answer, detai
 	if ws == f.W.id {
 		head = `"` + f.cp + `"`
 	}
-	body := strings.NewReplacer("<W>", f.W.id, "<D>", f.D.id, "<CP>", f.cp, "<HEAD>", head).Replace(row.body)
+	body := strings.NewReplacer("<W>", f.W.id, "<D>", f.D.id, "<CP>", f.cp, "<HEAD>", head, "<WS>", ws).Replace(row.body)
 	before := w.stateOf(t, f.W.id)
 	answer, detail = w.server.probe(t, token, row.subject(ws), body)
 	if answer != ok && answer != empty {

@@ -87,7 +87,7 @@ func isCarp(endpoint string) bool { return strings.HasPrefix(endpoint, "agent_ca
 func carpDecode(body []byte, op string) (carp.Request, error) {
 	req, ce := carp.DecodeRequest(body, op)
 	if ce != nil {
-		return carp.Request{}, ce
+		return carp.Request{}, &runtime.CarpError{Err: ce}
 	}
 	return req, nil
 }
@@ -123,6 +123,9 @@ func (r *Daemon) carpExecute(ctx context.Context, c caller, body []byte) (any, e
 	if done != nil {
 		return done, nil
 	}
+	if r.tools == nil { // a daemon that is not serving (tests of the handlers)
+		return r.eng.CarpFinish(ctx, in.Execution.ID, runtime.Outcome{Failure: "no NATS connection"})
+	}
 	return r.tools.call(ctx, in)
 }
 
@@ -136,15 +139,15 @@ func (r *Daemon) coordinatorOnly(c caller, what string) error {
 }
 
 func (r *Daemon) atlasLoad(ctx context.Context, c caller, body []byte) (any, error) {
-	if err := r.coordinatorOnly(c, "loads atlases"); err != nil {
-		return nil, err
-	}
 	var req wire.AtlasLoadRequest
 	if err := runtime.Decode(body, &req); err != nil {
 		return nil, err
 	}
-	if len(req.Manifest) == 0 {
-		return nil, runtime.Refuse(wire.CodeInvalidStructure, "manifest is required")
+	if len(req.Manifest) == 0 || !strings.HasPrefix(strings.TrimSpace(string(req.Manifest)), "{") {
+		return nil, runtime.Refuse(wire.CodeInvalidStructure, "manifest must be an Atlas manifest (a JSON object)")
+	}
+	if err := r.coordinatorOnly(c, "loads atlases"); err != nil {
+		return nil, err
 	}
 	m, err := atlas.Parse("atlas.load", req.Manifest)
 	if err != nil {
@@ -160,11 +163,11 @@ func (r *Daemon) atlasLoad(ctx context.Context, c caller, body []byte) (any, err
 }
 
 func (r *Daemon) atlasUnload(ctx context.Context, c caller, body []byte) (any, error) {
-	if err := r.coordinatorOnly(c, "unloads atlases"); err != nil {
-		return nil, err
-	}
 	var req wire.AtlasUnloadRequest
 	if err := runtime.Decode(body, &req); err != nil {
+		return nil, err
+	}
+	if err := r.coordinatorOnly(c, "unloads atlases"); err != nil {
 		return nil, err
 	}
 	if req.AtlasID == "" {
@@ -177,6 +180,9 @@ func (r *Daemon) atlasUnload(ctx context.Context, c caller, body []byte) (any, e
 // atlasList answers every agent: which atlases govern it is no secret
 // from it (its resolutions name them).
 func (r *Daemon) atlasList(ctx context.Context, c caller, body []byte) (any, error) {
+	if err := runtime.Decode(body, &struct{}{}); err != nil {
+		return nil, err
+	}
 	list, sums := r.eng.Atlases()
 	out := wire.AtlasList{Atlases: []wire.AtlasInfo{}}
 	for _, m := range list {
@@ -202,11 +208,20 @@ func (r *Daemon) agentTrace(ctx context.Context, c caller, body []byte) (any, er
 	return r.tracePage(ctx, c.ws, req, false)
 }
 
-// auditTrace reads one session, or the whole log with its signed head.
+// auditTrace reads one session, or the whole log with its signed head. A
+// user reads it as the whole trail (view_trail_any; a denial is recorded
+// as capability_denied).
 func (r *Daemon) auditTrace(ctx context.Context, c caller, body []byte) (any, error) {
 	var req wire.TraceRequest
 	if err := runtime.Decode(body, &req); err != nil {
 		return nil, err
+	}
+	keep, err := r.userScope(ctx, c, "", true)
+	if err != nil {
+		return nil, err
+	}
+	if keep != nil {
+		return nil, runtime.Refuse(wire.CodePermissionDenied, "the TRACE log is read whole: it needs view_trail_any")
 	}
 	return r.tracePage(ctx, req.Session, req, true)
 }

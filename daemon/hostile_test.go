@@ -208,6 +208,14 @@ func TestHostileInputWrongTypesIsInvalidStructure(t *testing.T) {
 		"audit.proof.inclusion":      `{"index":-1}`,
 		"audit.proof.consistency":    `{"from":"1"}`,
 		"audit.checkpoint.get":       `{"id":true}`,
+		"audit.trace.read":           `{"session":5}`,
+		"carp.resolve":               `{"carp_version":1.0}`,
+		"carp.execute":               `{"carp_version":"1.0","request_id":[]}`,
+		"carp.validate":              `{"requester":"me"}`,
+		"atlas.load":                 `{"manifest":"not an object"}`,
+		"atlas.unload":               `{"atlas_id":7}`,
+		"atlas.list":                 `{"all":true}`,
+		"trace":                      `{"from":"0"}`,
 	}
 	for _, op := range s.ops() {
 		if op == "system.info" {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,6 +80,21 @@ var serviceSeeds = map[string][]string{
 	"audit.proof.inclusion":   {`{"index":0,"size":1}`, `{"entry":"x"}`},
 	"audit.proof.consistency": {`{"from":1,"to":2}`},
 	"audit.checkpoint.get":    {`{"id":"x"}`},
+	"audit.trace.read":        {`{}`, `{"session":"W","from":1,"limit":2}`},
+	"carp.resolve": {
+		`{"carp_version":"1.0","request_id":"0193a5b2-7c4e-7d3a-9f1e-2b6c8d0e4f5a","timestamp":"2026-11-27T12:00:00Z","operation":"resolve","requester":{"agent_id":"W/agent/1","session_id":"W"},"task":{"goal":"g","risk_tier":"high","context_hints":["support"]},"scope":{"atlases":["a.b"],"actions":["ticket.*"]}}`,
+		`{"carp_version":"1.0","request_id":"x","timestamp":"t","operation":"resolve","requester":{}}`,
+	},
+	"carp.execute": {
+		`{"carp_version":"1.0","request_id":"0193a5b2-7c4e-7d3a-9f1e-2b6c8d0e4f5a","timestamp":"2026-11-27T12:00:00Z","operation":"execute","requester":{"agent_id":"W/agent/1","session_id":"W"},"action":{"action_id":"t.get","action_type":"t.get","parameters":{"id":1},"resolution_id":"0193a5b2-7c4e-7d3a-9f1e-2b6c8d0e4f5b"},"execution_options":{"timeout_ms":5,"dry_run":true},"idempotency_key":"k"}`,
+	},
+	"carp.validate": {
+		`{"carp_version":"1.0","request_id":"0193a5b2-7c4e-7d3a-9f1e-2b6c8d0e4f5a","timestamp":"2026-11-27T12:00:00Z","operation":"validate","requester":{"agent_id":"W/agent/1","session_id":"W"},"action":{"action_id":"t.get","action_type":"t.get","parameters":{},"resolution_id":"r"}}`,
+	},
+	"atlas.load":   {`{"manifest":{"atlas_version":"1.0","atlas_id":"a.b","version":"1.0.0","name":"n","actions":[{"action_id":"t.get","name":"g"}]}}`, `{"manifest":{}}`},
+	"atlas.unload": {`{"atlas_id":"a.b"}`},
+	"atlas.list":   {`{}`},
+	"trace":        {`{}`, `{"from":3,"limit":1}`},
 }
 
 // FuzzServiceRequest feeds arbitrary bodies to every endpoint, through
@@ -112,6 +128,7 @@ func FuzzServiceRequest(f *testing.F) {
 			take = func() dbState { return digestDB(t, e, true, false) }
 		}
 		before := take()
+		execs := len(e.Executions(""))
 		// inbox.next may wait: bound it. Nothing else blocks.
 		timeout := time.Minute
 		if op == "inbox.next" {
@@ -138,6 +155,14 @@ func FuzzServiceRequest(f *testing.F) {
 			t.Fatalf("%s(%q) = %v: unavailable", op, body, err)
 		}
 		after := take()
+		if strings.HasPrefix(op, "carp.") {
+			// A CARP refusal is recorded in TRACE (as checkpoint_rejected
+			// is in the trail), nothing else.
+			if after.TrailLen != before.TrailLen || len(e.Executions("")) != execs {
+				t.Fatalf("%s(%q) = %v changed the trail or recorded an execution", op, body, err)
+			}
+			return
+		}
 		if after.TrailLen == before.TrailLen {
 			record = "" // refused before the decoder
 		}

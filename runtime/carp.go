@@ -464,6 +464,25 @@ type CarpError struct {
 
 func (e *CarpError) Error() string { return e.Err.Error() }
 
+// WireCode is the wire-v1 code nearest CARP error code c: what the
+// daemon's generic paths (metrics, logs, tests of every endpoint) read;
+// the CARP endpoints answer c itself.
+func WireCode(c string) string {
+	switch c {
+	case carp.CodeInvalidRequest, carp.CodeInvalidVersion, carp.CodeMissingField, carp.CodeInvalidFormat, carp.CodeConstraintViolated:
+		return wire.CodeInvalidStructure
+	case carp.CodeUnauthorized, carp.CodeTokenExpired:
+		return wire.CodeUnauthorized
+	case carp.CodeForbidden, carp.CodeActionNotPermitted, carp.CodeActionDenied:
+		return wire.CodePermissionDenied
+	case carp.CodeAtlasNotFound, carp.CodeDomainNotFound, carp.CodeResolutionNotFound, carp.CodeResolutionExpired:
+		return wire.CodeNotFound
+	case carp.CodeRateLimited, carp.CodeServiceUnavailable, carp.CodeTimeout:
+		return wire.CodeUnavailable
+	}
+	return wire.CodeInternal
+}
+
 // refuse records a refusal's TRACE events (the request, error.occurred)
 // and sets *out to it: the refusal commits, and is answered after.
 func (t *tx) refuse(sp span, req carp.Request, ce *carp.Error, typ string, out **CarpError) error {

@@ -114,10 +114,13 @@ func typed(err error) (code, msg string, ok bool) {
 	var (
 		re *Error
 		rj *taxonomy.Rejection
+		rc *CarpError
 	)
 	switch {
 	case errors.As(err, &re):
 		return re.Code, re.Message, true
+	case errors.As(err, &rc):
+		return WireCode(rc.Err.Code), rc.Err.Message, true
 	case errors.As(err, &rj):
 		return string(rj.Reason), rj.Message, true
 	}

@@ -33,6 +33,8 @@ func TestEndpoints(t *testing.T) {
 			want = MaxWait + RequestTimeout
 		case "audit.trail.verify":
 			want = VerifyTimeout
+		case "carp.execute":
+			want = MaxToolTimeout + RequestTimeout
 		}
 		if e.Deadline() != want {
 			t.Errorf("%s: deadline %s, want %s", e.Op, e.Deadline(), want)
