@@ -6,6 +6,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -333,4 +335,45 @@ func TestCarp_InterruptedAndLate(t *testing.T) {
 		t.Errorf("TRACE: %v", n)
 	}
 	verify(t, e)
+}
+
+// TestCarp_ReplayDiff: the same requests against the same atlas give the
+// same TRACE but for the dynamic fields (trace.Diff finds nothing); against
+// an atlas that denies one more action, the diff names what changed.
+func TestCarp_ReplayDiff(t *testing.T) {
+	session := func(deny bool) []trace.Event {
+		e := openVerified(t)
+		m := loadAcme(t, e)
+		if deny {
+			m2 := *m
+			m2.Version = "2.2.0"
+			m2.Policies = append(slices.Clone(m.Policies), atlas.Policy{PolicyID: "no-comments", Type: "deny", Actions: []string{"ticket.comment"}, Priority: 200})
+			if _, err := e.LoadAtlas(ctx, &m2, "test"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w := activeWorkspace(t, e, "worker")
+		res, err := e.CarpResolve(ctx, w.ID, carpReq(t, w, carp.OpResolve, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = e.CarpValidate(ctx, w.ID, carpReq(t, w, carp.OpValidate, action(res.ResolutionID, "ticket.comment", map[string]any{"ticket_id": "T-1", "body": "x"})))
+		return sessionTrace(t, e, w.ID)
+	}
+	a, b := session(false), session(false)
+	if d := trace.Diff(a, b); len(d) != 0 {
+		t.Fatalf("a replay differs: %v", d)
+	}
+	c := session(true)
+	d := trace.Diff(a, c)
+	if len(d) == 0 {
+		t.Fatal("a replay under an atlas that denies ticket.comment shows no difference")
+	}
+	var paths []string
+	for _, ch := range d {
+		paths = append(paths, ch.String())
+	}
+	if !slices.ContainsFunc(paths, func(s string) bool { return strings.Contains(s, "denied_actions") || strings.Contains(s, "valid") }) {
+		t.Errorf("the diff does not name the changed decisions: %v", paths)
+	}
 }

@@ -62,8 +62,11 @@ func (c Change) String() string {
 // same session: the event's event_id, trace_id, span_id, parent_span_id,
 // session_id, timestamp, previous_event_hash and event_hash, and, at any
 // depth of the payload, every member named timestamp, duration_ms or
-// evaluation_time_ms or whose name ends in _id, _hash or _at (so
-// action_id and policy_id too). It compares trace_version, sequence,
+// evaluation_time_ms, every id a run makes anew (event, request,
+// resolution, execution, trace, span, session, evidence and agent ids),
+// and every member whose name ends in _hash or _at. What names what the
+// atlas holds (action_id, policy_id, block_id, atlas_id) is compared. It
+// compares trace_version, sequence,
 // event_type and every other member of the payloads, reporting each path
 // that differs. Numbers compare as JSON numbers (1 and 1.0 are equal); a
 // payload that is not JSON is compared byte for byte.
@@ -85,10 +88,12 @@ func Diff(a, b []Event) []Change {
 // Diff's comparison: a value that differs between runs of one session.
 func dynamic(name string) bool {
 	switch name {
-	case "timestamp", "duration_ms", "evaluation_time_ms":
+	case "timestamp", "duration_ms", "evaluation_time_ms",
+		"event_id", "request_id", "resolution_id", "execution_id", "trace_id", "span_id", "parent_span_id",
+		"session_id", "evidence_id", "agent_id", "workspace":
 		return true
 	}
-	return strings.HasSuffix(name, "_id") || strings.HasSuffix(name, "_hash") || strings.HasSuffix(name, "_at")
+	return strings.HasSuffix(name, "_hash") || strings.HasSuffix(name, "_at")
 }
 
 // differ collects the changes of one Diff.

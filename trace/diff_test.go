@@ -48,7 +48,9 @@ func TestDiff(t *testing.T) {
 		{"dynamic members at any depth", []string{res, `{"request_id":"r1","goal_hash":"h1","expires_at":"t1","timestamp":"t1","duration_ms":3,` +
 			`"evaluation_time_ms":1.5,"decision":{"resolution_id":"x1","type":"allow"},"actions":[{"action_id":"a1","ok":true}]}`},
 			[]string{res, `{"request_id":"r2","goal_hash":"h2","expires_at":"t2","timestamp":"t2","duration_ms":9,` +
-				`"decision":{"resolution_id":"x2","type":"allow"},"actions":[{"action_id":"a2","ok":true}],"created_at":"now"}`}, nil},
+				`"decision":{"resolution_id":"x2","type":"allow"},"actions":[{"action_id":"a1","ok":true}],"created_at":"now"}`}, nil},
+		{"an atlas's ids are compared", []string{res, `{"actions":[{"action_id":"a1"}]}`}, []string{res, `{"actions":[{"action_id":"a2"}]}`},
+			[]trace.Change{{Path: "payload.actions[0].action_id", Kind: trace.Changed, A: "a1", B: "a2"}}},
 		{"formatting and number spelling", []string{req, `{"n":1,"m":[1,2]}`}, []string{req, `{ "m": [1.0, 2e0], "n": 1.00 }`}, nil},
 		{"event type", []string{req, `{}`, res, `{}`}, []string{req, `{}`, exe, `{}`},
 			[]trace.Change{{Index: 1, Path: "event_type", Kind: trace.Changed, A: res, B: exe}}},
