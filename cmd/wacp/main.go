@@ -4,8 +4,11 @@
 //
 // Exit codes (wire-v1 §1): 0 done, 1 usage or internal error, 2 refused by
 // the protocol (a rejection, a denial, a NATS permission violation, a broken
-// trail or TRACE chain), 5 daemon unreachable. trace diff, like diff(1),
-// exits 1 when the sessions differ.
+// trail or TRACE chain, a CARP refusal such as ACTION_NOT_PERMITTED or
+// RATE_LIMITED), 5 daemon unreachable. trace diff, like diff(1), exits 1
+// when the sessions differ. carp execute exits 1 when the execution failed
+// (status failed, timeout or cancelled) and 2 when it is held for approval
+// (pending_approval); carp validate exits 2 when the action is not valid.
 package main
 
 import (
@@ -55,6 +58,7 @@ commands:
   trail export [-f FILE]                 write a verifiable bundle of the signed trail
   trail prove CHECKPOINT_ID [--public-key K]   prove a checkpoint is in the signed trail
   trail replay                           rebuild states from the trail; compare with the live state
+  trace export [--session S] [--out FILE] [--sth FILE]   a session's TRACE events as JSONL (default: your own)
   trace verify FILE                      check a session's TRACE export (JSONL) offline, no daemon; exit 2 if broken
   trace diff A B                         compare two sessions' TRACE exports, ids and times left out; exit 1 if they differ
   task create --file F | -               create tasks (a task.create body); each waits at task_approval
@@ -75,8 +79,14 @@ commands:
   highway wait GATE [--for D]            wait until a gate is resolved; exit 0 if its transition went on, else 2
   highway create|abort|suspend|resume|transfer ...   as "workspace ...", as a person, under the user's capabilities
   highway user-state USER deactivated|active         deactivate or reactivate a user (deactivate_user)
-  token create --kind user|auditor --name N [--capabilities C,...]
-  token revoke --kind user|auditor --name N [--reason R]
+  carp resolve --goal TEXT [--risk-tier T] [--hint H]... [--atlas ID]... [--actions PATTERN]...   what context and actions a task may use
+  carp execute --resolution R --action ID [--params JSON | --param k=v ...] [--timeout-ms N] [--dry-run] [--idempotency-key K]
+  carp validate --resolution R --action ID [--params JSON | --param k=v ...]   check an execute without running it
+  atlas load FILE|DIR                    load or replace an Atlas manifest (coordinator); validated here first
+  atlas unload ID                        unload an atlas (coordinator)
+  atlas list                             the loaded atlases
+  token create --kind user|auditor|tool --name N [--capabilities C,...]   (or NAME instead of --name)
+  token revoke --kind user|auditor|tool --name N [--reason R]
 
 "wacp <command> [subcommand] -h" shows a command's flags.
 
@@ -139,7 +149,10 @@ var commands = map[string]func(*cli, []string) error{
 	"trace": sub("trace", map[string]func(*cli, []string) error{
 		"verify": traceVerify,
 		"diff":   traceDiff,
+		"export": traceExport,
 	}),
+	"carp":  sub("carp", map[string]func(*cli, []string) error{"resolve": carpResolve, "execute": carpExecute, "validate": carpValidate}),
+	"atlas": sub("atlas", map[string]func(*cli, []string) error{"load": atlasLoad, "unload": atlasUnload, "list": atlasList}),
 }
 
 // sub returns a command that dispatches to its subcommands.
@@ -191,7 +204,9 @@ func (c *cli) fail(err error) int {
 		if errors.Is(err, client.ErrUnreachable) {
 			hint = "is wacpd running? start it with `go run ./cmd/wacpd`, or set WACP_URL / -data"
 		}
-		if x := client.ExitCode(err); x != 0 {
+		if x := carpExit(err); x != 0 {
+			code = x
+		} else if x := client.ExitCode(err); x != 0 {
 			code = x
 		}
 	}

@@ -9,16 +9,25 @@ import (
 
 func tokenCreate(c *cli, args []string) error {
 	const cmd = "token create"
-	fs := c.flags(cmd, cmd+" --kind user|auditor --name N [--capabilities C,...]\n\nPrints the new token; it is not shown again.")
-	kind := fs.String("kind", "", "user or auditor (required)")
+	fs := c.flags(cmd, cmd+" --kind user|auditor|tool --name N [--capabilities C,...]   (or NAME instead of --name)\n\n"+
+		"Prints the new token; it is not shown again. A tool token serves CARP executions of the actions\n"+
+		"(wacp.v1.tool.<action_id>) and nothing else.")
+	kind := fs.String("kind", "", "user, auditor or tool (required)")
 	name := fs.String("name", "", "who holds it, without spaces or dots (required)")
 	caps := fs.String("capabilities", "", "a new user's capabilities, comma-separated (e.g. create_workspace,approve_integration; docs/api.md)")
-	if _, err := parse(fs, args, 0, 0); err != nil {
+	pos, err := parse(fs, args, 0, 1)
+	if err != nil {
 		return err
 	}
+	if len(pos) == 1 {
+		if *name != "" && *name != pos[0] {
+			return usagef(cmd, "give the name once: --name %s or %s", *name, pos[0])
+		}
+		*name = pos[0]
+	}
 	if err := required(cmd,
-		[2]string{*kind, "--kind is required (user for a human, auditor to read and verify the trail)"},
-		[2]string{*name, "--name is required (who holds the token)"},
+		[2]string{*kind, "--kind is required (user for a human, auditor to read and verify the trail, tool for a tool service)"},
+		[2]string{*name, "--name N (or NAME) is required (who holds the token)"},
 	); err != nil {
 		return err
 	}
@@ -40,15 +49,15 @@ func tokenCreate(c *cli, args []string) error {
 
 func tokenRevoke(c *cli, args []string) error {
 	const cmd = "token revoke"
-	fs := c.flags(cmd, cmd+" --kind user|auditor --name N [--reason R]\n\nRevokes every token of that user or auditor and closes their connections.")
-	kind := fs.String("kind", "", "user or auditor (required)")
+	fs := c.flags(cmd, cmd+" --kind user|auditor|tool --name N [--reason R]\n\nRevokes every token of that user, auditor or tool service and closes their connections.")
+	kind := fs.String("kind", "", "user, auditor or tool (required)")
 	name := fs.String("name", "", "whose tokens (required)")
 	reason := fs.String("reason", "", "recorded in the trail's user_deactivated entry")
 	if _, err := parse(fs, args, 0, 0); err != nil {
 		return err
 	}
 	if err := required(cmd,
-		[2]string{*kind, "--kind is required (user or auditor)"},
+		[2]string{*kind, "--kind is required (user, auditor or tool)"},
 		[2]string{*name, "--name is required (whose tokens to revoke)"},
 	); err != nil {
 		return err

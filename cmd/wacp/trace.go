@@ -1,11 +1,15 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
+	"github.com/wacpd/wacpd/client"
 	"github.com/wacpd/wacpd/trace"
+	"github.com/wacpd/wacpd/wire"
 )
 
 // traceReport is what trace verify prints with -o json.
@@ -90,6 +94,114 @@ func traceDiff(c *cli, args []string) error {
 		return exitError(1)
 	}
 	return err
+}
+
+func traceExport(c *cli, args []string) error {
+	const cmd = "trace export"
+	fs := c.flags(cmd, cmd+" [--session S] [--out FILE] [--sth FILE]\n\n"+
+		"Writes a session's TRACE events as JSONL, one event per line in sequence order, for trace verify\n"+
+		"and trace diff: without --session your own (an agent's token), with --session any one (a\n"+
+		"coordinator, auditor or user token with view_trail_any). --sth writes the TRACE log's signed\n"+
+		"tree head as JSON (it comes with --session's audit.trace.read). FILE is replaced once complete.")
+	session := fs.String("session", "", "the session (workspace id) to export; default your own")
+	out := fs.String("out", "", "write the events to FILE (default stdout)")
+	sth := fs.String("sth", "", "write the signed TRACE tree head (JSON) to FILE")
+	if _, err := parse(fs, args, 0, 0); err != nil {
+		return err
+	}
+	if *sth != "" && *session == "" {
+		return usagef(cmd, "--sth needs --session: the signed head comes with audit.trace.read")
+	}
+	cl, err := c.dial()
+	if err != nil {
+		return err
+	}
+	events, head, err := readTraceLog(c, cl, *session)
+	if err != nil {
+		return err
+	}
+	if *sth != "" && head == nil {
+		return fmt.Errorf("%s: the daemon has not signed a TRACE tree head yet", cmd)
+	}
+	if *out == "" || *out == "-" {
+		err = trace.WriteJSONL(c.stdout, events)
+	} else {
+		err = writeFile(*out, func(w io.Writer) error { return trace.WriteJSONL(w, events) })
+	}
+	if err != nil {
+		return fmt.Errorf("write trace export: %w", err)
+	}
+	if *sth != "" {
+		err := writeFile(*sth, func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(head)
+		})
+		if err != nil {
+			return fmt.Errorf("write tree head: %w", err)
+		}
+	}
+	if *out != "" && *out != "-" {
+		sess := *session
+		if sess == "" {
+			sess = cl.Workspace()
+		}
+		fmt.Fprintf(c.stderr, "exported %d events of session %s to %s\n", len(events), sess, *out)
+	}
+	return nil
+}
+
+// writeFile writes file with write, next to it first and then renamed, so
+// file is either the old one or complete.
+func writeFile(file string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	err = write(tmp)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), file)
+}
+
+// readTraceLog reads a session's TRACE events page by page: the client's
+// own (trace) when session is empty, else session's (audit.trace.read)
+// with the log's latest signed head.
+func readTraceLog(c *cli, cl *client.Client, session string) ([]trace.Event, *trace.TreeHead, error) {
+	var events []trace.Event
+	var head *trace.TreeHead
+	var from uint64
+	for {
+		var page wire.TracePage
+		var err error
+		if session == "" {
+			page, err = cl.Trace(c.ctx, from, 0)
+		} else {
+			page, err = cl.AuditTrace(c.ctx, wire.TraceRequest{Session: session, From: from})
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		events = append(events, page.Events...)
+		if page.TreeHead != nil {
+			head = page.TreeHead
+		}
+		if page.Next == nil {
+			return events, head, nil
+		}
+		if *page.Next <= from {
+			return nil, nil, fmt.Errorf("trace export: the daemon's next page (%d) does not follow %d", *page.Next, from)
+		}
+		from = *page.Next
+	}
 }
 
 // readTrace reads a TRACE export from file, or stdin for "-".

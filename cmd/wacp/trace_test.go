@@ -124,7 +124,7 @@ func TestTraceVerify(t *testing.T) {
 		{"no file", []string{"trace", "verify", filepath.Join(t.TempDir(), "none.jsonl")}, "open trace export"},
 		{"no argument", []string{"trace", "verify"}, "missing argument"},
 		{"two arguments", []string{"trace", "verify", bad, bad}, "unexpected argument"},
-		{"no subcommand", []string{"trace"}, "needs a subcommand: diff, verify"},
+		{"no subcommand", []string{"trace"}, "needs a subcommand: diff, export, verify"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if code, _, errs := wacp(t, append(global, tt.args...)...); code != 1 || !strings.Contains(errs, tt.inStderr) {

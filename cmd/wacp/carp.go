@@ -1,0 +1,330 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/wacpd/wacpd/carp"
+	"github.com/wacpd/wacpd/client"
+)
+
+// CARP/1.0 (issue 15): an agent resolves what context and actions its task
+// may use, then executes or validates an action under that resolution. The
+// requester is the client's workspace and its agent (--agent, default the
+// workspace's agent field).
+
+// strs is a repeatable string flag.
+type strs []string
+
+func (s *strs) String() string     { return strings.Join(*s, ",") }
+func (s *strs) Set(v string) error { *s = append(*s, v); return nil }
+
+func carpResolve(c *cli, args []string) error {
+	const cmd = "carp resolve"
+	fs := c.flags(cmd, cmd+" --goal TEXT [--risk-tier T] [--hint H]... [--atlas ID]... [--actions PATTERN]... [--agent ID]\n\n"+
+		"Asks which context and actions the goal may use: prints the decision, the resolution's id and expiry,\n"+
+		"the allowed actions (risk tier, approval, limits), the denied ones with the reason, and the context\n"+
+		"blocks' ids. -o json prints the CARPResolution as the daemon sent it.")
+	goal := fs.String("goal", "", "what the task is for, in words (required)")
+	tier := fs.String("risk-tier", "", "the task's declared risk: low, medium, high or critical")
+	agent := fs.String("agent", "", "requester agent_id (default: the workspace's agent)")
+	var hints, atlases, actions strs
+	fs.Var(&hints, "hint", "a domain, context block or tag the task needs (repeatable)")
+	fs.Var(&atlases, "atlas", "resolve only against this atlas id (repeatable)")
+	fs.Var(&actions, "actions", "only actions matching this pattern, e.g. ticket.* (repeatable)")
+	if _, err := parse(fs, args, 0, 0); err != nil {
+		return err
+	}
+	if err := required(cmd, [2]string{*goal, "--goal is required (what the task is for)"}); err != nil {
+		return err
+	}
+	cl, req, err := c.carpRequest(carp.OpResolve, *agent)
+	if err != nil {
+		return err
+	}
+	req.Task = &carp.Task{Goal: *goal, RiskTier: *tier, ContextHints: hints}
+	if len(atlases) > 0 || len(actions) > 0 {
+		req.Scope = &carp.Scope{Atlases: atlases, Actions: actions}
+	}
+	res, err := cl.CarpResolve(c.ctx, req)
+	if err != nil {
+		return err
+	}
+	return c.print(res, func(w io.Writer) { printResolution(w, res) })
+}
+
+func printResolution(w io.Writer, res carp.Resolution) {
+	d := res.Decision
+	kv(w, "decision", d.Type, "reason", d.Reason, "policies", strings.Join(d.PolicyRefs, ", "),
+		"remediation", d.Remediation, "missing domains", strings.Join(d.MissingDomains, ", "),
+		"missing atlases", strings.Join(d.MissingAtlases, ", "), "suggestion", d.Suggestion)
+	if d.Type == carp.DecisionRequiresApproval {
+		var who []string
+		for _, a := range d.Approvers {
+			who = append(who, a.Type+":"+a.ID)
+		}
+		kv(w, "approvers", strings.Join(who, ", "), "approval timeout", fmt.Sprintf("%ds", d.ApprovalTimeoutSeconds))
+	}
+	kv(w, "resolution_id", res.ResolutionID, "expires_at", res.TTL.ResolutionExpiresAt)
+	var blocks []string
+	for _, b := range res.ContextBlocks {
+		blocks = append(blocks, b.BlockID)
+	}
+	kv(w, "context blocks", orDash(strings.Join(blocks, ", ")))
+	for _, x := range res.Warnings {
+		kv(w, "warning", x.Code+": "+x.Message)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "ALLOWED\tRISK\tAPPROVAL\tLIMITS")
+	for _, a := range res.AllowedActions {
+		approval := "-"
+		if a.RequiresApproval {
+			approval = "required"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", a.ActionID, a.RiskTier, approval, orDash(limits(a)))
+	}
+	if len(res.DeniedActions) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "DENIED\tREASON\tPOLICIES")
+		for _, a := range res.DeniedActions {
+			fmt.Fprintf(w, "%s\t%s\t%s\n", a.ActionType, a.Reason, orDash(strings.Join(a.PolicyRefs, ",")))
+		}
+	}
+}
+
+// limits describes an allowed action's rate limits and budgets in a few
+// words, with the usage of the tightest: "2/60s session; 0 of 2 used".
+func limits(a carp.ActionPermission) string {
+	var out []string
+	for _, k := range a.Constraints {
+		switch k.Type {
+		case carp.ConstraintRateLimit:
+			out = append(out, fmt.Sprintf("%v/%vs %v", k.Params["requests"], k.Params["window_seconds"], k.Params["scope"]))
+		case carp.ConstraintCustom:
+			if n, ok := k.Params["max_actions"]; ok {
+				out = append(out, fmt.Sprintf("%v/session budget", n))
+			}
+		}
+	}
+	if rl := a.RateLimit; rl != nil && rl.CurrentUsage != nil {
+		out = append(out, fmt.Sprintf("%d of %d used", *rl.CurrentUsage, rl.Requests))
+	}
+	return strings.Join(out, "; ")
+}
+
+// actionFlags are the flags execute and validate share.
+type actionFlags struct {
+	resolution, action, agent, params *string
+	param                             strs
+}
+
+func addActionFlags(fs *flag.FlagSet) *actionFlags {
+	f := &actionFlags{
+		resolution: fs.String("resolution", "", "the resolution_id that permits the action (required)"),
+		action:     fs.String("action", "", "the action's id, e.g. ticket.get (required)"),
+		agent:      fs.String("agent", "", "requester agent_id (default: the workspace's agent)"),
+		params:     fs.String("params", "", `the parameters as a JSON object, e.g. {"ticket_id":"T-1"}`),
+	}
+	fs.Var(&f.param, "param", "one parameter, k=v (a string) or k:=JSON (a number, object, ...); repeatable")
+	return f
+}
+
+// request returns a CARP request of op for the action the flags name.
+func (f *actionFlags) request(c *cli, cmd, op string) (*client.Client, carp.Request, error) {
+	if err := required(cmd,
+		[2]string{*f.resolution, "--resolution is required (the resolution_id of carp resolve)"},
+		[2]string{*f.action, "--action is required (an allowed action's id)"},
+	); err != nil {
+		return nil, carp.Request{}, err
+	}
+	params, err := f.parameters(cmd)
+	if err != nil {
+		return nil, carp.Request{}, err
+	}
+	cl, req, err := c.carpRequest(op, *f.agent)
+	if err != nil {
+		return nil, carp.Request{}, err
+	}
+	req.Action = &carp.ActionSpec{ActionID: *f.action, ActionType: *f.action, Parameters: params, ResolutionID: *f.resolution}
+	return cl, req, nil
+}
+
+// parameters returns the parameters of --params or the --param flags
+// (an empty object when there are none). Values given as JSON stay the
+// JSON given (json.RawMessage): numbers keep their digits. (Not
+// json.Number: the client's encoder, go-json-experiment's v1, writes an
+// encoding/json Number as a string.)
+func (f *actionFlags) parameters(cmd string) (map[string]any, error) {
+	params := map[string]any{}
+	if *f.params != "" && len(f.param) > 0 {
+		return nil, usagef(cmd, "give the parameters as --params JSON or as --param k=v, not both")
+	}
+	if *f.params != "" {
+		var raw map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(*f.params), &raw); err != nil || raw == nil {
+			return nil, usagef(cmd, "--params is not a JSON object")
+		}
+		for k, v := range raw {
+			params[k] = v
+		}
+	}
+	for _, p := range f.param {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k == "" || k == ":" {
+			return nil, usagef(cmd, "--param %q is not k=v or k:=JSON", p)
+		}
+		if name, isJSON := strings.CutSuffix(k, ":"); isJSON {
+			if !json.Valid([]byte(v)) {
+				return nil, usagef(cmd, "--param %s:=%s: the value is not JSON", name, v)
+			}
+			params[name] = json.RawMessage(v)
+			continue
+		}
+		params[k] = v
+	}
+	return params, nil
+}
+
+func carpExecute(c *cli, args []string) error {
+	const cmd = "carp execute"
+	fs := c.flags(cmd, cmd+" --resolution R --action ID [--params JSON | --param k=v ...] [--timeout-ms N] [--dry-run] [--idempotency-key K] [--agent ID]\n\n"+
+		"Executes an action the resolution permits and prints the CARPExecutionResult: status, execution_id,\n"+
+		"the output and its hash, the error. Exits 1 when the execution failed (failed, timeout, cancelled),\n"+
+		"2 when it is held for approval (pending_approval) or refused (the CARP code is printed, e.g.\n"+
+		"RATE_LIMITED: ...).")
+	af := addActionFlags(fs)
+	timeout := fs.Int("timeout-ms", 0, "wait at most this long for the tool (default: the action's, at most 5m)")
+	dry := fs.Bool("dry-run", false, "check and record the execution without running it")
+	key := fs.String("idempotency-key", "", "an execute repeated with this key answers the first one's result")
+	if _, err := parse(fs, args, 0, 0); err != nil {
+		return err
+	}
+	if *timeout < 0 {
+		return usagef(cmd, "--timeout-ms must not be negative")
+	}
+	cl, req, err := af.request(c, cmd, carp.OpExecute)
+	if err != nil {
+		return err
+	}
+	if *timeout > 0 || *dry {
+		req.ExecutionOptions = &carp.ExecutionOptions{TimeoutMS: *timeout, DryRun: *dry}
+	}
+	req.IdempotencyKey = *key
+	res, err := cl.CarpExecute(c.ctx, req)
+	if err != nil {
+		return err
+	}
+	var output string
+	if res.Result != nil {
+		output = string(res.Result.Output)
+		var b bytes.Buffer
+		if json.Indent(&b, res.Result.Output, "", "  ") == nil {
+			output = b.String()
+		}
+	}
+	err = c.printBody(res, func(w io.Writer) { printExecution(w, res) }, output)
+	if err != nil {
+		return err
+	}
+	switch res.Status {
+	case carp.StatusSuccess, carp.StatusPartialSuccess:
+		return nil
+	case carp.StatusPendingApproval:
+		return exitError(2)
+	}
+	return exitError(1)
+}
+
+func printExecution(w io.Writer, res carp.ExecutionResult) {
+	kv(w, "status", res.Status, "execution_id", res.ExecutionID)
+	if r := res.Result; r != nil {
+		kv(w, "output_hash", r.OutputHash, "output_type", r.OutputType)
+	}
+	if e := res.Error; e != nil {
+		msg := e.Code + ": " + e.Message
+		if e.Retriable {
+			msg += " (retriable)"
+		}
+		kv(w, "error", msg)
+	}
+	kv(w, "duration_ms", strconv.FormatFloat(res.Metrics.DurationMS, 'f', -1, 64))
+	for _, s := range res.SideEffects {
+		kv(w, "side effect", fmt.Sprintf("%s %s (reversible: %t)", s.Type, s.Target, s.Reversible))
+	}
+}
+
+func carpValidate(c *cli, args []string) error {
+	const cmd = "carp validate"
+	fs := c.flags(cmd, cmd+" --resolution R --action ID [--params JSON | --param k=v ...] [--agent ID]\n\n"+
+		"Checks an execute of the action without running it (nothing is counted): prints valid, or each\n"+
+		"violation (its CARP code, the parameter, why) and exits 2.")
+	af := addActionFlags(fs)
+	if _, err := parse(fs, args, 0, 0); err != nil {
+		return err
+	}
+	cl, req, err := af.request(c, cmd, carp.OpValidate)
+	if err != nil {
+		return err
+	}
+	res, err := cl.CarpValidate(c.ctx, req)
+	if err != nil {
+		return err
+	}
+	err = c.print(res, func(w io.Writer) {
+		if res.Valid {
+			fmt.Fprintln(w, "valid")
+			return
+		}
+		fmt.Fprintln(w, "CODE\tPATH\tMESSAGE")
+		for _, v := range res.Violations {
+			fmt.Fprintf(w, "%s\t%s\t%s\n", v.Code, orDash(v.Path), strings.Join(strings.Fields(v.Message), " "))
+		}
+	})
+	if err == nil && !res.Valid {
+		return exitError(2)
+	}
+	return err
+}
+
+// carpRequest dials and returns a CARP request of op from the client's
+// workspace's agent: agent, else the workspace's agent field.
+func (c *cli) carpRequest(op, agent string) (*client.Client, carp.Request, error) {
+	cl, err := c.dial()
+	if err != nil {
+		return nil, carp.Request{}, err
+	}
+	if agent == "" {
+		w, err := cl.GetWorkspace(c.ctx, "")
+		if err != nil {
+			return nil, carp.Request{}, fmt.Errorf("read the workspace's agent: %w", err)
+		}
+		agent = w.Agent
+	}
+	return cl, cl.NewCarpRequest(op, agent), nil
+}
+
+// carpExit returns the exit code of a CARP refusal (err's code one of
+// §5.1's), or 0 when err is none: 2 for a refusal by the protocol (the
+// request, its authority, its resolution or the action's policy), 1 for a
+// failure (INTERNAL_ERROR, EXECUTION_FAILED, TIMEOUT, SERVICE_UNAVAILABLE).
+// The client does not know CARP's codes: wire's table has none of them.
+func carpExit(err error) int {
+	var we *client.Error
+	if !errors.As(err, &we) {
+		return 0
+	}
+	if _, ok := carp.Codes()[we.Code]; !ok {
+		return 0
+	}
+	switch we.Code {
+	case carp.CodeInternalError, carp.CodeExecutionFailed, carp.CodeTimeout, carp.CodeServiceUnavailable:
+		return 1
+	}
+	return 2
+}
