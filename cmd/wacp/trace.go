@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -124,6 +125,11 @@ func traceExport(c *cli, args []string) error {
 		return fmt.Errorf("%s: the daemon has not signed a TRACE tree head yet", cmd)
 	}
 	if *out == "" || *out == "-" {
+		if len(events) == 0 {
+			// audit.trace.read answers an empty page for a session
+			// that does not exist, too: say so, a typo verifies.
+			fmt.Fprintf(c.stderr, "wacp: trace export: no TRACE events in session %s\n", cmp.Or(*session, cl.Workspace()))
+		}
 		err = trace.WriteJSONL(c.stdout, events)
 	} else {
 		err = writeFile(*out, func(w io.Writer) error { return trace.WriteJSONL(w, events) })
@@ -142,11 +148,7 @@ func traceExport(c *cli, args []string) error {
 		}
 	}
 	if *out != "" && *out != "-" {
-		sess := *session
-		if sess == "" {
-			sess = cl.Workspace()
-		}
-		fmt.Fprintf(c.stderr, "exported %d events of session %s to %s\n", len(events), sess, *out)
+		fmt.Fprintf(c.stderr, "exported %d events of session %s to %s\n", len(events), cmp.Or(*session, cl.Workspace()), *out)
 	}
 	return nil
 }

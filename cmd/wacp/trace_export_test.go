@@ -100,6 +100,7 @@ func TestTraceExport(t *testing.T) {
 	}{
 		{"sth without session", worker, []string{"--sth", sth}, 1, "--sth needs --session"},
 		{"a worker reads another session", worker, []string{"--session", "01M80A5AWYFQV5D3HZDB2ZDM6W"}, 2, "permission_denied"},
+		{"a session without events", admin, []string{"--session", "01M80A5AWYFQV5D3HZDB2ZDM6W"}, 0, "wacp: trace export: no TRACE events in session 01M80A5AWYFQV5D3HZDB2ZDM6W\n"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if code, _, errs := wacp(t, append(append(tt.global, "trace", "export"), tt.args...)...); code != tt.code || !strings.Contains(errs, tt.stderr) {
