@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wacpd/wacpd/carp"
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/envelope"
 	"github.com/wacpd/wacpd/highway"
@@ -31,6 +32,14 @@ var bodies = map[string][2]any{
 	"audit.proof.inclusion":      {wire.InclusionRequest{}, wire.InclusionProof{}},
 	"audit.proof.consistency":    {wire.ConsistencyRequest{}, wire.ConsistencyProof{}},
 	"audit.checkpoint.get":       {wire.GetRequest{}, checkpointchain.Checkpoint{}},
+	"audit.trace.read":           {wire.TraceRequest{}, wire.TracePage{}},
+	"carp.resolve":               {carp.Request{}, carp.Resolution{}},
+	"carp.execute":               {carp.Request{}, carp.ExecutionResult{}},
+	"carp.validate":              {carp.Request{}, carp.ValidationResult{}},
+	"atlas.load":                 {wire.AtlasLoadRequest{}, wire.AtlasChange{}},
+	"atlas.unload":               {wire.AtlasUnloadRequest{}, wire.AtlasChange{}},
+	"atlas.list":                 {nil, wire.AtlasList{}},
+	"trace":                      {wire.TraceRequest{}, wire.TracePage{}},
 	"checkpoint":                 {checkpointchain.Request{}, checkpointchain.Checkpoint{}},
 	"checkpoint.get":             {wire.GetRequest{}, checkpointchain.Checkpoint{}},
 	"checkpoint.head":            {wire.HeadRequest{}, checkpointchain.Checkpoint{}},
