@@ -21,7 +21,7 @@ import (
 )
 
 // bin holds the binaries TestMain builds once for the package.
-var bin struct{ wacpd, wacp, natsServer string }
+var bin struct{ wacpd, wacp, natsServer, tool string }
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "wacpd-e2e-")
@@ -32,7 +32,9 @@ func TestMain(m *testing.M) {
 	bin.wacpd = filepath.Join(dir, "wacpd")
 	bin.wacp = filepath.Join(dir, "wacp")
 	bin.natsServer = filepath.Join(dir, "nats-server")
-	for _, b := range [][2]string{{bin.wacpd, "github.com/wacpd/wacpd/cmd/wacpd"}, {bin.wacp, "github.com/wacpd/wacpd/cmd/wacp"}, {bin.natsServer, "github.com/nats-io/nats-server/v2"}} {
+	bin.tool = filepath.Join(dir, "toolservice")
+	for _, b := range [][2]string{{bin.wacpd, "github.com/wacpd/wacpd/cmd/wacpd"}, {bin.wacp, "github.com/wacpd/wacpd/cmd/wacp"},
+		{bin.natsServer, "github.com/nats-io/nats-server/v2"}, {bin.tool, "github.com/wacpd/wacpd/examples/toolservice"}} {
 		args := []string{"build", "-o", b[0]}
 		if raceEnabled {
 			args = append(args, "-race")
