@@ -26,6 +26,13 @@ var longFields = map[string][]string{
 	"envelope":         {"payload.content"},
 	"integrate":        {"result.*"},
 	"workspace.create": {"context.*"},
+	// CARP: a task's goal and an action's parameters are the agent's
+	// (the atlas's schema bounds parameters); a manifest is the steward's
+	// (atlas.Validate and the size limit bound it).
+	"carp.resolve":  {"task.goal"},
+	"carp.execute":  {"action.parameters.*"},
+	"carp.validate": {"action.parameters.*"},
+	"atlas.load":    {"manifest.*"},
 }
 
 // checkStrings refuses body (invalid_structure) when a string in it is

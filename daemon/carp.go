@@ -83,17 +83,28 @@ func asCarp(err error, body []byte) *carpFailure {
 // envelope.
 func isCarp(endpoint string) bool { return strings.HasPrefix(endpoint, "agent_carp_") }
 
-// carpDecode decodes a CARP request of op.
-func carpDecode(body []byte, op string) (carp.Request, error) {
+// carpDecode decodes a CARP request of op from c; a refusal is recorded
+// in TRACE (c's session) before it is answered.
+func (r *Daemon) carpDecode(ctx context.Context, c caller, body []byte, op string) (carp.Request, error) {
 	req, ce := carp.DecodeRequest(body, op)
-	if ce != nil {
-		return carp.Request{}, &runtime.CarpError{Err: ce}
+	if ce == nil {
+		return req, nil
 	}
-	return req, nil
+	var claimed struct {
+		RequestID string `json:"request_id"`
+	}
+	_ = json.Unmarshal(body, &claimed)
+	if len(claimed.RequestID) > 64 {
+		claimed.RequestID = claimed.RequestID[:64]
+	}
+	if err := r.eng.CarpRefused(ctx, c.ws, op, claimed.RequestID, ce); err != nil {
+		return carp.Request{}, err
+	}
+	return carp.Request{}, &runtime.CarpError{Err: ce}
 }
 
 func (r *Daemon) carpResolve(ctx context.Context, c caller, body []byte) (any, error) {
-	req, err := carpDecode(body, carp.OpResolve)
+	req, err := r.carpDecode(ctx, c, body, carp.OpResolve)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +112,7 @@ func (r *Daemon) carpResolve(ctx context.Context, c caller, body []byte) (any, e
 }
 
 func (r *Daemon) carpValidate(ctx context.Context, c caller, body []byte) (any, error) {
-	req, err := carpDecode(body, carp.OpValidate)
+	req, err := r.carpDecode(ctx, c, body, carp.OpValidate)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +123,7 @@ func (r *Daemon) carpValidate(ctx context.Context, c caller, body []byte) (any, 
 // to its tool service unless the engine answered it already, and records
 // and answers the outcome.
 func (r *Daemon) carpExecute(ctx context.Context, c caller, body []byte) (any, error) {
-	req, err := carpDecode(body, carp.OpExecute)
+	req, err := r.carpDecode(ctx, c, body, carp.OpExecute)
 	if err != nil {
 		return nil, err
 	}

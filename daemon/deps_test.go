@@ -18,7 +18,8 @@ func TestDeps(t *testing.T) {
 			"github.com/nats-io/nats.go/micro", "github.com/prometheus/client_golang/...", "golang.org/x/mod/sumdb/note",
 			"github.com/wacpd/wacpd/runtime", "github.com/wacpd/wacpd/clock", "github.com/wacpd/wacpd/taxonomy", "github.com/wacpd/wacpd/taxonomy/taxfile", "github.com/wacpd/wacpd/highway/hwfile", "github.com/wacpd/wacpd/principal",
 			"github.com/wacpd/wacpd/trail", "github.com/wacpd/wacpd/workspace", "github.com/wacpd/wacpd/wire",
-			"github.com/wacpd/wacpd/checkpointchain", // the checkpoint's wire form (Wire), not its storage
+			"github.com/wacpd/wacpd/checkpointchain",                                                                // the checkpoint's wire form (Wire), not its storage
+			"github.com/wacpd/wacpd/carp", "github.com/wacpd/wacpd/atlas", "github.com/wacpd/wacpd/atlas/atlasfile", // CARP's messages and the -atlas files
 		},
 		Required: []string{"github.com/nats-io/nats-server/v2/server"},
 	})

@@ -130,12 +130,24 @@ func checkUnchanged(t testing.TB, e *runtime.Engine, what string, before, after 
 func (s *service) wantRefused(t testing.TB, op string, body []byte, want string, record trail.EventType) string {
 	t.Helper()
 	before := takeDBState(t, s.e)
+	traceBefore, execs := s.e.TraceLen(), len(s.e.Executions(""))
 	_, err := s.call(ctx, op, body)
 	if got := runtime.Code(err); got != want {
 		t.Fatalf("%s(%.80q) = %v (code %q), want code %q", op, body, err, got, want)
 	}
 	if !isWireCode(runtime.Code(err)) {
 		t.Fatalf("%s: code %q is not in the wire table", op, runtime.Code(err))
+	}
+	if strings.HasPrefix(op, "carp.") && s.e.TraceLen() != traceBefore {
+		// A CARP refusal the handler makes is recorded in TRACE
+		// (error.occurred), nothing else; one before it (handle's bounds)
+		// changes nothing at all.
+		after := takeDBState(t, s.e)
+		if after.TrailLen != before.TrailLen || len(s.e.Executions("")) != execs || s.e.TraceLen() != traceBefore+1 {
+			t.Fatalf("%s: trail %d -> %d, TRACE %d -> %d, executions %d -> %d; want one TRACE event only", op,
+				before.TrailLen, after.TrailLen, traceBefore, s.e.TraceLen(), execs, len(s.e.Executions("")))
+		}
+		return runtime.Message(err)
 	}
 	checkUnchanged(t, s.e, op, before, takeDBState(t, s.e), record)
 	return runtime.Message(err)

@@ -42,19 +42,24 @@ const execRunning = "running"
 // Execution is the record of one execute: written with its intent before
 // the tool is called (audit before effect), and again with its result.
 type Execution struct {
-	ID             string   `json:"execution_id"`
-	RequestID      string   `json:"request_id"`
-	ResolutionID   string   `json:"resolution_id"`
-	SessionID      string   `json:"session_id"`
-	AgentID        string   `json:"agent_id"`
-	ActionID       string   `json:"action_id"`
-	IdempotencyKey string   `json:"idempotency_key,omitempty"`
-	TraceID        string   `json:"trace_id"`
-	SpanID         string   `json:"span_id"`
-	Status         string   `json:"status"` // running, or the CARP status answered
-	StartedAt      string   `json:"started_at"`
-	FinishedAt     string   `json:"finished_at,omitempty"`
-	Limits         []string `json:"limits,omitempty"` // the limit keys the execution counts against
+	ID             string `json:"execution_id"`
+	RequestID      string `json:"request_id"`
+	ResolutionID   string `json:"resolution_id"`
+	SessionID      string `json:"session_id"`
+	AgentID        string `json:"agent_id"`
+	ActionID       string `json:"action_id"`
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	TraceID        string `json:"trace_id"`
+	SpanID         string `json:"span_id"`
+	ParentSpanID   string `json:"parent_span_id,omitempty"`
+	// Request is the SHA-256 of what the execute asked (action,
+	// resolution, parameters): a repeated idempotency_key must ask the same.
+	Request    string   `json:"request_hash,omitempty"`
+	Status     string   `json:"status"`                   // running, or the CARP status answered
+	Emitted    int      `json:"events_emitted,omitempty"` // TRACE events of the execute so far
+	StartedAt  string   `json:"started_at"`
+	FinishedAt string   `json:"finished_at,omitempty"`
+	Limits     []string `json:"limits,omitempty"` // the limit keys the execution counts against
 	// Result is the CARPExecutionResult answered (set when it finished).
 	Result json.RawMessage `json:"result,omitempty"`
 	// Late is the status of a tool's answer after the execution timed
@@ -423,11 +428,20 @@ func (t *tx) carpSession(ws string, req carp.Request) (span, *carp.Error, error)
 		return span{}, carp.Errorf(carp.CodeForbidden, "workspace %s does not exist", ws), nil
 	}
 	agent := AgentID(w)
-	if req.Requester.SessionID != ws || req.Requester.AgentID != agent {
-		return span{}, carp.Errorf(carp.CodeForbidden, "a CARP session is a workspace's agent: session_id must be %s and agent_id %s", ws, agent), nil
+	var ce *carp.Error
+	switch {
+	case req.Requester.SessionID != ws || req.Requester.AgentID != agent:
+		ce = carp.Errorf(carp.CodeForbidden, "a CARP session is a workspace's agent: session_id must be %s and agent_id %s", ws, agent)
+	case w.State.Terminal() || w.State == workspace.Suspended:
+		ce = carp.Errorf(carp.CodeForbidden, "workspace %s is %s", ws, w.State)
 	}
-	if w.State.Terminal() || w.State == workspace.Suspended {
-		return span{}, carp.Errorf(carp.CodeForbidden, "workspace %s is %s", ws, w.State), nil
+	if ce != nil {
+		// Recorded in the workspace's own session (the caller is its
+		// agent), not the one the request claims.
+		sp := t.sessionSpan(ws, "", nil)
+		_, err := t.traceEmit(sp, carp.TraceErrorOccurred, map[string]any{"request_id": req.RequestID, "operation": req.Operation,
+			"code": ce.Code, "message": ce.Message})
+		return sp, ce, err
 	}
 	var traceID string
 	var parent *string
@@ -445,6 +459,28 @@ func (t *tx) carpSession(ws string, req carp.Request) (span, *carp.Error, error)
 		}
 	}
 	return sp, nil, nil
+}
+
+// span is the span x's events go to.
+func (x Execution) span() span {
+	sp := span{session: x.SessionID, trace: x.TraceID, span: x.SpanID}
+	if x.ParentSpanID != "" {
+		p := x.ParentSpanID
+		sp.parent = &p
+	}
+	return sp
+}
+
+// requestHash is what an idempotency key binds: the action, its
+// resolution, its parameters and whether it is a dry run.
+func requestHash(req carp.Request) string {
+	dry := req.ExecutionOptions != nil && req.ExecutionOptions.DryRun
+	b, _ := json.Marshal(map[string]any{"action_id": req.Action.ActionID, "action_type": req.Action.ActionType,
+		"resolution_id": req.Action.ResolutionID, "parameters": req.Action.Parameters, "dry_run": dry})
+	if c, err := jcs.Transform(b); err == nil {
+		b = c
+	}
+	return carp.ContentHash(b)
 }
 
 // AgentID is the agent_id of ws's CARP session: the workspace's agent, or
@@ -545,7 +581,8 @@ func (e *Engine) CarpResolve(ctx context.Context, ws string, req carp.Request) (
 				return err
 			}
 			if ce != nil {
-				return &CarpError{Err: ce}
+				refusal = &CarpError{Err: ce, TraceID: sp.trace}
+				return nil
 			}
 			now := t.next()
 			key := cacheKey(req)
@@ -555,7 +592,7 @@ func (e *Engine) CarpResolve(ctx context.Context, ws string, req carp.Request) (
 				}
 				res = c.out.Resolution
 				res.RequestID = req.RequestID
-				res.TelemetryLink = carp.TelemetryLink{TraceID: sp.trace, SpanID: sp.span, EventsEmitted: 2}
+				res.TelemetryLink = carp.TelemetryLink{TraceID: sp.trace, SpanID: sp.span, EventsEmitted: t.emitted + 1}
 				_, err := t.traceEmit(sp, carp.TraceResolutionCached, map[string]any{"request_id": req.RequestID,
 					"resolution_id": res.ResolutionID, "decision": res.Decision.Type, "expires_at": res.TTL.ResolutionExpiresAt})
 				return err
@@ -578,6 +615,7 @@ func (e *Engine) CarpResolve(ctx context.Context, ws string, req carp.Request) (
 				return err
 			}
 			res = out.Resolution
+			res.TelemetryLink.EventsEmitted = t.emitted
 			exp := out.Grant.ExpiresAt
 			t.after(func() { e.carp.cache[key] = cachedResolution{out: out, expires: exp} })
 			return nil
@@ -624,9 +662,14 @@ func (e *Engine) CarpExecute(ctx context.Context, ws string, req carp.Request) (
 				return err
 			}
 			if ce != nil {
-				return &CarpError{Err: ce}
+				refusal = &CarpError{Err: ce, TraceID: sp.trace}
+				return nil
 			}
 			if x, ok := t.idempotent(ws, req.IdempotencyKey); ok {
+				if x.Request != requestHash(req) {
+					return t.refuse(sp, req, carp.Errorf(carp.CodeInvalidRequest,
+						"idempotency_key %q was used for another request (execution %s); use a new key", req.IdempotencyKey, x.ID), carp.TraceErrorOccurred, &refusal)
+				}
 				if x.Status == execRunning {
 					return t.refuse(sp, req, carp.Errorf(carp.CodeServiceUnavailable,
 						"execution %s with idempotency_key %q is still running; ask again", x.ID, req.IdempotencyKey), carp.TraceErrorOccurred, &refusal)
@@ -661,7 +704,10 @@ func (e *Engine) CarpExecute(ctx context.Context, ws string, req carp.Request) (
 			}
 			x := Execution{ID: newUUID(), RequestID: req.RequestID, ResolutionID: g.ResolutionID, SessionID: ws,
 				AgentID: req.Requester.AgentID, ActionID: ga.ActionID, IdempotencyKey: req.IdempotencyKey,
-				TraceID: sp.trace, SpanID: sp.span, StartedAt: now.UTC().Format(time.RFC3339Nano)}
+				TraceID: sp.trace, SpanID: sp.span, Request: requestHash(req), StartedAt: now.UTC().Format(time.RFC3339Nano)}
+			if sp.parent != nil {
+				x.ParentSpanID = *sp.parent
+			}
 			opts := carp.ExecutionOptions{}
 			if req.ExecutionOptions != nil {
 				opts = *req.ExecutionOptions
@@ -675,11 +721,10 @@ func (e *Engine) CarpExecute(ctx context.Context, ws string, req carp.Request) (
 				}
 				x.Status = carp.StatusPendingApproval
 				r := carp.ExecutionResult{CARPVersion: carp.Version, RequestID: req.RequestID, ExecutionID: x.ID,
-					Timestamp: formatCarp(now), Status: carp.StatusPendingApproval, TelemetryLink: link,
-					Error: &carp.ExecutionError{Code: carp.CodeActionDenied, Retriable: true,
-						Message: fmt.Sprintf("%s requires approval (%v); it is held until an operator approves it", ga.ActionID, ga.ApprovalPolicies)}}
+					Timestamp: formatCarp(now), Status: carp.StatusPendingApproval, TelemetryLink: link}
 				return t.finish(&x, &r, nil, now, &res)
 			case opts.DryRun:
+				x.IdempotencyKey = "" // a dry run does not take the key of the execute it rehearses
 				if _, err := t.traceEmit(sp, carp.TraceActionApproved, map[string]any{"execution_id": x.ID, "action_id": ga.ActionID, "dry_run": true}); err != nil {
 					return err
 				}
@@ -708,6 +753,7 @@ func (e *Engine) CarpExecute(ctx context.Context, ws string, req carp.Request) (
 				"resolution_id": g.ResolutionID, "limits": x.Limits}); err != nil {
 				return err
 			}
+			x.Emitted = t.emitted // the events so far; CarpFinish adds its own
 			if err := t.putExecution(x, x.Limits, now); err != nil {
 				return err
 			}
@@ -727,6 +773,8 @@ func (e *Engine) CarpExecute(ctx context.Context, ws string, req carp.Request) (
 // finish records x's result r (and TRACE's action.executed or
 // action.failed unless typ is nil... see callers) and sets *out.
 func (t *tx) finish(x *Execution, r *carp.ExecutionResult, _ []string, now time.Time, out **carp.ExecutionResult) error {
+	x.Emitted += t.emitted
+	r.TelemetryLink.EventsEmitted = x.Emitted
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
@@ -806,7 +854,7 @@ func (e *Engine) CarpFinish(ctx context.Context, id string, o Outcome) (*carp.Ex
 				payload["error_code"] = carp.CodeServiceUnavailable
 			}
 			payload["status"] = r.Status
-			sp := span{session: x.SessionID, trace: x.TraceID, span: x.SpanID}
+			sp := x.span()
 			if _, err := t.traceEmit(sp, typ, payload); err != nil {
 				return err
 			}
@@ -838,7 +886,7 @@ func (e *Engine) CarpLate(ctx context.Context, id string, rep carp.ToolReply) er
 			if rep.Status == carp.StatusSuccess || rep.Status == carp.StatusPartialSuccess {
 				typ = carp.TraceActionExecuted
 			}
-			sp := span{session: x.SessionID, trace: x.TraceID, span: x.SpanID}
+			sp := x.span()
 			if _, err := t.traceEmit(sp, typ, map[string]any{"execution_id": x.ID, "action_id": x.ActionID, "late": true,
 				"status": rep.Status, "output_hash": x.LateOutputHash}); err != nil {
 				return err
@@ -878,14 +926,17 @@ func cmpStr(a, b string) int {
 // and its verdict. Nothing is counted.
 func (e *Engine) CarpValidate(ctx context.Context, ws string, req carp.Request) (carp.ValidationResult, error) {
 	var res carp.ValidationResult
+	var refusal *CarpError
 	err := e.run(ctx, 0, func() error {
 		return e.commit(func(t *tx) error {
+			refusal = nil
 			sp, ce, err := t.carpSession(ws, req)
 			if err != nil {
 				return err
 			}
 			if ce != nil {
-				return &CarpError{Err: ce}
+				refusal = &CarpError{Err: ce, TraceID: sp.trace}
+				return nil
 			}
 			now := t.next()
 			res = carp.ValidationResult{CARPVersion: carp.Version, RequestID: req.RequestID, Timestamp: formatCarp(now),
@@ -920,11 +971,33 @@ func (e *Engine) CarpValidate(ctx context.Context, ws string, req carp.Request) 
 			if _, err := t.traceEmit(sp, typ, p); err != nil {
 				return err
 			}
-			res.TelemetryLink = carp.TelemetryLink{TraceID: sp.trace, SpanID: sp.span, EventsEmitted: 2}
+			res.TelemetryLink = carp.TelemetryLink{TraceID: sp.trace, SpanID: sp.span, EventsEmitted: t.emitted}
 			return nil
 		})
 	})
+	if err == nil && refusal != nil {
+		return carp.ValidationResult{}, refusal
+	}
 	return res, err
+}
+
+// CarpRefused records a CARP request of ws's agent refused before it was
+// understood (carp.DecodeRequest's refusal ce of a body that claimed
+// request requestID): error.occurred in ws's session, so that every
+// operation leaves TRACE (seed 004 §9.1). A workspace that does not exist
+// or has ended records nothing.
+func (e *Engine) CarpRefused(ctx context.Context, ws, op, requestID string, ce *carp.Error) error {
+	return e.run(ctx, 0, func() error {
+		return e.commit(func(t *tx) error {
+			w := t.peek(ws)
+			if w == nil || w.State.Terminal() {
+				return nil
+			}
+			_, err := t.traceEmit(t.sessionSpan(ws, "", nil), carp.TraceErrorOccurred, map[string]any{"request_id": requestID,
+				"operation": op, "code": ce.Code, "message": ce.Message})
+			return err
+		})
+	})
 }
 
 // interruptedExecutions marks every execution still running when the
@@ -954,7 +1027,7 @@ func (e *Engine) interruptedExecutions() error {
 					TelemetryLink: carp.TelemetryLink{TraceID: x.TraceID, SpanID: x.SpanID},
 					Error: &carp.ExecutionError{Code: carp.CodeExecutionFailed, Details: map[string]any{"completed": false},
 						Message: "not completed: the daemon stopped after recording the intent and before the tool's answer; the action may or may not have run"}}
-				sp := span{session: x.SessionID, trace: x.TraceID, span: x.SpanID}
+				sp := x.span()
 				if _, err := t.traceEmit(sp, carp.TraceActionFailed, map[string]any{"execution_id": x.ID, "action_id": x.ActionID,
 					"status": r.Status, "completed": false, "error_code": carp.CodeExecutionFailed}); err != nil {
 					return err

@@ -164,6 +164,7 @@ func (t *tx) traceEmit(sp span, typ string, payload map[string]any) (trace.Event
 		return trace.Event{}, err
 	}
 	l.heads[sp.session] = ev
+	t.emitted++
 	return ev, nil
 }
 

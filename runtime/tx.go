@@ -41,6 +41,7 @@ type tx struct {
 	gov      *govLayer        // changed tasks, graphs, gates and users (gov.go); nil until one changes
 	carp     *carpLayer       // the batch's CARP changes (carp.go; on the batch's layer only)
 	traces   *traceLayer      // the batch's TRACE events (tracelog.go; on the batch's layer only)
+	emitted  int              // TRACE events this layer's operation wrote (telemetry_link.events_emitted)
 }
 
 // CommitObserver is told of durable commits and of the rejections they
