@@ -255,6 +255,25 @@ func TestCarp_HeldDryRunIdempotentCached(t *testing.T) {
 	if err != nil || in2 != nil || again == nil || again.ExecutionID != first.ExecutionID || again.Status != carp.StatusSuccess {
 		t.Fatalf("the same key again: %+v %+v %v", again, in2, err)
 	}
+	_, _, err = e.CarpExecute(ctx, w.ID, carpReq(t, w, carp.OpExecute, func(r *carp.Request) {
+		action(res.ResolutionID, "ticket.get", map[string]any{"ticket_id": "T-2"})(r)
+		r.IdempotencyKey = "k1"
+	}))
+	carpCode(t, "the same key for another request", err, carp.CodeInvalidRequest)
+	// A dry run takes no key: the execute it rehearses runs with it.
+	rehearse := func(dry bool) func(*carp.Request) {
+		return func(r *carp.Request) {
+			action(res.ResolutionID, "ticket.get", map[string]any{"ticket_id": "T-3"})(r)
+			r.IdempotencyKey = "k2"
+			r.ExecutionOptions = &carp.ExecutionOptions{DryRun: dry}
+		}
+	}
+	if _, _, err := e.CarpExecute(ctx, w.ID, carpReq(t, w, carp.OpExecute, rehearse(true))); err != nil {
+		t.Fatal(err)
+	}
+	if done, in3, err := e.CarpExecute(ctx, w.ID, carpReq(t, w, carp.OpExecute, rehearse(false))); err != nil || done != nil || in3 == nil {
+		t.Fatalf("the execute after its dry run with its key: %+v %+v %v", done, in3, err)
+	}
 
 	c1, err := e.CarpResolve(ctx, w.ID, carpReq(t, w, carp.OpResolve, nil))
 	if err != nil || c1.ResolutionID != res.ResolutionID {
