@@ -197,7 +197,7 @@ func TestCarpOverNATSAndHTTP(t *testing.T) {
 	post := func(op, token string, req carp.Request) (*http.Response, []byte) {
 		body, _ := json.Marshal(req)
 		hr, _ := http.NewRequestWithContext(ctx, http.MethodPost, info.HTTPURL+"/carp/v1/"+op, bytes.NewReader(body))
-		hr.Header.Set("Authorization", "Bearer "+token)
+		hr.Header.Set("Authorization", "bearer "+token) // the scheme is case-insensitive
 		resp, err := http.DefaultClient.Do(hr)
 		if err != nil {
 			t.Fatal(err)

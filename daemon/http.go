@@ -84,7 +84,8 @@ func (r *Daemon) carpHTTP(ep endpoint) http.Handler {
 // serveHTTP authenticates, admits and runs one request as serveRequest
 // does one of NATS.
 func (r *Daemon) serveHTTP(hr *http.Request, ep endpoint, body []byte) (any, error) {
-	tok, ok := strings.CutPrefix(hr.Header.Get("Authorization"), "Bearer ")
+	scheme, tok, ok := strings.Cut(hr.Header.Get("Authorization"), " ")
+	ok = ok && strings.EqualFold(scheme, "Bearer") // RFC 9110 §11.1: the scheme is case-insensitive
 	p, known := r.tok.lookup(strings.TrimSpace(tok))
 	if !ok || !known || !r.live(p) {
 		return nil, runtime.Refuse(wire.CodeUnauthorized, "an Authorization: Bearer header with a live agent token is required")
