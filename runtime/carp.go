@@ -99,6 +99,7 @@ type carpLayer struct {
 	grants  map[string]carp.Grant
 	execs   map[string]Execution
 	usage   map[string][]time.Time
+	uncount map[string][]time.Time // executions counted that no tool got (uncounted by CarpFinish)
 }
 
 func (e *Engine) loadCarp() error {
@@ -162,7 +163,8 @@ func (st *carpState) noteExec(x Execution) {
 func (t *tx) carpOf() *carpLayer {
 	b := t.e.open.tx
 	if b.carp == nil {
-		b.carp = &carpLayer{grants: map[string]carp.Grant{}, execs: map[string]Execution{}, usage: map[string][]time.Time{}}
+		b.carp = &carpLayer{grants: map[string]carp.Grant{}, execs: map[string]Execution{}, usage: map[string][]time.Time{},
+			uncount: map[string][]time.Time{}}
 	}
 	return b.carp
 }
@@ -225,6 +227,11 @@ func (t *tx) usage(l carp.Limit, now time.Time) (int, time.Time) {
 	all := t.e.carp.usage[l.Key]
 	if cl := t.carpLayerOrNil(); cl != nil {
 		all = append(slices.Clip(all), cl.usage[l.Key]...)
+		for _, u := range cl.uncount[l.Key] {
+			if i := slices.IndexFunc(all, u.Equal); i >= 0 {
+				all = slices.Delete(slices.Clone(all), i, i+1)
+			}
+		}
 	}
 	n, oldest := 0, time.Time{}
 	for _, ts := range all {
@@ -283,6 +290,13 @@ func (e *Engine) applyCarp(t *tx) {
 	}
 	for k, ts := range l.usage {
 		e.carp.usage[k] = append(e.carp.usage[k], ts...)
+	}
+	for k, ts := range l.uncount {
+		for _, u := range ts {
+			if i := slices.IndexFunc(e.carp.usage[k], u.Equal); i >= 0 {
+				e.carp.usage[k] = slices.Delete(e.carp.usage[k], i, i+1)
+			}
+		}
 	}
 }
 
@@ -852,6 +866,15 @@ func (e *Engine) CarpFinish(ctx context.Context, id string, o Outcome) (*carp.Ex
 				r.Error = &carp.ExecutionError{Code: carp.CodeServiceUnavailable, Retriable: true,
 					Message: fmt.Sprintf("no tool service answers %s: %s", carp.ToolSubject(x.ActionID), o.Failure)}
 				payload["error_code"] = carp.CodeServiceUnavailable
+				// No tool got it: it does not count against the action's
+				// limits (a timeout does: the tool may have run it).
+				if at, err := time.Parse(time.RFC3339Nano, x.StartedAt); err == nil {
+					l := t.carpOf()
+					for _, k := range x.Limits {
+						l.uncount[k] = append(l.uncount[k], at)
+					}
+				}
+				x.Limits = nil
 			}
 			payload["status"] = r.Status
 			sp := x.span()

@@ -397,3 +397,40 @@ func TestCarp_ReplayDiff(t *testing.T) {
 		t.Errorf("the diff does not name the changed decisions: %v", paths)
 	}
 }
+
+// TestCarp_NoToolIsNotCounted: an execution no tool service got does not
+// count against the action's rate limit (in the batch, after it, and after
+// reopening); one that timed out does.
+func TestCarp_NoToolIsNotCounted(t *testing.T) {
+	dir := t.TempDir()
+	e := openEngineAt(t, dir)
+	loadAcme(t, e)
+	w := activeWorkspace(t, e, "worker")
+	res, err := e.CarpResolve(ctx, w.ID, carpReq(t, w, carp.OpResolve, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	comment := action(res.ResolutionID, "ticket.comment", map[string]any{"ticket_id": "T-1", "body": "x"})
+	for i := range 3 { // the limit is 2 per 60 s
+		_, in, err := e.CarpExecute(ctx, w.ID, carpReq(t, w, carp.OpExecute, comment))
+		if err != nil {
+			t.Fatalf("execute %d: %v", i, err)
+		}
+		if r, err := e.CarpFinish(ctx, in.Execution.ID, Outcome{Failure: "no_responders"}); err != nil || r.Error.Code != carp.CodeServiceUnavailable {
+			t.Fatalf("finish %d: %+v %v", i, r, err)
+		}
+	}
+	e.Close()
+	e = openEngineAt(t, dir)
+	for i := range 2 {
+		_, in, err := e.CarpExecute(ctx, w.ID, carpReq(t, w, carp.OpExecute, comment))
+		if err != nil {
+			t.Fatalf("execute %d after reopening: %v", i, err)
+		}
+		if _, err := e.CarpFinish(ctx, in.Execution.ID, Outcome{Failure: "timeout"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, _, err = e.CarpExecute(ctx, w.ID, carpReq(t, w, carp.OpExecute, comment))
+	carpCode(t, "a third after two timeouts", err, carp.CodeRateLimited)
+}
