@@ -586,58 +586,43 @@ func cacheKey(req carp.Request) string {
 // (§7) and not expired is answered again, with carp.resolution.cached.
 func (e *Engine) CarpResolve(ctx context.Context, ws string, req carp.Request) (carp.Resolution, error) {
 	var res carp.Resolution
-	var refusal *CarpError
-	err := e.run(ctx, 0, func() error {
-		return e.commit(func(t *tx) error {
-			refusal = nil
-			sp, ce, err := t.carpSession(ws, req)
-			if err != nil {
+	err := e.carpOp(ctx, ws, req, func(t *tx, sp span, refusal **CarpError) error {
+		now := t.next()
+		key := cacheKey(req)
+		if c, ok := t.e.carp.cache[key]; ok && now.Before(c.expires) {
+			if _, err := t.traceEmit(sp, carp.TraceRequestReceived, requestPayload(req)); err != nil {
 				return err
 			}
-			if ce != nil {
-				refusal = &CarpError{Err: ce, TraceID: sp.trace}
-				return nil
-			}
-			now := t.next()
-			key := cacheKey(req)
-			if c, ok := t.e.carp.cache[key]; ok && now.Before(c.expires) {
-				if _, err := t.traceEmit(sp, carp.TraceRequestReceived, requestPayload(req)); err != nil {
-					return err
-				}
-				res = c.out.Resolution
-				res.RequestID = req.RequestID
-				res.TelemetryLink = carp.TelemetryLink{TraceID: sp.trace, SpanID: sp.span, EventsEmitted: t.emitted + 1}
-				_, err := t.traceEmit(sp, carp.TraceResolutionCached, map[string]any{"request_id": req.RequestID,
-					"resolution_id": res.ResolutionID, "decision": res.Decision.Type, "expires_at": res.TTL.ResolutionExpiresAt})
-				return err
-			}
-			list, sums := t.atlases()
-			out, ce := carp.Resolve(carp.Input{
-				Request: req, Atlases: list, Checksum: func(id string) string { return sums[id] },
-				Now: now, NewID: newUUID, TraceID: sp.trace, SpanID: sp.span,
-				Usage: func(l carp.Limit) (int, time.Time) { return t.usage(l, now) },
-			})
-			if ce != nil {
-				return t.refuse(sp, req, ce, carp.TraceErrorOccurred, &refusal)
-			}
-			for _, s := range out.Steps {
-				if _, err := t.traceEmit(sp, s.Type, s.Payload); err != nil {
-					return err
-				}
-			}
-			if err := t.putGrant(out.Grant); err != nil {
-				return err
-			}
-			res = out.Resolution
-			res.TelemetryLink.EventsEmitted = t.emitted
-			exp := out.Grant.ExpiresAt
-			t.after(func() { e.carp.cache[key] = cachedResolution{out: out, expires: exp} })
-			return nil
+			res = c.out.Resolution
+			res.RequestID = req.RequestID
+			res.TelemetryLink = carp.TelemetryLink{TraceID: sp.trace, SpanID: sp.span, EventsEmitted: t.emitted + 1}
+			_, err := t.traceEmit(sp, carp.TraceResolutionCached, map[string]any{"request_id": req.RequestID,
+				"resolution_id": res.ResolutionID, "decision": res.Decision.Type, "expires_at": res.TTL.ResolutionExpiresAt})
+			return err
+		}
+		list, sums := t.atlases()
+		out, ce := carp.Resolve(carp.Input{
+			Request: req, Atlases: list, Checksum: func(id string) string { return sums[id] },
+			Now: now, NewID: newUUID, TraceID: sp.trace, SpanID: sp.span,
+			Usage: func(l carp.Limit) (int, time.Time) { return t.usage(l, now) },
 		})
+		if ce != nil {
+			return t.refuse(sp, req, ce, carp.TraceErrorOccurred, refusal)
+		}
+		for _, s := range out.Steps {
+			if _, err := t.traceEmit(sp, s.Type, s.Payload); err != nil {
+				return err
+			}
+		}
+		if err := t.putGrant(out.Grant); err != nil {
+			return err
+		}
+		res = out.Resolution
+		res.TelemetryLink.EventsEmitted = t.emitted
+		exp := out.Grant.ExpiresAt
+		t.after(func() { e.carp.cache[key] = cachedResolution{out: out, expires: exp} })
+		return nil
 	})
-	if err == nil && refusal != nil {
-		return carp.Resolution{}, refusal
-	}
 	return res, err
 }
 
@@ -667,120 +652,106 @@ const (
 func (e *Engine) CarpExecute(ctx context.Context, ws string, req carp.Request) (*carp.ExecutionResult, *Intent, error) {
 	var res *carp.ExecutionResult
 	var in *Intent
-	var refusal *CarpError
-	err := e.run(ctx, 0, func() error {
-		return e.commit(func(t *tx) error {
-			res, in, refusal = nil, nil, nil
-			sp, ce, err := t.carpSession(ws, req)
-			if err != nil {
-				return err
+	err := e.carpOp(ctx, ws, req, func(t *tx, sp span, refusal **CarpError) error {
+		res, in = nil, nil
+		if x, ok := t.idempotent(ws, req.IdempotencyKey); ok {
+			if x.Request != requestHash(req) {
+				return t.refuse(sp, req, carp.Errorf(carp.CodeInvalidRequest,
+					"idempotency_key %q was used for another request (execution %s); use a new key", req.IdempotencyKey, x.ID), carp.TraceErrorOccurred, refusal)
 			}
-			if ce != nil {
-				refusal = &CarpError{Err: ce, TraceID: sp.trace}
-				return nil
+			if x.Status == execRunning {
+				return t.refuse(sp, req, carp.Errorf(carp.CodeServiceUnavailable,
+					"execution %s with idempotency_key %q is still running; ask again", x.ID, req.IdempotencyKey), carp.TraceErrorOccurred, refusal)
 			}
-			if x, ok := t.idempotent(ws, req.IdempotencyKey); ok {
-				if x.Request != requestHash(req) {
-					return t.refuse(sp, req, carp.Errorf(carp.CodeInvalidRequest,
-						"idempotency_key %q was used for another request (execution %s); use a new key", req.IdempotencyKey, x.ID), carp.TraceErrorOccurred, &refusal)
-				}
-				if x.Status == execRunning {
-					return t.refuse(sp, req, carp.Errorf(carp.CodeServiceUnavailable,
-						"execution %s with idempotency_key %q is still running; ask again", x.ID, req.IdempotencyKey), carp.TraceErrorOccurred, &refusal)
-				}
-				var r carp.ExecutionResult
-				if err := json.Unmarshal(x.Result, &r); err != nil {
-					return fmt.Errorf("execution %s: %w", x.ID, err)
-				}
-				r.RequestID = req.RequestID
-				res = &r
-				_, err := t.traceEmit(sp, carp.TraceRequestReceived, requestPayload(req))
-				return err
+			var r carp.ExecutionResult
+			if err := json.Unmarshal(x.Result, &r); err != nil {
+				return fmt.Errorf("execution %s: %w", x.ID, err)
 			}
-			g, ok := t.carpGrant(req.Action.ResolutionID)
-			if !ok {
-				return t.refuse(sp, req, carp.Errorf(carp.CodeResolutionNotFound, "resolution %s does not exist; resolve first", req.Action.ResolutionID), carp.TraceActionDenied, &refusal)
+			r.RequestID = req.RequestID
+			res = &r
+			_, err := t.traceEmit(sp, carp.TraceRequestReceived, requestPayload(req))
+			return err
+		}
+		g, ok := t.carpGrant(req.Action.ResolutionID)
+		if !ok {
+			return t.refuse(sp, req, carp.Errorf(carp.CodeResolutionNotFound, "resolution %s does not exist; resolve first", req.Action.ResolutionID), carp.TraceActionDenied, refusal)
+		}
+		now := t.next()
+		_, sums := t.atlases()
+		ga, _, ce := carp.Authorize(carp.Check{Grant: g, Request: req, Now: now,
+			Loaded: func(id string) string { return sums[id] },
+			Usage:  func(l carp.Limit) (int, time.Time) { return t.usage(l, now) }})
+		if ce != nil {
+			typ := carp.TraceActionDenied
+			if ce.Code == carp.CodeConstraintViolated || ce.Code == carp.CodeRateLimited {
+				typ = carp.TracePolicyViolated
 			}
-			now := t.next()
-			_, sums := t.atlases()
-			ga, _, ce := carp.Authorize(carp.Check{Grant: g, Request: req, Now: now,
-				Loaded: func(id string) string { return sums[id] },
-				Usage:  func(l carp.Limit) (int, time.Time) { return t.usage(l, now) }})
-			if ce != nil {
-				typ := carp.TraceActionDenied
-				if ce.Code == carp.CodeConstraintViolated || ce.Code == carp.CodeRateLimited {
-					typ = carp.TracePolicyViolated
-				}
-				return t.refuse(sp, req, ce, typ, &refusal)
-			}
-			if _, err := t.traceEmit(sp, carp.TraceRequestReceived, requestPayload(req)); err != nil {
-				return err
-			}
-			x := Execution{ID: newUUID(), RequestID: req.RequestID, ResolutionID: g.ResolutionID, SessionID: ws,
-				AgentID: req.Requester.AgentID, ActionID: ga.ActionID, IdempotencyKey: req.IdempotencyKey,
-				TraceID: sp.trace, SpanID: sp.span, Request: requestHash(req), StartedAt: now.UTC().Format(time.RFC3339Nano)}
-			if sp.parent != nil {
-				x.ParentSpanID = *sp.parent
-			}
-			opts := carp.ExecutionOptions{}
-			if req.ExecutionOptions != nil {
-				opts = *req.ExecutionOptions
-			}
-			link := carp.TelemetryLink{TraceID: sp.trace, SpanID: sp.span}
-			switch {
-			case ga.RequiresApproval:
-				if _, err := t.traceEmit(sp, carp.TraceActionRequested, map[string]any{"execution_id": x.ID, "action_id": ga.ActionID,
-					"risk_tier": ga.RiskTier, "requires_approval": true, "approval_policies": ga.ApprovalPolicies}); err != nil {
-					return err
-				}
-				x.Status = carp.StatusPendingApproval
-				r := carp.ExecutionResult{CARPVersion: carp.Version, RequestID: req.RequestID, ExecutionID: x.ID,
-					Timestamp: formatCarp(now), Status: carp.StatusPendingApproval, TelemetryLink: link}
-				return t.finish(&x, &r, nil, now, &res)
-			case opts.DryRun:
-				x.IdempotencyKey = "" // a dry run does not take the key of the execute it rehearses
-				if _, err := t.traceEmit(sp, carp.TraceActionApproved, map[string]any{"execution_id": x.ID, "action_id": ga.ActionID, "dry_run": true}); err != nil {
-					return err
-				}
-				r := carp.ExecutionResult{CARPVersion: carp.Version, RequestID: req.RequestID, ExecutionID: x.ID,
-					Timestamp: formatCarp(now), Status: carp.StatusSuccess, TelemetryLink: link,
-					Result: &carp.ExecutionOutput{Output: json.RawMessage(`{"dry_run":true}`), OutputHash: carp.ContentHash([]byte(`{"dry_run":true}`)), OutputType: "application/json"}}
-				return t.finish(&x, &r, nil, now, &res)
-			}
-			timeout := DefaultToolTimeout
-			if ga.TimeoutMS > 0 {
-				timeout = time.Duration(ga.TimeoutMS) * time.Millisecond
-			}
-			if opts.TimeoutMS > 0 {
-				timeout = min(timeout, time.Duration(opts.TimeoutMS)*time.Millisecond)
-			}
-			timeout = min(timeout, MaxToolTimeout)
-			for _, l := range ga.Limits {
-				x.Limits = append(x.Limits, l.Key)
-			}
-			x.Status = execRunning
+			return t.refuse(sp, req, ce, typ, refusal)
+		}
+		if _, err := t.traceEmit(sp, carp.TraceRequestReceived, requestPayload(req)); err != nil {
+			return err
+		}
+		x := Execution{ID: newUUID(), RequestID: req.RequestID, ResolutionID: g.ResolutionID, SessionID: ws,
+			AgentID: req.Requester.AgentID, ActionID: ga.ActionID, IdempotencyKey: req.IdempotencyKey,
+			TraceID: sp.trace, SpanID: sp.span, Request: requestHash(req), StartedAt: now.UTC().Format(time.RFC3339Nano)}
+		if sp.parent != nil {
+			x.ParentSpanID = *sp.parent
+		}
+		opts := carp.ExecutionOptions{}
+		if req.ExecutionOptions != nil {
+			opts = *req.ExecutionOptions
+		}
+		link := carp.TelemetryLink{TraceID: sp.trace, SpanID: sp.span}
+		switch {
+		case ga.RequiresApproval:
 			if _, err := t.traceEmit(sp, carp.TraceActionRequested, map[string]any{"execution_id": x.ID, "action_id": ga.ActionID,
-				"risk_tier": ga.RiskTier, "timeout_ms": timeout.Milliseconds()}); err != nil {
+				"risk_tier": ga.RiskTier, "requires_approval": true, "approval_policies": ga.ApprovalPolicies}); err != nil {
 				return err
 			}
-			if _, err := t.traceEmit(sp, carp.TraceActionApproved, map[string]any{"execution_id": x.ID, "action_id": ga.ActionID,
-				"resolution_id": g.ResolutionID, "limits": x.Limits}); err != nil {
+			x.Status = carp.StatusPendingApproval
+			r := carp.ExecutionResult{CARPVersion: carp.Version, RequestID: req.RequestID, ExecutionID: x.ID,
+				Timestamp: formatCarp(now), Status: carp.StatusPendingApproval, TelemetryLink: link}
+			return t.finish(&x, &r, nil, now, &res)
+		case opts.DryRun:
+			x.IdempotencyKey = "" // a dry run does not take the key of the execute it rehearses
+			if _, err := t.traceEmit(sp, carp.TraceActionApproved, map[string]any{"execution_id": x.ID, "action_id": ga.ActionID, "dry_run": true}); err != nil {
 				return err
 			}
-			x.Emitted = t.emitted // the events so far; CarpFinish adds its own
-			if err := t.putExecution(x, x.Limits, now); err != nil {
-				return err
-			}
-			in = &Intent{Execution: x, Timeout: timeout, Tool: carp.ToolRequest{CARPVersion: carp.Version, ExecutionID: x.ID,
-				RequestID: req.RequestID, ResolutionID: g.ResolutionID, ActionID: ga.ActionID, ActionType: req.Action.ActionType,
-				Parameters: req.Action.Parameters, AgentID: x.AgentID, SessionID: ws, TraceID: sp.trace,
-				TimeoutMS: int(timeout.Milliseconds()), Sandbox: opts.Sandbox}}
-			return nil
-		})
+			r := carp.ExecutionResult{CARPVersion: carp.Version, RequestID: req.RequestID, ExecutionID: x.ID,
+				Timestamp: formatCarp(now), Status: carp.StatusSuccess, TelemetryLink: link,
+				Result: &carp.ExecutionOutput{Output: json.RawMessage(`{"dry_run":true}`), OutputHash: carp.ContentHash([]byte(`{"dry_run":true}`)), OutputType: "application/json"}}
+			return t.finish(&x, &r, nil, now, &res)
+		}
+		timeout := DefaultToolTimeout
+		if ga.TimeoutMS > 0 {
+			timeout = time.Duration(ga.TimeoutMS) * time.Millisecond
+		}
+		if opts.TimeoutMS > 0 {
+			timeout = min(timeout, time.Duration(opts.TimeoutMS)*time.Millisecond)
+		}
+		timeout = min(timeout, MaxToolTimeout)
+		for _, l := range ga.Limits {
+			x.Limits = append(x.Limits, l.Key)
+		}
+		x.Status = execRunning
+		if _, err := t.traceEmit(sp, carp.TraceActionRequested, map[string]any{"execution_id": x.ID, "action_id": ga.ActionID,
+			"risk_tier": ga.RiskTier, "timeout_ms": timeout.Milliseconds()}); err != nil {
+			return err
+		}
+		if _, err := t.traceEmit(sp, carp.TraceActionApproved, map[string]any{"execution_id": x.ID, "action_id": ga.ActionID,
+			"resolution_id": g.ResolutionID, "limits": x.Limits}); err != nil {
+			return err
+		}
+		x.Emitted = t.emitted // the events so far; CarpFinish adds its own
+		if err := t.putExecution(x, x.Limits, now); err != nil {
+			return err
+		}
+		in = &Intent{Execution: x, Timeout: timeout, Tool: carp.ToolRequest{CARPVersion: carp.Version, ExecutionID: x.ID,
+			RequestID: req.RequestID, ResolutionID: g.ResolutionID, ActionID: ga.ActionID, ActionType: req.Action.ActionType,
+			Parameters: req.Action.Parameters, AgentID: x.AgentID, SessionID: ws, TraceID: sp.trace,
+			TimeoutMS: int(timeout.Milliseconds()), Sandbox: opts.Sandbox}}
+		return nil
 	})
-	if err == nil && refusal != nil {
-		return nil, nil, refusal
-	}
 	return res, in, err
 }
 
@@ -949,58 +920,43 @@ func cmpStr(a, b string) int {
 // and its verdict. Nothing is counted.
 func (e *Engine) CarpValidate(ctx context.Context, ws string, req carp.Request) (carp.ValidationResult, error) {
 	var res carp.ValidationResult
-	var refusal *CarpError
-	err := e.run(ctx, 0, func() error {
-		return e.commit(func(t *tx) error {
-			refusal = nil
-			sp, ce, err := t.carpSession(ws, req)
-			if err != nil {
-				return err
+	err := e.carpOp(ctx, ws, req, func(t *tx, sp span, refusal **CarpError) error {
+		now := t.next()
+		res = carp.ValidationResult{CARPVersion: carp.Version, RequestID: req.RequestID, Timestamp: formatCarp(now),
+			Valid: true, Violations: []carp.Violation{}}
+		g, ok := t.carpGrant(req.Action.ResolutionID)
+		var vs []carp.Violation
+		if !ok {
+			vs = []carp.Violation{{Code: carp.CodeResolutionNotFound, Message: "resolution " + req.Action.ResolutionID + " does not exist"}}
+		} else {
+			_, sums := t.atlases()
+			_, pv, ce := carp.Authorize(carp.Check{Grant: g, Request: req, Now: now,
+				Loaded: func(id string) string { return sums[id] },
+				Usage:  func(l carp.Limit) (int, time.Time) { return t.usage(l, now) }})
+			switch {
+			case len(pv) > 0:
+				vs = pv
+			case ce != nil:
+				vs = []carp.Violation{{Code: ce.Code, Message: ce.Message}}
 			}
-			if ce != nil {
-				refusal = &CarpError{Err: ce, TraceID: sp.trace}
-				return nil
-			}
-			now := t.next()
-			res = carp.ValidationResult{CARPVersion: carp.Version, RequestID: req.RequestID, Timestamp: formatCarp(now),
-				Valid: true, Violations: []carp.Violation{}}
-			g, ok := t.carpGrant(req.Action.ResolutionID)
-			var vs []carp.Violation
-			if !ok {
-				vs = []carp.Violation{{Code: carp.CodeResolutionNotFound, Message: "resolution " + req.Action.ResolutionID + " does not exist"}}
-			} else {
-				_, sums := t.atlases()
-				_, pv, ce := carp.Authorize(carp.Check{Grant: g, Request: req, Now: now,
-					Loaded: func(id string) string { return sums[id] },
-					Usage:  func(l carp.Limit) (int, time.Time) { return t.usage(l, now) }})
-				switch {
-				case len(pv) > 0:
-					vs = pv
-				case ce != nil:
-					vs = []carp.Violation{{Code: ce.Code, Message: ce.Message}}
-				}
-			}
-			if _, err := t.traceEmit(sp, carp.TraceRequestReceived, requestPayload(req)); err != nil {
-				return err
-			}
-			typ := carp.TraceActionApproved
-			p := map[string]any{"operation": carp.OpValidate, "action_id": req.Action.ActionID, "valid": len(vs) == 0}
-			if len(vs) > 0 {
-				typ = carp.TraceActionDenied
-				res.Valid, res.Violations = false, vs
-				p["violations"] = len(vs)
-				p["code"] = vs[0].Code
-			}
-			if _, err := t.traceEmit(sp, typ, p); err != nil {
-				return err
-			}
-			res.TelemetryLink = carp.TelemetryLink{TraceID: sp.trace, SpanID: sp.span, EventsEmitted: t.emitted}
-			return nil
-		})
+		}
+		if _, err := t.traceEmit(sp, carp.TraceRequestReceived, requestPayload(req)); err != nil {
+			return err
+		}
+		typ := carp.TraceActionApproved
+		p := map[string]any{"operation": carp.OpValidate, "action_id": req.Action.ActionID, "valid": len(vs) == 0}
+		if len(vs) > 0 {
+			typ = carp.TraceActionDenied
+			res.Valid, res.Violations = false, vs
+			p["violations"] = len(vs)
+			p["code"] = vs[0].Code
+		}
+		if _, err := t.traceEmit(sp, typ, p); err != nil {
+			return err
+		}
+		res.TelemetryLink = carp.TelemetryLink{TraceID: sp.trace, SpanID: sp.span, EventsEmitted: t.emitted}
+		return nil
 	})
-	if err == nil && refusal != nil {
-		return carp.ValidationResult{}, refusal
-	}
 	return res, err
 }
 
@@ -1104,4 +1060,29 @@ func (e *Engine) toolToken(ctx context.Context, actor, name, typ string, n int, 
 			return err
 		})
 	})
+}
+
+// carpOp runs fn as one commit of ws's agent's operation req: the session
+// is checked first (carpSession; its refusal is recorded and answered
+// after the commit), and fn may refuse likewise (t.refuse with refusal).
+func (e *Engine) carpOp(ctx context.Context, ws string, req carp.Request, fn func(t *tx, sp span, refusal **CarpError) error) error {
+	var refusal *CarpError
+	err := e.run(ctx, 0, func() error {
+		return e.commit(func(t *tx) error {
+			refusal = nil
+			sp, ce, err := t.carpSession(ws, req)
+			if err != nil {
+				return err
+			}
+			if ce != nil {
+				refusal = &CarpError{Err: ce, TraceID: sp.trace}
+				return nil
+			}
+			return fn(t, sp, &refusal)
+		})
+	})
+	if err == nil && refusal != nil {
+		return refusal
+	}
+	return err
 }
