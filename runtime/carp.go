@@ -533,13 +533,28 @@ func WireCode(c string) string {
 	return wire.CodeInternal
 }
 
+// refusalMessage puts ce's message into a TRACE payload, or only its hash
+// when it may quote what the agent sent: a parameter's value in a schema
+// violation. TRACE holds hashes of content, never content.
+func refusalMessage(p map[string]any, ce *carp.Error) {
+	if ce.Code == carp.CodeConstraintViolated || ce.Code == carp.CodeInvalidRequest || ce.Code == carp.CodeInvalidFormat {
+		p["message_hash"] = carp.ContentHash([]byte(ce.Message))
+		if vs, ok := ce.Details["violations"].([]carp.Violation); ok {
+			p["violations"] = len(vs)
+		}
+		return
+	}
+	p["message"] = ce.Message
+}
+
 // refuse records a refusal's TRACE events (the request, error.occurred)
 // and sets *out to it: the refusal commits, and is answered after.
 func (t *tx) refuse(sp span, req carp.Request, ce *carp.Error, typ string, out **CarpError) error {
 	if _, err := t.traceEmit(sp, carp.TraceRequestReceived, requestPayload(req)); err != nil {
 		return err
 	}
-	p := map[string]any{"request_id": req.RequestID, "operation": req.Operation, "code": ce.Code, "message": ce.Message}
+	p := map[string]any{"request_id": req.RequestID, "operation": req.Operation, "code": ce.Code}
+	refusalMessage(p, ce)
 	if req.Action != nil {
 		p["action_id"] = req.Action.ActionID
 		p["resolution_id"] = req.Action.ResolutionID
@@ -808,10 +823,7 @@ func (e *Engine) CarpFinish(ctx context.Context, id string, o Outcome) (*carp.Ex
 			switch rep := o.Reply; {
 			case rep != nil && (rep.Status == carp.StatusSuccess || rep.Status == carp.StatusPartialSuccess):
 				typ, r.Status = carp.TraceActionExecuted, rep.Status
-				out := rep.Output
-				if len(out) == 0 {
-					out = json.RawMessage("null")
-				}
+				out := answered(rep.Output)
 				ot := rep.OutputType
 				if ot == "" {
 					ot = "application/json"
@@ -871,11 +883,7 @@ func (e *Engine) CarpLate(ctx context.Context, id string, rep carp.ToolReply) er
 			if x.Status != carp.StatusTimeout || x.Late != "" {
 				return Refuse(wire.CodeInvalidTransition, "execution %s is %s; a late answer is recorded only after a timeout, once", id, x.Status)
 			}
-			out := rep.Output
-			if len(out) == 0 {
-				out = json.RawMessage("null")
-			}
-			x.Late, x.LateOutputHash = rep.Status, carp.ContentHash(out)
+			x.Late, x.LateOutputHash = rep.Status, carp.ContentHash(answered(rep.Output))
 			typ := carp.TraceActionFailed
 			if rep.Status == carp.StatusSuccess || rep.Status == carp.StatusPartialSuccess {
 				typ = carp.TraceActionExecuted
@@ -973,7 +981,7 @@ func (e *Engine) CarpRefused(ctx context.Context, ws, op, requestID string, ce *
 				return nil
 			}
 			_, err := t.traceEmit(t.sessionSpan(ws, "", nil), carp.TraceErrorOccurred, map[string]any{"request_id": requestID,
-				"operation": op, "code": ce.Code, "message": ce.Message})
+				"operation": op, "code": ce.Code, "message_hash": carp.ContentHash([]byte(ce.Message))})
 			return err
 		})
 	})
@@ -1085,4 +1093,18 @@ func (e *Engine) carpOp(ctx context.Context, ws string, req carp.Request, fn fun
 		return refusal
 	}
 	return err
+}
+
+// answered returns a tool's output as the agent receives it (encoding/json
+// writes a raw value compacted, with <, > and & escaped): output_hash is
+// the SHA-256 of those bytes, so the agent can check it. No output is null.
+func answered(out json.RawMessage) json.RawMessage {
+	if len(out) == 0 {
+		return json.RawMessage("null")
+	}
+	b, err := json.Marshal(out)
+	if err != nil { // not JSON: the tool's bytes as a JSON string
+		b, _ = json.Marshal(string(out))
+	}
+	return b
 }

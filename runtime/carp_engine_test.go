@@ -434,3 +434,55 @@ func TestCarp_NoToolIsNotCounted(t *testing.T) {
 	_, _, err = e.CarpExecute(ctx, w.ID, carpReq(t, w, carp.OpExecute, comment))
 	carpCode(t, "a third after two timeouts", err, carp.CodeRateLimited)
 }
+
+// TestCarp_TraceHoldsNoContent: a schema violation's message quotes the
+// value it refused; TRACE gets its hash, not the value. And output_hash is
+// the SHA-256 of the output as the agent receives it.
+func TestCarp_TraceHoldsNoContent(t *testing.T) {
+	e := openVerified(t)
+	m := loadAcme(t, e)
+	m2 := *m
+	m2.Version = "2.1.9"
+	m2.Actions = slices.Clone(m.Actions)
+	for i, a := range m2.Actions {
+		if a.ActionID == "ticket.get" {
+			m2.Actions[i].ParametersSchema = json.RawMessage(`{"type":"object","properties":{"ticket_id":{"type":"string","pattern":"^T-[0-9]+$"}}}`)
+		}
+	}
+	if _, err := e.LoadAtlas(ctx, &m2, "test"); err != nil {
+		t.Fatal(err)
+	}
+	w := activeWorkspace(t, e, "worker")
+	res, err := e.CarpResolve(ctx, w.ID, carpReq(t, w, carp.OpResolve, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = e.CarpExecute(ctx, w.ID, carpReq(t, w, carp.OpExecute, action(res.ResolutionID, "ticket.get", map[string]any{"ticket_id": "SECRET-4111"})))
+	carpCode(t, "a parameter against the pattern", err, carp.CodeConstraintViolated)
+	var ce *CarpError
+	if errors.As(err, &ce) && !strings.Contains(ce.Err.Message, "SECRET") {
+		t.Logf("the refusal's message does not quote the value (%s): the test shows less than it could", ce.Err.Message)
+	}
+	for _, ev := range sessionTrace(t, e, w.ID) {
+		if bytes.Contains(ev.Payload, []byte("SECRET")) {
+			t.Errorf("TRACE %s holds the parameter's value: %s", ev.EventType, ev.Payload)
+		}
+	}
+
+	_, in, err := e.CarpExecute(ctx, w.ID, carpReq(t, w, carp.OpExecute, action(res.ResolutionID, "ticket.get", map[string]any{"ticket_id": "T-1"})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.CarpFinish(ctx, in.Execution.ID, Outcome{Reply: &carp.ToolReply{Status: carp.StatusSuccess, Output: json.RawMessage(`{ "a": "<b>&" }`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wireForm, _ := json.Marshal(r)
+	var got carp.ExecutionResult
+	if err := json.Unmarshal(wireForm, &got); err != nil {
+		t.Fatal(err)
+	}
+	if carp.ContentHash(got.Result.Output) != got.Result.OutputHash {
+		t.Errorf("output_hash %s is not the SHA-256 of the output received, %s", got.Result.OutputHash, got.Result.Output)
+	}
+}
