@@ -1108,3 +1108,18 @@ func answered(out json.RawMessage) json.RawMessage {
 	}
 	return b
 }
+
+// endCarpSession records session.ended in w's CARP session, if it has
+// one, as w reaches terminal state to (in the commit of that transition):
+// the session is the workspace's agent's, and it has ended.
+func (t *tx) endCarpSession(w *workspace.Workspace, to workspace.State, reason string) error {
+	if _, ok := t.traceHead(w.ID); !ok {
+		return nil
+	}
+	p := map[string]any{"agent_id": AgentID(w), "workspace": w.ID, "state": string(to)}
+	if reason != "" {
+		p["reason"] = reason
+	}
+	_, err := t.traceEmit(t.sessionSpan(w.ID, "", nil), carp.TraceSessionEnded, p)
+	return err
+}

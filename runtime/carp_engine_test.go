@@ -157,6 +157,15 @@ func TestCarp_ResolveExecuteFinish(t *testing.T) {
 	if size, r := e.TraceSize(); size != uint64(len(all)) || !bytes.Equal(r, root) {
 		t.Errorf("the log's tree: size %d root %x; the events give %d, %x", size, r, len(all), root)
 	}
+
+	// The session ends with its workspace.
+	if _, err := e.Abort(ctx, e.Root(), w.ID, "done"); err != nil {
+		t.Fatal(err)
+	}
+	evs = sessionTrace(t, e, w.ID)
+	if last := evs[len(evs)-1]; last.EventType != carp.TraceSessionEnded || !bytes.Contains(last.Payload, []byte(`"state":"failed"`)) {
+		t.Errorf("the session's last event after its workspace failed: %s %s", last.EventType, last.Payload)
+	}
 }
 
 // TestCarp_Refusals: the session is the workspace's agent; an unknown or
@@ -485,4 +494,33 @@ func TestCarp_TraceHoldsNoContent(t *testing.T) {
 	if carp.ContentHash(got.Result.Output) != got.Result.OutputHash {
 		t.Errorf("output_hash %s is not the SHA-256 of the output received, %s", got.Result.OutputHash, got.Result.Output)
 	}
+}
+
+// TestCarp_IntentFailsNothingForwarded: audit before effect — when the
+// intent's commit fails, CarpExecute returns no intent (the daemon
+// forwards nothing) and nothing of it is recorded, in TRACE or elsewhere.
+func TestCarp_IntentFailsNothingForwarded(t *testing.T) {
+	e := openVerified(t)
+	loadAcme(t, e)
+	w := activeWorkspace(t, e, "worker")
+	res, err := e.CarpResolve(ctx, w.ID, carpReq(t, w, carp.OpResolve, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := e.TraceLen()
+	e.cfg.failAt = func(step string) error {
+		if step == "execution" {
+			return errors.New("disk gone")
+		}
+		return nil
+	}
+	done, in, err := e.CarpExecute(ctx, w.ID, carpReq(t, w, carp.OpExecute, action(res.ResolutionID, "ticket.get", map[string]any{"ticket_id": "T-1"})))
+	e.cfg.failAt = nil
+	if err == nil || done != nil || in != nil {
+		t.Fatalf("a failed intent: %+v %+v %v", done, in, err)
+	}
+	if len(e.Executions("")) != 0 || e.TraceLen() != before {
+		t.Fatalf("a failed intent left %d executions, TRACE %d -> %d", len(e.Executions("")), before, e.TraceLen())
+	}
+	// (The engine is in degraded mode now, as after any failed write.)
 }

@@ -57,6 +57,9 @@ func (t *tx) transition(w *workspace.Workspace, trig workspace.Trigger, actor, r
 		return err
 	}
 	if to.Terminal() {
+		if err := t.endCarpSession(w, to, reason); err != nil {
+			return err
+		}
 		if err := delivery.UndeliverQueued(deliveryTx{t}, w.ID); err != nil {
 			return err
 		}
