@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/nats-io/nats.go"
 	"strings"
 	"testing"
 
@@ -120,7 +121,7 @@ func TestCarpResolve(t *testing.T) {
 // requires approval is held (exit 2). The idempotency key answers the
 // first execution again.
 func TestCarpExecute(t *testing.T) {
-	_, worker, _ := carpDaemon(t)
+	admin, worker, _ := carpDaemon(t)
 	r := resolve(t, worker, "--goal", "read T-1", "--actions", "ticket.get", "--actions", "ticket.comment", "--actions", "ticket.delete").ResolutionID
 	execute := func(args ...string) (int, string, string) {
 		t.Helper()
@@ -159,11 +160,33 @@ func TestCarpExecute(t *testing.T) {
 		t.Errorf("wacp carp execute ticket.delete = %d, %q, %q; want 2 and pending_approval", code, out, errs)
 	}
 
-	// ticket.comment: 2 per 60 s in the session, counted when executed
-	// (failed ones too); the third is refused.
+	// ticket.comment: 2 per 60 s in the session, counted when executed;
+	// the third is refused. One no tool service got is not counted.
+	if code, out, errs := execute("--action", "ticket.comment", "--param", "ticket_id=T-1", "--param", "body=hi"); code != 1 ||
+		!strings.Contains(out, "SERVICE_UNAVAILABLE") {
+		t.Fatalf("wacp carp execute ticket.comment without a tool = %d, %q, %q; want 1 (no tool service)", code, out, errs)
+	}
+	code, out, errs = wacp(t, append(admin, "-o", "json", "token", "create", "--kind", "tool", "--name", "commenter")...)
+	var tok struct{ Token string }
+	if code != 0 || json.Unmarshal([]byte(out), &tok) != nil {
+		t.Fatalf("wacp token create --kind tool = %d, %q, %q", code, out, errs)
+	}
+	nc, err := nats.Connect(worker[1], nats.Token(tok.Token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := nc.Subscribe(carp.ToolSubject("ticket.comment"), func(m *nats.Msg) {
+		m.Respond([]byte(`{"status":"success","output":{"ok":true}}`))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	for i := range 2 {
-		if code, out, errs := execute("--action", "ticket.comment", "--param", "ticket_id=T-1", "--param", "body=hi"); code != 1 {
-			t.Fatalf("wacp carp execute ticket.comment #%d = %d, %q, %q; want 1 (no tool service)", i+1, code, out, errs)
+		if code, out, errs := execute("--action", "ticket.comment", "--param", "ticket_id=T-1", "--param", "body=hi"); code != 0 {
+			t.Fatalf("wacp carp execute ticket.comment #%d = %d, %q, %q; want 0 (the tool answers)", i+1, code, out, errs)
 		}
 	}
 	code, out, errs = execute("--action", "ticket.comment", "--param", "ticket_id=T-1", "--param", "body=hi")

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/mod/sumdb/note"
+
 	"github.com/wacpd/wacpd/carp"
 	"github.com/wacpd/wacpd/client"
 	"github.com/wacpd/wacpd/trace"
@@ -89,6 +91,53 @@ func TestTraceExport(t *testing.T) {
 	var head trace.TreeHead
 	if err != nil || json.Unmarshal(b, &head) != nil || !strings.HasSuffix(head.Origin, "/trace") || head.Size == 0 || !strings.HasPrefix(head.Note, head.Origin+"\n") {
 		t.Errorf("--sth wrote %q (%v); want a signed TRACE tree head", b, err)
+	}
+
+	// The whole log, checked offline against its signed head with the
+	// data dir's key.
+	all, allSTH := filepath.Join(dir, "all.jsonl"), filepath.Join(dir, "all-sth.json")
+	if code, _, errs := wacp(t, append(admin, "trace", "export", "--all", "--out", all, "--sth", allSTH)...); code != 0 {
+		t.Fatalf("wacp trace export --all --sth = %d, %q", code, errs)
+	}
+	code, out, errs = wacp(t, append(admin, "trace", "verify", all, "--sth", allSTH)...)
+	if code != 0 || !strings.Contains(out, " sessions; the first ") || !strings.Contains(out, "have the signed head's root sha256:") {
+		t.Fatalf("wacp trace verify --sth (the whole log) = %d, %q, %q", code, out, errs)
+	}
+	// Two events of different sessions swapped: every chain still holds,
+	// the log's root does not.
+	whole := readExport(t, all)
+	i := 0
+	for i+1 < len(whole) && whole[i].SessionID == whole[i+1].SessionID {
+		i++
+	}
+	if i+1 >= len(whole) {
+		t.Fatal("the whole log has one session")
+	}
+	whole[i], whole[i+1] = whole[i+1], whole[i]
+	var buf bytes.Buffer
+	if err := trace.WriteJSONL(&buf, whole); err != nil {
+		t.Fatal(err)
+	}
+	swapped := filepath.Join(dir, "swapped.jsonl")
+	if err := os.WriteFile(swapped, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = wacp(t, append(admin, "trace", "verify", swapped, "--sth", allSTH)...)
+	if code != 2 || !strings.HasPrefix(out, "root_mismatch at index ") {
+		t.Errorf("wacp trace verify --sth of a reordered log = %d, %q; want 2 and root_mismatch", code, out)
+	}
+	// Another key: the head does not open.
+	_, otherKey, err := note.GenerateKey(nil, "someone-else")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := wacp(t, append(admin, "trace", "verify", all, "--sth", allSTH, "--public-key", otherKey)...); code == 0 || !strings.Contains(errs, "invalid signed tree head") {
+		t.Errorf("wacp trace verify --sth with another key = %d, %q; want a refusal", code, errs)
+	}
+	// A one-session export does not hold the whole log.
+	if code, out, errs := wacp(t, append(admin, "trace", "verify", own, "--sth", allSTH)...); code == 0 ||
+		!strings.Contains(errs, "whole-log export") && !strings.HasPrefix(out, "root_mismatch") {
+		t.Errorf("wacp trace verify --sth of one session = %d, %q, %q; want it refused", code, out, errs)
 	}
 
 	for _, tt := range []struct {
