@@ -74,9 +74,12 @@ func (r *Daemon) carpHTTP(ep endpoint) http.Handler {
 		}
 		v, err := r.serveHTTP(hr, ep, body)
 		if err != nil {
-			writeCarp(w, ep.op, body, asCarp(err, body))
+			f := asCarp(err, body)
+			r.metrics.request(ep.name, f.resp.Error.Code)
+			writeCarp(w, ep.op, body, f)
 			return
 		}
+		r.metrics.request(ep.name, "ok")
 		writeCarp(w, ep.op, body, v)
 	})
 }

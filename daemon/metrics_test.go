@@ -26,7 +26,7 @@ func TestMetrics(t *testing.T) {
 		t.Setenv(v, "")
 	}
 	dir := t.TempDir()
-	rt, err := daemon.New(daemon.Config{DataDir: dir, Listen: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0", Stdout: io.Discard})
+	rt, err := daemon.New(daemon.Config{DataDir: dir, Listen: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", Stdout: io.Discard})
 	if err != nil {
 		t.Fatalf("runtime.New: %v", err)
 	}
@@ -112,6 +112,15 @@ func TestMetrics(t *testing.T) {
 	}
 	if got := m[`wacpd_requests_total{code="ok",endpoint="agent_checkpoint"}`]; got != 1 {
 		t.Errorf(`wacpd_requests_total{code="ok",endpoint="agent_checkpoint"} = %v, want 1`, got)
+	}
+	// A CARP request over HTTP is counted as one over NATS is.
+	resp, err := http.Post(rt.HTTPURL()+"/carp/v1/resolve", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := scrape(t, ctx, url)[`wacpd_requests_total{code="UNAUTHORIZED",endpoint="agent_carp_resolve"}`]; resp.StatusCode != http.StatusUnauthorized || got != 1 {
+		t.Errorf(`an HTTP resolve without a token: %d, wacpd_requests_total{code="UNAUTHORIZED",endpoint="agent_carp_resolve"} = %v; want 401, 1`, resp.StatusCode, got)
 	}
 	if got := m[`wacpd_requests_total{code="invalid_parent",endpoint="agent_checkpoint"}`]; got != 1 {
 		t.Errorf(`wacpd_requests_total{code="invalid_parent",endpoint="agent_checkpoint"} = %v, want 1`, got)
