@@ -508,6 +508,7 @@ func TestCarp_IntentFailsNothingForwarded(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := e.TraceLen()
+	settled(t, e) // no batch in flight reads failAt while it is set
 	e.cfg.failAt = func(step string) error {
 		if step == "execution" {
 			return errors.New("disk gone")
@@ -515,7 +516,7 @@ func TestCarp_IntentFailsNothingForwarded(t *testing.T) {
 		return nil
 	}
 	done, in, err := e.CarpExecute(ctx, w.ID, carpReq(t, w, carp.OpExecute, action(res.ResolutionID, "ticket.get", map[string]any{"ticket_id": "T-1"})))
-	e.cfg.failAt = nil
+	// failAt stays: the degraded engine's probes read it from the committer.
 	if err == nil || done != nil || in != nil {
 		t.Fatalf("a failed intent: %+v %+v %v", done, in, err)
 	}
