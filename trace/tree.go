@@ -1,16 +1,15 @@
 package trace
 
 import (
-	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/rfc6962"
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/wacpd/wacpd/trail"
 )
 
 // Tree is the Merkle tree of a daemon's TRACE log: every event of every
@@ -101,13 +100,14 @@ type TreeHead struct {
 }
 
 // ErrBadTreeHead is returned by OpenTreeHead for a note that is not a
-// well-formed head or whose signature does not verify.
-var ErrBadTreeHead = errors.New("trace: invalid signed tree head")
+// well-formed head or whose signature does not verify: the trail's error,
+// as the two heads share their note format (trail.OpenNote).
+var ErrBadTreeHead = trail.ErrBadTreeHead
 
-// SignTreeHead signs size and root.
+// SignTreeHead signs size and root in the note layout of the trail's heads
+// (trail.TreeHeadText).
 func SignTreeHead(signer note.Signer, origin string, size uint64, root []byte, timestamp string) (TreeHead, error) {
-	text := fmt.Sprintf("%s\n%d\n%s\n%s\n", origin, size, base64.StdEncoding.EncodeToString(root), timestamp)
-	msg, err := note.Sign(&note.Note{Text: text}, signer)
+	msg, err := note.Sign(&note.Note{Text: trail.TreeHeadText(origin, size, root, timestamp)}, signer)
 	if err != nil {
 		return TreeHead{}, fmt.Errorf("sign trace tree head: %w", err)
 	}
@@ -115,27 +115,14 @@ func SignTreeHead(signer note.Signer, origin string, size uint64, root []byte, t
 }
 
 // OpenTreeHead verifies msg with the verifier key vkey and returns its
-// content.
+// content; a trail's head (its origin not ending in /trace) is refused.
 func OpenTreeHead(msg, vkey string) (TreeHead, error) {
-	v, err := note.NewVerifier(vkey)
+	origin, size, root, ts, err := trail.OpenNote(msg, vkey)
 	if err != nil {
-		return TreeHead{}, fmt.Errorf("%w: public key: %v", ErrBadTreeHead, err)
+		return TreeHead{}, err
 	}
-	n, err := note.Open([]byte(msg), note.VerifierList(v))
-	if err != nil {
-		return TreeHead{}, fmt.Errorf("%w: %v", ErrBadTreeHead, err)
-	}
-	lines := strings.Split(strings.TrimSuffix(n.Text, "\n"), "\n")
-	if len(lines) != 4 || !strings.HasSuffix(lines[0], "/trace") {
+	if !strings.HasSuffix(origin, "/trace") {
 		return TreeHead{}, fmt.Errorf("%w: not a TRACE tree head", ErrBadTreeHead)
 	}
-	size, err := strconv.ParseUint(lines[1], 10, 64)
-	if err != nil {
-		return TreeHead{}, fmt.Errorf("%w: size %q", ErrBadTreeHead, lines[1])
-	}
-	root, err := base64.StdEncoding.DecodeString(lines[2])
-	if err != nil || len(root) != 32 {
-		return TreeHead{}, fmt.Errorf("%w: root %q", ErrBadTreeHead, lines[2])
-	}
-	return TreeHead{Origin: lines[0], Size: size, Root: "sha256:" + hex.EncodeToString(root), Timestamp: lines[3], Note: msg}, nil
+	return TreeHead{Origin: origin, Size: size, Root: "sha256:" + hex.EncodeToString(root), Timestamp: ts, Note: msg}, nil
 }

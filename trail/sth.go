@@ -43,25 +43,36 @@ func SignTreeHead(signer note.Signer, origin string, size uint64, root []byte, t
 // OpenTreeHead verifies a signed tree head note with the public key vkey
 // (note verifier key format) and returns its content.
 func OpenTreeHead(msg, vkey string) (TreeHead, error) {
+	origin, size, root, ts, err := OpenNote(msg, vkey)
+	if err != nil {
+		return TreeHead{}, err
+	}
+	return TreeHead{Origin: origin, Size: size, Root: FormatHash(root), Timestamp: ts, Note: msg}, nil
+}
+
+// OpenNote verifies a tree head note in the layout of TreeHeadText with
+// vkey and returns its four lines: the trail's heads and the TRACE log's
+// (package trace) are both of this form. Errors wrap ErrBadTreeHead.
+func OpenNote(msg, vkey string) (origin string, size uint64, root []byte, timestamp string, err error) {
 	v, err := note.NewVerifier(vkey)
 	if err != nil {
-		return TreeHead{}, fmt.Errorf("%w: public key: %v", ErrBadTreeHead, err)
+		return "", 0, nil, "", fmt.Errorf("%w: public key: %v", ErrBadTreeHead, err)
 	}
 	n, err := note.Open([]byte(msg), note.VerifierList(v))
 	if err != nil {
-		return TreeHead{}, fmt.Errorf("%w: %v", ErrBadTreeHead, err)
+		return "", 0, nil, "", fmt.Errorf("%w: %v", ErrBadTreeHead, err)
 	}
 	lines := strings.Split(strings.TrimSuffix(n.Text, "\n"), "\n")
 	if len(lines) != 4 {
-		return TreeHead{}, fmt.Errorf("%w: %d lines, want 4", ErrBadTreeHead, len(lines))
+		return "", 0, nil, "", fmt.Errorf("%w: %d lines, want 4", ErrBadTreeHead, len(lines))
 	}
-	size, err := strconv.ParseUint(lines[1], 10, 64)
+	size, err = strconv.ParseUint(lines[1], 10, 64)
 	if err != nil {
-		return TreeHead{}, fmt.Errorf("%w: size %q", ErrBadTreeHead, lines[1])
+		return "", 0, nil, "", fmt.Errorf("%w: size %q", ErrBadTreeHead, lines[1])
 	}
-	root, err := base64.StdEncoding.DecodeString(lines[2])
+	root, err = base64.StdEncoding.DecodeString(lines[2])
 	if err != nil || len(root) != 32 {
-		return TreeHead{}, fmt.Errorf("%w: root %q", ErrBadTreeHead, lines[2])
+		return "", 0, nil, "", fmt.Errorf("%w: root %q", ErrBadTreeHead, lines[2])
 	}
-	return TreeHead{Origin: lines[0], Size: size, Root: FormatHash(root), Timestamp: lines[3], Note: msg}, nil
+	return lines[0], size, root, lines[3], nil
 }
