@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/gowebpki/jcs"
@@ -304,11 +306,7 @@ func (e *Engine) applyCarp(t *tx) {
 func (e *Engine) Atlases() ([]*atlas.Manifest, map[string]string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	sums := make(map[string]string, len(e.carp.sums))
-	for k, v := range e.carp.sums {
-		sums[k] = v
-	}
-	return slices.Clone(e.carp.atlases), sums
+	return slices.Clone(e.carp.atlases), maps.Clone(e.carp.sums)
 }
 
 // AtlasChange is the outcome of a load or unload.
@@ -358,7 +356,7 @@ func (e *Engine) LoadAtlas(ctx context.Context, m *atlas.Manifest, by string) (A
 			}
 			next := slices.DeleteFunc(slices.Clone(list), func(x *atlas.Manifest) bool { return x.AtlasID == m.AtlasID })
 			next = append(next, m)
-			nsums := cloneSums(sums)
+			nsums := maps.Clone(sums)
 			nsums[m.AtlasID] = sum
 			l.atlases, l.sums, l.seq = &next, nsums, seq
 			payload := map[string]any{"atlas_id": m.AtlasID, "version": m.Version, "checksum": sum, "by": by,
@@ -393,7 +391,7 @@ func (e *Engine) UnloadAtlas(ctx context.Context, id, by string) (AtlasChange, e
 				return err
 			}
 			next := slices.Delete(slices.Clone(list), i, i+1)
-			nsums := cloneSums(sums)
+			nsums := maps.Clone(sums)
 			delete(nsums, id)
 			l := t.carpOf()
 			l.atlases, l.sums, l.seq = &next, nsums, max(l.seq, t.e.carp.seq)
@@ -402,14 +400,6 @@ func (e *Engine) UnloadAtlas(ctx context.Context, id, by string) (AtlasChange, e
 		})
 	})
 	return ch, err
-}
-
-func cloneSums(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m)+1)
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // runSpan is the span of the run's own TRACE events (atlas loads): the
@@ -489,12 +479,18 @@ func (x Execution) span() span {
 // resolution, its parameters and whether it is a dry run.
 func requestHash(req carp.Request) string {
 	dry := req.ExecutionOptions != nil && req.ExecutionOptions.DryRun
-	b, _ := json.Marshal(map[string]any{"action_id": req.Action.ActionID, "action_type": req.Action.ActionType,
+	s := canonicalSum(map[string]any{"action_id": req.Action.ActionID, "action_type": req.Action.ActionType,
 		"resolution_id": req.Action.ResolutionID, "parameters": req.Action.Parameters, "dry_run": dry})
+	return "sha256:" + hex.EncodeToString(s[:])
+}
+
+// canonicalSum is the SHA-256 of v's canonical JSON (RFC 8785).
+func canonicalSum(v any) [32]byte {
+	b, _ := json.Marshal(v)
 	if c, err := jcs.Transform(b); err == nil {
 		b = c
 	}
-	return carp.ContentHash(b)
+	return sha256.Sum256(b)
 }
 
 // AgentID is the agent_id of ws's CARP session: the workspace's agent, or
@@ -587,11 +583,7 @@ func requestPayload(req carp.Request) map[string]any {
 func cacheKey(req carp.Request) string {
 	scope := map[string]any{"session_id": req.Requester.SessionID, "scope": req.Scope,
 		"risk_tier": req.Task.RiskTier, "context_hints": req.Task.ContextHints, "constraints": req.Task.Constraints}
-	b, _ := json.Marshal(scope)
-	if c, err := jcs.Transform(b); err == nil {
-		b = c
-	}
-	s := sha256.Sum256(b)
+	s := canonicalSum(scope)
 	return carp.GoalHash(req.Task.Goal) + ":" + req.Requester.AgentID + ":" + hex.EncodeToString(s[:])
 }
 
@@ -726,7 +718,8 @@ func (e *Engine) CarpExecute(ctx context.Context, ws string, req carp.Request) (
 			x.Status = carp.StatusPendingApproval
 			r := carp.ExecutionResult{CARPVersion: carp.Version, RequestID: req.RequestID, ExecutionID: x.ID,
 				Timestamp: formatCarp(now), Status: carp.StatusPendingApproval, TelemetryLink: link}
-			return t.finish(&x, &r, nil, now, &res)
+			res = &r
+			return t.finish(&x, &r, now)
 		case opts.DryRun:
 			x.IdempotencyKey = "" // a dry run does not take the key of the execute it rehearses
 			if _, err := t.traceEmit(sp, carp.TraceActionApproved, map[string]any{"execution_id": x.ID, "action_id": ga.ActionID, "dry_run": true}); err != nil {
@@ -735,7 +728,8 @@ func (e *Engine) CarpExecute(ctx context.Context, ws string, req carp.Request) (
 			r := carp.ExecutionResult{CARPVersion: carp.Version, RequestID: req.RequestID, ExecutionID: x.ID,
 				Timestamp: formatCarp(now), Status: carp.StatusSuccess, TelemetryLink: link,
 				Result: &carp.ExecutionOutput{Output: json.RawMessage(`{"dry_run":true}`), OutputHash: carp.ContentHash([]byte(`{"dry_run":true}`)), OutputType: "application/json"}}
-			return t.finish(&x, &r, nil, now, &res)
+			res = &r
+			return t.finish(&x, &r, now)
 		}
 		timeout := DefaultToolTimeout
 		if ga.TimeoutMS > 0 {
@@ -770,9 +764,9 @@ func (e *Engine) CarpExecute(ctx context.Context, ws string, req carp.Request) (
 	return res, in, err
 }
 
-// finish records x's result r (and TRACE's action.executed or
-// action.failed unless typ is nil... see callers) and sets *out.
-func (t *tx) finish(x *Execution, r *carp.ExecutionResult, _ []string, now time.Time, out **carp.ExecutionResult) error {
+// finish records x's result r (its events emitted already, counted in
+// telemetry_link.events_emitted).
+func (t *tx) finish(x *Execution, r *carp.ExecutionResult, now time.Time) error {
 	x.Emitted += t.emitted
 	r.TelemetryLink.EventsEmitted = x.Emitted
 	b, err := json.Marshal(r)
@@ -783,11 +777,7 @@ func (t *tx) finish(x *Execution, r *carp.ExecutionResult, _ []string, now time.
 	if x.Status == "" || x.Status == execRunning {
 		x.Status = r.Status
 	}
-	if err := t.putExecution(*x, nil, now); err != nil {
-		return err
-	}
-	*out = r
-	return nil
+	return t.putExecution(*x, nil, now)
 }
 
 func formatCarp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
@@ -864,7 +854,8 @@ func (e *Engine) CarpFinish(ctx context.Context, id string, o Outcome) (*carp.Ex
 			if _, err := t.traceEmit(sp, typ, payload); err != nil {
 				return err
 			}
-			return t.finish(&x, &r, nil, now, &res)
+			res = &r
+			return t.finish(&x, &r, now)
 		})
 	})
 	return res, err
@@ -909,18 +900,8 @@ func (e *Engine) Executions(session string) []Execution {
 			out = append(out, x)
 		}
 	}
-	slices.SortFunc(out, func(a, b Execution) int { return cmpStr(a.StartedAt, b.StartedAt) })
+	slices.SortFunc(out, func(a, b Execution) int { return strings.Compare(a.StartedAt, b.StartedAt) })
 	return out
-}
-
-func cmpStr(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // CarpValidate runs an execute's checks without effect: the
@@ -1019,8 +1000,7 @@ func (e *Engine) interruptedExecutions() error {
 					"status": r.Status, "completed": false, "error_code": carp.CodeExecutionFailed}); err != nil {
 					return err
 				}
-				var ignored *carp.ExecutionResult
-				if err := t.finish(&x, &r, nil, now, &ignored); err != nil {
+				if err := t.finish(&x, &r, now); err != nil {
 					return err
 				}
 			}
