@@ -42,10 +42,7 @@ func asCarp(err error, body []byte) *carpFailure {
 	if errors.As(err, &f) {
 		return f
 	}
-	var req struct {
-		RequestID string `json:"request_id"`
-	}
-	_ = json.Unmarshal(body, &req)
+	req := claimedIDs(body)
 	var ce *carp.Error
 	traceID := ""
 	var re *runtime.CarpError
@@ -79,6 +76,21 @@ func asCarp(err error, body []byte) *carpFailure {
 	return &carpFailure{resp: ce.Response(req.RequestID, time.Now().UTC().Format("2006-01-02T15:04:05.000Z"), traceID), status: status}
 }
 
+// claimed is what a CARP body says of itself, read leniently: the ids an
+// answer echoes, even when the body is refused.
+type claimed struct {
+	RequestID string `json:"request_id"`
+	Action    struct {
+		ResolutionID string `json:"resolution_id"`
+	} `json:"action"`
+}
+
+func claimedIDs(body []byte) claimed {
+	var c claimed
+	_ = json.Unmarshal(body, &c)
+	return c
+}
+
 // isCarp reports whether endpoint (its micro name) answers CARP's error
 // envelope.
 func isCarp(endpoint string) bool { return strings.HasPrefix(endpoint, "agent_carp_") }
@@ -90,10 +102,7 @@ func (r *Daemon) carpDecode(ctx context.Context, c caller, body []byte, op strin
 	if ce == nil {
 		return req, nil
 	}
-	var claimed struct {
-		RequestID string `json:"request_id"`
-	}
-	_ = json.Unmarshal(body, &claimed)
+	claimed := claimedIDs(body)
 	if len(claimed.RequestID) > 64 {
 		claimed.RequestID = claimed.RequestID[:64]
 	}

@@ -118,13 +118,7 @@ func (r *Daemon) serveHTTP(hr *http.Request, ep endpoint, body []byte) (any, err
 // writeCarp writes a CARP answer (v) or refusal (a *carpFailure) with the
 // seed's headers.
 func writeCarp(w http.ResponseWriter, op string, body []byte, v any) {
-	var req struct {
-		RequestID string `json:"request_id"`
-		Action    struct {
-			ResolutionID string `json:"resolution_id"`
-		} `json:"action"`
-	}
-	_ = json.Unmarshal(body, &req)
+	req := claimedIDs(body)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	if req.RequestID != "" {
