@@ -363,6 +363,16 @@ func TestCarp_InterruptedAndLate(t *testing.T) {
 	if n := countTypes(evs); n[carp.TraceActionExecuted] != 1 { // the late answer
 		t.Errorf("TRACE: %v", n)
 	}
+	// The log's tree, reloaded and grown after reopening, is the events'.
+	all, _, err := e.TraceEvents(ctx, "", 0, 100000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if root, err := trace.Root(all); err != nil {
+		t.Fatal(err)
+	} else if size, r := e.TraceSize(); size != uint64(len(all)) || !bytes.Equal(r, root) {
+		t.Errorf("the log's tree after reopening: size %d, root %x; the events give %d, %x", size, r, len(all), root)
+	}
 	verify(t, e)
 }
 

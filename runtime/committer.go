@@ -428,7 +428,9 @@ func (c *committer) submit(b *openBatch) {
 	}
 	err := b.poisoned
 	if err == nil && b.steps > 0 {
-		if err = b.tx.step("commit"); err == nil {
+		if err = b.tx.writeTraceState(); err != nil {
+			err = fmt.Errorf("%w: the TRACE log's state: %v", ErrStorage, err)
+		} else if err = b.tx.step("commit"); err == nil {
 			if ferr := b.tx.batch.Flush(); ferr != nil {
 				err = fmt.Errorf("%w: %v", ErrStorage, ferr)
 			}

@@ -153,17 +153,7 @@ func (t *tx) traceEmit(sp span, typ string, payload map[string]any) (trace.Event
 	if err := t.txn.Set([]byte(keyTraceIndex+sp.session+"/"+k), nil); err != nil {
 		return trace.Event{}, err
 	}
-	if err := t.txn.Set([]byte(keyTraceHead+sp.session), line); err != nil {
-		return trace.Event{}, err
-	}
-	tr, err := json.Marshal(treeRecord{Size: l.tree.Size(), Hashes: l.tree.Hashes()})
-	if err != nil {
-		return trace.Event{}, err
-	}
-	if err := t.txn.Set(keyTraceTree, tr); err != nil {
-		return trace.Event{}, err
-	}
-	l.heads[sp.session] = ev
+	l.heads[sp.session] = ev // its r/h/ and the tree's r/t: once per batch (writeTraceState)
 	t.emitted++
 	return ev, nil
 }
@@ -174,6 +164,31 @@ func traceSeq(n uint64) string {
 		s = "0" + s
 	}
 	return s
+}
+
+// writeTraceState writes, once per batch and before its block is flushed,
+// what the batch's events changed besides themselves: the last event of
+// each session they went to (r/h/) and the tree (r/t). Written per event,
+// they were rewritten, and recorded in the block, once per event.
+func (t *tx) writeTraceState() error {
+	l := t.traces
+	if l == nil || l.tree == nil {
+		return nil
+	}
+	for s, ev := range l.heads {
+		line, err := json.Marshal(ev)
+		if err != nil {
+			return err
+		}
+		if err := t.txn.Set([]byte(keyTraceHead+s), line); err != nil {
+			return err
+		}
+	}
+	tr, err := json.Marshal(treeRecord{Size: l.tree.Size(), Hashes: l.tree.Hashes()})
+	if err != nil {
+		return err
+	}
+	return t.txn.Set(keyTraceTree, tr)
 }
 
 // applyTrace makes a committed batch's events the engine's.
