@@ -19,6 +19,51 @@ type Manifest struct {
 	ContextBlocks []ContextBlock `json:"context_blocks,omitempty"`
 	Policies      []Policy       `json:"policies,omitempty"`
 	Actions       []Action       `json:"actions,omitempty"`
+	// Approvals is the steward's policy for operator approvals (issue 16;
+	// an extension of seed 000): when a governed action needs a
+	// control-plane checkpoint beyond the mandatory triggers.
+	Approvals *Approvals `json:"approvals,omitempty"`
+}
+
+// Side-effect classes of an action (issue 16): what running it changes.
+// An action that declares none is taken to be irreversible.
+const (
+	SideEffectReadOnly     = "read_only"
+	SideEffectReversible   = "reversible"
+	SideEffectIrreversible = "irreversible"
+)
+
+// SideEffectClasses returns the classes, least consequential first.
+func SideEffectClasses() []string {
+	return []string{SideEffectReadOnly, SideEffectReversible, SideEffectIrreversible}
+}
+
+// Responses to a trust violation (Approvals.OnViolation): what the first
+// violation on a boundary forces besides resetting it to untrusted.
+const (
+	OnViolationPerStep    = "per_step"            // every action touching the boundary needs its own approval (default)
+	OnViolationInvalidate = "invalidate_envelope" // and the session's permits touching it are revoked
+	OnViolationHalt       = "halt"                // and the workspace is suspended until an operator acts
+)
+
+// Approvals is the steward's approval policy (issue 16, seed 003): the
+// risk tier a run may use before a capability-transition checkpoint, the
+// tier from which every action is checkpointed, the policy-defined
+// checkpoint boundaries (actions; the mode never waives these only), the
+// paths and provider classes approved from the start, whether a run may
+// ask for mode never, what a trust violation forces, and how long a
+// permit lives.
+type Approvals struct {
+	BaselineRiskTier  string   `json:"baseline_risk_tier,omitempty"` // default critical: no capability-transition checkpoint
+	HighRiskTier      string   `json:"high_risk_tier,omitempty"`     // default none
+	CheckpointActions []string `json:"checkpoint_actions,omitempty"` // action patterns
+	ApprovedPaths     []string `json:"approved_paths,omitempty"`     // path patterns: exact, path.Match globs, or dir/**
+	ProviderClasses   []string `json:"provider_classes,omitempty"`
+	AllowNever        bool     `json:"allow_never,omitempty"`
+	OnViolation       string   `json:"on_violation,omitempty"`       // default per_step
+	PermitTTLSeconds  int      `json:"permit_ttl_seconds,omitempty"` // default 3600
+	MaxPermitUses     int      `json:"max_permit_uses,omitempty"`    // the most uses an operator may give a modified envelope; default 100
+	TimeoutSeconds    int      `json:"timeout_seconds,omitempty"`    // a checkpoint's wait; 0 waits indefinitely; it times out to deny
 }
 
 // Steward is who publishes the atlas (seed 000). wacpd records it; access,
@@ -93,6 +138,14 @@ type Action struct {
 	TimeoutMS            int                   `json:"timeout_ms,omitempty"`
 	Examples             json.RawMessage       `json:"examples,omitempty"`
 	EvidenceRefs         []string              `json:"evidence_refs,omitempty"`
+	// Approval facts (issue 16): what running the action changes, the
+	// class of provider it calls, the parameters that name paths (a
+	// string or a list of strings), and whether it hands work to another
+	// agent (delegation needs its own trust treatment).
+	SideEffectClass string   `json:"side_effect_class,omitempty"`
+	ProviderClass   string   `json:"provider_class,omitempty"`
+	PathParameters  []string `json:"path_parameters,omitempty"`
+	Delegation      bool     `json:"delegation,omitempty"`
 }
 
 // ParameterConstraint is CARP's ParameterConstraint: a check of one

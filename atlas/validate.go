@@ -165,6 +165,9 @@ func Validate(file string, m *Manifest) error {
 		v.checkpoint(c, caps, contexts)
 	}
 	_ = actions
+	if a := m.Approvals; a != nil {
+		v.approvals(*a, m.Actions)
+	}
 	if v.err != nil {
 		return v.err
 	}
@@ -219,6 +222,41 @@ func (v *validator) action(a Action) {
 	}
 	if a.TimeoutMS < 0 {
 		v.fail(entry, RuleRange, "timeout_ms %d is negative", a.TimeoutMS)
+	}
+	v.enum(entry, "side_effect_class", a.SideEffectClass, SideEffectClasses()...)
+	for i, p := range a.PathParameters {
+		if p == "" {
+			v.fail(fmt.Sprintf("%s.path_parameters[%d]", entry, i), RuleRequired, "a path parameter needs a name")
+		}
+	}
+}
+
+// approvals checks the approval policy: tiers, patterns, the violation
+// response and the numbers.
+func (v *validator) approvals(a Approvals, actions []Action) {
+	const entry = "approvals"
+	v.enum(entry, "baseline_risk_tier", a.BaselineRiskTier, RiskTiers()...)
+	v.enum(entry, "high_risk_tier", a.HighRiskTier, RiskTiers()...)
+	v.enum(entry, "on_violation", a.OnViolation, OnViolationPerStep, OnViolationInvalidate, OnViolationHalt)
+	v.patterns(entry, "checkpoint_actions", a.CheckpointActions)
+	v.covers(entry, "checkpoint_actions", a.CheckpointActions, actions)
+	for i, p := range a.ApprovedPaths {
+		if err := CheckPathPattern(p); err != nil {
+			v.fail(fmt.Sprintf("%s.approved_paths[%d]", entry, i), RulePattern, "%v", err)
+		}
+	}
+	for i, c := range a.ProviderClasses {
+		if c == "" {
+			v.fail(fmt.Sprintf("%s.provider_classes[%d]", entry, i), RuleRequired, "a provider class needs a name")
+		}
+	}
+	switch {
+	case a.PermitTTLSeconds < 0:
+		v.fail(entry, RuleRange, "permit_ttl_seconds %d is negative", a.PermitTTLSeconds)
+	case a.MaxPermitUses < 0:
+		v.fail(entry, RuleRange, "max_permit_uses %d is negative", a.MaxPermitUses)
+	case a.TimeoutSeconds < 0:
+		v.fail(entry, RuleRange, "timeout_seconds %d is negative", a.TimeoutSeconds)
 	}
 }
 
