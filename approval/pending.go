@@ -173,3 +173,37 @@ func argumentsOf(form json.RawMessage) json.RawMessage {
 	}
 	return v.Arguments
 }
+
+// Ref is what an agent is told of a checkpoint that holds its request:
+// where it stands, and the nine fields its operator sees.
+type Ref struct {
+	ApprovalID              string  `json:"approval_id"`
+	ExecutionID             string  `json:"execution_id"`
+	Status                  string  `json:"status"`
+	Outcome                 Outcome `json:"outcome,omitempty"`
+	PermitID                string  `json:"permit_id,omitempty"`
+	Digest                  string  `json:"digest"`
+	CanonicalizationVersion string  `json:"canonicalization_version"`
+	CheckpointPending       Pending `json:"checkpoint_pending"`
+	DecidedBy               string  `json:"decided_by,omitempty"`
+	Reason                  string  `json:"reason,omitempty"`
+}
+
+// Ref returns cp as an agent is told of it.
+func (cp Checkpoint) Ref() Ref {
+	return Ref{ApprovalID: cp.ApprovalID, ExecutionID: cp.ExecutionID, Status: cp.Status, Outcome: cp.Outcome,
+		PermitID: cp.PermitID, Digest: cp.Digest, CanonicalizationVersion: cp.Version, CheckpointPending: cp.Pending,
+		DecidedBy: cp.DecidedBy, Reason: cp.Reason}
+}
+
+// TRACE event types of approvals (issue 16): in the session's TRACE log,
+// in the commit of what they record.
+const (
+	TraceCheckpointOpened = "approval.checkpoint_opened"
+	TraceDecided          = "approval.decided"
+	TracePermitIssued     = "approval.permit_issued"
+	TracePermitUsed       = "approval.permit_used"
+	TracePermitRevoked    = "approval.permit_revoked"
+	TraceTrust            = "approval.trust"
+	TraceModeChanged      = "approval.mode_changed"
+)

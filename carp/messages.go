@@ -9,6 +9,7 @@ package carp
 import (
 	"encoding/json"
 
+	"github.com/wacpd/wacpd/approval"
 	"github.com/wacpd/wacpd/atlas"
 )
 
@@ -39,6 +40,10 @@ type Request struct {
 	// IdempotencyKey makes a repeated execute answer the first one's result
 	// instead of running the action again (issue 15; an extension).
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// ApprovalID names the checkpoint whose approval this execute runs
+	// under (issue 16; an extension): the request must be the approved
+	// one, canonically, or the approval is cancelled.
+	ApprovalID string `json:"approval_id,omitempty"`
 }
 
 // Requester is who asks: for wacpd a workspace's agent.
@@ -358,6 +363,9 @@ type ExecutionResult struct {
 	Metrics       Metrics          `json:"metrics"`
 	SideEffects   []SideEffect     `json:"side_effects,omitempty"`
 	TelemetryLink TelemetryLink    `json:"telemetry_link"`
+	// Approval is the checkpoint that holds (pending_approval) or held the
+	// execution (issue 16; an extension).
+	Approval *approval.Ref `json:"approval,omitempty"`
 }
 
 // ExecutionOutput is an execution's result.

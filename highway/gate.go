@@ -150,6 +150,7 @@ type Resolution struct {
 	Timestamp     string          `json:"timestamp"`
 	Reason        string          `json:"reason,omitempty"`
 	RequestedBy   string          `json:"requested_by,omitempty"` // the user who denied a gate with no operator present (Deny)
+	Outcome       string          `json:"outcome,omitempty"`      // a checkpoint's outcome, as the person chose it (ResolveRequest.Outcome)
 }
 
 // Event is a trail entry a step writes.

@@ -19,6 +19,13 @@ type ResolveRequest struct {
 	GateID        string          `json:"gate_id"`
 	Action        Action          `json:"action"`
 	Modifications json.RawMessage `json:"modifications,omitempty"`
+	// Outcome is a control-plane checkpoint's outcome (issue 16): with
+	// approve "continue" (the default) or "per_step", with reject "deny"
+	// (the default) or "halt"; a gate of any other subject takes none.
+	Outcome string `json:"outcome,omitempty"`
+	// Confirm is the second confirmation an approval of an irreversible
+	// checkpoint needs: a single approve is not enough.
+	Confirm bool `json:"confirm,omitempty"`
 }
 
 // DecodeResolveRequest decodes and checks the shape of a resolve request:
@@ -81,7 +88,7 @@ func Resolve(g Gate, r ResolveRequest, user, ts string) (Gate, Event, error) {
 			return g, Event{}, fmt.Errorf("%w: %s gates let a person change %v, not %q", ErrInvalidResolution, g.Type, g.Type.Mutable(), f)
 		}
 	}
-	res := Resolution{Action: r.Action, Actor: user, Timestamp: ts}
+	res := Resolution{Action: r.Action, Actor: user, Timestamp: ts, Outcome: r.Outcome}
 	if r.Action == Deny {
 		// No person decides: the gate is denied by the protocol on the
 		// user's behalf.

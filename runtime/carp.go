@@ -54,6 +54,11 @@ type Execution struct {
 	StartedAt  string   `json:"started_at"`
 	FinishedAt string   `json:"finished_at,omitempty"`
 	Limits     []string `json:"limits,omitempty"` // the limit keys the execution counts against
+	// Paths are the paths the request touches (the action's
+	// path_parameters), PermitID the permit it ran under, if any
+	// (approvals, issue 16).
+	Paths    []string `json:"paths,omitempty"`
+	PermitID string   `json:"permit_id,omitempty"`
 	// Result is the CARPExecutionResult answered (set when it finished).
 	Result json.RawMessage `json:"result,omitempty"`
 	// Late is the status of a tool's answer after the execution timed

@@ -10,11 +10,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
 	"github.com/gowebpki/jcs"
 
+	"github.com/wacpd/wacpd/approval"
 	"github.com/wacpd/wacpd/carp"
 	"github.com/wacpd/wacpd/wire"
 	"github.com/wacpd/wacpd/workspace"
@@ -265,21 +267,22 @@ const (
 	MaxToolTimeout     = wire.MaxToolTimeout
 )
 
-// CarpExecute checks an execute of ws's agent (carp.Authorize) and either
-// answers it at once — a refusal (*CarpError), a dry run, a held
-// execution (pending_approval: an action that requires approval; operator
-// approvals, issue 16, resolve it), or the recorded result of an earlier
+// CarpExecute checks an execute of ws's agent and either answers it at
+// once — a refusal (*CarpError), a dry run, an execution held at an
+// operator's checkpoint (pending_approval, with the checkpoint in
+// result.approval; approvalops.go), or the recorded result of an earlier
 // execute with the same idempotency_key — or records the intent (the
-// execution running, its limits counted, action.requested and
-// action.approved in TRACE) and returns it: the daemon then forwards it
-// and records the outcome with CarpFinish. If the intent's commit fails,
-// nothing is forwarded.
+// execution running, its limits counted, a permit's use, action.requested
+// and action.approved in TRACE) and returns it: the daemon then forwards
+// it and records the outcome with CarpFinish. The request is put in
+// canonical form (package approval) before any policy or approval logic.
+// If the intent's commit fails, nothing is forwarded.
 func (e *Engine) CarpExecute(ctx context.Context, ws string, req carp.Request) (*carp.ExecutionResult, *Intent, error) {
 	var res *carp.ExecutionResult
 	var in *Intent
 	err := e.carpOp(ctx, ws, req, func(t *tx, sp span, refusal **CarpError) error {
 		res, in = nil, nil
-		if x, ok := t.idempotent(ws, req.IdempotencyKey); ok {
+		if x, ok := t.idempotent(ws, req.IdempotencyKey); ok && req.ApprovalID == "" {
 			if x.Request != requestHash(req) {
 				return t.refuse(sp, req, carp.Errorf(carp.CodeInvalidRequest,
 					"idempotency_key %q was used for another request (execution %s); use a new key", req.IdempotencyKey, x.ID), carp.TraceErrorOccurred, refusal)
@@ -293,6 +296,12 @@ func (e *Engine) CarpExecute(ctx context.Context, ws string, req carp.Request) (
 				return fmt.Errorf("execution %s: %w", x.ID, err)
 			}
 			r.RequestID = req.RequestID
+			if r.Approval != nil {
+				if cp, ok := t.checkpoint(r.Approval.ApprovalID); ok {
+					ref := cp.Ref()
+					r.Approval = &ref
+				}
+			}
 			res = &r
 			_, err := t.traceEmit(sp, carp.TraceRequestReceived, requestPayload(req))
 			return err
@@ -302,14 +311,27 @@ func (e *Engine) CarpExecute(ctx context.Context, ws string, req carp.Request) (
 			return t.refuse(sp, req, carp.Errorf(carp.CodeResolutionNotFound, "resolution %s does not exist; resolve first", req.Action.ResolutionID), carp.TraceActionDenied, refusal)
 		}
 		now := t.next()
+		// Canonical form first: the binding digest of the request.
+		gv, cerr := t.governed(g, req, ws)
+		if cerr != nil {
+			return t.refuse(sp, req, cerr, carp.TraceErrorOccurred, refusal)
+		}
 		_, sums := t.atlases()
-		ga, _, ce := carp.Authorize(carp.Check{Grant: g, Request: req, Now: now,
+		ga, vs, ce := carp.Authorize(carp.Check{Grant: g, Request: req, Now: now,
 			Loaded: func(id string) string { return sums[id] },
 			Usage:  func(l carp.Limit) (int, time.Time) { return t.usage(l, now) }})
 		if ce != nil {
 			typ := carp.TraceActionDenied
 			if ce.Code == carp.CodeConstraintViolated || ce.Code == carp.CodeRateLimited {
 				typ = carp.TracePolicyViolated
+			}
+			if gv != nil && slices.ContainsFunc(vs, func(v carp.Violation) bool { return v.Path != "parameters" }) {
+				// Parameters outside the steward's parameter constraints (not
+				// a malformed request, which its schema refuses): a
+				// violation on the tool's boundary.
+				if err := t.violate(sp, ws, approval.Boundary(approval.BoundaryTool, gv.req.Tool), "constraint_violated", gv.policy); err != nil {
+					return err
+				}
 			}
 			return t.refuse(sp, req, ce, typ, refusal)
 		}
@@ -327,18 +349,8 @@ func (e *Engine) CarpExecute(ctx context.Context, ws string, req carp.Request) (
 			opts = *req.ExecutionOptions
 		}
 		link := carp.TelemetryLink{TraceID: sp.trace, SpanID: sp.span}
-		switch {
-		case ga.RequiresApproval:
-			if _, err := t.traceEmit(sp, carp.TraceActionRequested, map[string]any{"execution_id": x.ID, "action_id": ga.ActionID,
-				"risk_tier": ga.RiskTier, "requires_approval": true, "approval_policies": ga.ApprovalPolicies}); err != nil {
-				return err
-			}
-			x.Status = carp.StatusPendingApproval
-			r := carp.ExecutionResult{CARPVersion: carp.Version, RequestID: req.RequestID, ExecutionID: x.ID,
-				Timestamp: formatCarp(now), Status: carp.StatusPendingApproval, TelemetryLink: link}
-			res = &r
-			return t.finish(&x, &r, now)
-		case opts.DryRun:
+		if opts.DryRun {
+			// A dry run calls no tool: no checkpoint holds it.
 			x.IdempotencyKey = "" // a dry run does not take the key of the execute it rehearses
 			if _, err := t.traceEmit(sp, carp.TraceActionApproved, map[string]any{"execution_id": x.ID, "action_id": ga.ActionID, "dry_run": true}); err != nil {
 				return err
@@ -346,6 +358,22 @@ func (e *Engine) CarpExecute(ctx context.Context, ws string, req carp.Request) (
 			r := carp.ExecutionResult{CARPVersion: carp.Version, RequestID: req.RequestID, ExecutionID: x.ID,
 				Timestamp: formatCarp(now), Status: carp.StatusSuccess, TelemetryLink: link,
 				Result: &carp.ExecutionOutput{Output: json.RawMessage(`{"dry_run":true}`), OutputHash: carp.ContentHash([]byte(`{"dry_run":true}`)), OutputType: "application/json"}}
+			res = &r
+			return t.finish(&x, &r, now)
+		}
+		if gv == nil {
+			return fmt.Errorf("execute %s: the action's atlas is not loaded", ga.ActionID)
+		}
+		x.Paths = gv.req.Paths(gv.action.PathParameters)
+		held, err := t.checkpointGate(sp, req, gv, &x, now, refusal)
+		if err != nil || *refusal != nil {
+			return err
+		}
+		if held != nil {
+			x.Status = carp.StatusPendingApproval
+			ref := held.Ref()
+			r := carp.ExecutionResult{CARPVersion: carp.Version, RequestID: req.RequestID, ExecutionID: x.ID,
+				Timestamp: formatCarp(now), Status: carp.StatusPendingApproval, TelemetryLink: link, Approval: &ref}
 			res = &r
 			return t.finish(&x, &r, now)
 		}
@@ -362,11 +390,14 @@ func (e *Engine) CarpExecute(ctx context.Context, ws string, req carp.Request) (
 		}
 		x.Status = execRunning
 		if _, err := t.traceEmit(sp, carp.TraceActionRequested, map[string]any{"execution_id": x.ID, "action_id": ga.ActionID,
-			"risk_tier": ga.RiskTier, "timeout_ms": timeout.Milliseconds()}); err != nil {
+			"risk_tier": ga.RiskTier, "timeout_ms": timeout.Milliseconds(), "digest": gv.req.Digest}); err != nil {
 			return err
 		}
-		if _, err := t.traceEmit(sp, carp.TraceActionApproved, map[string]any{"execution_id": x.ID, "action_id": ga.ActionID,
-			"resolution_id": g.ResolutionID, "limits": x.Limits}); err != nil {
+		approved := map[string]any{"execution_id": x.ID, "action_id": ga.ActionID, "resolution_id": g.ResolutionID, "limits": x.Limits}
+		if x.PermitID != "" {
+			approved["permit_id"] = x.PermitID
+		}
+		if _, err := t.traceEmit(sp, carp.TraceActionApproved, approved); err != nil {
 			return err
 		}
 		x.Emitted = t.emitted // the events so far; CarpFinish adds its own

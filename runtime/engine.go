@@ -87,6 +87,7 @@ type Engine struct {
 	onCommit      []func(Commit)
 	gov           govState      // task graphs, tasks, gates, users (gov.go)
 	carp          carpState     // atlases, grants, executions (carp.go)
+	appr          apprState     // envelopes, checkpoints, permits, trust (approvals.go)
 	trace         traceState    // the TRACE log's heads and tree (tracelog.go)
 	gateKick      chan struct{} // a gate opened or was resolved: the timers look at the next deadline (gates.go)
 }
@@ -282,6 +283,9 @@ func (e *Engine) loadState() error {
 	if err := e.loadGov(); err != nil {
 		return err
 	}
+	if err := e.loadApprovals(); err != nil {
+		return err
+	}
 	if err := e.loadCarp(); err != nil {
 		return err
 	}
@@ -409,6 +413,9 @@ func (e *Engine) close() error {
 	defer e.mu.Unlock()
 	e.closed = true
 	for _, ch := range e.inboxSig {
+		close(ch)
+	}
+	for _, ch := range e.appr.sig {
 		close(ch)
 	}
 	var serr error

@@ -163,6 +163,9 @@ func (t *tx) planSettle(g highway.Gate) (func(*tx) error, error) {
 	if r.Action == highway.EscalateToCoordinator {
 		return nil, nil
 	}
+	if _, ok := t.checkpoint(g.ID); !ok && r.Outcome != "" {
+		return nil, Refuse(wire.CodeInvalidStructure, "outcome %q is a checkpoint's; gate %s holds a %s", r.Outcome, g.ID, g.Type)
+	}
 	switch g.Type {
 	case highway.TaskApproval:
 		return t.planTaskApproval(g)
@@ -173,6 +176,9 @@ func (t *tx) planSettle(g highway.Gate) (func(*tx) error, error) {
 	case highway.ConflictResolution:
 		return t.planConflict(g)
 	case highway.EnvelopeDelivery:
+		if cp, ok := t.checkpoint(g.ID); ok {
+			return t.planCheckpoint(g, cp)
+		}
 		return t.planEnvelope(g)
 	case highway.WorkspaceCreate:
 		return t.planCreate(g)
@@ -289,6 +295,10 @@ func (e *Engine) ResolveGate(ctx context.Context, userID string, body []byte) (h
 			res, ev, err := highway.Resolve(g, req, userID, ts)
 			if err != nil {
 				return &Error{Code: wire.CodeInvalidStructure, Message: err.Error(), Err: err}
+			}
+			if cp, ok := t.checkpoint(g.ID); ok && cp.Irreversible() && !req.Confirm &&
+				(req.Action == highway.Approve || req.Action == highway.Modify) {
+				return Refuse(wire.CodeInvalidStructure, "checkpoint %s holds an irreversible action (%s): approving it needs a second confirmation (confirm: true)", g.ID, cp.Tool)
 			}
 			// The effect is planned before anything is written: an
 			// operation that fails after writing poisons its batch.

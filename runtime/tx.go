@@ -40,6 +40,7 @@ type tx struct {
 	reloaded bool             // the batch that ends degraded mode (Commit.Reloaded)
 	gov      *govLayer        // changed tasks, graphs, gates and users (gov.go); nil until one changes
 	carp     *carpLayer       // the batch's CARP changes (carp.go; on the batch's layer only)
+	appr     *apprLayer       // the batch's approval changes (approvals.go; on the batch's layer only)
 	traces   *traceLayer      // the batch's TRACE events (tracelog.go; on the batch's layer only)
 	emitted  int              // TRACE events this layer's operation wrote (telemetry_link.events_emitted)
 }
@@ -117,6 +118,7 @@ func (t *tx) merge(c *tx) {
 func (e *Engine) apply(t *tx) {
 	e.applyGov(t)
 	e.applyCarp(t)
+	e.applyApprovals(t)
 	e.applyTrace(t)
 	for id, w := range t.dirty {
 		e.ws[id] = w
