@@ -370,11 +370,14 @@ func (e *Engine) CarpExecute(ctx context.Context, ws string, req carp.Request) (
 			return err
 		}
 		if held != nil {
-			x.Status = carp.StatusPendingApproval
 			ref := held.Ref()
-			r := carp.ExecutionResult{CARPVersion: carp.Version, RequestID: req.RequestID, ExecutionID: x.ID,
+			r := carp.ExecutionResult{CARPVersion: carp.Version, RequestID: req.RequestID, ExecutionID: held.ExecutionID,
 				Timestamp: formatCarp(now), Status: carp.StatusPendingApproval, TelemetryLink: link, Approval: &ref}
 			res = &r
+			if held.ExecutionID != x.ID {
+				return nil // asked again while its checkpoint is pending: the held execution's answer
+			}
+			x.Status = carp.StatusPendingApproval
 			return t.finish(&x, &r, now)
 		}
 		timeout := DefaultToolTimeout
@@ -686,6 +689,9 @@ func answered(out json.RawMessage) json.RawMessage {
 // one, as w reaches terminal state to (in the commit of that transition):
 // the session is the workspace's agent's, and it has ended.
 func (t *tx) endCarpSession(w *workspace.Workspace, to workspace.State, reason string) error {
+	if err := t.cancelCheckpoints(w.ID); err != nil {
+		return err
+	}
 	if _, ok := t.traceHead(w.ID); !ok {
 		return nil
 	}

@@ -116,6 +116,12 @@ func Needs() map[string]Need {
 		"gate.conflict_resolution": {ApproveIntegration, ApproveIntegrationAny},
 		"gate.workspace_abort":     {AbortOwn, AbortAny},
 		"escalation.respond":       {InjectDirective, InjectDirectiveAny}, // an envelope or a delegation
+		// A session's approvals (issue 16) are governed as its envelope
+		// deliveries are: who may answer its checkpoints may set its
+		// checkpoint mode, revoke its permits and restore its trust.
+		"approval.mode":          {InjectDirective, InjectDirectiveAny},
+		"permit.revoke":            {InjectDirective, InjectDirectiveAny},
+		"trust.restore":            {InjectDirective, InjectDirectiveAny},
 		"escalation.respond.abort": {AbortOwn, AbortAny},
 	}
 }
