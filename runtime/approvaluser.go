@@ -217,4 +217,3 @@ func (t *tx) cancelCheckpoints(ws string) error {
 	}
 	return nil
 }
-

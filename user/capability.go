@@ -119,7 +119,7 @@ func Needs() map[string]Need {
 		// A session's approvals (issue 16) are governed as its envelope
 		// deliveries are: who may answer its checkpoints may set its
 		// checkpoint mode, revoke its permits and restore its trust.
-		"approval.mode":          {InjectDirective, InjectDirectiveAny},
+		"approval.mode":            {InjectDirective, InjectDirectiveAny},
 		"permit.revoke":            {InjectDirective, InjectDirectiveAny},
 		"trust.restore":            {InjectDirective, InjectDirectiveAny},
 		"escalation.respond.abort": {AbortOwn, AbortAny},
