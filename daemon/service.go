@@ -183,6 +183,11 @@ func (r *Daemon) handlerTable() map[string]handlerFunc {
 		"atlas.unload":               r.atlasUnload,
 		"atlas.list":                 r.atlasList,
 		"trace":                      r.agentTrace,
+		"carp.approval":              r.carpApproval,
+		"highway.approvals":          r.highwayApprovals,
+		"highway.approval.mode":      r.highwayApprovalMode,
+		"highway.permit.revoke":      r.highwayPermitRevoke,
+		"highway.trust.restore":      r.highwayTrustRestore,
 	}
 }
 

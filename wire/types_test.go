@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wacpd/wacpd/approval"
 	"github.com/wacpd/wacpd/carp"
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/envelope"
@@ -39,6 +40,11 @@ var bodies = map[string][2]any{
 	"atlas.load":                 {wire.AtlasLoadRequest{}, wire.AtlasChange{}},
 	"atlas.unload":               {wire.AtlasUnloadRequest{}, wire.AtlasChange{}},
 	"atlas.list":                 {nil, wire.AtlasList{}},
+	"carp.approval":              {wire.ApprovalStatusRequest{}, approval.Ref{}},
+	"highway.approvals":          {wire.ApprovalsRequest{}, wire.Approvals{}},
+	"highway.approval.mode":      {wire.ApprovalModeRequest{}, approval.Envelope{}},
+	"highway.permit.revoke":      {wire.PermitRevokeRequest{}, approval.Permit{}},
+	"highway.trust.restore":      {wire.TrustRestoreRequest{}, approval.BoundaryTrust{}},
 	"trace":                      {wire.TraceRequest{}, wire.TracePage{}},
 	"checkpoint":                 {checkpointchain.Request{}, checkpointchain.Checkpoint{}},
 	"checkpoint.get":             {wire.GetRequest{}, checkpointchain.Checkpoint{}},

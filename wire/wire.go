@@ -143,12 +143,17 @@ func Endpoints() []Endpoint {
 		{Op: "highway.workspace.resume", Audience: Users, Request: "requests.json#workspace.op", Reply: "workspace.json"},
 		{Op: "highway.workspace.transfer", Audience: Users, Request: "requests.json#workspace.transfer", Reply: "workspace.json"},
 		{Op: "highway.user.state", Audience: Users, Request: "requests.json#user.state", Reply: "user.json"},
+		{Op: "highway.approvals", Audience: Users, Request: "approval.json#approvals_request", Reply: "approval.json#approvals"},
+		{Op: "highway.approval.mode", Audience: Users, Request: "approval.json#mode_request", Reply: "approval.json#envelope"},
+		{Op: "highway.permit.revoke", Audience: Users, Request: "approval.json#permit_revoke_request", Reply: "approval.json#permit"},
+		{Op: "highway.trust.restore", Audience: Users, Request: "approval.json#trust_restore_request", Reply: "approval.json#boundary_trust"},
 
 		{Op: "audit.trace.read", Audience: Auditors, Request: "requests.json#trace", Reply: "replies.json#trace.page"},
 
 		{Op: "carp.resolve", Audience: Agents, Request: "carp.json#request", Reply: "carp.json#resolution"},
 		{Op: "carp.execute", Audience: Agents, Request: "carp.json#request", Reply: "carp.json#execution_result", Timeout: MaxToolTimeout + RequestTimeout},
 		{Op: "carp.validate", Audience: Agents, Request: "carp.json#request", Reply: "carp.json#validation_result"},
+		{Op: "carp.approval", Audience: Agents, Request: "approval.json#status_request", Reply: "approval.json#ref", Timeout: MaxWait + RequestTimeout},
 		{Op: "atlas.load", Audience: Agents, Request: "requests.json#atlas.load", Reply: "replies.json#atlas.change"},
 		{Op: "atlas.unload", Audience: Agents, Request: "requests.json#atlas.unload", Reply: "replies.json#atlas.change"},
 		{Op: "atlas.list", Audience: Agents, Reply: "replies.json#atlas.list"},

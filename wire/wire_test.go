@@ -29,7 +29,7 @@ func TestEndpoints(t *testing.T) {
 		}
 		want := RequestTimeout
 		switch e.Op {
-		case "inbox.next":
+		case "inbox.next", "carp.approval":
 			want = MaxWait + RequestTimeout
 		case "audit.trail.verify":
 			want = VerifyTimeout
