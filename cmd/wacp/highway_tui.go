@@ -93,8 +93,8 @@ func (s *tuiSource) Queue(ctx context.Context) ([]highway.Gate, error) {
 	return ncl.HighwayQueue(ctx, false)
 }
 
-func (s *tuiSource) Resolve(ctx context.Context, id string, a highway.Action, mods json.RawMessage) (highway.Gate, error) {
-	return s.client().ResolveGate(ctx, id, a, mods)
+func (s *tuiSource) Resolve(ctx context.Context, req highway.ResolveRequest) (highway.Gate, error) {
+	return s.client().Resolve(ctx, req)
 }
 
 // Changes follows the gate events of the live trail (gate_triggered,

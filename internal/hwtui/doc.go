@@ -24,12 +24,23 @@
 // formatting characters are shown escaped, so nothing an agent wrote can
 // drive the terminal or reorder what is shown.
 //
+// A control-plane checkpoint (issue 16: an envelope_delivery gate whose
+// subject carries checkpoint_pending) is shown as its nine fields,
+// labelled, in the order of seed 003, with the daemon's values verbatim;
+// a subject missing one of them is shown as a plain gate, nothing filled
+// in. d shows its canonical form, scope delta and trust snapshot first.
+// Besides y, n and m (the modify of its envelope), p approves it and
+// shifts its session to per-step approval, h denies it and halts the
+// workflow.
+//
 // # Invariants
 //
 //   - Nothing is sent without a key press naming the action: y approves, n
 //     rejects, ctrl+s in the editor modifies. An irreversible gate
-//     (Gate.Irreversible) needs y and then Y; any other key cancels, and a
-//     confirmation is bound to the gate it was asked for.
+//     (Gate.Irreversible) needs y (or p, or the modify's ctrl+s) and then
+//     Y; any other key cancels, a confirmation is bound to the gate it was
+//     asked for, and only Y sets the request's confirm, which the daemon
+//     requires of an irreversible checkpoint's approval.
 //   - A modification holds only the fields the operator changed, all of
 //     them among the gate type's mutable fields (highway.GateType.Mutable);
 //     an edit that changes nothing sends nothing.

@@ -73,7 +73,7 @@ func (m *model) editKey(k tea.KeyMsg) tea.Cmd {
 			m.say(true, "still waiting for the daemon's answer about gate %s; nothing sent", m.busy)
 			return nil
 		}
-		return m.resolve(m.target, highway.Modify, mods, fields)
+		return m.ask(m.target, highway.ResolveRequest{GateID: m.target.ID, Action: highway.Modify, Modifications: mods}, fields)
 	}
 	m.editErr = ""
 	var cmd tea.Cmd

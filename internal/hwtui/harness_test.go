@@ -24,6 +24,7 @@ type fakeSource struct {
 	queueCalls int
 	resolveErr error
 	resolved   []resolution
+	requests   []highway.ResolveRequest // every Resolve request, whole
 	inspect    []string
 	inspectErr error
 	// changes, when set, is what Changes does: Run tests script it.
@@ -48,10 +49,12 @@ func (f *fakeSource) Queue(ctx context.Context) ([]highway.Gate, error) {
 	return slices.Clone(f.gates), nil
 }
 
-func (f *fakeSource) Resolve(ctx context.Context, id string, a highway.Action, mods json.RawMessage) (highway.Gate, error) {
+func (f *fakeSource) Resolve(ctx context.Context, req highway.ResolveRequest) (highway.Gate, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	id, a, mods := req.GateID, req.Action, req.Modifications
 	f.resolved = append(f.resolved, resolution{id, a, string(mods)})
+	f.requests = append(f.requests, req)
 	if f.resolveErr != nil {
 		return highway.Gate{}, f.resolveErr
 	}

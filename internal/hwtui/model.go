@@ -68,11 +68,12 @@ type (
 	tickMsg struct{}
 	// resolvedMsg is the daemon's answer to a resolution.
 	resolvedMsg struct {
-		id     string
-		action highway.Action
-		fields []string // the fields of a Modify
-		gate   highway.Gate
-		err    error
+		id      string
+		action  highway.Action
+		outcome string
+		fields  []string // the fields of a Modify
+		gate    highway.Gate
+		err     error
 	}
 	// inspectMsg is the result of Inspect for gate id.
 	inspectMsg struct {
@@ -101,10 +102,12 @@ type model struct {
 
 	gates []highway.Gate // pending, FIFO; gates[0] is shown
 
-	mode     mode
-	target   highway.Gate // the gate the confirmation, editor, detail or inspection is about
-	busy     string       // the id of the gate whose answer is in flight
-	answered string       // the id of the gate last answered
+	mode       mode
+	target     highway.Gate           // the gate the confirmation, editor, detail or inspection is about
+	confirmReq highway.ResolveRequest // the answer a confirmation waits to send
+	confirmFld []string               // its modified fields
+	busy       string                 // the id of the gate whose answer is in flight
+	answered   string                 // the id of the gate last answered
 
 	result    string // one line: what the last action did
 	resultBad bool
@@ -290,13 +293,13 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 	g, ok := m.head()
 	if !ok {
 		switch s {
-		case "y", "n", "m", "d", "i":
+		case "y", "n", "m", "p", "h", "d", "i":
 			m.say(true, "no gate is pending")
 		}
 		return nil
 	}
 	switch s {
-	case "y", "n", "m":
+	case "y", "n", "m", "p", "h":
 		if m.busy != "" {
 			m.say(true, "still waiting for the daemon's answer about gate %s", m.busy)
 			return nil
@@ -304,14 +307,18 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 	}
 	switch s {
 	case "y":
-		if g.Irreversible {
-			m.mode, m.target = modeConfirm, g
-			m.result = ""
+		return m.ask(g, highway.ResolveRequest{GateID: g.ID, Action: highway.Approve}, nil)
+	case "n":
+		return m.resolve(g, highway.ResolveRequest{GateID: g.ID, Action: highway.Reject}, nil)
+	case "p", "h":
+		if _, ok := checkpointPending(g); !ok {
+			m.say(true, "%s answers a control-plane checkpoint; gate %s is not one", s, g.ID)
 			return nil
 		}
-		return m.resolve(g, highway.Approve, nil, nil)
-	case "n":
-		return m.resolve(g, highway.Reject, nil, nil)
+		if s == "p" {
+			return m.ask(g, highway.ResolveRequest{GateID: g.ID, Action: highway.Approve, Outcome: "per_step"}, nil)
+		}
+		return m.resolve(g, highway.ResolveRequest{GateID: g.ID, Action: highway.Reject, Outcome: "halt"}, nil)
 	case "m":
 		if len(g.Type.Mutable()) == 0 {
 			m.say(true, "gates of type %s cannot be modified: approve (y) or reject (n) it as it stands", g.Type)
@@ -349,7 +356,20 @@ func (m *model) confirmKey(s string) tea.Cmd {
 		m.say(true, "gate %s is no longer pending; nothing sent", g.ID)
 		return nil
 	}
-	return m.resolve(g, highway.Approve, nil, nil)
+	req := m.confirmReq
+	req.Confirm = true // the second confirmation, sent to the daemon, which asks for it too
+	return m.resolve(g, req, m.confirmFld)
+}
+
+// ask sends an approval (approve, modify) of g, or, for an irreversible
+// gate, asks for the second key first.
+func (m *model) ask(g highway.Gate, req highway.ResolveRequest, fields []string) tea.Cmd {
+	if g.Irreversible {
+		m.mode, m.target, m.confirmReq, m.confirmFld = modeConfirm, g, req, fields
+		m.result = ""
+		return nil
+	}
+	return m.resolve(g, req, fields)
 }
 
 // pagerKey is a key in the detail, inspection or help screen.
@@ -369,16 +389,17 @@ func (m *model) pagerKey(k tea.KeyMsg) tea.Cmd {
 	return cmd
 }
 
-// resolve sends an answer about g.
-func (m *model) resolve(g highway.Gate, a highway.Action, mods json.RawMessage, fields []string) tea.Cmd {
+// resolve sends answer req about g.
+func (m *model) resolve(g highway.Gate, req highway.ResolveRequest, fields []string) tea.Cmd {
 	m.busy = g.ID
+	a := req.Action
 	m.say(false, "sending %s for gate %s…", a, g.ID)
 	ctx, src := m.ctx, m.src
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, resolveTimeout)
 		defer cancel()
-		out, err := src.Resolve(ctx, g.ID, a, mods)
-		return resolvedMsg{id: g.ID, action: a, fields: fields, gate: out, err: err}
+		out, err := src.Resolve(ctx, req)
+		return resolvedMsg{id: g.ID, action: a, outcome: req.Outcome, fields: fields, gate: out, err: err}
 	}
 }
 
@@ -389,12 +410,16 @@ func (m *model) resolved(msg resolvedMsg) tea.Cmd {
 		m.say(true, "gate %s: %s refused: %v", msg.id, msg.action, msg.err)
 		return m.fetch()
 	}
-	switch msg.action {
-	case highway.Approve:
+	switch {
+	case msg.action == highway.Approve && msg.outcome == "per_step":
+		m.say(false, "approved gate %s; every later step of its session needs its own approval", msg.id)
+	case msg.action == highway.Reject && msg.outcome == "halt":
+		m.say(false, "denied gate %s and halted its workflow (the workspace is suspended until resumed)", msg.id)
+	case msg.action == highway.Approve:
 		m.say(false, "approved gate %s", msg.id)
-	case highway.Reject:
+	case msg.action == highway.Reject:
 		m.say(false, "rejected gate %s", msg.id)
-	case highway.Modify:
+	case msg.action == highway.Modify:
 		m.say(false, "modified and approved gate %s (%s)", msg.id, strings.Join(msg.fields, ", "))
 	default:
 		m.say(false, "%s gate %s", msg.action, msg.id)

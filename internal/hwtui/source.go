@@ -2,7 +2,6 @@ package hwtui
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/wacpd/wacpd/highway"
 )
@@ -13,9 +12,10 @@ import (
 type Source interface {
 	// Queue returns the pending gates, FIFO.
 	Queue(ctx context.Context) ([]highway.Gate, error)
-	// Resolve answers gate id with action a; mods is the modifications of
-	// a Modify (a JSON object of the changed fields), else nil.
-	Resolve(ctx context.Context, id string, a highway.Action, mods json.RawMessage) (highway.Gate, error)
+	// Resolve sends an answer: the gate, the action, a Modify's
+	// modifications (a JSON object of the changed fields), a checkpoint's
+	// outcome, and the second confirmation of an irreversible gate.
+	Resolve(ctx context.Context, req highway.ResolveRequest) (highway.Gate, error)
 	// Inspect returns lines about g's context: its workspace, that
 	// workspace's chain head, its recent trail.
 	Inspect(ctx context.Context, g highway.Gate) ([]string, error)

@@ -29,6 +29,55 @@ var (
 // keyLineText is the keys of the gate's screen.
 const keyLineText = "y approve · n reject · m modify · d detail · i inspect · ? help · q quit"
 
+// checkpointKeyLineText is the keys of a control-plane checkpoint's screen.
+const checkpointKeyLineText = "y approve · n deny · p approve, then per-step · h deny and halt · m modify envelope · d detail · i inspect · ? help · q quit"
+
+// pendingFields are checkpoint_pending's nine fields, in the order of seed
+// 003 (operator_interface_spec §18.7).
+var pendingFields = []string{"checkpoint_type", "trigger_description", "canonical_request_summary", "scope_delta",
+	"risk_classification", "side_effect_class", "policy_basis", "authorization_statement", "trust_state"}
+
+// checkpointPending returns the nine fields of a control-plane checkpoint
+// gate (a subject with checkpoint_pending), as the daemon sent them, in
+// the seed's order; false for any other gate. Nothing is derived: a
+// field the daemon did not send makes it not a checkpoint.
+func checkpointPending(g highway.Gate) ([][2]string, bool) {
+	var s struct {
+		Pending map[string]json.RawMessage `json:"checkpoint_pending"`
+	}
+	if json.Unmarshal(g.Subject, &s) != nil || s.Pending == nil {
+		return nil, false
+	}
+	out := make([][2]string, 0, len(pendingFields))
+	for _, f := range pendingFields {
+		var v string
+		if json.Unmarshal(s.Pending[f], &v) != nil {
+			return nil, false
+		}
+		out = append(out, [2]string{f, v})
+	}
+	return out, true
+}
+
+// checkpointSections are the detail of a checkpoint gate: its canonical
+// form, scope delta and trust snapshot, as the daemon sent them.
+func checkpointSections(g highway.Gate) []string {
+	var s map[string]json.RawMessage
+	if json.Unmarshal(g.Subject, &s) != nil {
+		return nil
+	}
+	var lines []string
+	for _, sec := range [][2]string{{"canonical form", "canonical_request"}, {"digest", "digest"}, {"canonicalization", "canonicalization_version"},
+		{"scope delta", "scope_delta"}, {"trust snapshot", "trust_snapshot"}} {
+		if raw, ok := s[sec[1]]; ok {
+			lines = append(lines, sec[0]+":")
+			lines = append(lines, subjectLines(raw)...)
+			lines = append(lines, "")
+		}
+	}
+	return lines
+}
+
 // View draws the screen: a header (the queue and the connection), the
 // body of the mode, and a footer (the result line and the keys), never
 // wider or taller than the window.
@@ -114,6 +163,12 @@ func (m *model) footerLines() []string {
 	if m.result != "" {
 		add(m.resultStyle(), clean(m.result))
 	}
+	if g, ok := m.head(); ok {
+		if _, cp := checkpointPending(g); cp {
+			add(keyStyle, checkpointKeyLineText)
+			return lines
+		}
+	}
 	add(keyStyle, keyLineText)
 	return lines
 }
@@ -168,11 +223,27 @@ func (m *model) gateLines(g highway.Gate, h int) []string {
 	var lines []string
 	add := func(st lipgloss.Style, s string) { lines = append(lines, styleAll(st, wrap(s, m.width))...) }
 	title := fmt.Sprintf("%s gate %s  (1 of %d, oldest first)", g.Type, g.ID, len(m.gates))
+	cp, isCP := checkpointPending(g)
+	if isCP {
+		title = fmt.Sprintf("control-plane checkpoint %s (%s gate; 1 of %d, oldest first)", g.ID, g.Type, len(m.gates))
+	}
 	add(titleStyle, title)
 	if g.Irreversible {
 		add(irrevStyle, " IRREVERSIBLE: approving cannot be undone; y asks for a second key ")
 	}
 	field := func(k, v string) { add(lipgloss.NewStyle(), fmt.Sprintf("%-10s %s", k, clean(v))) }
+	if isCP {
+		// checkpoint_pending, verbatim: the daemon's nine fields, nothing
+		// derived (d shows the canonical form, scope delta and trust).
+		for _, f := range cp {
+			add(keyStyle, f[0]+":")
+			add(lipgloss.NewStyle(), "  "+clean(f[1]))
+		}
+		lines = append(lines, "")
+		field("workspace", orDash(g.Workspace))
+		field("deadline", m.deadline(g))
+		return cut(lines, h, m.width, "(d shows the canonical form, scope delta and trust snapshot)")
+	}
 	field("subject", g.SubjectID)
 	field("workspace", orDash(g.Workspace))
 	field("task", orDash(g.TaskRef))
@@ -249,6 +320,14 @@ func detailText(g highway.Gate) []string {
 		{"mutable", mutable},
 	}
 	lines := []string{"gate " + g.ID + " in full", ""}
+	if cp, ok := checkpointPending(g); ok {
+		lines = []string{"control-plane checkpoint " + g.ID + " in full", ""}
+		for _, f := range cp {
+			lines = append(lines, f[0]+":", "  "+clean(f[1]))
+		}
+		lines = append(lines, "")
+		lines = append(lines, checkpointSections(g)...)
+	}
 	for _, r := range rows {
 		lines = append(lines, fmt.Sprintf("%-15s %s", r[0], clean(r[1])))
 	}
@@ -265,7 +344,16 @@ func helpText() []string {
 		"  n       reject it: its transition is cancelled.",
 		"  m       modify it, then approve: an editor holds the fields its type lets a person",
 		"          change; ctrl+s sends only the fields changed, esc cancels.",
-		"  d       the whole gate, scrollable.",
+		"  d       the whole gate, scrollable; for a control-plane checkpoint its full canonical",
+		"          form, scope delta and trust snapshot first.",
+		"",
+		"  A control-plane checkpoint holds an agent's action until you answer it. Its nine",
+		"  fields are the daemon's, shown as sent. y approves exactly the request shown",
+		"  (continue under the existing envelope); n denies it; p approves it and shifts its",
+		"  session to per-step approval; h denies it and halts the workflow (the workspace",
+		"  is suspended until resumed); m edits the envelope (payload: paths, uses,",
+		"  ttl_seconds) and approves within it. An irreversible action asks for Y again.",
+		"",
 		"  i       inspect its context: the workspace, its chain head, its recent trail.",
 		"  ?       this help.",
 		"  q       quit (ctrl+c too); every gate stays pending.",
