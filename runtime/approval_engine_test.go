@@ -441,3 +441,37 @@ func TestApproval_WaitAndReopen(t *testing.T) {
 	r.e = e
 	r.runs("file.delete", map[string]any{"path": "a"}, res.Approval.ApprovalID)
 }
+
+// TestApproval_SideEffectViolations: a tool that reports a side effect on
+// a path the request did not name resets that path's boundary; a read-only
+// action that reports any side effect resets its tool's boundary.
+func TestApproval_SideEffectViolations(t *testing.T) {
+	r := newRig(t, "")
+	res, in, err := r.exec("file.write", map[string]any{"path": "docs/a.md"}, "")
+	if err != nil || in == nil {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if _, err := r.e.CarpFinish(ctx, in.Execution.ID, Outcome{Reply: &carp.ToolReply{Status: carp.StatusSuccess,
+		SideEffects: []carp.SideEffect{{Type: "file_written", Target: "docs/a.md"}, {Type: "file_written", Target: "docs/b.md"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	_, in, err = r.exec("file.read", map[string]any{"path": "docs/c.md"}, "")
+	if err != nil || in == nil {
+		t.Fatal(err)
+	}
+	if _, err := r.e.CarpFinish(ctx, in.Execution.ID, Outcome{Reply: &carp.ToolReply{Status: carp.StatusSuccess,
+		SideEffects: []carp.SideEffect{{Type: "file_written", Target: "docs/c.md"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, b := range r.e.Approvals(ctx, r.w.ID)[0].Trust {
+		got[b.Boundary] = b.State + " " + b.Reason
+	}
+	want := map[string]string{"path:docs/b.md": "untrusted side_effect_outside_scope", "tool:file.read": "untrusted side_effect_of_read_only_action"}
+	if len(got) != len(want) || got["path:docs/b.md"] != want["path:docs/b.md"] || got["tool:file.read"] != want["tool:file.read"] {
+		t.Fatalf("trust %v, want %v", got, want)
+	}
+	// The untrusted path needs an approval now, the others do not.
+	r.held("file.write", map[string]any{"path": "docs/b.md"}, approval.TriggerTrust)
+	r.runs("file.write", map[string]any{"path": "docs/a.md"}, "")
+}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"time"
 
@@ -428,4 +429,51 @@ func (e *Engine) ApprovalStatus(ctx context.Context, ws, id string, wait time.Du
 			return approval.Ref{}, ctx.Err()
 		}
 	}
+}
+
+// sideEffectViolations records the violations a tool's reported side
+// effects show: a side effect whose target is a path outside the paths
+// the request named (path boundary of that target), and a side effect of
+// an action its atlas declares read_only (the tool's boundary).
+func (t *tx) sideEffectViolations(sp span, x Execution, effects []carp.SideEffect) error {
+	if len(effects) == 0 {
+		return nil
+	}
+	g, ok := t.carpGrant(x.ResolutionID)
+	if !ok {
+		return nil
+	}
+	i := slices.IndexFunc(g.Actions, func(a carp.GrantedAction) bool { return a.ActionID == x.ActionID })
+	if i < 0 {
+		return nil
+	}
+	m, _ := t.atlasOf(g.Actions[i].AtlasID)
+	if m == nil {
+		return nil
+	}
+	j := slices.IndexFunc(m.Actions, func(a atlas.Action) bool { return a.ActionID == x.ActionID })
+	if j < 0 {
+		return nil
+	}
+	a, pol := m.Actions[j], t.policyOf(m.AtlasID)
+	seen := map[string]bool{}
+	for _, se := range effects {
+		var boundary, reason string
+		switch {
+		case a.SideEffectClass == atlas.SideEffectReadOnly:
+			boundary, reason = approval.Boundary(approval.BoundaryTool, x.ActionID), "side_effect_of_read_only_action"
+		case len(a.PathParameters) > 0 && se.Target != "" && !slices.Contains(x.Paths, path.Clean(se.Target)):
+			boundary, reason = approval.Boundary(approval.BoundaryPath, path.Clean(se.Target)), "side_effect_outside_scope"
+		default:
+			continue
+		}
+		if seen[boundary] {
+			continue
+		}
+		seen[boundary] = true
+		if err := t.violate(sp, x.SessionID, boundary, reason, pol); err != nil {
+			return err
+		}
+	}
+	return nil
 }

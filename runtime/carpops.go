@@ -506,6 +506,9 @@ func (e *Engine) CarpFinish(ctx context.Context, id string, o Outcome) (*carp.Ex
 			if _, err := t.traceEmit(sp, typ, payload); err != nil {
 				return err
 			}
+			if err := t.sideEffectViolations(sp, x, r.SideEffects); err != nil {
+				return err
+			}
 			res = &r
 			return t.finish(&x, &r, now)
 		})
