@@ -475,3 +475,45 @@ func TestApproval_SideEffectViolations(t *testing.T) {
 	r.held("file.write", map[string]any{"path": "docs/b.md"}, approval.TriggerTrust)
 	r.runs("file.write", map[string]any{"path": "docs/a.md"}, "")
 }
+
+// TestApproval_AuditBeforeEffect: when the commit of an approved
+// execute's intent (its permit's use) fails, nothing is forwarded and the
+// permit is not used.
+func TestApproval_AuditBeforeEffect(t *testing.T) {
+	r := newRig(t, "")
+	res := r.held("file.delete", map[string]any{"path": "a"}, approval.TriggerHighRisk)
+	if _, err := r.answer(res.Approval.ApprovalID, map[string]any{"action": "approve", "confirm": true}); err != nil {
+		t.Fatal(err)
+	}
+	before := r.e.TraceLen()
+	settled(t, r.e)
+	r.e.cfg.failAt = func(step string) error {
+		if step == "permit" {
+			return errors.New("disk gone")
+		}
+		return nil
+	}
+	done, in, err := r.exec("file.delete", map[string]any{"path": "a"}, res.Approval.ApprovalID)
+	if err == nil || done != nil || in != nil {
+		t.Fatalf("a failed intent: %+v %+v %v", done, in, err)
+	}
+	st := r.e.Approvals(ctx, r.w.ID)[0]
+	if len(st.Permits) != 1 || len(st.Permits[0].Uses) != 0 || r.e.TraceLen() != before {
+		t.Fatalf("a failed intent used the permit: %+v (TRACE %d -> %d)", st.Permits, before, r.e.TraceLen())
+	}
+}
+
+// TestApproval_ModePerRun: a mode set on the root workspace is the run's:
+// every session without its own mode follows it; a session's own mode
+// wins.
+func TestApproval_ModePerRun(t *testing.T) {
+	r := newRig(t, "")
+	if _, err := r.e.SetApprovalMode(ctx, "op", wire.ApprovalModeRequest{Workspace: r.e.Root(), Mode: "always"}); err != nil {
+		t.Fatal(err)
+	}
+	r.held("file.read", map[string]any{"path": "docs/a"}, approval.TriggerAlways)
+	if _, err := r.e.SetApprovalMode(ctx, "op", wire.ApprovalModeRequest{Workspace: r.w.ID, Mode: "policy"}); err != nil {
+		t.Fatal(err)
+	}
+	r.runs("file.read", map[string]any{"path": "docs/a"}, "")
+}

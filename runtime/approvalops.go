@@ -100,7 +100,9 @@ func (t *tx) checkpointGate(sp span, req carp.Request, gv *governedReq, x *Execu
 	ws := x.SessionID
 	events := t.trustEvents(ws)
 	env := t.envelope(ws)
-	in := approval.Input{Request: gv.req, Action: gv.action, Policy: gv.policy, Envelope: env,
+	eval := env
+	eval.Mode = t.modeOf(ws)
+	in := approval.Input{Request: gv.req, Action: gv.action, Policy: gv.policy, Envelope: eval,
 		Trust: approval.Fold(events), TrustSeq: len(events), Now: now, Permits: t.sessionPermits(ws)}
 	var named *approval.Permit
 	if req.ApprovalID != "" {
@@ -140,6 +142,7 @@ func (t *tx) checkpointGate(sp span, req carp.Request, gv *governedReq, x *Execu
 		in.Permits = []approval.Permit{pm}
 	}
 	d := approval.Evaluate(in)
+	d.Envelope.Mode = env.Mode // the session's own mode, not the one it inherits
 	if !sameEnvelope(d.Envelope, env) {
 		if err := t.putEnvelope(ws, d.Envelope); err != nil { // what a request adopts: a first provider class, a first policy version
 			return nil, err
@@ -178,6 +181,22 @@ func (t *tx) checkpointGate(sp span, req carp.Request, gv *governedReq, x *Execu
 	_, err := t.traceEmit(sp, approval.TracePermitUsed, map[string]any{"permit_id": used.ID, "approval_id": used.ApprovalID,
 		"execution_id": x.ID, "uses": len(used.Uses), "max_uses": used.MaxUses, "digest": gv.req.Digest})
 	return nil, err
+}
+
+// modeOf is session ws's checkpoint mode: its own, else its nearest
+// ancestor's (a mode set on the root workspace is the run's), else policy.
+func (t *tx) modeOf(ws string) approval.Mode {
+	for id, n := ws, 0; id != "" && n < 1000; n++ {
+		if m := t.envelope(id).Mode; m != "" {
+			return m
+		}
+		w := t.peek(id)
+		if w == nil {
+			break
+		}
+		id = w.ParentID()
+	}
+	return approval.ModePolicy
 }
 
 // unusedExact returns a usable permit bound to digest that was never used.
