@@ -7,11 +7,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/wacpd/wacpd/approval"
 	"github.com/wacpd/wacpd/carp"
 	"github.com/wacpd/wacpd/client"
+	"github.com/wacpd/wacpd/wire"
 )
 
 // CARP/1.0 (issue 15): an agent resolves what context and actions its task
@@ -193,20 +197,30 @@ func (f *actionFlags) parameters(cmd string) (map[string]any, error) {
 
 func carpExecute(c *cli, args []string) error {
 	const cmd = "carp execute"
-	fs := c.flags(cmd, cmd+" --resolution R --action ID [--params JSON | --param k=v ...] [--timeout-ms N] [--dry-run] [--idempotency-key K] [--agent ID]\n\n"+
+	fs := c.flags(cmd, cmd+" --resolution R --action ID [--params JSON | --param k=v ...] [--timeout-ms N] [--dry-run] [--idempotency-key K] [--approval ID] [--wait D] [--agent ID]\n\n"+
 		"Executes an action the resolution permits and prints the CARPExecutionResult: status, execution_id,\n"+
 		"the output and its hash, the error. Exits 1 when the execution failed (failed, timeout, cancelled),\n"+
 		"2 when it is held for approval (pending_approval) or refused (the CARP code is printed, e.g.\n"+
-		"RATE_LIMITED: ...).")
+		"RATE_LIMITED: ...).\n\n"+
+		"An action held at an operator's checkpoint runs once approved: with --wait D the command waits up to D\n"+
+		"for the decision (saying so on stderr), then sends the same execute again under the approval\n"+
+		"(--approval ID, which an agent may also give itself) and prints what that returns. A denied or\n"+
+		"cancelled approval, or an execute refused with ACTION_DENIED, prints the denial ({\"denial\": {...}}\n"+
+		"with -o json) and exits 2; still pending after D, it prints the pending result and exits 2.")
 	af := addActionFlags(fs)
 	timeout := fs.Int("timeout-ms", 0, "wait at most this long for the tool (default: the action's, at most 5m)")
 	dry := fs.Bool("dry-run", false, "check and record the execution without running it")
 	key := fs.String("idempotency-key", "", "an execute repeated with this key answers the first one's result")
+	approvalID := fs.String("approval", "", "run under this approval (the approval_id of a pending_approval result); the request must be the approved one")
+	wait := fs.Duration("wait", 0, "held for approval: wait up to this long for the operator's decision, then run or print the denial (0: do not wait)")
 	if _, err := parse(fs, args, 0, 0); err != nil {
 		return err
 	}
 	if *timeout < 0 {
 		return usagef(cmd, "--timeout-ms must not be negative")
+	}
+	if *wait < 0 {
+		return usagef(cmd, "--wait must not be negative")
 	}
 	cl, req, err := af.request(c, cmd, carp.OpExecute)
 	if err != nil {
@@ -216,20 +230,56 @@ func carpExecute(c *cli, args []string) error {
 		req.ExecutionOptions = &carp.ExecutionOptions{TimeoutMS: *timeout, DryRun: *dry}
 	}
 	req.IdempotencyKey = *key
+	req.ApprovalID = *approvalID
 	res, err := cl.CarpExecute(c.ctx, req)
+	deadline := time.Now().Add(*wait)
+	resent := map[string]bool{} // the approvals the execute was sent again under
+	// Held: wait for the decision, then send the execute again under the
+	// approval; again when that one is held at a new checkpoint, as long
+	// as the wait lasts.
+	for err == nil && *wait > 0 && res.Status == carp.StatusPendingApproval && res.Approval != nil {
+		id := res.Approval.ApprovalID
+		if resent[id] {
+			break // held again at an approval it already ran under: nothing more to wait for
+		}
+		rem := time.Until(deadline)
+		if rem > time.Second {
+			rem = rem.Round(time.Second)
+		}
+		fmt.Fprintf(c.stderr, "wacp carp execute: execution %s is held at checkpoint %s (%s); waiting up to %s for an operator's decision\n",
+			res.ExecutionID, id, orDash(res.Approval.CheckpointPending.CheckpointType), max(rem, 0).Round(time.Millisecond))
+		ref, werr := c.awaitApproval(cl, id, deadline)
+		if werr != nil {
+			return werr
+		}
+		switch ref.Status {
+		case approval.StatusApproved:
+		case approval.StatusDenied, approval.StatusCancelled:
+			if err := c.printDenial(refDenial(ref)); err != nil {
+				return err
+			}
+			return exitError(2)
+		default: // still pending at the deadline
+			res.Approval = &ref
+			if err := c.printResult(res); err != nil {
+				return err
+			}
+			return exitError(2)
+		}
+		resent[id] = true
+		fresh := cl.NewCarpRequest(carp.OpExecute, req.Requester.AgentID)
+		req.RequestID, req.Timestamp, req.ApprovalID = fresh.RequestID, fresh.Timestamp, id
+		res, err = cl.CarpExecute(c.ctx, req)
+	}
 	if err != nil {
+		if d := carpDenial(err); d != nil {
+			if perr := c.printDenial(d); perr != nil {
+				return perr
+			}
+		}
 		return err
 	}
-	var output string
-	if res.Result != nil {
-		output = string(res.Result.Output)
-		var b bytes.Buffer
-		if json.Indent(&b, res.Result.Output, "", "  ") == nil {
-			output = b.String()
-		}
-	}
-	err = c.printBody(res, func(w io.Writer) { printExecution(w, res) }, output)
-	if err != nil {
+	if err := c.printResult(res); err != nil {
 		return err
 	}
 	switch res.Status {
@@ -241,8 +291,90 @@ func carpExecute(c *cli, args []string) error {
 	return exitError(1)
 }
 
+// printResult prints an execution's result: the table, then its output
+// (indented when it is JSON).
+func (c *cli) printResult(res carp.ExecutionResult) error {
+	var output string
+	if res.Result != nil {
+		output = string(res.Result.Output)
+		var b bytes.Buffer
+		if json.Indent(&b, res.Result.Output, "", "  ") == nil {
+			output = b.String()
+		}
+	}
+	return c.printBody(res, func(w io.Writer) { printExecution(w, res) }, output)
+}
+
+// awaitApproval waits until checkpoint id is decided or deadline passes
+// (each wait at most wire.MaxWait, the daemon's bound) and returns where
+// it stands.
+func (c *cli) awaitApproval(cl *client.Client, id string, deadline time.Time) (approval.Ref, error) {
+	for {
+		d := min(time.Until(deadline), wire.MaxWait)
+		if d <= 0 {
+			return cl.CarpApproval(c.ctx, id, 0)
+		}
+		ref, err := cl.CarpApproval(c.ctx, id, d)
+		if err != nil || ref.Status != approval.StatusPending {
+			return ref, err
+		}
+	}
+}
+
+// refDenial is the denial of a checkpoint that was denied or cancelled,
+// with the fields of the daemon's ACTION_DENIED details.denial.
+func refDenial(ref approval.Ref) map[string]any {
+	d := map[string]any{"approval_id": ref.ApprovalID, "execution_id": ref.ExecutionID, "status": ref.Status,
+		"reason": ref.Reason, "digest": ref.Digest, "checkpoint_type": ref.CheckpointPending.CheckpointType}
+	if ref.Outcome != "" {
+		d["outcome"] = string(ref.Outcome)
+	}
+	if ref.DecidedBy != "" {
+		d["decided_by"] = ref.DecidedBy
+	}
+	return d
+}
+
+// carpDenial returns the details.denial of an ACTION_DENIED refusal, or
+// nil.
+func carpDenial(err error) map[string]any {
+	var we *client.Error
+	if !errors.As(err, &we) || we.Code != carp.CodeActionDenied {
+		return nil
+	}
+	d, _ := we.Details["denial"].(map[string]any)
+	return d
+}
+
+// denialOrder is the order denial fields are printed in as text; others
+// follow by name.
+var denialOrder = []string{"status", "approval_id", "execution_id", "outcome", "decided_by", "reason", "checkpoint_type", "digest"}
+
+// printDenial prints denial d: {"denial": d} with -o json, else its
+// fields one a line.
+func (c *cli) printDenial(d map[string]any) error {
+	return c.print(map[string]any{"denial": d}, func(w io.Writer) {
+		fmt.Fprintln(w, "denied\tthe action does not run")
+		rest := make([]string, 0, len(d))
+		for k := range d {
+			if !slices.Contains(denialOrder, k) {
+				rest = append(rest, k)
+			}
+		}
+		slices.Sort(rest)
+		for _, k := range append(slices.Clone(denialOrder), rest...) {
+			if v, ok := d[k]; ok && v != nil && v != "" {
+				fmt.Fprintf(w, "%s\t%v\n", k, v)
+			}
+		}
+	})
+}
+
 func printExecution(w io.Writer, res carp.ExecutionResult) {
 	kv(w, "status", res.Status, "execution_id", res.ExecutionID)
+	if a := res.Approval; a != nil {
+		kv(w, "approval", fmt.Sprintf("%s %s (%s)", a.ApprovalID, a.Status, orDash(a.CheckpointPending.CheckpointType)))
+	}
 	if r := res.Result; r != nil {
 		kv(w, "output_hash", r.OutputHash, "output_type", r.OutputType)
 	}

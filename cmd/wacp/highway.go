@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/wacpd/wacpd/approval"
 	"github.com/wacpd/wacpd/client"
 	"github.com/wacpd/wacpd/highway"
 	"github.com/wacpd/wacpd/trail"
@@ -29,6 +30,7 @@ func highwayCmd(c *cli, args []string) error {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		return sub("highway", map[string]func(*cli, []string) error{
 			"queue": highwayQueue, "get": highwayGet, "resolve": highwayResolve, "wait": highwayWait,
+			"approvals": highwayApprovals, "mode": highwayMode,
 			"inject":      sendCmd("highway inject", (*client.Client).Inject),
 			"escalations": highwayEscalations, "respond": highwayRespond,
 			// A person's own actions, under the user's capabilities.
@@ -41,7 +43,7 @@ func highwayCmd(c *cli, args []string) error {
 		})(c, args)
 	}
 	const cmd = "highway"
-	fs := c.flags(cmd, cmd+" [--no-tui] [--wait D] | highway queue|get|resolve|wait ...")
+	fs := c.flags(cmd, cmd+" [--no-tui] [--wait D] | highway queue|get|resolve|wait|approvals|mode ...")
 	noTUI := fs.Bool("no-tui", false, "no operator is present: deny the gates pending now (reject by the protocol) and exit 2 if any")
 	wait := fs.Duration("wait", 0, "headless: wait this long for a first gate when none is pending")
 	if _, err := parse(fs, args, 0, 0); err != nil {
@@ -194,6 +196,9 @@ func (c *cli) printGate(g highway.Gate) error {
 		res := "pending"
 		if r := g.Resolution; r != nil {
 			res = string(r.Action) + " by " + r.Actor
+			if r.Outcome != "" {
+				res += ", outcome " + r.Outcome
+			}
 			if r.Reason != "" {
 				res += " (" + r.Reason + ")"
 			}
@@ -211,11 +216,18 @@ func (c *cli) printGate(g highway.Gate) error {
 
 func highwayResolve(c *cli, args []string) error {
 	const cmd = "highway resolve"
-	fs := c.flags(cmd, cmd+" GATE --approve | --reject | --modify JSON | --deny")
+	fs := c.flags(cmd, cmd+" GATE --approve | --reject | --modify JSON | --deny [--outcome O] [--confirm]\n\n"+
+		"Answers a pending gate. An operator's checkpoint (a CARP execute held for approval) takes an outcome:\n"+
+		"--approve with continue (the default) or per_step (every later step needs its own approval), --modify\n"+
+		"'{\"payload\":{\"paths\":[...],\"uses\":n,\"ttl_seconds\":n}}' (continue_modified), --reject with deny (the\n"+
+		"default) or halt (the workflow stops until an operator resumes it). --outcome alone implies its answer.\n"+
+		"Approving an irreversible action needs --confirm as well.")
 	approve := fs.Bool("approve", false, "approve: the transition proceeds as proposed")
 	reject := fs.Bool("reject", false, "reject: the transition is cancelled")
 	modify := fs.String("modify", "", "modify: a JSON object of the fields changed, then approve")
 	deny := fs.Bool("deny", false, "no operator decides: rejected by the protocol (no_operator_present)")
+	outcome := fs.String("outcome", "", "a checkpoint's outcome: continue, per_step, continue_modified, deny or halt")
+	confirm := fs.Bool("confirm", false, "the second confirmation approving an irreversible checkpoint needs")
 	pos, err := parse(fs, args, 1, 1)
 	if err != nil {
 		return err
@@ -231,6 +243,19 @@ func highwayResolve(c *cli, args []string) error {
 			action, n = o.a, n+1
 		}
 	}
+	if *outcome != "" {
+		implied, ok := outcomeAction[approval.Outcome(*outcome)]
+		switch {
+		case !ok:
+			return usagef(cmd, "--outcome is continue, per_step, continue_modified, deny or halt, not %q", *outcome)
+		case n == 0 && implied == highway.Modify:
+			return usagef(cmd, "--outcome continue_modified needs --modify with the modified envelope")
+		case n == 0:
+			action, n = implied, 1
+		case action == highway.Deny:
+			return usagef(cmd, "--deny takes no outcome: no operator decides")
+		}
+	}
 	if n != 1 {
 		return usagef(cmd, "give exactly one of --approve, --reject, --modify JSON, --deny")
 	}
@@ -244,11 +269,19 @@ func highwayResolve(c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	g, err := cl.ResolveGate(c.ctx, pos[0], action, mods)
+	g, err := cl.Resolve(c.ctx, highway.ResolveRequest{GateID: pos[0], Action: action, Modifications: mods,
+		Outcome: *outcome, Confirm: *confirm})
 	if err != nil {
 		return err
 	}
 	return c.printGate(g)
+}
+
+// outcomeAction is the gate answer each checkpoint outcome is given with.
+var outcomeAction = map[approval.Outcome]highway.Action{
+	approval.OutcomeContinue: highway.Approve, approval.OutcomePerStep: highway.Approve,
+	approval.OutcomeModified: highway.Modify,
+	approval.OutcomeDeny:     highway.Reject, approval.OutcomeHalt: highway.Reject,
 }
 
 // highwayWait waits until gate GATE is resolved and prints it; exit 0 when

@@ -8,7 +8,10 @@
 // RATE_LIMITED), 5 daemon unreachable. trace diff, like diff(1), exits 1
 // when the sessions differ. carp execute exits 1 when the execution failed
 // (status failed, timeout or cancelled) and 2 when it is held for approval
-// (pending_approval); carp validate exits 2 when the action is not valid.
+// (pending_approval, also when still pending after --wait) or an
+// operator's checkpoint denied it (the denial printed, {"denial": ...}
+// under -o json: a denied or cancelled approval, or ACTION_DENIED); carp
+// validate exits 2 when the action is not valid.
 package main
 
 import (
@@ -72,15 +75,20 @@ commands:
   highway --no-tui [--wait D]            no operator present: deny the pending gates, exit 2 with the denials
   highway queue [--all]                  the pending gates, FIFO
   highway get GATE                       a gate and its subject
-  highway resolve GATE --approve|--reject|--modify JSON|--deny
+  highway resolve GATE --approve|--reject|--modify JSON|--deny [--outcome O] [--confirm]   O: a checkpoint's continue|per_step|continue_modified|deny|halt; --confirm: approve an irreversible one
+  highway approvals [--workspace WS]     sessions' checkpoint mode and envelope, trust, permits, checkpoints
+  highway mode WS always|policy|never [--reason R]   a session's checkpoint mode
   highway inject --to WS --type T [--content C | --file F | -]   send an envelope as a person (origin human)
   highway escalations [--all]            the escalations routed to owners
   highway respond ESCALATION --envelope TEXT | --abort | --delegate
   highway wait GATE [--for D]            wait until a gate is resolved; exit 0 if its transition went on, else 2
   highway create|abort|suspend|resume|transfer ...   as "workspace ...", as a person, under the user's capabilities
   highway user-state USER deactivated|active         deactivate or reactivate a user (deactivate_user)
+  permit list [--workspace WS]           the permits approvals issued, with their state (a user token)
+  permit revoke PERMIT_ID [--reason R]   revoke a permit, at once (a user token)
+  trust restore WS BOUNDARY [--reason R]   trust a boundary again after a violation, e.g. tool:file.delete, path:src/a.go (a user token)
   carp resolve --goal TEXT [--risk-tier T] [--hint H]... [--atlas ID]... [--actions PATTERN]...   what context and actions a task may use
-  carp execute --resolution R --action ID [--params JSON | --param k=v ...] [--timeout-ms N] [--dry-run] [--idempotency-key K]
+  carp execute --resolution R --action ID [--params JSON | --param k=v ...] [--timeout-ms N] [--dry-run] [--idempotency-key K] [--approval ID] [--wait D]
   carp validate --resolution R --action ID [--params JSON | --param k=v ...]   check an execute without running it
   atlas load FILE|DIR                    load or replace an Atlas manifest (coordinator); validated here first
   atlas unload ID                        unload an atlas (coordinator)
@@ -151,8 +159,10 @@ var commands = map[string]func(*cli, []string) error{
 		"diff":   traceDiff,
 		"export": traceExport,
 	}),
-	"carp":  sub("carp", map[string]func(*cli, []string) error{"resolve": carpResolve, "execute": carpExecute, "validate": carpValidate}),
-	"atlas": sub("atlas", map[string]func(*cli, []string) error{"load": atlasLoad, "unload": atlasUnload, "list": atlasList}),
+	"carp":   sub("carp", map[string]func(*cli, []string) error{"resolve": carpResolve, "execute": carpExecute, "validate": carpValidate}),
+	"atlas":  sub("atlas", map[string]func(*cli, []string) error{"load": atlasLoad, "unload": atlasUnload, "list": atlasList}),
+	"permit": sub("permit", map[string]func(*cli, []string) error{"list": permitList, "revoke": permitRevoke}),
+	"trust":  sub("trust", map[string]func(*cli, []string) error{"restore": trustRestore}),
 }
 
 // sub returns a command that dispatches to its subcommands.
