@@ -22,7 +22,7 @@ import (
 // approved from the start.
 const codeAtlas = `{"atlas_version":"1.0","atlas_id":"com.acme.code","version":"1.0.0","name":"Code",
  "policies":[{"policy_id":"allow","type":"allow","actions":["file.*","agent.*","web.*"]},
-  {"policy_id":"approve-deletes","type":"requires_approval","actions":["file.delete"],"reason":"deletes are final"}],
+  {"policy_id":"approve-deletes","type":"requires_approval","actions":["file.delete"],"reason":"deletes are final","approval_timeout_seconds":900}],
  "actions":[
   {"action_id":"file.write","risk_tier":"medium","side_effect_class":"reversible","provider_class":"local","path_parameters":["path","paths"]},
   {"action_id":"file.delete","risk_tier":"high","side_effect_class":"irreversible","provider_class":"local","path_parameters":["path"]},
@@ -136,6 +136,9 @@ func TestApproval_HeldApprovedRunsOnce(t *testing.T) {
 	g, err := r.e.Gate(ctx, res.Approval.ApprovalID)
 	if err != nil || g.Type != highway.EnvelopeDelivery || !g.Pending() || !g.Irreversible || g.SubjectID != res.ExecutionID {
 		t.Fatalf("gate %+v %v", g, err)
+	}
+	if g.Timeout == nil || *g.Timeout != "15m0s" || g.Fallback == nil || *g.Fallback != highway.FallbackReject {
+		t.Fatalf("the checkpoint's timeout is the requires_approval policy's (900 s), falling back to reject: %v %v", g.Timeout, g.Fallback)
 	}
 	var subj struct {
 		Pending map[string]string `json:"checkpoint_pending"`
@@ -265,6 +268,8 @@ func TestApproval_DenyHaltHeadless(t *testing.T) {
 	if ref, _ := r.e.ApprovalStatus(ctx, r.w.ID, headless.Approval.ApprovalID, 0); ref.Status != approval.StatusDenied {
 		t.Fatalf("headless denial: %+v", ref)
 	}
+	_, _, err = r.exec("file.delete", map[string]any{"path": "b"}, headless.Approval.ApprovalID)
+	denial(t, err, highway.ReasonNoOperator)
 
 	timed := r.held("file.delete", map[string]any{"path": "c"}, approval.TriggerHighRisk)
 	clk.Advance(61 * time.Second)

@@ -48,6 +48,18 @@ func (t *tx) governed(g carp.Grant, req carp.Request, ws string) (*governedReq, 
 		return nil, nil
 	}
 	pol := approval.FromAtlas(m, sum)
+	if pol.Timeout == 0 {
+		// The steward's requires_approval timeout is the checkpoint's when
+		// the approvals section sets none: the shortest of the policies
+		// that require it.
+		for _, p := range m.Policies {
+			if p.Type == atlas.PolicyRequiresApproval && p.ApprovalTimeoutSeconds > 0 && slices.Contains(ga.ApprovalPolicies, p.PolicyID) {
+				if d := time.Duration(p.ApprovalTimeoutSeconds) * time.Second; pol.Timeout == 0 || d < pol.Timeout {
+					pol.Timeout = d
+				}
+			}
+		}
+	}
 	c, err := approval.Canonicalize(ga.ActionID, req.Action.Parameters,
 		approval.Context{Session: ws, Agent: req.Requester.AgentID, Atlas: m.AtlasID, PolicyVersion: pol.Version})
 	if err != nil {
@@ -114,7 +126,11 @@ func (t *tx) checkpointGate(sp span, req carp.Request, gv *governedReq, x *Execu
 		case approval.StatusPending:
 			return &cp, nil
 		case approval.StatusDenied, approval.StatusCancelled:
-			return nil, t.refuse(sp, req, denied(cp, string(cp.Outcome)+cp.Reason, "approval %s is %s: the action does not run", cp.ApprovalID, cp.Status), carp.TraceActionDenied, refusal)
+			reason := cp.Reason
+			if reason == "" {
+				reason = string(cp.Outcome)
+			}
+			return nil, t.refuse(sp, req, denied(cp, reason, "approval %s is %s: the action does not run", cp.ApprovalID, cp.Status), carp.TraceActionDenied, refusal)
 		}
 		pm, _ := t.permit(cp.PermitID)
 		if err := approval.Bind(pm, gv.req, now); err != nil {
