@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -153,6 +154,48 @@ func TestApprovalEndToEnd(t *testing.T) {
 	_, err = agent.CarpExecute(ctx, del("T-2", held2.Approval.ApprovalID))
 	if !errors.As(err, &ce) || ce.Code != carp.CodeActionDenied || ce.Details["denial"] == nil {
 		t.Fatalf("the denied request: %v", err)
+	}
+
+	// The agent's command that waits: wacp carp execute --wait, denied by
+	// the headless operator, exits 2 with .denial; the tool never ran.
+	type exit struct {
+		out  string
+		code int
+	}
+	waited := make(chan exit, 1)
+	go func() {
+		out, _, code := r.wacp(created.Token, "", "-ws", created.Workspace.ID, "carp", "execute", "--resolution", res.ResolutionID,
+			"--action", "ticket.delete", "--param", "ticket_id=T-3", "--wait", "2m")
+		waited <- exit{out, code}
+	}()
+	opCl, err := client.Dial(ctx, client.Options{URL: d.url, Token: opTok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer opCl.Close()
+	for {
+		q, err := opCl.HighwayQueue(ctx, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(q) > 0 {
+			break
+		}
+		select {
+		case e := <-waited:
+			t.Fatalf("wacp carp execute --wait ended before its checkpoint opened: exit %d\n%s", e.code, e.out)
+		case <-time.After(20 * time.Millisecond): // polling the daemon's queue, not standing in for a signal
+		}
+	}
+	if out, errOut, code := r.wacp(opTok, "", "highway", "--no-tui"); code != 2 {
+		t.Fatalf("wacp highway --no-tui: exit %d\n%s\n%s", code, out, errOut)
+	}
+	e := <-waited
+	var got struct {
+		Denial map[string]any `json:"denial"`
+	}
+	if e.code != 2 || json.Unmarshal([]byte(e.out), &got) != nil || got.Denial["status"] != approval.StatusDenied || got.Denial["reason"] != "no_operator_present" {
+		t.Fatalf("the waiting execute: exit %d\n%s", e.code, e.out)
 	}
 	select {
 	case x := <-tool.reqs:
