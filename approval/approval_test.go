@@ -86,7 +86,7 @@ func kinds(d approval.Decision) []string {
 // TestTriggers: each trigger fires from its data, and only then.
 func TestTriggers(t *testing.T) {
 	ok := canon(t, "file.write", `{"path":"src/a.go"}`)
-	baseEnv := approval.Envelope{Paths: []string{"src/a.go"}, Providers: []string{"local"},
+	baseEnv := approval.Envelope{Providers: []string{"local"},
 		PolicyVersions: map[string]string{"com.acme.code": ctx().PolicyVersion}}
 	untrusted := approval.Fold([]approval.TrustEvent{{Seq: 1, Boundary: "tool:file.write", Kind: approval.TrustViolation, Reason: "arguments_mutated", At: "t1"}})
 	for _, tc := range []struct {
@@ -108,8 +108,6 @@ func TestTriggers(t *testing.T) {
 			want: approval.TriggerHighRisk},
 		{name: "capability transition", req: ok, act: func(a approval.Action) approval.Action { a.RiskTier = "high"; return a },
 			want: approval.TriggerCapability, delta: "risk tier medium -> high"},
-		{name: "transition approved before", req: ok, act: func(a approval.Action) approval.Action { a.RiskTier = "high"; return a },
-			env: func(e approval.Envelope) approval.Envelope { e.RiskTier = "high"; return e }},
 		{name: "path scope expansion", req: canon(t, "file.write", `{"paths":["src/a.go","./src/b.go"]}`),
 			want: approval.TriggerPathScope, delta: "+path src/b.go"},
 		{name: "path approved by policy", req: canon(t, "file.write", `{"path":"docs/x.md"}`),
@@ -133,6 +131,7 @@ func TestTriggers(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := approval.Input{Request: tc.req, Action: write, Policy: policy(), Envelope: baseEnv, Trust: tc.trust, Now: t0}
+			in.Policy.ApprovedPaths = []string{"src/a.go"}
 			if tc.act != nil {
 				in.Action = tc.act(in.Action)
 			}
@@ -160,9 +159,10 @@ func TestTriggers(t *testing.T) {
 // TestModes: always checkpoints every invocation; never waives the
 // policy's checkpoints only, and only when the policy allows it.
 func TestModes(t *testing.T) {
-	env := approval.Envelope{Paths: []string{"src/**"}, Providers: []string{"local"}}
+	env := approval.Envelope{Providers: []string{"local"}}
 	req := canon(t, "file.write", `{"path":"src/a.go"}`)
 	pol := policy()
+	pol.ApprovedPaths = []string{"src/**"}
 	pol.CheckpointActions = []string{"file.write"}
 	eval := func(m approval.Mode, p approval.Policy, a approval.Action) approval.Decision {
 		e := env
@@ -185,6 +185,7 @@ func TestModes(t *testing.T) {
 		t.Fatalf("never + provider change: the mandatory checkpoint must fire: %v", kinds(d))
 	}
 	plain := policy()
+	plain.ApprovedPaths = []string{"src/**"}
 	if d := eval(approval.ModePolicy, plain, write); d.Checkpoint() {
 		t.Fatalf("policy mode, nothing to check: %v", kinds(d))
 	}
@@ -274,7 +275,7 @@ func TestOutcomes(t *testing.T) {
 				t.Fatalf("settlement %+v", s)
 			}
 			if s.Permit == nil {
-				if s.Envelope.RiskTier != "" || len(s.Envelope.Paths) != 0 {
+				if len(s.Envelope.Providers) != 0 || s.Envelope.PerStep || len(s.Envelope.PolicyVersions) != 0 {
 					t.Fatalf("a denial widened the envelope: %+v", s.Envelope)
 				}
 				return
@@ -378,11 +379,11 @@ func TestPermitExpiryAndRevocation(t *testing.T) {
 	if d := eval(canon(t, "file.write", `{"path":"lib/c.go"}`), pm, t0); d.Permit != nil {
 		t.Fatal("envelope permit covered a path outside its scope")
 	}
-	if d := eval(other, pm, t0.Add(time.Minute)); d.Permit != nil || pm.Status(t0.Add(time.Minute)) != approval.PermitExpired {
+	if d := eval(other, pm, t0.Add(time.Minute)); d.Permit != nil || !d.Checkpoint() || pm.Status(t0.Add(time.Minute)) != approval.PermitExpired {
 		t.Fatal("an expired permit still covers")
 	}
 	rv := pm.Revoke("alice", t0, "operator")
-	if d := eval(other, rv, t0); d.Permit != nil || rv.Status(t0) != approval.PermitRevoked {
+	if d := eval(other, rv, t0); d.Permit != nil || !d.Checkpoint() || rv.Status(t0) != approval.PermitRevoked {
 		t.Fatal("a revoked permit still covers")
 	}
 	if st := pm.Revoke("protocol", t0, approval.ReasonArgumentsMutated).Status(t0); st != approval.PermitCancelled {
@@ -425,7 +426,8 @@ func TestTrustReset(t *testing.T) {
 
 	pol := policy()
 	req := canon(t, "file.write", `{"path":"src/a.go"}`)
-	env := approval.Envelope{Paths: []string{"src/a.go"}}
+	env := approval.Envelope{}
+	pol.ApprovedPaths = []string{"src/a.go"}
 	pm := approval.Permit{ID: "p", Session: "ws-1", Tool: "file.write", Digest: req.Digest, Paths: []string{"src/a.go"},
 		PolicyVersion: pol.Version, IssuedAt: t0, ExpiresAt: t0.Add(time.Hour), MaxUses: 5, TrustSeq: 0}
 	d := approval.Evaluate(approval.Input{Request: req, Action: write, Policy: pol, Envelope: env, Trust: tr, Permits: []approval.Permit{pm}, TrustSeq: 1, Now: t0})
@@ -455,5 +457,25 @@ func TestFromAtlas(t *testing.T) {
 	p = approval.FromAtlas(m, "sha256:aa")
 	if p.BaselineTier != "medium" || p.HighRiskTier != "critical" || p.OnViolation != "halt" || p.PermitTTL != time.Minute || p.MaxPermitUses != 5 || !p.AllowNever {
 		t.Fatalf("set %+v", p)
+	}
+}
+
+// TestNoHiddenWidening: an approval lets run what its permit covers and
+// nothing after it: the same path with other arguments, or anything
+// after the permit is used, revoked or expired, opens a new checkpoint.
+func TestNoHiddenWidening(t *testing.T) {
+	pol := policy() // src/ is not approved: writing there is a path-scope expansion
+	req := canon(t, "file.write", `{"path":"src/a.go","body":"1"}`)
+	in := approval.Input{Request: req, Action: write, Policy: pol, Now: t0}
+	cp := checkpointFor(t, in)
+	for _, o := range []approval.Outcome{approval.OutcomeContinue, approval.OutcomePerStep, approval.OutcomeModified} {
+		pm, env := approve(t, cp, o, approval.Proposal{Paths: []string{"src/**"}, Uses: 1, TTLSeconds: 60}, in.Envelope)
+		used := pm.Use("x-1")
+		for _, r := range []approval.Canonical{req, canon(t, "file.write", `{"path":"src/a.go","body":"2"}`)} {
+			d := approval.Evaluate(approval.Input{Request: r, Action: write, Policy: pol, Envelope: env, Permits: []approval.Permit{used}, Now: t0})
+			if !d.Checkpoint() {
+				t.Fatalf("%s: after its permit was used, %s ran without a checkpoint", o, r.Form)
+			}
+		}
 	}
 }

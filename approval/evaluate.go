@@ -9,15 +9,15 @@ import (
 	"github.com/wacpd/wacpd/atlas"
 )
 
-// Envelope is what a session's approvals cover so far, and how its
-// actions are checkpointed: its mode, the highest risk tier approved
-// (beyond the policy's baseline), the approved paths (patterns) and
-// provider classes, the policy version of each atlas it acts under, and
-// per-step approval once an operator asked for it.
+// Envelope is a session's standing against which requests are checked:
+// its mode, the provider classes it uses (the first one it uses is
+// adopted; an approved change adds one), the policy version of each atlas
+// it acts under (adopted on first use; an approval acknowledges a move),
+// and per-step approval once an operator asked for it. What an approval
+// lets run is not here but in its permit: an approval never widens the
+// scope beyond its permit, which expires, is used up or is revoked.
 type Envelope struct {
 	Mode           Mode              `json:"mode"`
-	RiskTier       string            `json:"risk_tier,omitempty"`
-	Paths          []string          `json:"paths,omitempty"`
 	Providers      []string          `json:"providers,omitempty"`
 	PolicyVersions map[string]string `json:"policy_versions,omitempty"`
 	PerStep        bool              `json:"per_step,omitempty"`
@@ -137,15 +137,12 @@ func Evaluate(in Input) Decision {
 		fire(TriggerHighRisk, true, "%s is %s risk, at or above the policy's high-risk tier %s", c.Tool, tier, p.HighRiskTier)
 	}
 	approved := p.BaselineTier
-	if env.RiskTier != "" && rank(env.RiskTier) > rank(approved) {
-		approved = env.RiskTier
-	}
 	if rank(tier) > rank(approved) {
 		d.Delta.RiskTier = &Change{From: approved, To: tier}
 		fire(TriggerCapability, true, "%s moves the session from %s to %s risk", c.Tool, approved, tier)
 	}
 	for _, path := range c.Paths(a.PathParameters) {
-		if !covered(path, p.ApprovedPaths) && !covered(path, env.Paths) {
+		if !covered(path, p.ApprovedPaths) {
 			d.Delta.PathsAdded = append(d.Delta.PathsAdded, path)
 		}
 	}

@@ -88,9 +88,13 @@ type Settlement struct {
 
 // Decide settles checkpoint cp with outcome o (and, for
 // continue_modified, the operator's proposal pr) given the session's
-// envelope env: an approval issues permit id, valid from now, and widens
-// the envelope by what the operator saw (the risk tier, the paths, the
-// provider class, the policy version).
+// envelope env: an approval issues permit id, valid from now — for
+// exactly the request, or within the modified envelope's scope — and
+// acknowledges in the envelope what the operator saw change in the
+// session's standing (a policy version; with a modified envelope, a
+// provider class too); per_step
+// shifts the session to per-step approval. Nothing else widens: what may
+// run is the permit's.
 func Decide(cp Checkpoint, o Outcome, pr Proposal, env Envelope, id string, now time.Time, trustSeq int) (Settlement, error) {
 	s := Settlement{Outcome: o, Envelope: env}
 	switch o {
@@ -113,15 +117,7 @@ func Decide(cp Checkpoint, o Outcome, pr Proposal, env Envelope, id string, now 
 	}
 	s.Permit = &pm
 	e := env
-	if rank(cp.RiskTier) > rank(e.RiskTier) {
-		e.RiskTier = cp.RiskTier
-	}
-	for _, p := range pr.Paths {
-		if !slices.Contains(e.Paths, p) {
-			e.Paths = append(slices.Clone(e.Paths), p)
-		}
-	}
-	if cp.ProviderClass != "" && !slices.Contains(e.Providers, cp.ProviderClass) {
+	if o == OutcomeModified && cp.ProviderClass != "" && !slices.Contains(e.Providers, cp.ProviderClass) {
 		e.Providers = append(slices.Clone(e.Providers), cp.ProviderClass)
 	}
 	e.PolicyVersions = withVersion(e.PolicyVersions, cp.Atlas, cp.PolicyVersion)

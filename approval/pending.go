@@ -52,7 +52,7 @@ const (
 	StatusPending   = "pending"
 	StatusApproved  = "approved"
 	StatusDenied    = "denied"
-	StatusCancelled = "cancelled" // arguments mutated, or its execution went away
+	StatusCancelled = "cancelled" // the request came back with other arguments (arguments_mutated)
 )
 
 // Checkpoint is a control-plane checkpoint: the request it holds, why it
@@ -125,9 +125,6 @@ func present(cp Checkpoint, env Envelope, p Policy) Pending {
 		descs = append(descs, d)
 	}
 	approved := p.BaselineTier
-	if env.RiskTier != "" && rank(env.RiskTier) > rank(approved) {
-		approved = env.RiskTier
-	}
 	args := string(argumentsOf(cp.Form))
 	if utf8.RuneCountInString(args) > 240 {
 		args = string([]rune(args)[:240]) + "…"
@@ -154,7 +151,7 @@ func present(cp Checkpoint, env Envelope, p Policy) Pending {
 		TriggerDescription:      strings.Join(descs, "; "),
 		CanonicalRequestSummary: fmt.Sprintf("%s %s by agent %s in session %s; digest %s (%s)", cp.Tool, args, cp.Agent, cp.Session, cp.Digest, cp.Version),
 		ScopeDelta:              cp.Delta.String(),
-		RiskClassification:      fmt.Sprintf("%s (the session's approved tier is %s; triggers: %s)", cp.RiskTier, approved, strings.Join(kinds, ", ")),
+		RiskClassification:      fmt.Sprintf("%s (the policy's baseline tier is %s; triggers: %s)", cp.RiskTier, approved, strings.Join(kinds, ", ")),
 		SideEffectClass:         reversibility,
 		PolicyBasis:             fmt.Sprintf("atlas %s, policy version %s, checkpoint mode %s", cp.Atlas, cp.PolicyVersion, cp.Mode),
 		AuthorizationStatement: fmt.Sprintf("Approving lets agent %s in session %s run %s for %s, within %s, under policy version %s; any other arguments, paths or policy need a new approval.",

@@ -25,6 +25,11 @@ type Check struct {
 	Loaded func(atlasID string) string
 	// Usage is as in Input; it counts executions, not resolutions.
 	Usage func(Limit) (used int, resetsAt time.Time)
+	// Approved says the request runs under an operator's approval whose
+	// permit is usable (issue 16): the resolution's TTL alone does not
+	// refuse it — the permit, bound to the request and the policy
+	// version, is the authority. Every other check stands.
+	Approved bool
 }
 
 // Authorize runs the checks of an execute in order and returns the granted
@@ -42,7 +47,7 @@ func Authorize(c Check) (*GrantedAction, []Violation, *Error) {
 	switch {
 	case g.SessionID != req.Requester.SessionID || g.AgentID != req.Requester.AgentID:
 		return nil, nil, Errorf(CodeForbidden, "resolution %s belongs to another session", g.ResolutionID)
-	case !c.Now.Before(g.ExpiresAt):
+	case !c.Now.Before(g.ExpiresAt) && !c.Approved:
 		e := Errorf(CodeResolutionExpired, "resolution %s expired at %s; resolve again", g.ResolutionID, formatTime(g.ExpiresAt))
 		e.Details = map[string]any{"expired_at": formatTime(g.ExpiresAt)}
 		return nil, nil, e

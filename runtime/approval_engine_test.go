@@ -213,7 +213,9 @@ func TestApproval_ArgumentsMutated(t *testing.T) {
 
 // TestApproval_ScopeGrowth: approve a write of src/a.go; a write of
 // src/b.go opens a new checkpoint whose scope_delta names it; src/a.go
-// again runs without one.
+// with other arguments needs its own approval too (an approval does not
+// widen the scope beyond its permit); a modified envelope covers what it
+// names while its permit lasts.
 func TestApproval_ScopeGrowth(t *testing.T) {
 	r := newRig(t, "")
 	r.runs("file.write", map[string]any{"path": "docs/x.md"}, "") // approved from the start
@@ -229,7 +231,7 @@ func TestApproval_ScopeGrowth(t *testing.T) {
 	if b.Approval.CheckpointPending.ScopeDelta != "+path src/b.go" {
 		t.Fatalf("scope_delta %q", b.Approval.CheckpointPending.ScopeDelta)
 	}
-	r.runs("file.write", map[string]any{"path": "src/a.go", "body": "2"}, "")
+	r.held("file.write", map[string]any{"path": "src/a.go", "body": "2"}, approval.TriggerPathScope)
 	// A modified envelope: src/** for three uses.
 	if _, err := r.answer(b.Approval.ApprovalID, map[string]any{"action": "modify",
 		"modifications": map[string]any{"payload": map[string]any{"paths": []string{"lib/**"}, "uses": 3, "ttl_seconds": 60}}}); Code(err) != wire.CodeInvalidStructure {
@@ -294,7 +296,8 @@ func TestApproval_DenyHaltHeadless(t *testing.T) {
 	}
 }
 
-// TestApproval_OutcomeOnOtherGates: an outcome belongs to checkpoints.
+// TestApproval_PerStepAndModes: per_step holds every later step; an
+// outcome that does not go with the answer is refused; the modes.
 func TestApproval_PerStepAndModes(t *testing.T) {
 	r := newRig(t, "")
 	res := r.held("file.write", map[string]any{"path": "src/a.go"}, approval.TriggerPathScope)
@@ -400,7 +403,7 @@ func TestApproval_TrustReset(t *testing.T) {
 						t.Fatalf("another boundary's permit: %+v", p)
 					}
 				}
-				if st.Envelope.Paths != nil {
+				if st.Envelope.PolicyVersions != nil {
 					t.Fatalf("the envelope was not invalidated: %+v", st.Envelope)
 				}
 			}
@@ -521,4 +524,45 @@ func TestApproval_ModePerRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.runs("file.read", map[string]any{"path": "docs/a"}, "")
+}
+
+// TestApproval_OutlivesResolution: an approved request runs under its
+// permit after its resolution's TTL (an operator may take longer than a
+// resolution lives); without the approval the expired resolution is
+// refused. TRACE holds no path in clear.
+func TestApproval_OutlivesResolution(t *testing.T) {
+	clk := newFakeClock()
+	r := newRig(t, "", withFakeClock(clk))
+	p := map[string]any{"path": "src/secret-name.go"}
+	res := r.held("file.delete", p, approval.TriggerHighRisk)
+	clk.Advance(10 * time.Minute) // the resolution (300 s) has expired; the permit (600 s) is issued now
+	if _, err := r.answer(res.Approval.ApprovalID, map[string]any{"action": "approve", "confirm": true}); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := r.exec("file.read", map[string]any{"path": "docs/a"}, "")
+	carpCode(t, "an expired resolution without an approval", err, carp.CodeResolutionExpired)
+	r.runs("file.delete", p, res.Approval.ApprovalID)
+	for _, ev := range sessionTrace(t, r.e, r.w.ID) {
+		if strings.Contains(string(ev.Payload), "secret-name") {
+			t.Errorf("TRACE %s holds a path: %s", ev.EventType, ev.Payload)
+		}
+	}
+}
+
+// TestApproval_OutcomeOnlyOnCheckpoints: an outcome on a gate that is not
+// a checkpoint is refused, and the gate stays pending.
+func TestApproval_OutcomeOnlyOnCheckpoints(t *testing.T) {
+	cfg := highway.Default()
+	cfg.Gates[highway.EnvelopeDelivery] = true
+	cfg.Gates[highway.TaskApproval] = false
+	e := openVerified(t, withHighway(cfg))
+	mkUser(t, e, "op", user.InjectDirectiveAny)
+	w := idleWorker(t, e, e.Root())
+	id := sendHeld(t, e, w.ID, "directive", "start")
+	if _, err := e.ResolveGate(ctx, "op", mustJSON(map[string]any{"gate_id": id, "action": "approve", "outcome": "per_step"})); Code(err) != wire.CodeInvalidStructure {
+		t.Fatalf("an outcome on an envelope gate: %v", err)
+	}
+	if g, _ := e.Gate(ctx, id); !g.Pending() {
+		t.Fatal("the refused answer resolved the gate")
+	}
 }

@@ -215,6 +215,37 @@ func (t *tx) modeOf(ws string) approval.Mode {
 	return approval.ModePolicy
 }
 
+// pathsHash is the SHA-256 of a permit's paths (their JSON): TRACE
+// holds hashes of what an agent sent, never the content.
+func pathsHash(paths []string) string {
+	b, _ := json.Marshal(paths)
+	return carp.ContentHash(b)
+}
+
+// traceBoundary is a boundary as TRACE records it: a path boundary's
+// path is the agent's content, so its SHA-256 stands for it
+// (path:sha256:<hex>); the other kinds name the atlas's own ids.
+func traceBoundary(b string) string {
+	if kind, name, err := approval.ParseBoundary(b); err == nil && kind == approval.BoundaryPath {
+		return approval.Boundary(kind, carp.ContentHash([]byte(name)))
+	}
+	return b
+}
+
+// approvedNow reports whether approval id of session ws is approved and
+// its permit usable at now.
+func (t *tx) approvedNow(ws, id string, now time.Time) bool {
+	if id == "" {
+		return false
+	}
+	cp, ok := t.checkpoint(id)
+	if !ok || cp.Session != ws || cp.Status != approval.StatusApproved {
+		return false
+	}
+	pm, ok := t.permit(cp.PermitID)
+	return ok && pm.Usable(now) == nil
+}
+
 // unusedExact returns a usable permit bound to digest that was never used.
 func unusedExact(ps []approval.Permit, digest string, now time.Time) *approval.Permit {
 	for i := range ps {
@@ -344,7 +375,7 @@ func (t *tx) planCheckpoint(g highway.Gate, cp approval.Checkpoint) (func(*tx) e
 				return err
 			}
 			if _, err := t.traceEmit(sp, approval.TracePermitIssued, map[string]any{"permit_id": pm.ID, "approval_id": pm.ApprovalID,
-				"tool": pm.Tool, "digest": pm.Digest, "paths": pm.Paths, "max_uses": pm.MaxUses, "expires_at": formatCarp(pm.ExpiresAt),
+				"tool": pm.Tool, "digest": pm.Digest, "paths": len(pm.Paths), "paths_hash": pathsHash(pm.Paths), "max_uses": pm.MaxUses, "expires_at": formatCarp(pm.ExpiresAt),
 				"policy_version": pm.PolicyVersion, "side_effect_class": pm.SideEffectClass}); err != nil {
 				return err
 			}
@@ -406,7 +437,7 @@ func (t *tx) violate(sp span, session, boundary, reason string, pol approval.Pol
 	if err != nil {
 		return err
 	}
-	if _, err := t.traceEmit(sp, approval.TraceTrust, map[string]any{"boundary": boundary, "kind": ev.Kind, "reason": reason,
+	if _, err := t.traceEmit(sp, approval.TraceTrust, map[string]any{"boundary": traceBoundary(boundary), "kind": ev.Kind, "reason": reason,
 		"seq": ev.Seq, "state": approval.Untrusted, "first": first, "on_violation": pol.OnViolation}); err != nil {
 		return err
 	}

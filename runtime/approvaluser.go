@@ -107,6 +107,7 @@ func (e *Engine) SetApprovalMode(ctx context.Context, uid string, req wire.Appro
 			env := t.envelope(req.Workspace)
 			from := env.Mode
 			env.Mode = mode
+			env.PerStep = false // setting a mode ends per-step approval (an operator's p)
 			if err := t.putEnvelope(req.Workspace, env); err != nil {
 				return err
 			}
@@ -182,7 +183,7 @@ func (e *Engine) RestoreTrust(ctx context.Context, uid string, req wire.TrustRes
 				return err
 			}
 			out = approval.Fold(t.trustEvents(req.Workspace)).Of(req.Boundary)
-			_, err = t.traceEmit(t.sessionSpan(req.Workspace, "", nil), approval.TraceTrust, map[string]any{"boundary": req.Boundary,
+			_, err = t.traceEmit(t.sessionSpan(req.Workspace, "", nil), approval.TraceTrust, map[string]any{"boundary": traceBoundary(req.Boundary),
 				"kind": ev.Kind, "reason": req.Reason, "seq": ev.Seq, "state": approval.Trusted, "by": uid})
 			return err
 		})

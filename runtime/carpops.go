@@ -317,7 +317,7 @@ func (e *Engine) CarpExecute(ctx context.Context, ws string, req carp.Request) (
 			return t.refuse(sp, req, cerr, carp.TraceErrorOccurred, refusal)
 		}
 		_, sums := t.atlases()
-		ga, vs, ce := carp.Authorize(carp.Check{Grant: g, Request: req, Now: now,
+		ga, vs, ce := carp.Authorize(carp.Check{Grant: g, Request: req, Now: now, Approved: t.approvedNow(ws, req.ApprovalID, now),
 			Loaded: func(id string) string { return sums[id] },
 			Usage:  func(l carp.Limit) (int, time.Time) { return t.usage(l, now) }})
 		if ce != nil {

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -55,7 +57,7 @@ func printApprovalState(w io.Writer, s wire.ApprovalState) {
 	if mode == "" {
 		mode = string(approval.ModePolicy) + " (default)"
 	}
-	kv(w, "session", s.Session, "mode", mode, "risk tier", orDash(e.RiskTier), "paths", orDash(strings.Join(e.Paths, ", ")),
+	kv(w, "session", s.Session, "mode", mode, "policy versions", orDash(versions(e.PolicyVersions)),
 		"providers", orDash(strings.Join(e.Providers, ", ")), "per_step", strconv.FormatBool(e.PerStep))
 	fmt.Fprintln(w)
 	if len(s.Trust) == 0 {
@@ -134,7 +136,7 @@ func highwayMode(c *cli, args []string) error {
 		return err
 	}
 	return c.print(env, func(w io.Writer) {
-		kv(w, "session", pos[0], "mode", string(env.Mode), "risk tier", orDash(env.RiskTier), "paths", orDash(strings.Join(env.Paths, ", ")),
+		kv(w, "session", pos[0], "mode", string(env.Mode), "policy versions", orDash(versions(env.PolicyVersions)),
 			"providers", orDash(strings.Join(env.Providers, ", ")), "per_step", strconv.FormatBool(env.PerStep))
 	})
 }
@@ -223,4 +225,13 @@ func trustRestore(c *cli, args []string) error {
 		kv(w, "session", pos[0], "boundary", b.Boundary, "trust", b.State, "violations", strconv.Itoa(b.Violations),
 			"since", b.Since, "reason", b.Reason)
 	})
+}
+
+// versions is an envelope's policy versions, atlas by atlas.
+func versions(m map[string]string) string {
+	var out []string
+	for _, a := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, a+"="+m[a])
+	}
+	return strings.Join(out, ", ")
 }

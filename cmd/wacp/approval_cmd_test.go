@@ -164,7 +164,7 @@ func TestCarpExecuteWaitApproved(t *testing.T) {
 
 	// The table: the session, its checkpoint, its permit.
 	code, out, errs = wacp(t, append(text(op), "highway", "approvals", "--workspace", ws)...)
-	for _, want := range []string{"session    " + ws + "\n", "mode       policy (default)\n", "CHECKPOINT", gate + "  ticket.delete  approved  continue  " + cp.Pending.CheckpointType + "  operator",
+	for _, want := range []string{"session          " + ws + "\n", "mode             policy (default)\n", "policy versions  com.acme.support=com.acme.support@1.0.0#sha256:", "CHECKPOINT", gate + "  ticket.delete  approved  continue  " + cp.Pending.CheckpointType + "  operator",
 		"PERMIT", st.Permits[0].ID + "  ticket.delete  used    1/1", "every boundary trusted"} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("wacp highway approvals = %d, %q, %q; want %q in it", code, out, errs, want)
