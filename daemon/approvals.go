@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"time"
 
 	"github.com/wacpd/wacpd/runtime"
 	"github.com/wacpd/wacpd/wire"
@@ -22,13 +21,9 @@ func (r *Daemon) carpApproval(ctx context.Context, c caller, body []byte) (any, 
 	if req.ApprovalID == "" {
 		return nil, runtime.Refuse(wire.CodeInvalidStructure, "approval_id is required")
 	}
-	var wait time.Duration
-	if req.Wait != "" {
-		d, err := time.ParseDuration(req.Wait)
-		if err != nil || d < 0 || d > MaxWait {
-			return nil, runtime.Refuse(wire.CodeInvalidStructure, "wait %q is not a duration between 0 and %s", req.Wait, MaxWait)
-		}
-		wait = d
+	wait, err := parseWait(req.Wait)
+	if err != nil {
+		return nil, err
 	}
 	ref, err := r.eng.ApprovalStatus(ctx, c.ws, req.ApprovalID, 0)
 	if err != nil || ref.Status != "pending" || wait == 0 {

@@ -43,13 +43,9 @@ func (r *Daemon) inboxNext(ctx context.Context, c caller, body []byte) (any, err
 	if err := runtime.Decode(body, &req); err != nil {
 		return nil, err
 	}
-	var wait time.Duration
-	if req.Wait != "" {
-		d, err := time.ParseDuration(req.Wait)
-		if err != nil || d < 0 || d > MaxWait {
-			return nil, runtime.Refuse(wire.CodeInvalidStructure, "wait %q is not a duration between 0 and %s", req.Wait, MaxWait)
-		}
-		wait = d
+	wait, err := parseWait(req.Wait)
+	if err != nil {
+		return nil, err
 	}
 	if req.AckPrevious == nil || *req.AckPrevious {
 		if _, err := r.eng.AckLeased(ctx, c.ws); err != nil {
@@ -71,6 +67,19 @@ func (r *Daemon) inboxNext(ctx context.Context, c caller, body []byte) (any, err
 		return struct{}{}, err
 	}
 	return env, nil
+}
+
+// parseWait reads a long poll's wait: "" is none, else a Go duration
+// between 0 and MaxWait.
+func parseWait(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 || d > MaxWait {
+		return 0, runtime.Refuse(wire.CodeInvalidStructure, "wait %q is not a duration between 0 and %s", s, MaxWait)
+	}
+	return d, nil
 }
 
 // inboxAck acknowledges one envelope of the caller's inbox (extension,
