@@ -309,6 +309,10 @@ func TestApproval_PerStepAndModes(t *testing.T) {
 	}
 	r.runs("file.write", map[string]any{"path": "src/a.go"}, res.Approval.ApprovalID)
 	r.held("file.read", map[string]any{"path": "docs/a"}, approval.TriggerPerStep)
+	if _, err := r.e.SetApprovalMode(ctx, "op", wire.ApprovalModeRequest{Workspace: r.w.ID, Mode: "policy"}); err != nil {
+		t.Fatal(err)
+	}
+	r.runs("file.read", map[string]any{"path": "docs/a"}, "") // setting a mode ends per-step
 
 	// Modes: never is refused by this policy; always checkpoints a read.
 	r2 := newRig(t, "")
