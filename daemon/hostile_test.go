@@ -216,6 +216,11 @@ func TestHostileInputWrongTypesIsInvalidStructure(t *testing.T) {
 		"atlas.unload":               `{"atlas_id":7}`,
 		"atlas.list":                 `{"all":true}`,
 		"trace":                      `{"from":"0"}`,
+		"carp.approval":              `{"approval_id":7}`,
+		"highway.approvals":          `{"workspace":1}`,
+		"highway.approval.mode":      `{"workspace":"W","mode":["always"]}`,
+		"highway.permit.revoke":      `{"permit_id":true}`,
+		"highway.trust.restore":      `{"workspace":"W","boundary":{}}`,
 	}
 	for _, op := range s.ops() {
 		if op == "system.info" {
@@ -264,6 +269,8 @@ func TestHostileInputUnknownEnumIsInvalidStructure(t *testing.T) {
 		{"token kind", "token.create", `{"kind":"admin","name":"eve"}`, wire.CodeInvalidStructure},
 		{"trail event type", "trail", `{"event_type":"no_such_event"}`, wire.CodeInvalidStructure},
 		{"audit event type", "audit.trail.read", `{"event_type":"no_such_event"}`, wire.CodeInvalidStructure},
+		{"approval mode", "highway.approval.mode", `{"workspace":"` + w + `","mode":"sometimes"}`, wire.CodeInvalidStructure},
+		{"trust boundary kind", "highway.trust.restore", `{"workspace":"` + w + `","boundary":"disk:/"}`, wire.CodeInvalidStructure},
 		{"checkpoint type", "checkpoint", cp("type", "poem"), wire.CodeInvalidType},
 		{"signal type", "signal", `{"type":"dance"}`, wire.CodeInvalidType},
 		{"envelope type", "envelope", `{"to":"` + w + `","type":"memo","payload":{"content":"x"}}`, wire.CodeInvalidType},

@@ -95,6 +95,12 @@ var serviceSeeds = map[string][]string{
 	"atlas.unload": {`{"atlas_id":"a.b"}`},
 	"atlas.list":   {`{}`},
 	"trace":        {`{}`, `{"from":3,"limit":1}`},
+
+	"carp.approval":         {`{"approval_id":"x"}`, `{"approval_id":"x","wait":"1ms"}`, `{"approval_id":"x","wait":"6m"}`, `{}`},
+	"highway.approvals":     {`{}`, `{"workspace":"W"}`},
+	"highway.approval.mode": {`{"workspace":"W","mode":"always"}`, `{"workspace":"W","mode":"never","reason":"r"}`, `{"workspace":"W","mode":""}`},
+	"highway.permit.revoke": {`{"permit_id":"x","reason":"r"}`, `{}`},
+	"highway.trust.restore": {`{"workspace":"W","boundary":"tool:t.get","reason":"r"}`, `{"workspace":"W","boundary":"disk:/"}`},
 }
 
 // FuzzServiceRequest feeds arbitrary bodies to every endpoint, through
