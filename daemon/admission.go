@@ -17,7 +17,7 @@ import (
 //   - agents together hold at most 3N/4 slots, users and auditors with them
 //     at most 7N/8, so N/8 are always left for the auditors and users and
 //     N/8 for the coordinator;
-//   - a long poll (inbox.next with a wait) holds no slot while it waits: it
+//   - a long poll (inbox.next or carp.approval with a wait) holds no slot while it waits: it
 //     parks, and parked requests are bounded per principal (N/8) and in all
 //     (16N).
 //

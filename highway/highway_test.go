@@ -303,3 +303,14 @@ func TestQueue(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestDenyTakesNoOutcome: with no operator present a gate is denied, never
+// halted: deny with an outcome is refused.
+func TestDenyTakesNoOutcome(t *testing.T) {
+	if _, err := DecodeResolveRequest([]byte(`{"gate_id":"G","action":"deny","outcome":"halt"}`)); !errors.Is(err, ErrInvalidResolution) {
+		t.Fatalf("deny with an outcome: %v", err)
+	}
+	if r, err := DecodeResolveRequest([]byte(`{"gate_id":"G","action":"reject","outcome":"halt","confirm":true}`)); err != nil || r.Outcome != "halt" || !r.Confirm {
+		t.Fatalf("reject halt: %+v %v", r, err)
+	}
+}

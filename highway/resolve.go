@@ -43,6 +43,9 @@ func DecodeResolveRequest(data []byte) (ResolveRequest, error) {
 	if r.GateID == "" {
 		return ResolveRequest{}, fmt.Errorf("%w: gate_id is required", ErrInvalidResolution)
 	}
+	if r.Action == Deny && r.Outcome != "" {
+		return ResolveRequest{}, fmt.Errorf("%w: deny takes no outcome: with no operator present a checkpoint is denied, never halted", ErrInvalidResolution)
+	}
 	if _, err := r.modifications(); err != nil {
 		return ResolveRequest{}, err
 	}

@@ -32,7 +32,7 @@ func (e *Engine) Approvals(ctx context.Context, ws string) []wire.ApprovalState 
 	for id := range e.appr.trust {
 		sessions[id] = true
 	}
-	var out []wire.ApprovalState
+	out := []wire.ApprovalState{}
 	for id := range sessions {
 		if ws != "" && id != ws {
 			continue

@@ -42,7 +42,7 @@ const (
 
 // Limits and deadlines.
 const (
-	// MaxWait bounds inbox.next's wait.
+	// MaxWait bounds the wait of a long poll (inbox.next, carp.approval).
 	MaxWait = 5 * time.Minute
 	// RequestTimeout is a request's deadline in the daemon unless its
 	// endpoint has its own (Endpoint.Timeout).
