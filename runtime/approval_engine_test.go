@@ -570,3 +570,25 @@ func TestApproval_OutcomeOnlyOnCheckpoints(t *testing.T) {
 		t.Fatal("the refused answer resolved the gate")
 	}
 }
+
+// TestApproval_WorkspaceEndsCheckpoints: when a workspace ends, its pending
+// checkpoints are resolved by the protocol (its gate too) and their held
+// executions cancelled: nothing is left for an operator to approve.
+func TestApproval_WorkspaceEndsCheckpoints(t *testing.T) {
+	r := newRig(t, "")
+	res := r.held("file.delete", map[string]any{"path": "a"}, approval.TriggerHighRisk)
+	if _, err := r.e.Abort(ctx, r.e.Root(), r.w.ID, "done"); err != nil {
+		t.Fatal(err)
+	}
+	g, err := r.e.Gate(ctx, res.Approval.ApprovalID)
+	if err != nil || g.Pending() || g.Resolution.Actor != highway.ActorProtocol {
+		t.Fatalf("the checkpoint's gate after the abort: %+v %v", g.Resolution, err)
+	}
+	ref, _ := r.e.ApprovalStatus(ctx, r.w.ID, res.Approval.ApprovalID, 0)
+	if ref.Status != approval.StatusDenied {
+		t.Fatalf("the checkpoint after the abort: %+v", ref)
+	}
+	if x := r.e.Executions(r.w.ID); x[0].Status != carp.StatusCancelled {
+		t.Fatalf("the held execution after the abort: %+v", x[0])
+	}
+}

@@ -115,6 +115,14 @@ func (t *tx) checkpoint(id string) (approval.Checkpoint, bool) {
 	return v, ok
 }
 
+// isCheckpoint reports whether gate id holds a control-plane checkpoint
+// (an envelope_delivery gate whose subject is an execution, not an
+// envelope).
+func (t *tx) isCheckpoint(id string) bool {
+	_, ok := t.checkpoint(id)
+	return ok
+}
+
 func (t *tx) permit(id string) (approval.Permit, bool) {
 	if l := t.apprLayerOrNil(); l != nil {
 		if v, ok := l.permits[id]; ok {

@@ -383,6 +383,10 @@ func (t *tx) staleWorkspaceGates(w *workspace.Workspace, from, to workspace.Stat
 			stale = to.Terminal()
 		case gateWorkspace(g) == w.ID && g.Type == highway.WorkspaceCreate:
 			stale = to.Terminal() // the parent ended: it will never be created
+		case gateWorkspace(g) == w.ID && g.Type == highway.EnvelopeDelivery && t.isCheckpoint(g.ID):
+			// A control-plane checkpoint, not an envelope: it stays pending
+			// until its workspace ends (cancelCheckpoints, endCarpSession).
+			continue
 		case gateWorkspace(g) == w.ID && g.Type == highway.EnvelopeDelivery && sealed:
 			if err := t.invalidateGate(g); err != nil {
 				return err
