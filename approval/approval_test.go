@@ -479,3 +479,22 @@ func TestNoHiddenWidening(t *testing.T) {
 		}
 	}
 }
+
+// TestAdoption: a session's first provider class and first policy version
+// are adopted without a checkpoint, and Evaluate says so; nothing is
+// adopted when the envelope already holds them.
+func TestAdoption(t *testing.T) {
+	pol := policy()
+	pol.ApprovedPaths = []string{"src/**"}
+	a := write
+	a.ProviderClass = "local"
+	req := canon(t, "file.write", `{"path":"src/a.go"}`)
+	d := approval.Evaluate(approval.Input{Request: req, Action: a, Policy: pol, Now: t0})
+	if d.Checkpoint() || !d.Adopted || d.Envelope.Providers[0] != "local" || d.Envelope.PolicyVersions[pol.Atlas] != pol.Version {
+		t.Fatalf("first use: %+v", d)
+	}
+	again := approval.Evaluate(approval.Input{Request: req, Action: a, Policy: pol, Envelope: d.Envelope, Now: t0})
+	if again.Checkpoint() || again.Adopted {
+		t.Fatalf("second use adopted again: %+v", again)
+	}
+}

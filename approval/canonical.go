@@ -1,7 +1,6 @@
 package approval
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -97,5 +96,3 @@ func (c Canonical) Paths(params []string) []string {
 	slices.Sort(out)
 	return slices.Compact(out)
 }
-
-func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }

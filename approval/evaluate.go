@@ -107,6 +107,7 @@ type Decision struct {
 	Mode       Mode     // the mode in force: never falls back to policy when the policy refuses it
 	Permit     *Permit  // the permit that lets the request run when triggers fire
 	Envelope   Envelope // the envelope after what a request adopts without a checkpoint (a first provider class, a first policy version)
+	Adopted    bool     // Envelope differs from the input's: the caller stores it
 }
 
 // Checkpoint reports whether the request waits for an operator.
@@ -157,6 +158,7 @@ func Evaluate(in Input) Decision {
 		switch {
 		case len(known) == 0:
 			d.Envelope.Providers = []string{pc} // the first class the session uses is its class
+			d.Adopted = true
 		case !slices.Contains(known, pc):
 			d.Delta.ProviderClass = &Change{From: strings.Join(known, ","), To: pc}
 			fire(TriggerProvider, true, "%s calls a %s provider; the session's approved provider classes are %s", c.Tool, pc, strings.Join(known, ", "))
@@ -165,6 +167,7 @@ func Evaluate(in Input) Decision {
 	switch v := env.PolicyVersions[p.Atlas]; {
 	case v == "":
 		d.Envelope.PolicyVersions = withVersion(env.PolicyVersions, p.Atlas, p.Version)
+		d.Adopted = true
 	case v != p.Version:
 		d.Delta.PolicyVersion = &Change{From: v, To: p.Version}
 		fire(TriggerPolicyBoundary, true, "the policy of atlas %s moved from %s to %s since the session's approvals", p.Atlas, v, p.Version)

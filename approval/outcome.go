@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wacpd/wacpd/atlas"
+	"github.com/wacpd/wacpd/internal/strictjson"
 )
 
 // Outcome is how a checkpoint ended (seed 003, "Checkpoint outcomes").
@@ -52,9 +53,7 @@ const MaxPermitTTL = 7 * 24 * time.Hour
 // MaxPermitTTL.
 func DecodeProposal(raw json.RawMessage, cp Checkpoint, p Policy) (Proposal, error) {
 	var pr Proposal
-	dec := json.NewDecoder(bytesReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&pr); err != nil {
+	if err := strictjson.Decode(raw, &pr); err != nil {
 		return Proposal{}, fmt.Errorf("%w: payload is {\"paths\": [...], \"uses\": n, \"ttl_seconds\": n}: %v", ErrEnvelope, err)
 	}
 	for _, pat := range pr.Paths {

@@ -34,17 +34,8 @@ type governedReq struct {
 // (and no refusal) when the grant does not name the action or its atlas
 // is gone: carp.Authorize refuses those next.
 func (t *tx) governed(g carp.Grant, req carp.Request, ws string) (*governedReq, *carp.Error) {
-	i := slices.IndexFunc(g.Actions, func(a carp.GrantedAction) bool { return a.ActionID == req.Action.ActionID })
-	if i < 0 {
-		return nil, nil
-	}
-	ga := g.Actions[i]
-	m, sum := t.atlasOf(ga.AtlasID)
-	if m == nil {
-		return nil, nil
-	}
-	j := slices.IndexFunc(m.Actions, func(a atlas.Action) bool { return a.ActionID == ga.ActionID })
-	if j < 0 {
+	ga, m, sum, a, ok := t.grantedAction(g, req.Action.ActionID)
+	if !ok {
 		return nil, nil
 	}
 	pol := approval.FromAtlas(m, sum)
@@ -65,7 +56,26 @@ func (t *tx) governed(g carp.Grant, req carp.Request, ws string) (*governedReq, 
 	if err != nil {
 		return nil, carp.Errorf(carp.CodeInvalidRequest, "the request has no canonical form: %v", err)
 	}
-	return &governedReq{req: c, action: approval.FromAtlasAction(m.Actions[j], ga.RequiresApproval, ga.ApprovalPolicies), policy: pol}, nil
+	return &governedReq{req: c, action: approval.FromAtlasAction(a, ga.RequiresApproval, ga.ApprovalPolicies), policy: pol}, nil
+}
+
+// grantedAction returns action id as grant g granted it, the loaded atlas
+// that defines it with its checksum, and its definition there; ok is false
+// when the grant does not name it, or its atlas or its definition is gone.
+func (t *tx) grantedAction(g carp.Grant, id string) (ga carp.GrantedAction, m *atlas.Manifest, sum string, a atlas.Action, ok bool) {
+	i := slices.IndexFunc(g.Actions, func(x carp.GrantedAction) bool { return x.ActionID == id })
+	if i < 0 {
+		return ga, nil, "", a, false
+	}
+	ga = g.Actions[i]
+	if m, sum = t.atlasOf(ga.AtlasID); m == nil {
+		return ga, nil, "", a, false
+	}
+	j := slices.IndexFunc(m.Actions, func(x atlas.Action) bool { return x.ActionID == id })
+	if j < 0 {
+		return ga, nil, "", a, false
+	}
+	return ga, m, sum, m.Actions[j], true
 }
 
 // atlasOf returns loaded atlas id and its checksum.
@@ -158,9 +168,9 @@ func (t *tx) checkpointGate(sp span, req carp.Request, gv *governedReq, x *Execu
 		in.Permits = []approval.Permit{pm}
 	}
 	d := approval.Evaluate(in)
-	d.Envelope.Mode = env.Mode // the session's own mode, not the one it inherits
-	if !sameEnvelope(d.Envelope, env) {
-		if err := t.putEnvelope(ws, d.Envelope); err != nil { // what a request adopts: a first provider class, a first policy version
+	if d.Adopted { // a first provider class, a first policy version
+		d.Envelope.Mode = env.Mode // the session's own mode, not the one it inherits
+		if err := t.putEnvelope(ws, d.Envelope); err != nil {
 			return nil, err
 		}
 	}
@@ -254,12 +264,6 @@ func unusedExact(ps []approval.Permit, digest string, now time.Time) *approval.P
 		}
 	}
 	return nil
-}
-
-func sameEnvelope(a, b approval.Envelope) bool {
-	x, _ := json.Marshal(a)
-	y, _ := json.Marshal(b)
-	return string(x) == string(y)
 }
 
 // checkpointSubject is a checkpoint gate's subject: what the operator is
@@ -509,19 +513,11 @@ func (t *tx) sideEffectViolations(sp span, x Execution, effects []carp.SideEffec
 	if !ok {
 		return nil
 	}
-	i := slices.IndexFunc(g.Actions, func(a carp.GrantedAction) bool { return a.ActionID == x.ActionID })
-	if i < 0 {
+	_, m, sum, a, ok := t.grantedAction(g, x.ActionID)
+	if !ok {
 		return nil
 	}
-	m, _ := t.atlasOf(g.Actions[i].AtlasID)
-	if m == nil {
-		return nil
-	}
-	j := slices.IndexFunc(m.Actions, func(a atlas.Action) bool { return a.ActionID == x.ActionID })
-	if j < 0 {
-		return nil
-	}
-	a, pol := m.Actions[j], t.policyOf(m.AtlasID)
+	pol := approval.FromAtlas(m, sum)
 	seen := map[string]bool{}
 	for _, se := range effects {
 		var boundary, reason string

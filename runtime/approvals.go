@@ -33,8 +33,17 @@ type apprState struct {
 	envelopes map[string]approval.Envelope
 	cps       map[string]approval.Checkpoint
 	permits   map[string]approval.Permit
+	bySession map[string][]string // session -> its permits' ids: an execute reads its session's, not all
 	trust     map[string][]approval.TrustEvent
 	sig       map[string]chan struct{} // closed when a checkpoint is decided (ApprovalStatus waits on it)
+}
+
+// notePermit indexes permit p by its session (once).
+func (st *apprState) notePermit(p approval.Permit) {
+	if _, ok := st.permits[p.ID]; !ok {
+		st.bySession[p.Session] = append(st.bySession[p.Session], p.ID)
+	}
+	st.permits[p.ID] = p
 }
 
 // apprLayer is a batch's approval changes (on the batch's layer only).
@@ -47,7 +56,8 @@ type apprLayer struct {
 
 func (e *Engine) loadApprovals() error {
 	st := apprState{envelopes: map[string]approval.Envelope{}, cps: map[string]approval.Checkpoint{},
-		permits: map[string]approval.Permit{}, trust: map[string][]approval.TrustEvent{}, sig: map[string]chan struct{}{}}
+		permits: map[string]approval.Permit{}, bySession: map[string][]string{}, trust: map[string][]approval.TrustEvent{},
+		sig: map[string]chan struct{}{}}
 	envs, err := recstore.LoadAll[approval.Envelope](e.db, keyEnvelopes)
 	if err != nil {
 		return err
@@ -66,8 +76,8 @@ func (e *Engine) loadApprovals() error {
 	if err != nil {
 		return err
 	}
-	for id, v := range pms {
-		st.permits[id] = *v
+	for _, v := range pms {
+		st.notePermit(*v)
 	}
 	logs, err := recstore.LoadAll[trustLog](e.db, keyTrust)
 	if err != nil {
@@ -136,10 +146,8 @@ func (t *tx) permit(id string) (approval.Permit, bool) {
 // sessionPermits returns session's permits as t sees them, by id.
 func (t *tx) sessionPermits(session string) []approval.Permit {
 	seen := map[string]approval.Permit{}
-	for id, p := range t.e.appr.permits {
-		if p.Session == session {
-			seen[id] = p
-		}
+	for _, id := range t.e.appr.bySession[session] {
+		seen[id] = t.e.appr.permits[id]
 	}
 	if l := t.apprLayerOrNil(); l != nil {
 		for id, p := range l.permits {
@@ -217,8 +225,8 @@ func (e *Engine) applyApprovals(t *tx) {
 			delete(e.appr.sig, id)
 		}
 	}
-	for id, v := range l.permits {
-		e.appr.permits[id] = v
+	for _, v := range l.permits {
+		e.appr.notePermit(v)
 	}
 	for id, v := range l.trust {
 		e.appr.trust[id] = v

@@ -6,6 +6,7 @@ package runtime
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 
@@ -22,46 +23,41 @@ func (e *Engine) Approvals(ctx context.Context, ws string) []wire.ApprovalState 
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := e.clock.Now()
-	sessions := map[string]bool{}
-	for id := range e.appr.envelopes {
-		sessions[id] = true
+	states := map[string]*wire.ApprovalState{}
+	state := func(id string) *wire.ApprovalState {
+		st, ok := states[id]
+		if !ok && (ws == "" || id == ws) {
+			st = &wire.ApprovalState{Session: id, Envelope: e.appr.envelopes[id], TrustLog: e.appr.trust[id],
+				Permits: []wire.PermitView{}, Checkpoints: []approval.Checkpoint{}}
+			states[id] = st
+		}
+		return st
 	}
-	for _, cp := range e.appr.cps {
-		sessions[cp.Session] = true
+	for id := range e.appr.envelopes {
+		state(id)
 	}
 	for id := range e.appr.trust {
-		sessions[id] = true
+		state(id)
+	}
+	for _, cp := range e.appr.cps {
+		if st := state(cp.Session); st != nil {
+			st.Checkpoints = append(st.Checkpoints, cp)
+		}
 	}
 	out := []wire.ApprovalState{}
-	for id := range sessions {
-		if ws != "" && id != ws {
-			continue
-		}
-		st := wire.ApprovalState{Session: id, Envelope: e.appr.envelopes[id], TrustLog: e.appr.trust[id],
-			Permits: []wire.PermitView{}, Checkpoints: []approval.Checkpoint{}}
+	for id, st := range states {
 		if st.TrustLog == nil {
 			st.TrustLog = []approval.TrustEvent{}
 		}
 		trust := approval.Fold(st.TrustLog)
-		var bs []string
-		for b := range trust {
-			bs = append(bs, b)
-		}
-		slices.Sort(bs)
-		st.Trust = trust.Snapshot(bs)
-		for _, p := range e.appr.permits {
-			if p.Session == id {
-				st.Permits = append(st.Permits, wire.PermitView{Permit: p, Status: p.Status(now)})
-			}
+		st.Trust = trust.Snapshot(slices.Sorted(maps.Keys(trust)))
+		for _, pid := range e.appr.bySession[id] {
+			p := e.appr.permits[pid]
+			st.Permits = append(st.Permits, wire.PermitView{Permit: p, Status: p.Status(now)})
 		}
 		slices.SortFunc(st.Permits, func(a, b wire.PermitView) int { return a.IssuedAt.Compare(b.IssuedAt) })
-		for _, cp := range e.appr.cps {
-			if cp.Session == id {
-				st.Checkpoints = append(st.Checkpoints, cp)
-			}
-		}
 		slices.SortFunc(st.Checkpoints, func(a, b approval.Checkpoint) int { return a.CreatedAt.Compare(b.CreatedAt) })
-		out = append(out, st)
+		out = append(out, *st)
 	}
 	slices.SortFunc(out, func(a, b wire.ApprovalState) int { return strings.Compare(a.Session, b.Session) })
 	return out
