@@ -21,8 +21,8 @@ import (
 func highwayApprovals(c *cli, args []string) error {
 	const cmd = "highway approvals"
 	fs := c.flags(cmd, cmd+" [--workspace WS]\n\n"+
-		"Prints each session's approvals: its envelope (checkpoint mode, approved risk tier, paths, provider\n"+
-		"classes, per-step), the trust of each boundary with an event, its permits and its checkpoints.\n"+
+		"Prints each session's approvals: its envelope (checkpoint mode, policy versions, provider classes,\n"+
+		"per-step), the trust of each boundary with an event, its permits and its checkpoints.\n"+
 		"-o json prints the daemon's reply.")
 	ws := fs.String("workspace", "", "only this session (a workspace id); default every session with approvals")
 	if _, err := parse(fs, args, 0, 0); err != nil {
@@ -52,13 +52,7 @@ func highwayApprovals(c *cli, args []string) error {
 // printApprovalState prints one session's approvals as blocks separated
 // by blank lines (each block aligned on its own).
 func printApprovalState(w io.Writer, s wire.ApprovalState) {
-	e := s.Envelope
-	mode := string(e.Mode)
-	if mode == "" {
-		mode = string(approval.ModePolicy) + " (default)"
-	}
-	kv(w, "session", s.Session, "mode", mode, "policy versions", orDash(versions(e.PolicyVersions)),
-		"providers", orDash(strings.Join(e.Providers, ", ")), "per_step", strconv.FormatBool(e.PerStep))
+	printApprovalEnvelope(w, s.Session, s.Envelope)
 	fmt.Fprintln(w)
 	if len(s.Trust) == 0 {
 		fmt.Fprintln(w, "trust: every boundary trusted (no violation recorded)")
@@ -135,10 +129,7 @@ func highwayMode(c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	return c.print(env, func(w io.Writer) {
-		kv(w, "session", pos[0], "mode", string(env.Mode), "policy versions", orDash(versions(env.PolicyVersions)),
-			"providers", orDash(strings.Join(env.Providers, ", ")), "per_step", strconv.FormatBool(env.PerStep))
-	})
+	return c.print(env, func(w io.Writer) { printApprovalEnvelope(w, pos[0], env) })
 }
 
 func permitList(c *cli, args []string) error {
@@ -234,4 +225,15 @@ func versions(m map[string]string) string {
 		out = append(out, a+"="+m[a])
 	}
 	return strings.Join(out, ", ")
+}
+
+// printApprovalEnvelope prints session's approval envelope; a mode never set is the
+// default, policy.
+func printApprovalEnvelope(w io.Writer, session string, e approval.Envelope) {
+	mode := string(e.Mode)
+	if mode == "" {
+		mode = string(approval.ModePolicy) + " (default)"
+	}
+	kv(w, "session", session, "mode", mode, "policy versions", orDash(versions(e.PolicyVersions)),
+		"providers", orDash(strings.Join(e.Providers, ", ")), "per_step", strconv.FormatBool(e.PerStep))
 }
