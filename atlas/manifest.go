@@ -4,8 +4,7 @@ import "encoding/json"
 
 // Manifest is an Atlas manifest (seed 000, "Complete Atlas Example"; the
 // CARP/1.0 fields of seed 004 that the resolver hands out): what a steward
-// publishes about a domain. Fields the resolver does not use yet are kept
-// (Steward, Checkpoints) so that a manifest is validated as a whole.
+// publishes about a domain.
 type Manifest struct {
 	AtlasVersion  string         `json:"atlas_version"` // "1.0"
 	AtlasID       string         `json:"atlas_id"`      // e.g. com.acme.support
@@ -23,6 +22,10 @@ type Manifest struct {
 	// an extension of seed 000): when a governed action needs a
 	// control-plane checkpoint beyond the mandatory triggers.
 	Approvals *Approvals `json:"approvals,omitempty"`
+	// CheckpointConfig and CacheConfig: the built-in checkpoints, the
+	// checkpoint budget and the evaluation caches' TTLs (seeds 000, 001).
+	CheckpointConfig *CheckpointConfig `json:"checkpoint_config,omitempty"`
+	CacheConfig      *CacheConfig      `json:"cache_config,omitempty"`
 }
 
 // Side-effect classes of an action (issue 16): what running it changes.
@@ -215,57 +218,204 @@ type Approver struct {
 	Name string `json:"name,omitempty"`
 }
 
-// Checkpoint is a steward's checkpoint (seed 000). Issue 17 enforces them;
-// here they are validated with the rest of the manifest.
+// Checkpoint is a steward's checkpoint (seed 000; enforced by package
+// steward in the CARP resolver and execute path, issue 17).
 type Checkpoint struct {
-	CheckpointID       string          `json:"checkpoint_id"`
-	Name               string          `json:"name,omitempty"`
-	Trigger            Trigger         `json:"trigger"`
-	Mode               string          `json:"mode,omitempty"` // blocking, advisory, observational
-	Questions          []Question      `json:"questions,omitempty"`
-	Guidance           json.RawMessage `json:"guidance,omitempty"`
-	InjectContexts     []string        `json:"inject_contexts,omitempty"`
-	UnlockCapabilities []string        `json:"unlock_capabilities,omitempty"`
-	LockCapabilities   []string        `json:"lock_capabilities,omitempty"`
-	AllowActions       []string        `json:"allow_actions,omitempty"`
-	DenyActions        []string        `json:"deny_actions,omitempty"`
-	ForceSyncTrace     bool            `json:"force_sync_trace,omitempty"`
-	Priority           int             `json:"priority,omitempty"`
+	CheckpointID       string     `json:"checkpoint_id"`
+	Name               string     `json:"name,omitempty"`
+	Trigger            Trigger    `json:"trigger"`
+	Mode               string     `json:"mode,omitempty"` // blocking, advisory (default), observational
+	Questions          []Question `json:"questions,omitempty"`
+	Guidance           *Guidance  `json:"guidance,omitempty"`
+	InjectContexts     []string   `json:"inject_contexts,omitempty"`
+	UnlockCapabilities []string   `json:"unlock_capabilities,omitempty"`
+	LockCapabilities   []string   `json:"lock_capabilities,omitempty"`
+	AllowActions       []string   `json:"allow_actions,omitempty"`
+	DenyActions        []string   `json:"deny_actions,omitempty"`
+	// ForceSyncTrace is accepted and always holds: wacpd writes every
+	// TRACE event in the commit of what it records.
+	ForceSyncTrace bool `json:"force_sync_trace,omitempty"`
+	// Priority orders the checkpoints that trigger together, highest
+	// first; a steward checkpoint without one has DefaultCheckpointPriority.
+	Priority *int `json:"priority,omitempty"`
+}
+
+// DefaultCheckpointPriority is a steward checkpoint's priority when it
+// names none.
+const DefaultCheckpointPriority = 500
+
+// Checkpoint modes (seed 000).
+const (
+	ModeBlocking      = "blocking"      // the agent answers before the gated actions run
+	ModeAdvisory      = "advisory"      // guidance, contexts and effects, nothing blocked
+	ModeObservational = "observational" // TRACE only
+)
+
+// Guidance formats (seed 000).
+const (
+	GuidanceText              = "text"
+	GuidanceMarkdown          = "markdown"
+	GuidanceJSON              = "json"
+	GuidanceSystemInstruction = "system_instruction"
+)
+
+// Guidance is a checkpoint's guidance block: injected into the session's
+// resolutions from when the checkpoint takes effect until it expires.
+type Guidance struct {
+	Format   string `json:"format,omitempty"` // text (default), markdown, json, system_instruction
+	Content  string `json:"content"`
+	Priority int    `json:"priority,omitempty"` // higher first
+	// Append adds the block to the session's guidance (default); false
+	// replaces the guidance the same atlas's checkpoints gave before.
+	Append *bool `json:"append,omitempty"`
+	// ExpiresAfter removes the block when the checkpoint it names
+	// triggers: a checkpoint_id of the atlas, or a trigger type
+	// ("session_end"; "session-end" is read as it).
+	ExpiresAfter string   `json:"expires_after,omitempty"`
+	Labels       []string `json:"labels,omitempty"`
 }
 
 // Trigger is when a checkpoint fires (seed 000, "Checkpoint Triggers").
 type Trigger struct {
-	Type          string          `json:"type"`
-	Patterns      []string        `json:"patterns,omitempty"` // action patterns, or keywords
-	CaseSensitive bool            `json:"case_sensitive,omitempty"`
-	MatchMode     string          `json:"match_mode,omitempty"` // any, all, phrase, regex
-	MinTier       string          `json:"min_tier,omitempty"`
-	CapabilityIDs []string        `json:"capability_ids,omitempty"`
-	Seconds       int             `json:"seconds,omitempty"`
-	Actions       int             `json:"actions,omitempty"`
-	TriggerID     string          `json:"trigger_id,omitempty"`
-	Params        json.RawMessage `json:"params,omitempty"`
+	Type          string   `json:"type"`
+	Patterns      []string `json:"patterns,omitempty"` // action patterns, or keywords
+	CaseSensitive bool     `json:"case_sensitive,omitempty"`
+	MatchMode     string   `json:"match_mode,omitempty"` // any (default), all, phrase, regex, fuzzy
+	// Threshold is fuzzy matching's least similarity, in (0, 1]
+	// (default 0.8): 1 - Levenshtein distance / the longer length.
+	Threshold float64 `json:"threshold,omitempty"`
+	// OncePerSession: a keyword checkpoint fires at most once a session.
+	OncePerSession bool     `json:"once_per_session,omitempty"`
+	MinTier        string   `json:"min_tier,omitempty"`
+	CapabilityIDs  []string `json:"capability_ids,omitempty"`
+	Seconds        int      `json:"seconds,omitempty"`
+	Actions        int      `json:"actions,omitempty"`
+	// TriggerID names a custom trigger's evaluator (registered in Go, or
+	// the NATS service answering on Subject).
+	TriggerID string          `json:"trigger_id,omitempty"`
+	Params    json.RawMessage `json:"params,omitempty"`
+	Subject   string          `json:"subject,omitempty"`
 }
 
-// Question is a blocking checkpoint's question.
+// Question is a checkpoint's question to the agent.
 type Question struct {
 	QuestionID   string          `json:"question_id"`
 	Question     string          `json:"question"`
-	ResponseType string          `json:"response_type"`
-	Required     *bool           `json:"required,omitempty"`
+	ResponseType string          `json:"response_type"`      // text, boolean, acknowledgment, choice, number, json
+	Required     *bool           `json:"required,omitempty"` // default true
 	Hint         string          `json:"hint,omitempty"`
-	Options      []string        `json:"options,omitempty"`
+	Options      []string        `json:"options,omitempty"` // choice
 	Validation   *Validation     `json:"validation,omitempty"`
-	OnInvalid    string          `json:"on_invalid,omitempty"`
-	Schema       json.RawMessage `json:"schema,omitempty"`
+	OnInvalid    string          `json:"on_invalid,omitempty"` // retry (default), block, warn_and_continue, log_and_continue
+	Schema       json.RawMessage `json:"schema,omitempty"`     // json: the answer's JSON Schema
+	// Expected is the one answer that passes (wacpd's extension): a
+	// boolean question of terms to accept says true.
+	Expected json.RawMessage `json:"expected,omitempty"`
 }
 
-// Validation is a question's answer validation.
+// Response types of a question (seed 000).
+const (
+	ResponseText           = "text"
+	ResponseBoolean        = "boolean"
+	ResponseAcknowledgment = "acknowledgment"
+	ResponseChoice         = "choice"
+	ResponseNumber         = "number"
+	ResponseJSON           = "json"
+)
+
+// What an invalid answer does (seed 000, "Invalid Answer Actions").
+const (
+	OnInvalidRetry           = "retry"
+	OnInvalidBlock           = "block"
+	OnInvalidWarnAndContinue = "warn_and_continue"
+	OnInvalidLogAndContinue  = "log_and_continue"
+)
+
+// Validation is a question's answer validation. Lengths count
+// characters (Unicode code points); must_contain and must_not_contain
+// compare case-insensitively; pattern is an RE2 regular expression the
+// answer must match.
 type Validation struct {
-	Pattern         string   `json:"pattern,omitempty"`
-	MinLength       int      `json:"min_length,omitempty"`
-	MaxLength       int      `json:"max_length,omitempty"`
-	MustContain     []string `json:"must_contain,omitempty"`
-	MustNotContain  []string `json:"must_not_contain,omitempty"`
-	CustomValidator string   `json:"custom_validator,omitempty"`
+	Pattern        string   `json:"pattern,omitempty"`
+	MinLength      int      `json:"min_length,omitempty"`
+	MaxLength      int      `json:"max_length,omitempty"`
+	MustContain    []string `json:"must_contain,omitempty"`
+	MustNotContain []string `json:"must_not_contain,omitempty"`
+	// Minimum and Maximum bound a number answer (wacpd's extension).
+	Minimum *float64 `json:"minimum,omitempty"`
+	Maximum *float64 `json:"maximum,omitempty"`
+	// CustomValidator (a steward API callback) is refused at load: wacpd
+	// calls no steward service to validate an answer.
+	CustomValidator string `json:"custom_validator,omitempty"`
+}
+
+// CheckpointConfig is an atlas's checkpoint configuration (seeds 000 and
+// 001, "Atlas-Level Configuration"): the built-in checkpoints, each
+// advisory at its type's default priority unless it asks for
+// confirmation, and the budget of the atlas's checkpoint evaluation.
+type CheckpointConfig struct {
+	SessionStart  *BuiltinCheckpoint `json:"session_start,omitempty"`
+	KeywordMatch  *BuiltinKeywords   `json:"keyword_match,omitempty"`
+	ActionPre     *BuiltinActions    `json:"action_pre,omitempty"`
+	RiskThreshold *BuiltinCheckpoint `json:"risk_threshold,omitempty"`
+	TimeInterval  *BuiltinCheckpoint `json:"time_interval,omitempty"`
+	CountInterval *BuiltinCheckpoint `json:"count_interval,omitempty"`
+	Budget        *CheckpointBudget  `json:"budget,omitempty"`
+}
+
+// BuiltinCheckpoint is one built-in checkpoint of checkpoint_config.
+type BuiltinCheckpoint struct {
+	Enabled        bool     `json:"enabled"`
+	InjectContexts []string `json:"inject_contexts,omitempty"`
+	MinTier        string   `json:"min_tier,omitempty"` // risk_threshold
+	Seconds        int      `json:"seconds,omitempty"`  // time_interval
+	Actions        int      `json:"actions,omitempty"`  // count_interval
+	// RequireSyncTrace (require_sync in seed 001) is accepted and always
+	// holds.
+	RequireSyncTrace bool `json:"require_sync_trace,omitempty"`
+	RequireSync      bool `json:"require_sync,omitempty"`
+}
+
+// BuiltinKeywords is checkpoint_config.keyword_match: keywords
+// ("delete|remove": alternatives) mapped to the context blocks they
+// inject.
+type BuiltinKeywords struct {
+	Enabled       bool                `json:"enabled"`
+	Mappings      map[string][]string `json:"mappings,omitempty"`
+	CaseSensitive bool                `json:"case_sensitive,omitempty"`
+	MatchMode     string              `json:"match_mode,omitempty"`
+}
+
+// BuiltinActions is checkpoint_config.action_pre: action patterns mapped
+// to what an execute of a matching action gets.
+type BuiltinActions struct {
+	Enabled  bool                     `json:"enabled"`
+	Mappings map[string]BuiltinAction `json:"mappings,omitempty"`
+}
+
+// BuiltinAction is one action_pre mapping.
+type BuiltinAction struct {
+	InjectContexts []string `json:"inject_contexts,omitempty"`
+	// RequirePolicyCheck raises the checkpoint's priority to 800 (seed
+	// 001); wacpd checks the policies of every execute regardless.
+	RequirePolicyCheck bool `json:"require_policy_check,omitempty"`
+	// RequireConfirmation makes the checkpoint blocking, with one
+	// acknowledgment question.
+	RequireConfirmation bool `json:"require_confirmation,omitempty"`
+}
+
+// CheckpointBudget bounds an atlas's checkpoint evaluation (seed 000,
+// "Checkpoint Budgets").
+type CheckpointBudget struct {
+	MaxCheckpointsPerInput  int `json:"max_checkpoints_per_input,omitempty"`
+	MaxContextInjectionSize int `json:"max_context_injection_size,omitempty"` // bytes of guidance and injected context per resolution
+	MaxCheckpointTimeMS     int `json:"max_checkpoint_time_ms,omitempty"`     // a custom evaluator's deadline
+}
+
+// CacheConfig is how long cached checkpoint evaluations live (seed 001,
+// "TTL Configuration"); every cache is dropped when the atlases change.
+type CacheConfig struct {
+	ContextTTLSeconds int `json:"context_ttl_seconds,omitempty"`
+	PolicyTTLSeconds  int `json:"policy_ttl_seconds,omitempty"`
+	KeywordTTLSeconds int `json:"keyword_ttl_seconds,omitempty"`
 }

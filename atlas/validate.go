@@ -2,8 +2,10 @@ package atlas
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -162,8 +164,9 @@ func Validate(file string, m *Manifest) error {
 		v.policy(p, caps, contexts)
 	}
 	for _, c := range m.Checkpoints {
-		v.checkpoint(c, caps, contexts)
+		v.checkpoint(c, m, caps, contexts)
 	}
+	v.checkpointConfig(m.CheckpointConfig, m.CacheConfig, contexts)
 	_ = actions
 	if a := m.Approvals; a != nil {
 		v.approvals(*a, m.Actions)
@@ -338,45 +341,80 @@ func (v *validator) policy(p Policy, caps, contexts map[string]bool) {
 	}
 }
 
-// Trigger types of a checkpoint (seed 000).
-var triggerTypes = []string{"session_start", "session_end", "action_pre", "action_post", "keyword", "keyword_match",
-	"risk_threshold", "capability_access", "time_interval", "count_interval", "explicit_request", "error_occurred", "interactive", "custom"}
+// TriggerTypes returns the trigger types of a checkpoint (seeds 000 and
+// 001; "keyword" is seed 000's spelling of keyword_match).
+func TriggerTypes() []string {
+	return []string{"session_start", "session_end", "action_pre", "action_post", "keyword", "keyword_match",
+		"risk_threshold", "capability_access", "time_interval", "count_interval", "explicit_request", "error_occurred", "interactive", "custom"}
+}
 
-func (v *validator) checkpoint(c Checkpoint, caps, contexts map[string]bool) {
+// MatchModes returns a keyword trigger's match modes.
+func MatchModes() []string { return []string{"any", "all", "phrase", "regex", "fuzzy"} }
+
+// BuiltinPrefix begins the ids of the built-in checkpoints of
+// checkpoint_config; a steward's checkpoint_id may not.
+const BuiltinPrefix = "builtin:"
+
+// ToolSubjectPrefix begins the subject of a custom trigger's NATS
+// evaluator: a tool service's token may serve it.
+const ToolSubjectPrefix = "wacp.v1.tool."
+
+func (v *validator) checkpoint(c Checkpoint, m *Manifest, caps, contexts map[string]bool) {
 	entry := "checkpoints[" + c.CheckpointID + "]"
-	v.enum(entry, "mode", c.Mode, "blocking", "advisory", "observational")
+	if strings.HasPrefix(c.CheckpointID, BuiltinPrefix) {
+		v.fail(entry, RulePattern, "checkpoint_id may not begin with %q (the built-in checkpoints' ids)", BuiltinPrefix)
+	}
+	v.enum(entry, "mode", c.Mode, ModeBlocking, ModeAdvisory, ModeObservational)
 	t := c.Trigger
-	v.enum(entry+".trigger", "type", t.Type, triggerTypes...)
+	te := entry + ".trigger"
+	v.enum(te, "type", t.Type, TriggerTypes()...)
 	if t.Type == "" {
-		v.fail(entry+".trigger", RuleRequired, "type is required")
+		v.fail(te, RuleRequired, "type is required")
 	}
 	switch t.Type {
-	case "action_pre", "action_post":
-		v.patterns(entry+".trigger", "patterns", t.Patterns)
+	case "action_pre", "action_post", "error_occurred":
+		v.patterns(te, "patterns", t.Patterns)
 	case "keyword", "keyword_match":
-		v.enum(entry+".trigger", "match_mode", t.MatchMode, "any", "all", "phrase", "regex")
+		v.enum(te, "match_mode", t.MatchMode, MatchModes()...)
+		if len(t.Patterns) == 0 {
+			v.fail(te, RuleRequired, "a keyword trigger needs patterns")
+		}
 		if t.MatchMode == "regex" {
 			for i, p := range t.Patterns {
-				v.regex(fmt.Sprintf("%s.trigger.patterns[%d]", entry, i), "pattern", p)
+				v.regex(fmt.Sprintf("%s.patterns[%d]", te, i), "pattern", p)
 			}
 		}
+		if t.Threshold < 0 || t.Threshold > 1 {
+			v.fail(te, RuleRange, "threshold %v is outside (0, 1]", t.Threshold)
+		}
 	case "risk_threshold":
-		v.enum(entry+".trigger", "min_tier", t.MinTier, RiskTiers()...)
+		v.enum(te, "min_tier", t.MinTier, RiskTiers()...)
 		if t.MinTier == "" {
-			v.fail(entry+".trigger", RuleRequired, "min_tier is required")
+			v.fail(te, RuleRequired, "min_tier is required")
+		}
+	case "capability_access":
+		if len(t.CapabilityIDs) == 0 {
+			v.fail(te, RuleRequired, "capability_ids is required")
 		}
 	case "time_interval":
 		if t.Seconds < 1 {
-			v.fail(entry+".trigger", RuleRange, "seconds must be at least 1")
+			v.fail(te, RuleRange, "seconds must be at least 1")
 		}
 	case "count_interval":
 		if t.Actions < 1 {
-			v.fail(entry+".trigger", RuleRange, "actions must be at least 1")
+			v.fail(te, RuleRange, "actions must be at least 1")
+		}
+	case "custom":
+		if t.TriggerID == "" {
+			v.fail(te, RuleRequired, "a custom trigger needs trigger_id")
+		}
+		if t.Subject != "" {
+			v.subject(te, t.Subject, m)
 		}
 	}
 	for _, id := range t.CapabilityIDs {
 		if !caps[id] {
-			v.fail(entry+".trigger", RuleReference, "capability %q is not defined", id)
+			v.fail(te, RuleReference, "capability %q is not defined", id)
 		}
 	}
 	for _, id := range c.InjectContexts {
@@ -393,35 +431,176 @@ func (v *validator) checkpoint(c Checkpoint, caps, contexts map[string]bool) {
 	}
 	v.patterns(entry, "allow_actions", c.AllowActions)
 	v.patterns(entry, "deny_actions", c.DenyActions)
-	qids := map[string]bool{}
-	for i, q := range c.Questions {
-		qe := fmt.Sprintf("%s.questions[%d]", entry, i)
-		switch {
-		case q.QuestionID == "":
-			v.fail(qe, RuleRequired, "question_id is required")
-		case qids[q.QuestionID]:
-			v.fail(qe, RuleDuplicate, "a second question %q", q.QuestionID)
+	if g := c.Guidance; g != nil {
+		ge := entry + ".guidance"
+		v.enum(ge, "format", g.Format, GuidanceText, GuidanceMarkdown, GuidanceJSON, GuidanceSystemInstruction)
+		if g.Content == "" {
+			v.fail(ge, RuleRequired, "content is required")
 		}
-		qids[q.QuestionID] = true
-		v.enum(qe, "response_type", q.ResponseType, "text", "boolean", "acknowledgment", "choice", "number", "json")
-		if q.ResponseType == "" {
-			v.fail(qe, RuleRequired, "response_type is required")
+		if g.Format == GuidanceJSON && !json.Valid([]byte(g.Content)) {
+			v.fail(ge, RuleStructure, "a json guidance's content is not JSON")
 		}
-		if q.ResponseType == "choice" && len(q.Options) == 0 {
-			v.fail(qe, RuleRequired, "a choice question needs options")
-		}
-		v.enum(qe, "on_invalid", q.OnInvalid, "retry", "block", "warn_and_continue", "log_and_continue")
-		if q.Validation != nil && q.Validation.Pattern != "" {
-			v.regex(qe+".validation", "pattern", q.Validation.Pattern)
-		}
-		if q.Validation != nil && q.Validation.MaxLength > 0 && q.Validation.MinLength > q.Validation.MaxLength {
-			v.fail(qe+".validation", RuleRange, "min_length %d exceeds max_length %d", q.Validation.MinLength, q.Validation.MaxLength)
-		}
-		if len(q.Schema) > 0 {
-			if _, err := CompileSchema(q.Schema); err != nil {
-				v.fail(qe+".schema", RuleSchema, "%v", err)
+		if x := g.ExpiresAfter; x != "" {
+			typ := strings.ReplaceAll(x, "-", "_")
+			if !slices.Contains(TriggerTypes(), typ) && !slices.ContainsFunc(m.Checkpoints, func(o Checkpoint) bool { return o.CheckpointID == x }) {
+				v.fail(ge, RuleReference, "expires_after %q names no checkpoint of the atlas and no trigger type", x)
 			}
 		}
+	}
+	qids := map[string]bool{}
+	for i, q := range c.Questions {
+		v.question(fmt.Sprintf("%s.questions[%d]", entry, i), q, qids)
+	}
+}
+
+// subject checks a custom trigger's evaluator subject: a literal NATS
+// subject under ToolSubjectPrefix that is no action's tool subject.
+func (v *validator) subject(entry, subj string, m *Manifest) {
+	rest, ok := strings.CutPrefix(subj, ToolSubjectPrefix)
+	if !ok || rest == "" {
+		v.fail(entry, RulePattern, "subject %q does not begin with %s", subj, ToolSubjectPrefix)
+		return
+	}
+	for _, tok := range strings.Split(rest, ".") {
+		if tok == "" || tok == "*" || tok == ">" || strings.ContainsFunc(tok, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+			v.fail(entry, RulePattern, "subject %q is not a literal NATS subject", subj)
+			return
+		}
+	}
+	if slices.ContainsFunc(m.Actions, func(a Action) bool { return a.ActionID == rest }) {
+		v.fail(entry, RulePattern, "subject %q is action %s's tool subject", subj, rest)
+	}
+}
+
+func (v *validator) question(qe string, q Question, qids map[string]bool) {
+	switch {
+	case q.QuestionID == "":
+		v.fail(qe, RuleRequired, "question_id is required")
+	case qids[q.QuestionID]:
+		v.fail(qe, RuleDuplicate, "a second question %q", q.QuestionID)
+	}
+	qids[q.QuestionID] = true
+	if q.Question == "" {
+		v.fail(qe, RuleRequired, "question is required")
+	}
+	v.enum(qe, "response_type", q.ResponseType, ResponseText, ResponseBoolean, ResponseAcknowledgment, ResponseChoice, ResponseNumber, ResponseJSON)
+	if q.ResponseType == "" {
+		v.fail(qe, RuleRequired, "response_type is required")
+	}
+	if q.ResponseType == ResponseChoice && len(q.Options) == 0 {
+		v.fail(qe, RuleRequired, "a choice question needs options")
+	}
+	v.enum(qe, "on_invalid", q.OnInvalid, OnInvalidRetry, OnInvalidBlock, OnInvalidWarnAndContinue, OnInvalidLogAndContinue)
+	if val := q.Validation; val != nil {
+		ve := qe + ".validation"
+		if val.Pattern != "" {
+			v.regex(ve, "pattern", val.Pattern)
+		}
+		if val.MinLength < 0 || val.MaxLength < 0 {
+			v.fail(ve, RuleRange, "a length is negative")
+		}
+		if val.MaxLength > 0 && val.MinLength > val.MaxLength {
+			v.fail(ve, RuleRange, "min_length %d exceeds max_length %d", val.MinLength, val.MaxLength)
+		}
+		if val.Minimum != nil && val.Maximum != nil && *val.Minimum > *val.Maximum {
+			v.fail(ve, RuleRange, "minimum %v exceeds maximum %v", *val.Minimum, *val.Maximum)
+		}
+		if val.CustomValidator != "" {
+			v.fail(ve, RuleStructure, "custom_validator is not supported: wacpd calls no steward service to validate an answer (use validation rules, a json schema, or a custom trigger)")
+		}
+	}
+	if len(q.Schema) > 0 {
+		if _, err := CompileSchema(q.Schema); err != nil {
+			v.fail(qe+".schema", RuleSchema, "%v", err)
+		}
+	}
+	if len(q.Expected) > 0 {
+		var x any
+		if err := json.Unmarshal(q.Expected, &x); err != nil {
+			v.fail(qe, RuleStructure, "expected is not JSON")
+			return
+		}
+		ok := true
+		switch q.ResponseType {
+		case ResponseBoolean:
+			_, ok = x.(bool)
+		case ResponseNumber:
+			_, ok = x.(float64)
+		case ResponseChoice:
+			s, isStr := x.(string)
+			ok = isStr && slices.Contains(q.Options, s)
+		case ResponseText, ResponseAcknowledgment:
+			_, ok = x.(string)
+		}
+		if !ok {
+			v.fail(qe, RuleStructure, "expected %s is not a %s answer", q.Expected, q.ResponseType)
+		}
+	}
+}
+
+// checkpointConfig checks checkpoint_config and cache_config.
+func (v *validator) checkpointConfig(cc *CheckpointConfig, cache *CacheConfig, contexts map[string]bool) {
+	refs := func(entry string, ids []string) {
+		for _, id := range ids {
+			if !contexts[id] {
+				v.fail(entry, RuleReference, "inject_contexts: context block %q is not defined", id)
+			}
+		}
+	}
+	if cc != nil {
+		builtins := []struct {
+			name string
+			b    *BuiltinCheckpoint
+		}{{"session_start", cc.SessionStart}, {"risk_threshold", cc.RiskThreshold}, {"time_interval", cc.TimeInterval}, {"count_interval", cc.CountInterval}}
+		for _, x := range builtins {
+			name, b := x.name, x.b
+			if b == nil {
+				continue
+			}
+			entry := "checkpoint_config." + name
+			refs(entry, b.InjectContexts)
+			switch {
+			case name == "risk_threshold":
+				v.enum(entry, "min_tier", b.MinTier, RiskTiers()...)
+				if b.Enabled && b.MinTier == "" {
+					v.fail(entry, RuleRequired, "min_tier is required")
+				}
+			case name == "time_interval" && b.Enabled && b.Seconds < 1:
+				v.fail(entry, RuleRange, "seconds must be at least 1")
+			case name == "count_interval" && b.Enabled && b.Actions < 1:
+				v.fail(entry, RuleRange, "actions must be at least 1")
+			}
+		}
+		if k := cc.KeywordMatch; k != nil {
+			entry := "checkpoint_config.keyword_match"
+			v.enum(entry, "match_mode", k.MatchMode, MatchModes()...)
+			for _, key := range slices.Sorted(maps.Keys(k.Mappings)) {
+				ids := k.Mappings[key]
+				if strings.TrimSpace(strings.ReplaceAll(key, "|", "")) == "" {
+					v.fail(entry, RuleRequired, "a mapping has no keyword")
+				}
+				if k.MatchMode == "regex" {
+					v.regex(entry+".mappings", "keyword", key)
+				}
+				refs(entry+".mappings["+key+"]", ids)
+			}
+		}
+		if a := cc.ActionPre; a != nil {
+			entry := "checkpoint_config.action_pre"
+			for _, key := range slices.Sorted(maps.Keys(a.Mappings)) {
+				mp := a.Mappings[key]
+				if _, err := ParsePattern(key); err != nil {
+					v.fail(entry+".mappings", RulePattern, "%v", err)
+				}
+				refs(entry+".mappings["+key+"]", mp.InjectContexts)
+			}
+		}
+		if b := cc.Budget; b != nil && (b.MaxCheckpointsPerInput < 0 || b.MaxContextInjectionSize < 0 || b.MaxCheckpointTimeMS < 0) {
+			v.fail("checkpoint_config.budget", RuleRange, "a budget is negative")
+		}
+	}
+	if c := cache; c != nil && (c.ContextTTLSeconds < 0 || c.PolicyTTLSeconds < 0 || c.KeywordTTLSeconds < 0) {
+		v.fail("cache_config", RuleRange, "a TTL is negative")
 	}
 }
 

@@ -15,6 +15,9 @@ import (
 // MaxRequest bounds a request's size.
 const MaxRequest = 1 << 20
 
+// MaxAnswers bounds the answers of one respond.
+const MaxAnswers = 256
+
 // DecodeRequest decodes and validates a request for operation op (§9.1
 // rule 3: every request is validated before it is processed): strictly
 // (unknown or duplicate fields, wrong types: INVALID_REQUEST), then the
@@ -94,6 +97,23 @@ func (r *Request) check(op string) *Error {
 		if o := r.ExecutionOptions; o != nil && o.TimeoutMS < 0 {
 			return Errorf(CodeInvalidFormat, "execution_options.timeout_ms is negative")
 		}
+	case OpRespond:
+		c := r.CheckpointResponse
+		switch {
+		case c == nil:
+			return missing("checkpoint_response")
+		case c.CheckpointID == "":
+			return missing("checkpoint_response.checkpoint_id")
+		case c.Answers == nil:
+			return missing("checkpoint_response.answers")
+		case r.Task != nil || r.Action != nil || r.ExecutionOptions != nil || r.Scope != nil:
+			return Errorf(CodeInvalidRequest, "a respond has a checkpoint_response only, not a task, an action or a scope")
+		case len(c.Answers) > MaxAnswers:
+			return Errorf(CodeInvalidRequest, "at most %d answers", MaxAnswers)
+		}
+	}
+	if r.CheckpointResponse != nil && op != OpRespond {
+		return Errorf(CodeInvalidRequest, "checkpoint_response belongs to a respond")
 	}
 	if s := r.Scope; s != nil {
 		if s.MaxContextTokens < 0 || s.MaxActions < 0 {

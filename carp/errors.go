@@ -26,6 +26,10 @@ const (
 	CodeRateLimited        = "RATE_LIMITED"
 	CodeInternalError      = "INTERNAL_ERROR"
 	CodeServiceUnavailable = "SERVICE_UNAVAILABLE"
+	// CodeCheckpointRequired (wacpd's extension, issue 17): a blocking
+	// steward checkpoint holds the action back until the agent answers
+	// it (carp.respond); error.details.checkpoint is the checkpoint.
+	CodeCheckpointRequired = "CHECKPOINT_REQUIRED"
 )
 
 // Codes returns the error codes of §5.1 with the HTTP status each maps to
@@ -51,6 +55,7 @@ func Codes() map[string]int {
 		CodeRateLimited:        http.StatusTooManyRequests,
 		CodeInternalError:      http.StatusInternalServerError,
 		CodeServiceUnavailable: http.StatusServiceUnavailable,
+		CodeCheckpointRequired: http.StatusPreconditionRequired,
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/wacpd/wacpd/approval"
 	"github.com/wacpd/wacpd/atlas"
+	"github.com/wacpd/wacpd/steward"
 )
 
 // Version is the carp_version of every message.
@@ -21,6 +22,9 @@ const (
 	OpResolve  = "resolve"
 	OpExecute  = "execute"
 	OpValidate = "validate"
+	// OpRespond answers a steward checkpoint's questions (wacpd's
+	// extension, issue 17; wire-v1 §6 names carp.respond).
+	OpRespond = "respond"
 )
 
 // Request is CARPRequest (§3.1), and with ExecutionOptions the
@@ -44,6 +48,8 @@ type Request struct {
 	// under (issue 16; an extension): the request must be the approved
 	// one, canonically, or the approval is cancelled.
 	ApprovalID string `json:"approval_id,omitempty"`
+	// CheckpointResponse is a respond's answers (OpRespond only).
+	CheckpointResponse *CheckpointResponse `json:"checkpoint_response,omitempty"`
 }
 
 // Requester is who asks: for wacpd a workspace's agent.
@@ -118,6 +124,52 @@ type Resolution struct {
 	TTL             TTL                 `json:"ttl"`
 	TelemetryLink   TelemetryLink       `json:"telemetry_link"`
 	Warnings        []Warning           `json:"warnings,omitempty"`
+	// Checkpoints are the steward checkpoints waiting for the agent
+	// (pending: answer with carp.respond; blocked: for good), highest
+	// priority first; Guidance the guidance blocks in effect (issue 17,
+	// wacpd's extension of the resolution).
+	Checkpoints []steward.Prompt      `json:"checkpoints,omitempty"`
+	Guidance    []steward.GuidanceOut `json:"guidance,omitempty"`
+}
+
+// CheckpointResponse is a respond request's answers to a steward
+// checkpoint: its id, its atlas (when the id is in several) and the
+// answers by question_id.
+type CheckpointResponse struct {
+	CheckpointID string                     `json:"checkpoint_id"`
+	AtlasID      string                     `json:"atlas_id,omitempty"`
+	Answers      map[string]json.RawMessage `json:"answers"`
+}
+
+// CheckpointResult answers a respond whose answers passed the checkpoint
+// (outcome passed, or warned / logged: an invalid answer whose
+// on_invalid continues). Answers that do not pass are refused:
+// CONSTRAINT_VIOLATED (retry) or ACTION_DENIED (blocked), with the
+// results in error.details.
+type CheckpointResult struct {
+	CARPVersion   string                 `json:"carp_version"`
+	RequestID     string                 `json:"request_id"`
+	Timestamp     string                 `json:"timestamp"`
+	CheckpointID  string                 `json:"checkpoint_id"`
+	AtlasRef      string                 `json:"atlas_ref"`
+	InstanceID    string                 `json:"instance_id"`
+	Outcome       string                 `json:"outcome"`
+	Results       []steward.AnswerResult `json:"results"`
+	Warnings      []Warning              `json:"warnings,omitempty"`
+	Effects       CheckpointEffects      `json:"effects"`
+	Pending       []steward.Prompt       `json:"pending"`
+	TelemetryLink TelemetryLink          `json:"telemetry_link"`
+}
+
+// CheckpointEffects is what a checkpoint that passed changed: the next
+// resolution has it.
+type CheckpointEffects struct {
+	UnlockedCapabilities []string `json:"unlocked_capabilities"`
+	LockedCapabilities   []string `json:"locked_capabilities"`
+	InjectedContexts     []string `json:"injected_contexts"`
+	AllowActions         []string `json:"allow_actions"`
+	DenyActions          []string `json:"deny_actions"`
+	Guidance             bool     `json:"guidance"`
 }
 
 // Decision types (§3.2).

@@ -97,6 +97,25 @@ type Input struct {
 	// counted use leaves the window (zero when nothing is counted). Nil:
 	// nothing is counted yet.
 	Usage func(Limit) (used int, resetsAt time.Time)
+	// Checkpoints is what the session's steward checkpoints do to the
+	// resolution (issue 17): nil when none are in effect.
+	Checkpoints *Overlay
+}
+
+// Overlay is the steward checkpoints' part in a resolution (package
+// steward decides it, the engine hands it over).
+type Overlay struct {
+	// Deny says why the checkpoints deny action a of m (nil: they do
+	// not) and whether a checkpoint's allow_actions allows it. The
+	// atlas's deny policies are applied before it; its denial before
+	// any other policy; its allow lifts the default deny.
+	Deny func(m *atlas.Manifest, a atlas.Action, tier string) (*ActionDenial, bool)
+	// Contexts are the context blocks checkpoints injected, by atlas
+	// id: handed out whatever their inject mode.
+	Contexts map[string][]string
+	// Asked reports whether a context hint names a checkpoint (an
+	// explicit request): such a hint is not a missing domain.
+	Asked func(hint string) bool
 }
 
 // Output is a resolution, its grant and its TRACE steps.
@@ -209,7 +228,7 @@ func (r *resolver) atlases() ([]*atlas.Manifest, []string, *Error) {
 		return nil, nil, Errorf(CodeAtlasNotFound, "no atlas is loaded")
 	}
 	var missing []string
-	if hints := r.req.Task.ContextHints; len(hints) > 0 {
+	if hints := r.req.Task.ContextHints; len(hints) > 0 && slices.ContainsFunc(hints, func(h string) bool { return !r.asked(h) }) {
 		var covering []*atlas.Manifest
 		for _, m := range in {
 			if slices.ContainsFunc(hints, func(h string) bool { return covers(m, h) }) {
@@ -217,6 +236,9 @@ func (r *resolver) atlases() ([]*atlas.Manifest, []string, *Error) {
 			}
 		}
 		for _, h := range hints {
+			if o := r.in.Checkpoints; o != nil && o.Asked != nil && o.Asked(h) {
+				continue
+			}
 			if !slices.ContainsFunc(covering, func(m *atlas.Manifest) bool { return covers(m, h) }) {
 				missing = append(missing, h)
 			}
@@ -231,6 +253,12 @@ func (r *resolver) atlases() ([]*atlas.Manifest, []string, *Error) {
 		}
 	}
 	return in, missing, nil
+}
+
+// asked reports whether hint names a steward checkpoint.
+func (r *resolver) asked(hint string) bool {
+	o := r.in.Checkpoints
+	return o != nil && o.Asked != nil && o.Asked(hint)
 }
 
 // covers reports whether hint names one of m's domains, context blocks or
@@ -396,6 +424,13 @@ func (r *resolver) evaluate(m *atlas.Manifest, a atlas.Action, effect func(*atla
 		}
 	}
 	tier := cmp.Or(a.RiskTier, atlas.RiskLow)
+	overlayAllows := false
+	if o := r.in.Checkpoints; o != nil && o.Deny != nil {
+		var denial *ActionDenial
+		if denial, overlayAllows = o.Deny(m, a, tier); denial != nil {
+			return permission{}, denial
+		}
+	}
 	perm := permission{
 		ActionPermission: ActionPermission{
 			ActionID: a.ActionID, ActionType: a.ActionID, Name: cmp.Or(a.Name, a.ActionID), Description: a.Description,
@@ -466,6 +501,9 @@ func (r *resolver) evaluate(m *atlas.Manifest, a atlas.Action, effect func(*atla
 			effect(m, p, "allow", a.ActionID, p.Reason)
 			return perm, nil
 		}
+	}
+	if overlayAllows {
+		return perm, nil // a checkpoint's allow_actions
 	}
 	return permission{}, &ActionDenial{ActionType: a.ActionID, Reason: "no policy allows it (default deny)", PolicyRefs: []string{},
 		Permanent: false, Remediation: "the atlas's steward adds an allow policy covering " + a.ActionID}
@@ -551,8 +589,12 @@ func (r *resolver) context(atlases []*atlas.Manifest) int {
 	}
 	var picks []pick
 	for _, m := range atlases {
+		var injected []string
+		if o := r.in.Checkpoints; o != nil {
+			injected = o.Contexts[m.AtlasID]
+		}
 		for _, c := range m.ContextBlocks {
-			if r.selects(c) {
+			if slices.Contains(injected, c.ContextID) || r.selects(c) {
 				picks = append(picks, pick{m, c})
 			}
 		}

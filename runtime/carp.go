@@ -11,6 +11,7 @@ import (
 	"github.com/wacpd/wacpd/atlas"
 	"github.com/wacpd/wacpd/carp"
 	"github.com/wacpd/wacpd/internal/recstore"
+	"github.com/wacpd/wacpd/steward"
 )
 
 // CARP/1.0 in the engine (issue 15): the loaded atlases, the grants of
@@ -83,6 +84,7 @@ type carpState struct {
 	idem    map[string]string      // session "\x00" idempotency key -> execution id
 	usage   map[string][]time.Time // limit key -> the executions counted, oldest first
 	cache   map[string]cachedResolution
+	set     *steward.Set // the atlases' steward checkpoints, compiled (nil: not yet)
 }
 
 type cachedResolution struct {
@@ -99,6 +101,7 @@ type carpLayer struct {
 	execs   map[string]Execution
 	usage   map[string][]time.Time
 	uncount map[string][]time.Time // executions counted that no tool got (uncounted by CarpFinish)
+	set     *steward.Set           // the new atlases' checkpoints, compiled (nil: not yet)
 }
 
 func (e *Engine) loadCarp() error {
@@ -277,6 +280,7 @@ func (e *Engine) applyCarp(t *tx) {
 	if l.atlases != nil {
 		e.carp.atlases, e.carp.sums, e.carp.seq = *l.atlases, l.sums, l.seq
 		clear(e.carp.cache) // §7.2: invalidated when an atlas changes
+		e.carp.set = l.set  // and the checkpoints' cached evaluations with their Set
 	}
 	for id, g := range l.grants {
 		e.carp.grants[id] = g

@@ -18,7 +18,14 @@ import (
 	"github.com/wacpd/wacpd/workspace"
 )
 
+// loadAcme loads the seed's atlas without its steward checkpoints (the
+// CARP tests; steward_engine_test.go loads them with loadAcmeCheckpoints).
 func loadAcme(t testing.TB, e *Engine) *atlas.Manifest {
+	t.Helper()
+	return loadAcmeWith(t, e, func(m *atlas.Manifest) { m.Checkpoints = nil })
+}
+
+func loadAcmeWith(t testing.TB, e *Engine, mod func(*atlas.Manifest)) *atlas.Manifest {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "atlas", "testdata", "acme.json"))
 	if err != nil {
@@ -27,6 +34,9 @@ func loadAcme(t testing.TB, e *Engine) *atlas.Manifest {
 	m, err := atlas.Parse("acme.json", b)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if mod != nil {
+		mod(m)
 	}
 	if err := atlas.Validate("acme.json", m); err != nil {
 		t.Fatal(err)

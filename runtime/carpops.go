@@ -12,12 +12,14 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/gowebpki/jcs"
 
 	"github.com/wacpd/wacpd/approval"
 	"github.com/wacpd/wacpd/carp"
+	"github.com/wacpd/wacpd/steward"
 	"github.com/wacpd/wacpd/wire"
 	"github.com/wacpd/wacpd/workspace"
 )
@@ -139,7 +141,7 @@ func WireCode(c string) string {
 		return wire.CodeInvalidStructure
 	case carp.CodeUnauthorized, carp.CodeTokenExpired:
 		return wire.CodeUnauthorized
-	case carp.CodeForbidden, carp.CodeActionNotPermitted, carp.CodeActionDenied:
+	case carp.CodeForbidden, carp.CodeActionNotPermitted, carp.CodeActionDenied, carp.CodeCheckpointRequired:
 		return wire.CodePermissionDenied
 	case carp.CodeAtlasNotFound, carp.CodeDomainNotFound, carp.CodeResolutionNotFound, carp.CodeResolutionExpired:
 		return wire.CodeNotFound
@@ -166,9 +168,21 @@ func refusalMessage(p map[string]any, ce *carp.Error) {
 // refuse records a refusal's TRACE events (the request, error.occurred)
 // and sets *out to it: the refusal commits, and is answered after.
 func (t *tx) refuse(sp span, req carp.Request, ce *carp.Error, typ string, out **CarpError) error {
+	return t.refuseWith(sp, req, nil, func() *carp.Error { return ce }, typ, out)
+}
+
+// refuseWith is refuse with events between the request's and the
+// refusal's (between emits them) and the refusal known after them.
+func (t *tx) refuseWith(sp span, req carp.Request, between func() error, refusal func() *carp.Error, typ string, out **CarpError) error {
 	if _, err := t.traceEmit(sp, carp.TraceRequestReceived, requestPayload(req)); err != nil {
 		return err
 	}
+	if between != nil {
+		if err := between(); err != nil {
+			return err
+		}
+	}
+	ce := refusal()
 	p := map[string]any{"request_id": req.RequestID, "operation": req.Operation, "code": ce.Code}
 	refusalMessage(p, ce)
 	if req.Action != nil {
@@ -213,9 +227,31 @@ func cacheKey(req carp.Request) string {
 // (§7) and not expired is answered again, with carp.resolution.cached.
 func (e *Engine) CarpResolve(ctx context.Context, ws string, req carp.Request) (carp.Resolution, error) {
 	var res carp.Resolution
+	custom := e.evalCustom(ctx, ws, req, "")
 	err := e.carpOp(ctx, ws, req, func(t *tx, sp span, refusal **CarpError) error {
 		now := t.next()
 		key := cacheKey(req)
+		set, err := t.stewardSet()
+		if err != nil {
+			return err
+		}
+		var overlay *carp.Overlay
+		var sess *steward.Session
+		var inj steward.Injection
+		if !set.Empty() {
+			list, _ := t.atlases()
+			ev := resolveEvent(req, list, now)
+			ev.Custom, ev.CustomErr = custom.got, custom.failed
+			if sess, err = t.stewardEval(sp, ws, set, ev); err != nil {
+				return err
+			}
+			// A resolution depends on the session's checkpoints: one
+			// cached for another state of theirs is not answered.
+			key += ":" + strconv.Itoa(sess.Version)
+			inScope := func(id string) bool { return slices.Contains(ev.Atlases, id) }
+			inj = set.Inject(sess, inScope)
+			overlay = stewardOverlay(set, sess, inj)
+		}
 		if c, ok := t.e.carp.cache[key]; ok && now.Before(c.expires) {
 			if _, err := t.traceEmit(sp, carp.TraceRequestReceived, requestPayload(req)); err != nil {
 				return err
@@ -231,10 +267,18 @@ func (e *Engine) CarpResolve(ctx context.Context, ws string, req carp.Request) (
 		out, ce := carp.Resolve(carp.Input{
 			Request: req, Atlases: list, Checksum: func(id string) string { return sums[id] },
 			Now: now, NewID: newUUID, TraceID: sp.trace, SpanID: sp.span,
-			Usage: func(l carp.Limit) (int, time.Time) { return t.usage(l, now) },
+			Usage:       func(l carp.Limit) (int, time.Time) { return t.usage(l, now) },
+			Checkpoints: overlay,
 		})
 		if ce != nil {
 			return t.refuse(sp, req, ce, carp.TraceErrorOccurred, refusal)
+		}
+		if overlay != nil {
+			out.Resolution.Checkpoints = set.Prompts(sess)
+			out.Resolution.Guidance = inj.Guidance
+			for _, w := range inj.Warnings {
+				out.Resolution.Warnings = append(out.Resolution.Warnings, carp.Warning{Code: "max_context_injection_size", Message: w})
+			}
 		}
 		for _, s := range out.Steps {
 			if _, err := t.traceEmit(sp, s.Type, s.Payload); err != nil {
@@ -280,6 +324,7 @@ const (
 func (e *Engine) CarpExecute(ctx context.Context, ws string, req carp.Request) (*carp.ExecutionResult, *Intent, error) {
 	var res *carp.ExecutionResult
 	var in *Intent
+	custom := e.evalCustom(ctx, ws, req, req.Action.ActionID)
 	err := e.carpOp(ctx, ws, req, func(t *tx, sp span, refusal **CarpError) error {
 		res, in = nil, nil
 		if x, ok := t.idempotent(ws, req.IdempotencyKey); ok && req.ApprovalID == "" {
@@ -334,6 +379,11 @@ func (e *Engine) CarpExecute(ctx context.Context, ws string, req carp.Request) (
 				}
 			}
 			return t.refuse(sp, req, ce, typ, refusal)
+		}
+		// The steward's checkpoints, then the operator's (checkpointGate).
+		_, set, err := t.stewardGate(sp, ws, req, ga, now, custom, refusal)
+		if err != nil || *refusal != nil {
+			return err
 		}
 		if _, err := t.traceEmit(sp, carp.TraceRequestReceived, requestPayload(req)); err != nil {
 			return err
@@ -391,6 +441,10 @@ func (e *Engine) CarpExecute(ctx context.Context, ws string, req carp.Request) (
 		for _, l := range ga.Limits {
 			x.Limits = append(x.Limits, l.Key)
 		}
+		usedAnswers, err := t.stewardAdmit(sp, ws, set, ga, now)
+		if err != nil {
+			return err
+		}
 		x.Status = execRunning
 		if _, err := t.traceEmit(sp, carp.TraceActionRequested, map[string]any{"execution_id": x.ID, "action_id": ga.ActionID,
 			"risk_tier": ga.RiskTier, "timeout_ms": timeout.Milliseconds(), "digest": gv.req.Digest}); err != nil {
@@ -399,6 +453,9 @@ func (e *Engine) CarpExecute(ctx context.Context, ws string, req carp.Request) (
 		approved := map[string]any{"execution_id": x.ID, "action_id": ga.ActionID, "resolution_id": g.ResolutionID, "limits": x.Limits}
 		if x.PermitID != "" {
 			approved["permit_id"] = x.PermitID
+		}
+		if len(usedAnswers) > 0 {
+			approved["checkpoints"] = usedAnswers // the steward checkpoints whose answers this execute used
 		}
 		if _, err := t.traceEmit(sp, carp.TraceActionApproved, approved); err != nil {
 			return err
@@ -506,6 +563,13 @@ func (e *Engine) CarpFinish(ctx context.Context, id string, o Outcome) (*carp.Ex
 			if _, err := t.traceEmit(sp, typ, payload); err != nil {
 				return err
 			}
+			code := ""
+			if r.Error != nil {
+				code = r.Error.Code
+			}
+			if err := t.stewardFinished(x, typ == carp.TraceActionFailed, code, now); err != nil {
+				return err
+			}
 			if err := t.sideEffectViolations(sp, x, r.SideEffects); err != nil {
 				return err
 			}
@@ -567,6 +631,8 @@ func (e *Engine) CarpValidate(ctx context.Context, ws string, req carp.Request) 
 				vs = pv
 			case ce != nil:
 				vs = []carp.Violation{{Code: ce.Code, Message: ce.Message}}
+			default:
+				vs = t.stewardViolations(ws, g, req.Action.ActionID, now)
 			}
 		}
 		if _, err := t.traceEmit(sp, carp.TraceRequestReceived, requestPayload(req)); err != nil {
@@ -693,6 +759,9 @@ func answered(out json.RawMessage) json.RawMessage {
 // the session is the workspace's agent's, and it has ended.
 func (t *tx) endCarpSession(w *workspace.Workspace, to workspace.State, reason string) error {
 	if err := t.cancelCheckpoints(w.ID); err != nil {
+		return err
+	}
+	if err := t.stewardEnd(w); err != nil {
 		return err
 	}
 	if _, ok := t.traceHead(w.ID); !ok {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wacpd/wacpd/highway"
+	"github.com/wacpd/wacpd/steward"
 	"github.com/wacpd/wacpd/taxonomy"
 )
 
@@ -65,6 +66,13 @@ type Config struct {
 	// Highway is the run's human highway configuration (gates, timeouts,
 	// fallbacks: highway.Config); nil means highway.Default().
 	Highway *highway.Config
+	// CheckpointEvaluators are the custom steward checkpoint triggers'
+	// evaluators registered in Go (by trigger_id); CheckpointCaller asks
+	// the NATS service of a custom trigger that names a subject (the
+	// daemon's). Either may be nil: a custom trigger nothing evaluates
+	// fails closed when it is blocking (package steward).
+	CheckpointEvaluators *steward.Registry
+	CheckpointCaller     steward.SubjectCaller
 	// FullCheck makes the integrity check at start read every trail entry.
 	// By default it reads only the entries written since the previous
 	// start's check (see traillog.MarkChecked for why that is sound).

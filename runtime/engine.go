@@ -88,6 +88,7 @@ type Engine struct {
 	gov           govState      // task graphs, tasks, gates, users (gov.go)
 	carp          carpState     // atlases, grants, executions (carp.go)
 	appr          apprState     // envelopes, checkpoints, permits, trust (approvals.go)
+	stew          stewardState  // sessions' steward checkpoint state (steward.go)
 	trace         traceState    // the TRACE log's heads and tree (tracelog.go)
 	gateKick      chan struct{} // a gate opened or was resolved: the timers look at the next deadline (gates.go)
 }
@@ -284,6 +285,9 @@ func (e *Engine) loadState() error {
 		return err
 	}
 	if err := e.loadApprovals(); err != nil {
+		return err
+	}
+	if err := e.loadSteward(); err != nil {
 		return err
 	}
 	if err := e.loadCarp(); err != nil {

@@ -56,6 +56,11 @@ func (t *tx) transition(w *workspace.Workspace, trig workspace.Trigger, actor, r
 	if err := t.followTask(w, from, to); err != nil {
 		return err
 	}
+	if to == workspace.Active && from != workspace.Active {
+		if err := t.stewardStart(w); err != nil {
+			return err
+		}
+	}
 	if to.Terminal() {
 		if err := t.endCarpSession(w, to, reason); err != nil {
 			return err

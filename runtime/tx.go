@@ -9,6 +9,7 @@ import (
 	"github.com/wacpd/wacpd/internal/seglog"
 	agentsignal "github.com/wacpd/wacpd/signal"
 	"github.com/wacpd/wacpd/signal/outboxstore"
+	"github.com/wacpd/wacpd/steward"
 	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/trail/traillog"
 	"github.com/wacpd/wacpd/workspace"
@@ -30,19 +31,20 @@ type tx struct {
 	created  map[string]*workspace.Workspace // new workspaces (also in dirty)
 	chains   map[string]checkpointchain.Chain
 	outbox   []agentsignal.OutboxItem
-	mark     outboxstore.Mark // the outbox mark the batch writes (takeAcks)
-	inboxed  map[string]bool  // workspaces whose inbox got an envelope
-	leased   bool             // a delivery lease was taken (lease.go)
-	later    []func()         // run after a successful commit
-	steps    *int             // writes started in the whole batch (shared)
-	detail   string           // free text for the next workspace_state_changed, then cleared
-	reasons  []string         // reasons of the rejections recorded, kept only for an observer
-	reloaded bool             // the batch that ends degraded mode (Commit.Reloaded)
-	gov      *govLayer        // changed tasks, graphs, gates and users (gov.go); nil until one changes
-	carp     *carpLayer       // the batch's CARP changes (carp.go; on the batch's layer only)
-	appr     *apprLayer       // the batch's approval changes (approvals.go; on the batch's layer only)
-	traces   *traceLayer      // the batch's TRACE events (tracelog.go; on the batch's layer only)
-	emitted  int              // TRACE events this layer's operation wrote (telemetry_link.events_emitted)
+	mark     outboxstore.Mark            // the outbox mark the batch writes (takeAcks)
+	inboxed  map[string]bool             // workspaces whose inbox got an envelope
+	leased   bool                        // a delivery lease was taken (lease.go)
+	later    []func()                    // run after a successful commit
+	steps    *int                        // writes started in the whole batch (shared)
+	detail   string                      // free text for the next workspace_state_changed, then cleared
+	reasons  []string                    // reasons of the rejections recorded, kept only for an observer
+	reloaded bool                        // the batch that ends degraded mode (Commit.Reloaded)
+	gov      *govLayer                   // changed tasks, graphs, gates and users (gov.go); nil until one changes
+	carp     *carpLayer                  // the batch's CARP changes (carp.go; on the batch's layer only)
+	appr     *apprLayer                  // the batch's approval changes (approvals.go; on the batch's layer only)
+	stew     map[string]*steward.Session // the batch's steward session states (steward.go; on the batch's layer only)
+	traces   *traceLayer                 // the batch's TRACE events (tracelog.go; on the batch's layer only)
+	emitted  int                         // TRACE events this layer's operation wrote (telemetry_link.events_emitted)
 }
 
 // CommitObserver is told of durable commits and of the rejections they
@@ -119,6 +121,7 @@ func (e *Engine) apply(t *tx) {
 	e.applyGov(t)
 	e.applyCarp(t)
 	e.applyApprovals(t)
+	e.applySteward(t)
 	e.applyTrace(t)
 	for id, w := range t.dirty {
 		e.ws[id] = w

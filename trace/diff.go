@@ -63,7 +63,8 @@ func (c Change) String() string {
 // session_id, timestamp, previous_event_hash and event_hash, and, at any
 // depth of the payload, every member named timestamp, duration_ms or
 // evaluation_time_ms, every id a run makes anew (event, request,
-// resolution, execution, trace, span, session, evidence and agent ids),
+// resolution, execution, trace, span, session, evidence, agent and
+// checkpoint instance ids),
 // and every member whose name ends in _hash or _at. What names what the
 // atlas holds (action_id, policy_id, block_id, atlas_id) is compared. It
 // compares trace_version, sequence,
@@ -90,7 +91,7 @@ func dynamic(name string) bool {
 	switch name {
 	case "timestamp", "duration_ms", "evaluation_time_ms",
 		"event_id", "request_id", "resolution_id", "execution_id", "trace_id", "span_id", "parent_span_id",
-		"session_id", "evidence_id", "agent_id", "workspace":
+		"session_id", "evidence_id", "agent_id", "workspace", "instance_id":
 		return true
 	}
 	return strings.HasSuffix(name, "_hash") || strings.HasSuffix(name, "_at")

@@ -1,0 +1,398 @@
+package runtime
+
+// Steward checkpoints in the CARP operations (issue 17): evaluated on the
+// session's start and end, on resolve, on execute (before its checks pass
+// and when it is admitted) and on an execution's outcome; answered with
+// CarpRespond. The decisions are package steward's; here they are
+// persisted with their TRACE events in the operation's commit.
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/wacpd/wacpd/atlas"
+	"github.com/wacpd/wacpd/carp"
+	"github.com/wacpd/wacpd/steward"
+	"github.com/wacpd/wacpd/workspace"
+)
+
+// stewardEmit emits a steward evaluation's steps in sp.
+func (t *tx) stewardEmit(sp span, steps []steward.Step) error {
+	for _, s := range steps {
+		if _, err := t.traceEmit(sp, s.Type, s.Payload); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stewardEval applies ev to session's checkpoint state: its steps in sp
+// and the state written when it changed. It returns the state after.
+func (t *tx) stewardEval(sp span, session string, set *steward.Set, ev steward.Event) (*steward.Session, error) {
+	s, _ := t.stewardSession(session)
+	ev.NewID = newUUID
+	r := steward.Evaluate(set, s, ev)
+	if err := t.stewardEmit(sp, r.Steps); err != nil {
+		return nil, err
+	}
+	if r.Changed {
+		if err := t.putStewardSession(session, s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// stewardStart fires the session_start checkpoints of w's session as w
+// becomes active (in the commit of that transition); the session begins
+// then, with session.started.
+func (t *tx) stewardStart(w *workspace.Workspace) error {
+	set, err := t.stewardSet()
+	if err != nil || set.Empty() {
+		return err
+	}
+	if s, _ := t.stewardSession(w.ID); !s.Started.IsZero() {
+		return nil
+	}
+	sp := t.sessionSpan(w.ID, "", nil)
+	if _, ok := t.traceHead(w.ID); !ok {
+		if _, err := t.traceEmit(sp, carp.TraceSessionStarted, map[string]any{"agent_id": AgentID(w), "workspace": w.ID, "role": w.Role}); err != nil {
+			return err
+		}
+	}
+	_, err = t.stewardEval(sp, w.ID, set, steward.Event{Kind: steward.EventSessionStart, Now: t.next()})
+	return err
+}
+
+// stewardEnd fires the session_end checkpoints of w's session and skips
+// what is pending, as w ends (before session.ended).
+func (t *tx) stewardEnd(w *workspace.Workspace) error {
+	set, err := t.stewardSet()
+	if err != nil || set.Empty() {
+		return err
+	}
+	if _, had := t.stewardSession(w.ID); !had {
+		if _, ok := t.traceHead(w.ID); !ok {
+			return nil // a session that never began
+		}
+	}
+	_, err = t.stewardEval(t.sessionSpan(w.ID, "", nil), w.ID, set, steward.Event{Kind: steward.EventSessionEnd, Now: t.next()})
+	return err
+}
+
+// resolveEvent is a resolve's steward event: its goal, hints, declared
+// tier, and the actions it covers (scope.actions of the atlases in
+// scope, else all of theirs).
+func resolveEvent(req carp.Request, list []*atlas.Manifest, now time.Time) steward.Event {
+	ev := steward.Event{Kind: steward.EventResolve, Now: now, Goal: req.Task.Goal, Hints: req.Task.ContextHints, Tier: req.Task.RiskTier}
+	var scope []string
+	var want []string
+	if s := req.Scope; s != nil {
+		scope, want = s.Atlases, s.Actions
+	}
+	ev.Explicit = len(want) > 0
+	for _, m := range list {
+		if len(scope) > 0 && !slices.ContainsFunc(scope, func(id string) bool { return id == m.AtlasID || id == m.Ref() }) {
+			continue
+		}
+		ev.Atlases = append(ev.Atlases, m.AtlasID)
+		for _, a := range m.Actions {
+			if len(want) > 0 && !slices.ContainsFunc(want, func(p string) bool { return atlas.Match(p, a.ActionID) }) {
+				continue
+			}
+			ev.Actions = append(ev.Actions, steward.ActionRef{AtlasID: m.AtlasID, ActionID: a.ActionID, Tier: tierOf(a)})
+		}
+	}
+	if ev.Atlases == nil {
+		ev.Atlases = []string{}
+	}
+	return ev
+}
+
+func tierOf(a atlas.Action) string {
+	if a.RiskTier == "" {
+		return atlas.RiskLow
+	}
+	return a.RiskTier
+}
+
+// customAnswers is what the custom triggers said, asked before the
+// commit (they may call out).
+type customAnswers struct {
+	got    map[string]bool
+	failed map[string]string
+}
+
+// evalCustom asks the custom triggers in effect about an operation of
+// ws's agent, outside the engine's lock.
+func (e *Engine) evalCustom(ctx context.Context, ws string, req carp.Request, action string) customAnswers {
+	e.mu.Lock()
+	set, err := e.stewardSetLocked()
+	e.mu.Unlock()
+	if err != nil || !set.HasCustom() {
+		return customAnswers{}
+	}
+	ec := steward.EvalContext{SessionID: ws, AgentID: req.Requester.AgentID, Operation: req.Operation, ActionID: action}
+	if req.Task != nil {
+		ec.Goal, ec.RiskTier = req.Task.Goal, req.Task.RiskTier
+	}
+	got, failed := steward.EvaluateCustom(ctx, set, e.cfg.CheckpointEvaluators, e.cfg.CheckpointCaller, ec, nil, e.cfg.Now())
+	return customAnswers{got, failed}
+}
+
+// stewardOverlay is the resolver's view of session s's checkpoints.
+func stewardOverlay(set *steward.Set, s *steward.Session, in steward.Injection) *carp.Overlay {
+	return &carp.Overlay{
+		Deny: func(m *atlas.Manifest, a atlas.Action, tier string) (*carp.ActionDenial, bool) {
+			d, allow := set.Deny(s, m, a.ActionID, tier)
+			if d == nil {
+				return nil, allow
+			}
+			return &carp.ActionDenial{ActionType: a.ActionID, Reason: d.Reason, PolicyRefs: []string{"checkpoint:" + d.Checkpoint},
+				Permanent: d.Permanent, Remediation: d.Remediation}, false
+		},
+		Contexts: in.Contexts,
+		Asked:    set.Asks,
+	}
+}
+
+// stewardGate refuses an execute of ga that the session's checkpoints
+// hold back: CHECKPOINT_REQUIRED while a blocking checkpoint waits for
+// answers (the checkpoint in error.details), ACTION_DENIED when one
+// blocked the session's answers, a capability is locked or a
+// checkpoint denies the action. It returns the session's state.
+func (t *tx) stewardGate(sp span, ws string, req carp.Request, ga *carp.GrantedAction, now time.Time, custom customAnswers, refusal **CarpError) (*steward.Session, *steward.Set, error) {
+	set, err := t.stewardSet()
+	if err != nil || set.Empty() {
+		return nil, nil, err
+	}
+	a := steward.ActionRef{AtlasID: ga.AtlasID, ActionID: ga.ActionID, Tier: ga.RiskTier}
+	var s *steward.Session
+	pre := func() error {
+		var err error
+		s, err = t.stewardEval(sp, ws, set, steward.Event{Kind: steward.EventExecute, Now: now, Actions: []steward.ActionRef{a},
+			Custom: custom.got, CustomErr: custom.failed})
+		return err
+	}
+	if b := t.peekGate(set, ws, a, now, custom); b == nil {
+		// Nothing will hold it: evaluate (advisory checkpoints fire)
+		// and go on.
+		if err := pre(); err != nil {
+			return nil, nil, err
+		}
+		if b := set.Gate(s, a.AtlasID, a.ActionID, a.Tier); b == nil {
+			if ce := t.stewardDenied(set, s, ga); ce != nil {
+				return s, set, t.refuse(sp, req, ce, carp.TraceActionDenied, refusal)
+			}
+			return s, set, nil
+		}
+	}
+	// Refused: request.received, the checkpoint's events, action.denied.
+	var ce *carp.Error
+	err = t.refuseWith(sp, req, func() error {
+		if err := pre(); err != nil {
+			return err
+		}
+		b := set.Gate(s, a.AtlasID, a.ActionID, a.Tier)
+		switch {
+		case b == nil:
+			ce = t.stewardDenied(set, s, ga)
+			if ce == nil {
+				ce = carp.Errorf(carp.CodeActionDenied, "the session's checkpoints hold %s back", ga.ActionID)
+			}
+		case b.Status == steward.StatusBlocked:
+			ce = carp.Errorf(carp.CodeActionDenied, "checkpoint %s refused this session's answers (on_invalid block): %s stays denied", b.Def.CP.CheckpointID, ga.ActionID)
+			ce.Details = map[string]any{"checkpoint": promptOf(set, s, b.Def)}
+		default:
+			ce = carp.Errorf(carp.CodeCheckpointRequired, "checkpoint %s holds %s back: answer its questions with carp.respond, then execute again", b.Def.CP.CheckpointID, ga.ActionID)
+			ce.Details = map[string]any{"checkpoint": promptOf(set, s, b.Def)}
+		}
+		return nil
+	}, func() *carp.Error { return ce }, carp.TraceActionDenied, refusal)
+	return s, set, err
+}
+
+// peekGate reports, without changing anything, whether an execute of a
+// would be held back: evaluated on a copy of the session.
+func (t *tx) peekGate(set *steward.Set, ws string, a steward.ActionRef, now time.Time, custom customAnswers) *steward.Block {
+	s, _ := t.stewardSession(ws)
+	steward.Evaluate(set, s, steward.Event{Kind: steward.EventExecute, Now: now, Actions: []steward.ActionRef{a},
+		Custom: custom.got, CustomErr: custom.failed})
+	if b := set.Gate(s, a.AtlasID, a.ActionID, a.Tier); b != nil {
+		return b
+	}
+	if t.stewardDenied(set, s, &carp.GrantedAction{AtlasID: a.AtlasID, ActionID: a.ActionID, RiskTier: a.Tier}) != nil {
+		return &steward.Block{}
+	}
+	return nil
+}
+
+// stewardDenied is ACTION_DENIED when a locked capability or a
+// checkpoint's deny_actions covers ga (after its resolution).
+func (t *tx) stewardDenied(set *steward.Set, s *steward.Session, ga *carp.GrantedAction) *carp.Error {
+	list, _ := t.atlases()
+	i := slices.IndexFunc(list, func(m *atlas.Manifest) bool { return m.AtlasID == ga.AtlasID })
+	if i < 0 {
+		return nil
+	}
+	d, _ := set.Deny(s, list[i], ga.ActionID, ga.RiskTier)
+	if d == nil {
+		return nil
+	}
+	ce := carp.Errorf(carp.CodeActionDenied, "%s: %s", ga.ActionID, d.Reason)
+	ce.Details = map[string]any{"checkpoint_id": d.Checkpoint}
+	return ce
+}
+
+func promptOf(set *steward.Set, s *steward.Session, d *steward.Def) steward.Prompt {
+	for _, p := range set.Prompts(s) {
+		if p.CheckpointID == d.CP.CheckpointID && p.AtlasRef == d.AtlasRef {
+			return p
+		}
+	}
+	return steward.Prompt{CheckpointID: d.CP.CheckpointID, AtlasRef: d.AtlasRef}
+}
+
+// stewardAdmit records that an execute of ga goes to its tool: armed
+// answers used, count_interval counted.
+func (t *tx) stewardAdmit(sp span, ws string, set *steward.Set, ga *carp.GrantedAction, now time.Time) ([]string, error) {
+	if set == nil || set.Empty() {
+		return nil, nil
+	}
+	s, _ := t.stewardSession(ws)
+	r, used := steward.Admit(set, s, steward.ActionRef{AtlasID: ga.AtlasID, ActionID: ga.ActionID, Tier: ga.RiskTier}, now, newUUID)
+	if err := t.stewardEmit(sp, r.Steps); err != nil {
+		return nil, err
+	}
+	if r.Changed {
+		return used, t.putStewardSession(ws, s)
+	}
+	return used, nil
+}
+
+// stewardFinished fires the action_post and error_occurred checkpoints
+// of x's outcome.
+func (t *tx) stewardFinished(x Execution, failed bool, code string, now time.Time) error {
+	set, err := t.stewardSet()
+	if err != nil || set.Empty() {
+		return err
+	}
+	g, ok := t.carpGrant(x.ResolutionID)
+	if !ok {
+		return nil
+	}
+	i := slices.IndexFunc(g.Actions, func(a carp.GrantedAction) bool { return a.ActionID == x.ActionID })
+	if i < 0 {
+		return nil
+	}
+	ga := g.Actions[i]
+	_, err = t.stewardEval(x.span(), x.SessionID, set, steward.Event{Kind: steward.EventFinished, Now: now, Failed: failed, ErrorCode: code,
+		Actions: []steward.ActionRef{{AtlasID: ga.AtlasID, ActionID: ga.ActionID, Tier: ga.RiskTier}}})
+	return err
+}
+
+// CarpRespond answers a steward checkpoint of ws's agent (req decoded
+// and validated, operation respond). Answers that pass the checkpoint
+// are answered with the result; answers to check again are refused
+// CONSTRAINT_VIOLATED, and answers that block the checkpoint
+// ACTION_DENIED, each with the results in error.details and committed
+// with their TRACE events (answers only as hashes).
+func (e *Engine) CarpRespond(ctx context.Context, ws string, req carp.Request) (carp.CheckpointResult, error) {
+	var res carp.CheckpointResult
+	err := e.carpOp(ctx, ws, req, func(t *tx, sp span, refusal **CarpError) error {
+		now := t.next()
+		set, err := t.stewardSet()
+		if err != nil {
+			return err
+		}
+		cr := req.CheckpointResponse
+		s, _ := t.stewardSession(ws)
+		out, rerr := steward.Respond(set, s, steward.Response{AtlasID: cr.AtlasID, CheckpointID: cr.CheckpointID, Answers: cr.Answers}, now)
+		if rerr != nil {
+			code := carp.CodeInvalidRequest
+			if rerr.Reason == steward.ErrBlocked {
+				code = carp.CodeActionDenied
+			}
+			ce := carp.Errorf(code, "%s", rerr.Message)
+			ce.Details = map[string]any{"reason": rerr.Reason, "checkpoint_id": cr.CheckpointID}
+			return t.refuse(sp, req, ce, carp.TraceErrorOccurred, refusal)
+		}
+		p := requestPayload(req)
+		p["checkpoint_id"] = cr.CheckpointID
+		if _, err := t.traceEmit(sp, carp.TraceRequestReceived, p); err != nil {
+			return err
+		}
+		if err := t.stewardEmit(sp, out.Steps); err != nil {
+			return err
+		}
+		if err := t.putStewardSession(ws, s); err != nil {
+			return err
+		}
+		d := out.Def
+		details := map[string]any{"checkpoint_id": d.CP.CheckpointID, "atlas_ref": d.AtlasRef, "instance_id": out.Instance,
+			"outcome": out.Outcome, "results": out.Results}
+		switch out.Outcome {
+		case steward.OutcomeRetry:
+			ce := carp.Errorf(carp.CodeConstraintViolated, "answers to checkpoint %s do not validate: answer again", d.CP.CheckpointID)
+			ce.Details = details
+			*refusal = &CarpError{Err: ce, TraceID: sp.trace}
+			return nil
+		case steward.OutcomeBlocked:
+			ce := carp.Errorf(carp.CodeActionDenied, "answers to checkpoint %s do not validate and it blocks: %s stays denied this session", d.CP.CheckpointID, d.GatesWhat())
+			ce.Details = details
+			*refusal = &CarpError{Err: ce, TraceID: sp.trace}
+			return nil
+		}
+		res = carp.CheckpointResult{CARPVersion: carp.Version, RequestID: req.RequestID, Timestamp: formatCarp(now),
+			CheckpointID: d.CP.CheckpointID, AtlasRef: d.AtlasRef, InstanceID: out.Instance, Outcome: out.Outcome,
+			Results: out.Results, Pending: set.Prompts(s),
+			Effects: carp.CheckpointEffects{UnlockedCapabilities: orEmpty(d.CP.UnlockCapabilities), LockedCapabilities: orEmpty(d.CP.LockCapabilities),
+				InjectedContexts: orEmpty(d.CP.InjectContexts), AllowActions: orEmpty(d.CP.AllowActions), DenyActions: orEmpty(d.CP.DenyActions),
+				Guidance: d.CP.Guidance != nil}}
+		if res.Pending == nil {
+			res.Pending = []steward.Prompt{}
+		}
+		for _, w := range out.Warnings {
+			res.Warnings = append(res.Warnings, carp.Warning{Code: "answer_accepted_with_warning", Message: w})
+		}
+		res.TelemetryLink = carp.TelemetryLink{TraceID: sp.trace, SpanID: sp.span, EventsEmitted: t.emitted}
+		return nil
+	})
+	return res, err
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// stewardViolations is what the session's checkpoints would refuse of an
+// execute of action (granted by g), for a validate: nothing changes.
+func (t *tx) stewardViolations(ws string, g carp.Grant, action string, now time.Time) []carp.Violation {
+	set, err := t.stewardSet()
+	if err != nil || set.Empty() {
+		return nil
+	}
+	i := slices.IndexFunc(g.Actions, func(a carp.GrantedAction) bool { return a.ActionID == action })
+	if i < 0 {
+		return nil
+	}
+	ga := g.Actions[i]
+	s, _ := t.stewardSession(ws)
+	a := steward.ActionRef{AtlasID: ga.AtlasID, ActionID: ga.ActionID, Tier: ga.RiskTier}
+	steward.Evaluate(set, s, steward.Event{Kind: steward.EventExecute, Now: now, Actions: []steward.ActionRef{a}})
+	if b := set.Gate(s, a.AtlasID, a.ActionID, a.Tier); b != nil {
+		code := carp.CodeCheckpointRequired
+		if b.Status == steward.StatusBlocked {
+			code = carp.CodeActionDenied
+		}
+		return []carp.Violation{{Code: code, Path: "checkpoint", Message: "checkpoint " + b.Def.CP.CheckpointID + " holds " + action + " back (" + b.Status + ")"}}
+	}
+	if ce := t.stewardDenied(set, s, &ga); ce != nil {
+		return []carp.Violation{{Code: ce.Code, Path: "checkpoint", Message: ce.Message}}
+	}
+	return nil
+}
