@@ -100,6 +100,32 @@ func TestValidateRefuses(t *testing.T) {
 		{"bad question regex", func(m map[string]any) {
 			entry(m, "checkpoints", 2)["questions"].([]any)[0].(map[string]any)["validation"] = map[string]any{"pattern": "[a-"}
 		}, "checkpoints[high-risk-gate].questions[0].validation", atlas.RuleRegex},
+		{"custom_validator refused", func(m map[string]any) {
+			entry(m, "checkpoints", 2)["questions"].([]any)[0].(map[string]any)["validation"] = map[string]any{"custom_validator": "https://acme.example/check"}
+		}, "checkpoints[high-risk-gate].questions[0].validation", atlas.RuleStructure},
+		{"expected not an option", func(m map[string]any) {
+			entry(m, "checkpoints", 2)["questions"] = []any{map[string]any{"question_id": "role", "question": "Role?", "response_type": "choice",
+				"options": []any{"admin", "user"}, "expected": "root"}}
+		}, "checkpoints[high-risk-gate].questions[0]", atlas.RuleStructure},
+		{"bad keyword regex", func(m map[string]any) {
+			entry(m, "checkpoints", 2)["trigger"] = map[string]any{"type": "keyword", "match_mode": "regex", "patterns": []any{"(refund"}}
+		}, "checkpoints[high-risk-gate].trigger.patterns[0]", atlas.RuleRegex},
+		{"fuzzy threshold above 1", func(m map[string]any) {
+			entry(m, "checkpoints", 2)["trigger"] = map[string]any{"type": "keyword", "match_mode": "fuzzy", "patterns": []any{"refund"}, "threshold": 1.5}
+		}, "checkpoints[high-risk-gate].trigger", atlas.RuleRange},
+		{"guidance expires after nothing", func(m map[string]any) {
+			entry(m, "checkpoints", 0)["guidance"] = map[string]any{"content": "x", "expires_after": "nowhere"}
+		}, "checkpoints[onboarding].guidance", atlas.RuleReference},
+		{"builtin id taken", func(m map[string]any) { entry(m, "checkpoints", 1)["checkpoint_id"] = "builtin:x" }, "checkpoints[builtin:x]", atlas.RulePattern},
+		{"custom subject outside tools", func(m map[string]any) {
+			entry(m, "checkpoints", 2)["trigger"] = map[string]any{"type": "custom", "trigger_id": "s", "subject": "wacp.v1.agent.x"}
+		}, "checkpoints[high-risk-gate].trigger", atlas.RulePattern},
+		{"checkpoint_config names no context", func(m map[string]any) {
+			m["checkpoint_config"] = map[string]any{"session_start": map[string]any{"enabled": true, "inject_contexts": []any{"nowhere"}}}
+		}, "checkpoint_config.session_start", atlas.RuleReference},
+		{"checkpoint_config pattern inside a segment", func(m map[string]any) {
+			m["checkpoint_config"] = map[string]any{"action_pre": map[string]any{"enabled": true, "mappings": map[string]any{"delete_*": map[string]any{}}}}
+		}, "checkpoint_config.action_pre.mappings", atlas.RulePattern},
 		{"rate limit zero window", func(m map[string]any) {
 			entry(m, "policies", 3)["rate_limit"] = map[string]any{"requests": 2, "window_seconds": 0}
 		}, "policies[comment-rate].rate_limit", atlas.RuleRateLimit},

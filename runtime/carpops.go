@@ -361,6 +361,14 @@ func (e *Engine) CarpExecute(ctx context.Context, ws string, req carp.Request) (
 		if cerr != nil {
 			return t.refuse(sp, req, cerr, carp.TraceErrorOccurred, refusal)
 		}
+		// The steward's checkpoints first (an action they hold back is
+		// answered CHECKPOINT_REQUIRED even when the resolution left it
+		// out for them), then the policies, then the operator's
+		// checkpoints (checkpointGate).
+		set, err := t.stewardGate(sp, ws, req, t.actionRef(g, req.Action.ActionID), now, custom, refusal)
+		if err != nil || *refusal != nil {
+			return err
+		}
 		_, sums := t.atlases()
 		ga, vs, ce := carp.Authorize(carp.Check{Grant: g, Request: req, Now: now, Approved: t.approvedNow(ws, req.ApprovalID, now),
 			Loaded: func(id string) string { return sums[id] },
@@ -379,11 +387,6 @@ func (e *Engine) CarpExecute(ctx context.Context, ws string, req carp.Request) (
 				}
 			}
 			return t.refuse(sp, req, ce, typ, refusal)
-		}
-		// The steward's checkpoints, then the operator's (checkpointGate).
-		_, set, err := t.stewardGate(sp, ws, req, ga, now, custom, refusal)
-		if err != nil || *refusal != nil {
-			return err
 		}
 		if _, err := t.traceEmit(sp, carp.TraceRequestReceived, requestPayload(req)); err != nil {
 			return err

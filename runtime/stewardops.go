@@ -157,36 +157,47 @@ func stewardOverlay(set *steward.Set, s *steward.Session, in steward.Injection) 
 	}
 }
 
-// stewardGate refuses an execute of ga that the session's checkpoints
+// actionRef is action as the session's checkpoints see it: granted by
+// g, or (left out of g) an action of one of g's atlases; nil when no
+// atlas of g has it (the policies refuse it).
+func (t *tx) actionRef(g carp.Grant, action string) *steward.ActionRef {
+	if i := slices.IndexFunc(g.Actions, func(a carp.GrantedAction) bool { return a.ActionID == action }); i >= 0 {
+		return &steward.ActionRef{AtlasID: g.Actions[i].AtlasID, ActionID: action, Tier: g.Actions[i].RiskTier}
+	}
+	list, _ := t.atlases()
+	for _, m := range list {
+		if _, ok := g.Atlases[m.AtlasID]; !ok {
+			continue
+		}
+		if i := slices.IndexFunc(m.Actions, func(a atlas.Action) bool { return a.ActionID == action }); i >= 0 {
+			return &steward.ActionRef{AtlasID: m.AtlasID, ActionID: action, Tier: tierOf(m.Actions[i])}
+		}
+	}
+	return nil
+}
+
+// stewardGate refuses an execute of a that the session's checkpoints
 // hold back: CHECKPOINT_REQUIRED while a blocking checkpoint waits for
 // answers (the checkpoint in error.details), ACTION_DENIED when one
 // blocked the session's answers, a capability is locked or a
-// checkpoint denies the action. It returns the session's state.
-func (t *tx) stewardGate(sp span, ws string, req carp.Request, ga *carp.GrantedAction, now time.Time, custom customAnswers, refusal **CarpError) (*steward.Session, *steward.Set, error) {
+// checkpoint denies the action. It returns the checkpoints in effect.
+func (t *tx) stewardGate(sp span, ws string, req carp.Request, a *steward.ActionRef, now time.Time, custom customAnswers, refusal **CarpError) (*steward.Set, error) {
 	set, err := t.stewardSet()
-	if err != nil || set.Empty() {
-		return nil, nil, err
+	if err != nil || set.Empty() || a == nil {
+		return set, err
 	}
-	a := steward.ActionRef{AtlasID: ga.AtlasID, ActionID: ga.ActionID, Tier: ga.RiskTier}
+	ga := &carp.GrantedAction{AtlasID: a.AtlasID, ActionID: a.ActionID, RiskTier: a.Tier}
 	var s *steward.Session
 	pre := func() error {
 		var err error
-		s, err = t.stewardEval(sp, ws, set, steward.Event{Kind: steward.EventExecute, Now: now, Actions: []steward.ActionRef{a},
+		s, err = t.stewardEval(sp, ws, set, steward.Event{Kind: steward.EventExecute, Now: now, Actions: []steward.ActionRef{*a},
 			Custom: custom.got, CustomErr: custom.failed})
 		return err
 	}
-	if b := t.peekGate(set, ws, a, now, custom); b == nil {
+	if b := t.peekGate(set, ws, *a, now, custom); b == nil {
 		// Nothing will hold it: evaluate (advisory checkpoints fire)
 		// and go on.
-		if err := pre(); err != nil {
-			return nil, nil, err
-		}
-		if b := set.Gate(s, a.AtlasID, a.ActionID, a.Tier); b == nil {
-			if ce := t.stewardDenied(set, s, ga); ce != nil {
-				return s, set, t.refuse(sp, req, ce, carp.TraceActionDenied, refusal)
-			}
-			return s, set, nil
-		}
+		return set, pre()
 	}
 	// Refused: request.received, the checkpoint's events, action.denied.
 	var ce *carp.Error
@@ -210,7 +221,7 @@ func (t *tx) stewardGate(sp span, ws string, req carp.Request, ga *carp.GrantedA
 		}
 		return nil
 	}, func() *carp.Error { return ce }, carp.TraceActionDenied, refusal)
-	return s, set, err
+	return set, err
 }
 
 // peekGate reports, without changing anything, whether an execute of a

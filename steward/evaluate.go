@@ -241,7 +241,9 @@ func (e *eval) triggers(d *Def) (map[string]any, bool) {
 		}
 		switch ev.Kind {
 		case EventResolve:
-			if !inScope {
+			// Asked for: scope.actions names one of its actions (a
+			// resolve of everything does not knock on every gate).
+			if !inScope || !ev.Explicit {
 				return nil, false
 			}
 			for _, a := range ev.Actions {

@@ -164,8 +164,13 @@ func (set *Set) Deny(s *Session, m *atlas.Manifest, action, tier string) (*Denia
 			continue
 		}
 		if by, locked := set.locked(s, m.AtlasID, c.CapabilityID); locked {
-			return &Denial{Reason: "capability " + c.CapabilityID + " is locked" + by, Checkpoint: c.CapabilityID,
-				Remediation: "a checkpoint that unlocks " + c.CapabilityID + " passes first"}, false
+			d := &Denial{Reason: "capability " + c.CapabilityID + " is locked" + by, Checkpoint: c.CapabilityID,
+				Remediation: "a checkpoint that unlocks " + c.CapabilityID + " passes first"}
+			if g := set.gateOf(m.AtlasID, c.CapabilityID); g != nil {
+				d.Checkpoint = g.CP.CheckpointID
+				d.Remediation = "name " + action + " in scope.actions (or execute it) to be asked checkpoint " + g.CP.CheckpointID + ", then answer it"
+			}
+			return d, false
 		}
 	}
 	if s != nil {
@@ -201,6 +206,17 @@ func (set *Set) locked(s *Session, id, cap string) (string, bool) {
 	return "", false
 }
 
+// gateOf returns the capability_access checkpoint that unlocks
+// capability cap of atlas id, if one does.
+func (set *Set) gateOf(id, cap string) *Def {
+	for _, d := range set.unlockers[Key(id, cap)] {
+		if d.Type == TypeCapabilityGate && slices.Contains(d.CP.Trigger.CapabilityIDs, cap) {
+			return d
+		}
+	}
+	return nil
+}
+
 // Prompt is a checkpoint waiting for the agent, as a resolution shows it.
 type Prompt struct {
 	CheckpointID string           `json:"checkpoint_id"`
@@ -224,7 +240,6 @@ type PromptQuestion struct {
 	Hint         string            `json:"hint,omitempty"`
 	Options      []string          `json:"options,omitempty"`
 	Validation   *atlas.Validation `json:"validation,omitempty"`
-	Schema       []byte            `json:"-"`
 }
 
 // Prompts returns s's pending and blocked checkpoints, highest priority

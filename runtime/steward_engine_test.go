@@ -1,0 +1,219 @@
+package runtime
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/wacpd/wacpd/atlas"
+	"github.com/wacpd/wacpd/carp"
+	"github.com/wacpd/wacpd/steward"
+)
+
+func respondReq(t testing.TB, e *Engine, ws, checkpoint string, answers map[string]string) carp.Request {
+	t.Helper()
+	w, err := e.GetWorkspace(ctx, ws, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return carpReq(t, w, carp.OpRespond, func(r *carp.Request) {
+		a := map[string]json.RawMessage{}
+		for k, v := range answers {
+			a[k] = json.RawMessage(v)
+		}
+		r.CheckpointResponse = &carp.CheckpointResponse{CheckpointID: checkpoint, Answers: a}
+	})
+}
+
+func allowed(res carp.Resolution, action string) bool {
+	return slices.ContainsFunc(res.AllowedActions, func(a carp.ActionPermission) bool { return a.ActionID == action })
+}
+
+func stewardDenial(res carp.Resolution, action string) *carp.ActionDenial {
+	i := slices.IndexFunc(res.DeniedActions, func(d carp.ActionDenial) bool { return d.ActionType == action })
+	if i < 0 {
+		return nil
+	}
+	return &res.DeniedActions[i]
+}
+
+// TestSteward_SessionStartBlocks: the seed atlas's blocking onboarding
+// fires as the workspace becomes active; until its answer validates the
+// resolution denies the atlas's actions and lists the checkpoint, an
+// execute is refused CHECKPOINT_REQUIRED, a wrong answer is refused and
+// may be retried; then the capability it unlocks, its contexts and its
+// guidance are in the next resolution (not the cached one), the execute
+// goes through, the state survives a restart, and TRACE verifies with
+// answers only as hashes.
+func TestSteward_SessionStartBlocks(t *testing.T) {
+	dir := t.TempDir()
+	e := openEngineAt(t, dir)
+	loadAcmeWith(t, e, nil)
+	w := activeWorkspace(t, e, "worker")
+
+	res, err := e.CarpResolve(ctx, w.ID, carpReq(t, w, carp.OpResolve, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Checkpoints) != 1 || res.Checkpoints[0].CheckpointID != "onboarding" || res.Checkpoints[0].Status != steward.StatusPending ||
+		len(res.Checkpoints[0].Questions) != 1 {
+		t.Fatalf("checkpoints %+v", res.Checkpoints)
+	}
+	if d := stewardDenial(res, "ticket.get"); d == nil || !slices.Equal(d.PolicyRefs, []string{"checkpoint:onboarding"}) || d.Permanent {
+		t.Fatalf("ticket.get while onboarding is pending: %+v", d)
+	}
+	if len(res.AllowedActions) != 0 {
+		t.Fatalf("allowed while pending: %+v", res.AllowedActions)
+	}
+	_, _, err = e.CarpExecute(ctx, w.ID, carpReq(t, w, carp.OpExecute, action(res.ResolutionID, "ticket.get", map[string]any{"ticket_id": "T-1"})))
+	carpCode(t, "execute while onboarding is pending", err, carp.CodeCheckpointRequired)
+	var ce *CarpError
+	errors.As(err, &ce)
+	if p, ok := ce.Err.Details["checkpoint"].(steward.Prompt); !ok || p.CheckpointID != "onboarding" {
+		t.Fatalf("details %+v", ce.Err.Details)
+	}
+
+	_, err = e.CarpRespond(ctx, w.ID, respondReq(t, e, w.ID, "onboarding", map[string]string{"agree-terms": `"maybe"`}))
+	carpCode(t, "a non-boolean answer", err, carp.CodeConstraintViolated)
+	errors.As(err, &ce)
+	if ce.Err.Details["outcome"] != steward.OutcomeRetry {
+		t.Fatalf("details %+v", ce.Err.Details)
+	}
+	_, err = e.CarpRespond(ctx, w.ID, respondReq(t, e, w.ID, "onboarding", map[string]string{"nope": `true`}))
+	carpCode(t, "an unknown question", err, carp.CodeInvalidRequest)
+	out, err := e.CarpRespond(ctx, w.ID, respondReq(t, e, w.ID, "onboarding", map[string]string{"agree-terms": `true`}))
+	if err != nil || out.Outcome != steward.OutcomePassed || !slices.Equal(out.Effects.UnlockedCapabilities, []string{"basic-support"}) {
+		t.Fatalf("respond: %+v %v", out, err)
+	}
+	_, err = e.CarpRespond(ctx, w.ID, respondReq(t, e, w.ID, "onboarding", map[string]string{"agree-terms": `true`}))
+	carpCode(t, "answered twice", err, carp.CodeInvalidRequest)
+
+	// The same request again: a new resolution, not the cached one.
+	res2, err := e.CarpResolve(ctx, w.ID, carpReq(t, w, carp.OpResolve, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res2.ResolutionID == res.ResolutionID || !allowed(res2, "ticket.get") || len(res2.Checkpoints) != 0 {
+		t.Fatalf("after the answer: %s allowed %v checkpoints %+v", res2.ResolutionID, res2.AllowedActions, res2.Checkpoints)
+	}
+	if d := stewardDenial(res2, "ticket.delete"); d == nil || !strings.Contains(d.Reason, "admin-support is locked") {
+		t.Fatalf("ticket.delete before its capability gate: %+v", d)
+	}
+	var blocks []string
+	for _, b := range res2.ContextBlocks {
+		blocks = append(blocks, b.BlockID)
+	}
+	if !slices.Contains(blocks, "intro-context") || !slices.Contains(blocks, "policy-summary") {
+		t.Fatalf("injected contexts missing: %v", blocks)
+	}
+	if len(res2.Guidance) != 1 || !strings.Contains(res2.Guidance[0].Content, "Welcome") || res2.Guidance[0].Format != "markdown" {
+		t.Fatalf("guidance %+v", res2.Guidance)
+	}
+	_, in, err := e.CarpExecute(ctx, w.ID, carpReq(t, w, carp.OpExecute, action(res2.ResolutionID, "ticket.get", map[string]any{"ticket_id": "T-1"})))
+	if err != nil || in == nil {
+		t.Fatalf("execute after the answer: %v", err)
+	}
+	if _, err := e.CarpFinish(ctx, in.Execution.ID, Outcome{Reply: &carp.ToolReply{Status: carp.StatusSuccess}}); err != nil {
+		t.Fatal(err)
+	}
+
+	evs := sessionTrace(t, e, w.ID)
+	n := countTypes(evs)
+	for typ, want := range map[string]int{steward.TraceTriggered: 1, steward.TraceQuestionPresented: 1, steward.TraceResponseReceived: 2,
+		steward.TraceValidated: 2, steward.TraceFailed: 1, steward.TracePassed: 1, steward.TraceGuidanceInjected: 1} {
+		if n[typ] != want {
+			t.Errorf("%s %d times, want %d (%v)", typ, n[typ], want, n)
+		}
+	}
+	for _, ev := range evs {
+		if strings.Contains(string(ev.Payload), "maybe") {
+			t.Fatalf("an answer in TRACE: %s %s", ev.EventType, ev.Payload)
+		}
+	}
+
+	// Restart: the session's checkpoint state is durable.
+	e.Close()
+	e2 := openEngineAt(t, dir)
+	w2, err := e2.GetWorkspace(ctx, w.ID, w.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res3, err := e2.CarpResolve(ctx, w.ID, carpReq(t, w2, carp.OpResolve, func(r *carp.Request) { r.Task.Goal = "after a restart" }))
+	if err != nil || !allowed(res3, "ticket.get") || len(res3.Checkpoints) != 0 {
+		t.Fatalf("after a restart: %v %+v", err, res3.Checkpoints)
+	}
+}
+
+// stewardAtlas is the seed's atlas with its checkpoints replaced by cps
+// (JSON).
+func stewardAtlas(t testing.TB, cps string) func(*atlas.Manifest) {
+	return func(m *atlas.Manifest) {
+		m.Checkpoints = nil
+		if err := json.Unmarshal([]byte(cps), &m.Checkpoints); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestSteward_LockRemovesActions: a checkpoint that locks a capability
+// removes its actions from the next resolution, and an execute under an
+// earlier resolution is refused.
+func TestSteward_LockRemovesActions(t *testing.T) {
+	e := openVerified(t)
+	loadAcmeWith(t, e, stewardAtlas(t, `[{"checkpoint_id":"lockdown","trigger":{"type":"keyword","patterns":["lockdown"]},"lock_capabilities":["basic-support"]}]`))
+	w := activeWorkspace(t, e, "worker")
+	before, err := e.CarpResolve(ctx, w.ID, carpReq(t, w, carp.OpResolve, nil))
+	if err != nil || !allowed(before, "ticket.get") {
+		t.Fatalf("before: %v %v", err, before.AllowedActions)
+	}
+	after, err := e.CarpResolve(ctx, w.ID, carpReq(t, w, carp.OpResolve, func(r *carp.Request) { r.Task.Goal = "begin the lockdown" }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if allowed(after, "ticket.get") || stewardDenial(after, "ticket.get") == nil || !allowed(after, "ticket.delete") {
+		t.Fatalf("after the lock: allowed %v denied %v", after.AllowedActions, after.DeniedActions)
+	}
+	_, _, err = e.CarpExecute(ctx, w.ID, carpReq(t, w, carp.OpExecute, action(before.ResolutionID, "ticket.get", map[string]any{"ticket_id": "T-1"})))
+	carpCode(t, "execute of a locked capability's action", err, carp.CodeActionDenied)
+}
+
+// TestSteward_CountIntervalBlocks: a blocking count_interval of 3 fires
+// on the 3rd execute; the 4th waits for the answer; after it, the
+// count starts again.
+func TestSteward_CountIntervalBlocks(t *testing.T) {
+	e := openVerified(t)
+	loadAcmeWith(t, e, stewardAtlas(t, `[{"checkpoint_id":"every3","mode":"blocking","trigger":{"type":"count_interval","actions":3},
+	  "questions":[{"question_id":"ok","question":"Still on task?","response_type":"boolean","expected":true,"on_invalid":"block"}]}]`))
+	w := activeWorkspace(t, e, "worker")
+	res, err := e.CarpResolve(ctx, w.ID, carpReq(t, w, carp.OpResolve, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := func() error {
+		_, in, err := e.CarpExecute(ctx, w.ID, carpReq(t, w, carp.OpExecute, action(res.ResolutionID, "ticket.get", map[string]any{"ticket_id": "T-1"})))
+		if err == nil {
+			_, err = e.CarpFinish(ctx, in.Execution.ID, Outcome{Reply: &carp.ToolReply{Status: carp.StatusSuccess}})
+		}
+		return err
+	}
+	for i := 1; i <= 3; i++ {
+		if err := exec(); err != nil {
+			t.Fatalf("execute %d: %v", i, err)
+		}
+	}
+	carpCode(t, "the 4th execute", exec(), carp.CodeCheckpointRequired)
+	if _, err := e.CarpRespond(ctx, w.ID, respondReq(t, e, w.ID, "every3", map[string]string{"ok": "true"})); err != nil {
+		t.Fatal(err)
+	}
+	for i := 4; i <= 6; i++ {
+		if err := exec(); err != nil {
+			t.Fatalf("execute %d: %v", i, err)
+		}
+	}
+	// The 6th fired it again; a wrong answer blocks for good.
+	_, err = e.CarpRespond(ctx, w.ID, respondReq(t, e, w.ID, "every3", map[string]string{"ok": "false"}))
+	carpCode(t, "false to expected true with on_invalid block", err, carp.CodeActionDenied)
+	carpCode(t, "execute after the block", exec(), carp.CodeActionDenied)
+}

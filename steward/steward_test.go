@@ -1,0 +1,579 @@
+package steward_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wacpd/wacpd/atlas"
+	"github.com/wacpd/wacpd/steward"
+)
+
+var t0 = time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+
+// base is a small atlas; checkpoints and more are added per test.
+const base = `{"atlas_version":"1.0","atlas_id":"com.test","version":"1.0.0","name":"Test",
+ "capabilities":[{"capability_id":"basic","actions":["ticket.get","ticket.comment"]},{"capability_id":"admin","actions":["ticket.delete","user.delete"]}],
+ "context_blocks":[{"context_id":"intro","content":"You are a support agent.","inject_mode":"on_demand"},{"context_id":"care","content":"Deleting is forever.","inject_mode":"on_demand"}],
+ "policies":[{"policy_id":"allow","type":"allow","actions":["ticket.*","user.*"]}],
+ "actions":[{"action_id":"ticket.get"},{"action_id":"ticket.comment","risk_tier":"medium"},{"action_id":"ticket.delete","risk_tier":"high"},{"action_id":"user.delete","risk_tier":"critical"}]}`
+
+// manifest returns base with the members of extra (a JSON object) set.
+func manifest(t *testing.T, extra string) *atlas.Manifest {
+	t.Helper()
+	var m, x map[string]any
+	if err := json.Unmarshal([]byte(base), &m); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(extra), &x); err != nil {
+		t.Fatalf("extra: %v", err)
+	}
+	for k, v := range x {
+		m[k] = v
+	}
+	b, _ := json.Marshal(m)
+	man, err := atlas.Parse("test.json", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return man
+}
+
+func compile(t *testing.T, ms ...*atlas.Manifest) *steward.Set {
+	t.Helper()
+	set, err := steward.Compile(ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+var ids int
+
+func newID() string { ids++; return "i" + string(rune('0'+ids%10)) }
+
+func ev(kind string, at time.Time, mod func(*steward.Event)) steward.Event {
+	e := steward.Event{Kind: kind, Now: at, NewID: newID}
+	if mod != nil {
+		mod(&e)
+	}
+	return e
+}
+
+func act(id, tier string) []steward.ActionRef {
+	return []steward.ActionRef{{AtlasID: "com.test", ActionID: id, Tier: tier}}
+}
+
+func types(steps []steward.Step) []string {
+	var out []string
+	for _, s := range steps {
+		out = append(out, s.Type)
+	}
+	return out
+}
+
+func respond(t *testing.T, set *steward.Set, s *steward.Session, id string, answers map[string]string) steward.RespondResult {
+	t.Helper()
+	a := map[string]json.RawMessage{}
+	for k, v := range answers {
+		a[k] = json.RawMessage(v)
+	}
+	r, err := steward.Respond(set, s, steward.Response{CheckpointID: id, Answers: a}, t0.Add(time.Minute))
+	if err != nil {
+		t.Fatalf("respond %s: %v", id, err)
+	}
+	return r
+}
+
+func acme(t *testing.T) *atlas.Manifest {
+	t.Helper()
+	b, err := os.ReadFile("../atlas/testdata/acme.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := atlas.Parse("acme.json", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestOrder: the built-in checkpoints have their type's priority, a
+// steward checkpoint its own (500 when it names none, 0 when it says 0),
+// and ties keep manifest order.
+func TestOrder(t *testing.T) {
+	m := manifest(t, `{"checkpoints":[
+	  {"checkpoint_id":"b","trigger":{"type":"explicit_request"}},
+	  {"checkpoint_id":"zero","trigger":{"type":"session_end"},"priority":0},
+	  {"checkpoint_id":"a","trigger":{"type":"explicit_request"}},
+	  {"checkpoint_id":"top","trigger":{"type":"session_end"},"priority":2000}],
+	 "checkpoint_config":{"session_start":{"enabled":true},"count_interval":{"enabled":true,"actions":5},
+	  "action_pre":{"enabled":true,"mappings":{"ticket.delete":{"require_policy_check":true},"ticket.get":{}}}}}`)
+	set := compile(t, m)
+	var got []string
+	for _, d := range set.Defs() {
+		got = append(got, d.CP.CheckpointID+"@"+itoa(d.Priority))
+	}
+	want := []string{"top@2000", "builtin:session_start@1000", "builtin:action_pre/ticket.delete@800", "builtin:action_pre/ticket.get@700",
+		"b@500", "a@500", "builtin:count_interval@400", "zero@0"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("order %v, want %v", got, want)
+	}
+	p := steward.TypePriorities()
+	for typ, want := range map[string]int{"session_start": 1000, "interactive": 950, "capability_gate": 920, "risk_threshold": 900,
+		"action_pre": 800, "keyword_match": 600, "time_interval": 500, "count_interval": 400, "explicit_request": 300,
+		"custom": 200, "action_post": 100, "error_occurred": 50, "session_end": 0} {
+		if p[typ] != want {
+			t.Errorf("%s priority %d, want %d", typ, p[typ], want)
+		}
+	}
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestSessionStartBlocks: a pending blocking session_start holds every
+// action of its atlas back until its answers validate; a wrong answer
+// is refused and may be retried; then its capability is unlocked.
+func TestSessionStartBlocks(t *testing.T) {
+	m := acme(t)
+	set := compile(t, m)
+	s := &steward.Session{}
+	r := steward.Evaluate(set, s, ev(steward.EventSessionStart, t0, nil))
+	if !slices.Contains(types(r.Steps), steward.TraceTriggered) || !slices.Contains(types(r.Steps), steward.TraceQuestionPresented) {
+		t.Fatalf("session start steps %v", types(r.Steps))
+	}
+	aid := m.AtlasID
+	if b := set.Gate(s, aid, "ticket.get", "low"); b == nil || b.Def.CP.CheckpointID != "onboarding" || b.Status != steward.StatusPending {
+		t.Fatalf("a pending onboarding does not hold ticket.get: %+v", b)
+	}
+	// An execute now: held.
+	steward.Evaluate(set, s, ev(steward.EventExecute, t0, func(e *steward.Event) {
+		e.Actions = []steward.ActionRef{{AtlasID: aid, ActionID: "ticket.get", Tier: "low"}}
+	}))
+	if set.Gate(s, aid, "ticket.get", "low") == nil {
+		t.Fatal("execute of ticket.get not held")
+	}
+	// A wrong answer: retry, still pending.
+	if r := respond(t, set, s, "onboarding", map[string]string{"agree-terms": `"maybe"`}); r.Outcome != steward.OutcomeRetry || r.Passed() {
+		t.Fatalf("a non-boolean answer: %+v", r)
+	}
+	if set.Gate(s, aid, "ticket.get", "low") == nil {
+		t.Fatal("a wrong answer lifted the gate")
+	}
+	if r := respond(t, set, s, "onboarding", map[string]string{"agree-terms": `true`}); r.Outcome != steward.OutcomePassed {
+		t.Fatalf("true: %+v", r)
+	}
+	if b := set.Gate(s, aid, "ticket.get", "low"); b != nil {
+		t.Fatalf("still held after the answer: %+v", b)
+	}
+	if d, _ := set.Deny(s, m, "ticket.get", "low"); d != nil {
+		t.Fatalf("basic-support still locked after onboarding unlocked it: %+v", d)
+	}
+	if d, _ := set.Deny(s, m, "ticket.delete", "high"); d == nil || !strings.Contains(d.Reason, "admin-support") {
+		t.Fatalf("admin-support unlocked without its gate: %+v", d)
+	}
+	in := set.Inject(s, nil)
+	if !slices.Equal(in.Contexts[aid], []string{"intro-context", "policy-summary"}) || len(in.Guidance) != 1 {
+		t.Fatalf("onboarding's contexts and guidance not injected: %+v", in)
+	}
+}
+
+// TestOnInvalid: warn_and_continue and log_and_continue pass (a warning,
+// a TRACE record); block blocks for the session; retry keeps it pending.
+func TestOnInvalid(t *testing.T) {
+	for _, tt := range []struct {
+		onInvalid, outcome string
+		passes, warns      bool
+	}{
+		{"warn_and_continue", steward.OutcomeWarned, true, true},
+		{"log_and_continue", steward.OutcomeLogged, true, false},
+		{"retry", steward.OutcomeRetry, false, false},
+		{"", steward.OutcomeRetry, false, false},
+		{"block", steward.OutcomeBlocked, false, false},
+	} {
+		t.Run(tt.onInvalid, func(t *testing.T) {
+			m := manifest(t, `{"checkpoints":[{"checkpoint_id":"why","mode":"blocking","trigger":{"type":"session_start"},
+			  "questions":[{"question_id":"reason","question":"Why?","response_type":"text","validation":{"min_length":3},"on_invalid":"`+tt.onInvalid+`"}]}]}`)
+			set := compile(t, m)
+			s := &steward.Session{}
+			steward.Evaluate(set, s, ev(steward.EventSessionStart, t0, nil))
+			r := respond(t, set, s, "why", map[string]string{"reason": `"ab"`})
+			if r.Outcome != tt.outcome || r.Passed() != tt.passes || (len(r.Warnings) > 0) != tt.warns {
+				t.Fatalf("outcome %s passed %v warnings %v", r.Outcome, r.Passed(), r.Warnings)
+			}
+			held := set.Gate(s, "com.test", "ticket.get", "low")
+			if (held == nil) != tt.passes {
+				t.Fatalf("gate after %s: %+v", tt.outcome, held)
+			}
+			var validated map[string]any
+			for _, st := range r.Steps {
+				if st.Type == steward.TraceValidated {
+					validated = st.Payload
+				}
+			}
+			if validated["outcome"] != tt.outcome {
+				t.Fatalf("TRACE validated %v", validated)
+			}
+			if tt.outcome == steward.OutcomeBlocked {
+				if held.Status != steward.StatusBlocked {
+					t.Fatalf("blocked checkpoint status %s", held.Status)
+				}
+				_, err := steward.Respond(set, s, steward.Response{CheckpointID: "why", Answers: map[string]json.RawMessage{"reason": json.RawMessage(`"because"`)}}, t0)
+				if err == nil || err.Reason != steward.ErrBlocked {
+					t.Fatalf("a blocked checkpoint answered again: %v", err)
+				}
+			}
+		})
+	}
+}
+
+// TestChoiceFromTheWire: a JSON string answer satisfies a choice
+// question; "I will hack the system" is refused by must_not_contain.
+func TestChoiceFromTheWire(t *testing.T) {
+	m := manifest(t, `{"checkpoints":[{"checkpoint_id":"role","mode":"blocking","trigger":{"type":"session_start"},
+	  "questions":[{"question_id":"role","question":"Your role?","response_type":"choice","options":["admin","user"]},
+	   {"question_id":"plan","question":"Your plan?","response_type":"text","validation":{"must_not_contain":["hack"]}}]}]}`)
+	set := compile(t, m)
+	s := &steward.Session{}
+	steward.Evaluate(set, s, ev(steward.EventSessionStart, t0, nil))
+	r := respond(t, set, s, "role", map[string]string{"role": `"admin"`, "plan": `"I will hack the system"`})
+	if r.Outcome != steward.OutcomeRetry || !r.Results[0].Valid || r.Results[1].Valid || r.Results[1].Reason != steward.ReasonMustNotContain {
+		t.Fatalf("results %+v", r.Results)
+	}
+	for _, st := range r.Steps {
+		b, _ := json.Marshal(st.Payload)
+		if strings.Contains(string(b), "hack") || strings.Contains(string(b), `"admin"`) {
+			t.Fatalf("an answer in TRACE: %s %s", st.Type, b)
+		}
+	}
+	if r := respond(t, set, s, "role", map[string]string{"role": `"admin"`, "plan": `"I will answer tickets"`}); !r.Passed() {
+		t.Fatalf("good answers: %+v", r)
+	}
+}
+
+// TestLock: a checkpoint's lock_capabilities denies the capability's
+// actions from then on; deny_actions denies, allow_actions lifts the
+// default deny but never a lock or a deny.
+func TestLock(t *testing.T) {
+	m := manifest(t, `{"policies":[],"checkpoints":[
+	  {"checkpoint_id":"lockdown","trigger":{"type":"keyword","patterns":["lockdown"]},"lock_capabilities":["basic"],
+	   "allow_actions":["ticket.*"],"deny_actions":["user.delete"]}]}`)
+	set := compile(t, m)
+	s := &steward.Session{}
+	if d, allow := set.Deny(s, m, "ticket.get", "low"); d != nil || allow {
+		t.Fatalf("before: %+v %v", d, allow)
+	}
+	steward.Evaluate(set, s, ev(steward.EventResolve, t0, func(e *steward.Event) { e.Goal = "the lockdown begins" }))
+	if d, _ := set.Deny(s, m, "ticket.get", "low"); d == nil || !strings.Contains(d.Reason, "capability basic is locked") {
+		t.Fatalf("a locked capability's action: %+v", d)
+	}
+	if d, allow := set.Deny(s, m, "ticket.delete", "high"); d != nil || !allow {
+		t.Fatalf("allow_actions ticket.*: %+v %v", d, allow)
+	}
+	if d, _ := set.Deny(s, m, "user.delete", "critical"); d == nil || !d.Permanent {
+		t.Fatalf("deny_actions user.delete: %+v", d)
+	}
+}
+
+// TestCountInterval: every 3 actions: the 3rd and the 6th, not the 4th.
+func TestCountInterval(t *testing.T) {
+	m := manifest(t, `{"checkpoints":[{"checkpoint_id":"every3","trigger":{"type":"count_interval","actions":3}}]}`)
+	set := compile(t, m)
+	s := &steward.Session{}
+	var fired []int
+	for i := 1; i <= 7; i++ {
+		r, _ := steward.Admit(set, s, act("ticket.get", "low")[0], t0, newID)
+		if slices.Contains(r.Triggered, "com.test/every3") {
+			fired = append(fired, i)
+		}
+	}
+	if !slices.Equal(fired, []int{3, 6}) {
+		t.Fatalf("fired on actions %v, want [3 6]", fired)
+	}
+}
+
+// TestCapabilityGate: a capability gate at priority 900 requires a
+// response, holds only its capability's actions, and unlocks it.
+func TestCapabilityGate(t *testing.T) {
+	m := manifest(t, `{"checkpoints":[{"checkpoint_id":"admin-gate","priority":900,"mode":"blocking",
+	  "trigger":{"type":"capability_access","capability_ids":["admin"]},
+	  "questions":[{"question_id":"ack","question":"I am authorized","response_type":"acknowledgment"}],
+	  "unlock_capabilities":["admin"]}]}`)
+	set := compile(t, m)
+	s := &steward.Session{}
+	if d, _ := set.Deny(s, m, "ticket.delete", "high"); d == nil {
+		t.Fatal("a gated capability is open before its gate")
+	}
+	steward.Evaluate(set, s, ev(steward.EventResolve, t0, func(e *steward.Event) {
+		e.Goal, e.Actions = "delete a ticket", act("ticket.delete", "high")
+	}))
+	if len(set.Prompts(s)) != 0 {
+		t.Fatal("a resolve of everything knocked on the capability gate")
+	}
+	steward.Evaluate(set, s, ev(steward.EventResolve, t0, func(e *steward.Event) {
+		e.Goal, e.Actions, e.Explicit = "delete a ticket", act("ticket.delete", "high"), true
+	}))
+	ps := set.Prompts(s)
+	if len(ps) != 1 || ps[0].CheckpointID != "admin-gate" || ps[0].Priority != 900 || ps[0].Type != steward.TypeCapabilityGate {
+		t.Fatalf("prompts %+v", ps)
+	}
+	if set.Gate(s, "com.test", "ticket.delete", "high") == nil || set.Gate(s, "com.test", "ticket.get", "low") != nil {
+		t.Fatal("a capability gate holds what is not its capability's, or not what is")
+	}
+	if r := respond(t, set, s, "admin-gate", map[string]string{}); r.Outcome != steward.OutcomeRetry || r.Results[0].Reason != steward.ReasonRequired {
+		t.Fatalf("no answer: %+v", r)
+	}
+	respond(t, set, s, "admin-gate", map[string]string{"ack": `"Understood."`})
+	if d, _ := set.Deny(s, m, "ticket.delete", "high"); d != nil {
+		t.Fatalf("still locked after the gate: %+v", d)
+	}
+	// Passed once a session: not again.
+	r := steward.Evaluate(set, s, ev(steward.EventExecute, t0, func(e *steward.Event) { e.Actions = act("user.delete", "critical") }))
+	if len(r.Triggered) != 0 {
+		t.Fatalf("a passed gate fired again: %v", r.Triggered)
+	}
+}
+
+// TestActionPre: "*.delete" matches user.delete; an answer covers one
+// execute.
+func TestActionPre(t *testing.T) {
+	m := manifest(t, `{"checkpoints":[{"checkpoint_id":"delete-confirm","mode":"blocking","trigger":{"type":"action_pre","patterns":["*.delete"]},
+	  "questions":[{"question_id":"c","question":"This cannot be undone","response_type":"acknowledgment"}]}]}`)
+	set := compile(t, m)
+	s := &steward.Session{}
+	r := steward.Evaluate(set, s, ev(steward.EventExecute, t0, func(e *steward.Event) { e.Actions = act("ticket.get", "low") }))
+	if len(r.Triggered) != 0 {
+		t.Fatalf("ticket.get fired *.delete: %v", r.Triggered)
+	}
+	steward.Evaluate(set, s, ev(steward.EventExecute, t0, func(e *steward.Event) { e.Actions = act("user.delete", "critical") }))
+	if set.Gate(s, "com.test", "user.delete", "critical") == nil {
+		t.Fatal("*.delete does not hold user.delete")
+	}
+	respond(t, set, s, "delete-confirm", map[string]string{"c": `"acknowledged"`})
+	r = steward.Evaluate(set, s, ev(steward.EventExecute, t0, func(e *steward.Event) { e.Actions = act("user.delete", "critical") }))
+	if len(r.Triggered) != 0 || set.Gate(s, "com.test", "user.delete", "critical") != nil {
+		t.Fatal("the answer does not cover the next execute")
+	}
+	_, used := steward.Admit(set, s, act("user.delete", "critical")[0], t0, newID)
+	if !slices.Equal(used, []string{"delete-confirm"}) {
+		t.Fatalf("answers used %v", used)
+	}
+	steward.Evaluate(set, s, ev(steward.EventExecute, t0, func(e *steward.Event) { e.Actions = act("ticket.delete", "high") }))
+	if set.Gate(s, "com.test", "ticket.delete", "high") == nil {
+		t.Fatal("one answer covered two executes")
+	}
+}
+
+// TestTimeInterval fires when its seconds have passed since the session
+// began or it last fired, and resets.
+func TestTimeInterval(t *testing.T) {
+	m := manifest(t, `{"checkpoints":[{"checkpoint_id":"refresh","trigger":{"type":"time_interval","seconds":60},"inject_contexts":["intro"]}]}`)
+	set := compile(t, m)
+	s := &steward.Session{}
+	var fired []int
+	for _, sec := range []int{0, 59, 60, 100, 119, 120} {
+		r := steward.Evaluate(set, s, ev(steward.EventResolve, t0.Add(time.Duration(sec)*time.Second), func(e *steward.Event) { e.Goal = "x" }))
+		if len(r.Triggered) > 0 {
+			fired = append(fired, sec)
+		}
+	}
+	if !slices.Equal(fired, []int{60, 120}) {
+		t.Fatalf("fired at %v, want [60 120]", fired)
+	}
+}
+
+// TestKeywords: a keyword checkpoint fires on a matching goal, not twice
+// on one goal, and once a session when it says so.
+func TestKeywords(t *testing.T) {
+	m := manifest(t, `{"checkpoints":[{"checkpoint_id":"refund","trigger":{"type":"keyword","patterns":["refund"]},"inject_contexts":["intro"]},
+	  {"checkpoint_id":"once","trigger":{"type":"keyword","patterns":["refund"],"once_per_session":true}}]}`)
+	set := compile(t, m)
+	s := &steward.Session{}
+	count := func(goal string) []string {
+		return steward.Evaluate(set, s, ev(steward.EventResolve, t0, func(e *steward.Event) { e.Goal = goal })).Triggered
+	}
+	if got := count("REFUND the order"); len(got) != 2 {
+		t.Fatalf("first: %v", got)
+	}
+	if got := count("REFUND the order"); len(got) != 0 {
+		t.Fatalf("same goal again: %v", got)
+	}
+	if got := count("another refund"); !slices.Equal(got, []string{"com.test/refund"}) {
+		t.Fatalf("new goal: %v", got)
+	}
+	if got := count("close the ticket"); len(got) != 0 {
+		t.Fatalf("no keyword: %v", got)
+	}
+}
+
+// TestGuidance: append and replace, system instructions first, expiry
+// when the named checkpoint fires, observational injects nothing.
+func TestGuidance(t *testing.T) {
+	m := manifest(t, `{"checkpoints":[
+	  {"checkpoint_id":"a","trigger":{"type":"session_start"},"guidance":{"content":"A","priority":1,"expires_after":"c"}},
+	  {"checkpoint_id":"b","trigger":{"type":"session_start"},"guidance":{"content":"B","format":"system_instruction"}},
+	  {"checkpoint_id":"c","trigger":{"type":"explicit_request"}},
+	  {"checkpoint_id":"d","trigger":{"type":"explicit_request"},"guidance":{"content":"D","append":false}},
+	  {"checkpoint_id":"o","mode":"observational","trigger":{"type":"explicit_request"},"guidance":{"content":"O"},"lock_capabilities":["basic"]}]}`)
+	set := compile(t, m)
+	s := &steward.Session{}
+	r := steward.Evaluate(set, s, ev(steward.EventSessionStart, t0, nil))
+	if n := strings.Count(strings.Join(types(r.Steps), " "), steward.TraceGuidanceInjected); n != 2 {
+		t.Fatalf("guidance_injected %d times", n)
+	}
+	contents := func() string {
+		var out []string
+		for _, g := range set.Inject(s, nil).Guidance {
+			out = append(out, g.Content)
+		}
+		return strings.Join(out, ",")
+	}
+	if got := contents(); got != "B,A" {
+		t.Fatalf("guidance %s, want B,A (system instruction first)", got)
+	}
+	ask := func(id string) {
+		steward.Evaluate(set, s, ev(steward.EventResolve, t0, func(e *steward.Event) { e.Goal, e.Hints = "x", []string{id} }))
+	}
+	ask("c")
+	if got := contents(); got != "B" {
+		t.Fatalf("after c: %s, want B (A expires after c)", got)
+	}
+	ask("o")
+	if got := contents(); got != "B" {
+		t.Fatalf("an observational checkpoint injected guidance: %s", got)
+	}
+	if d, _ := set.Deny(s, m, "ticket.get", "low"); d != nil {
+		t.Fatal("an observational checkpoint locked a capability")
+	}
+	ask("d")
+	if got := contents(); got != "D" {
+		t.Fatalf("after d (replace): %s, want D", got)
+	}
+}
+
+// TestBudget: beyond max_checkpoints_per_input the lower-priority
+// advisory checkpoints are skipped (recorded), a blocking one never.
+func TestBudget(t *testing.T) {
+	m := manifest(t, `{"checkpoint_config":{"budget":{"max_checkpoints_per_input":1}},"checkpoints":[
+	  {"checkpoint_id":"one","priority":3,"trigger":{"type":"keyword","patterns":["x"]}},
+	  {"checkpoint_id":"two","priority":2,"trigger":{"type":"keyword","patterns":["x"]}},
+	  {"checkpoint_id":"gate","priority":1,"mode":"blocking","trigger":{"type":"keyword","patterns":["x"]},
+	   "questions":[{"question_id":"q","question":"?","response_type":"boolean"}]}]}`)
+	set := compile(t, m)
+	s := &steward.Session{}
+	r := steward.Evaluate(set, s, ev(steward.EventResolve, t0, func(e *steward.Event) { e.Goal = "x" }))
+	if !slices.Equal(r.Triggered, []string{"com.test/one", "com.test/gate"}) {
+		t.Fatalf("triggered %v", r.Triggered)
+	}
+	skipped := 0
+	for _, st := range r.Steps {
+		if st.Type == steward.TraceSkipped && st.Payload["checkpoint_id"] == "two" && st.Payload["reason"] == "budget" {
+			skipped++
+		}
+	}
+	if skipped != 1 {
+		t.Fatalf("the skipped checkpoint is not recorded: %v", types(r.Steps))
+	}
+}
+
+// TestSessionEnd: pending checkpoints are skipped, session_end fires,
+// nothing fires after.
+func TestSessionEnd(t *testing.T) {
+	m := manifest(t, `{"checkpoints":[
+	  {"checkpoint_id":"start","mode":"blocking","trigger":{"type":"session_start"},"questions":[{"question_id":"q","question":"?","response_type":"boolean"}]},
+	  {"checkpoint_id":"end","trigger":{"type":"session_end"}}]}`)
+	set := compile(t, m)
+	s := &steward.Session{}
+	steward.Evaluate(set, s, ev(steward.EventSessionStart, t0, nil))
+	r := steward.Evaluate(set, s, ev(steward.EventSessionEnd, t0, nil))
+	if !slices.Equal(r.Triggered, []string{"com.test/end"}) || !slices.Contains(types(r.Steps), steward.TraceSkipped) || !s.Ended {
+		t.Fatalf("end: %v %v", r.Triggered, types(r.Steps))
+	}
+	if r := steward.Evaluate(set, s, ev(steward.EventResolve, t0, func(e *steward.Event) { e.Goal = "x" })); len(r.Steps) != 0 {
+		t.Fatalf("an ended session evaluated: %v", types(r.Steps))
+	}
+}
+
+// TestRiskThreshold holds actions at or above its tier only.
+func TestRiskThreshold(t *testing.T) {
+	m := manifest(t, `{"checkpoints":[{"checkpoint_id":"risk","mode":"blocking","trigger":{"type":"risk_threshold","min_tier":"high"},
+	  "questions":[{"question_id":"why","question":"Why?","response_type":"text","validation":{"min_length":20}}]}]}`)
+	set := compile(t, m)
+	s := &steward.Session{}
+	if r := steward.Evaluate(set, s, ev(steward.EventExecute, t0, func(e *steward.Event) { e.Actions = act("ticket.comment", "medium") })); len(r.Triggered) != 0 {
+		t.Fatal("a medium action fired a high threshold")
+	}
+	steward.Evaluate(set, s, ev(steward.EventExecute, t0, func(e *steward.Event) { e.Actions = act("ticket.delete", "high") }))
+	if set.Gate(s, "com.test", "ticket.delete", "high") == nil || set.Gate(s, "com.test", "ticket.comment", "medium") != nil {
+		t.Fatal("risk threshold gates the wrong actions")
+	}
+	// Declared at resolve: presented ahead.
+	s2 := &steward.Session{}
+	steward.Evaluate(set, s2, ev(steward.EventResolve, t0, func(e *steward.Event) { e.Goal, e.Tier = "x", "critical" }))
+	if len(set.Prompts(s2)) != 1 {
+		t.Fatal("a declared critical task does not present the high threshold")
+	}
+}
+
+// TestCustom: a Go evaluator decides; answers are cached; a blocking
+// checkpoint nothing evaluates fails closed, an advisory one is skipped.
+func TestCustom(t *testing.T) {
+	m := manifest(t, `{"checkpoints":[
+	  {"checkpoint_id":"mood","mode":"blocking","trigger":{"type":"custom","trigger_id":"sentiment"},"questions":[{"question_id":"q","question":"?","response_type":"boolean"}]},
+	  {"checkpoint_id":"nobody","trigger":{"type":"custom","trigger_id":"unregistered"}},
+	  {"checkpoint_id":"strict","mode":"blocking","trigger":{"type":"custom","trigger_id":"unregistered"}}]}`)
+	set := compile(t, m)
+	var reg steward.Registry
+	calls := 0
+	if err := reg.Register("sentiment", func(_ context.Context, ec steward.EvalContext) (bool, error) {
+		calls++
+		return strings.Contains(ec.Goal, "angry"), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Register("sentiment", func(context.Context, steward.EvalContext) (bool, error) { return false, nil }); err == nil {
+		t.Fatal("a second evaluator for one trigger")
+	}
+	ec := steward.EvalContext{SessionID: "w", Operation: "resolve", Goal: "an angry customer"}
+	got, failed := steward.EvaluateCustom(context.Background(), set, &reg, nil, ec, nil, t0)
+	if !got["com.test/mood"] || !strings.Contains(failed["com.test/nobody"], steward.ErrNoEvaluator.Error()) {
+		t.Fatalf("answers %v failures %v", got, failed)
+	}
+	steward.EvaluateCustom(context.Background(), set, &reg, nil, ec, nil, t0.Add(time.Second))
+	if calls != 1 {
+		t.Fatalf("evaluator called %d times: not cached", calls)
+	}
+	s := &steward.Session{}
+	r := steward.Evaluate(set, s, ev(steward.EventResolve, t0, func(e *steward.Event) { e.Goal, e.Custom, e.CustomErr = ec.Goal, got, failed }))
+	if !slices.Equal(r.Triggered, []string{"com.test/mood", "com.test/strict"}) {
+		t.Fatalf("triggered %v (strict fails closed, nobody is skipped)", r.Triggered)
+	}
+}
+
+// TestRespondRefusals: unknown checkpoint, not pending, unknown question
+// change nothing.
+func TestRespondRefusals(t *testing.T) {
+	m := manifest(t, `{"checkpoints":[{"checkpoint_id":"c","mode":"blocking","trigger":{"type":"session_start"},
+	  "questions":[{"question_id":"q","question":"?","response_type":"boolean"}]}]}`)
+	set := compile(t, m)
+	s := &steward.Session{}
+	for _, tt := range []struct {
+		id, q, reason string
+	}{{"nope", "q", steward.ErrNotFound}, {"c", "q", steward.ErrNotPending}} {
+		if _, err := steward.Respond(set, s, steward.Response{CheckpointID: tt.id, Answers: map[string]json.RawMessage{tt.q: json.RawMessage("true")}}, t0); err == nil || err.Reason != tt.reason {
+			t.Fatalf("%s: %v", tt.id, err)
+		}
+	}
+	steward.Evaluate(set, s, ev(steward.EventSessionStart, t0, nil))
+	v := s.Version
+	if _, err := steward.Respond(set, s, steward.Response{CheckpointID: "c", Answers: map[string]json.RawMessage{"x": json.RawMessage("true")}}, t0); err == nil || err.Reason != steward.ErrUnknownQuestion {
+		t.Fatalf("unknown question: %v", err)
+	}
+	if s.Version != v {
+		t.Fatal("a refused response changed the session")
+	}
+}
