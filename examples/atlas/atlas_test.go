@@ -42,8 +42,8 @@ func TestLoads(t *testing.T) {
 		"comment-rate rate_limit [ticket.comment]", "no-purges deny [*.purge]"}; !slices.Equal(policies, want) {
 		t.Errorf("policies = %q, want %q", policies, want)
 	}
-	if len(m.ContextBlocks) != 2 || len(m.Checkpoints) != 0 {
-		t.Errorf("%d context blocks and %d checkpoints, want 2 and none", len(m.ContextBlocks), len(m.Checkpoints))
+	if len(m.ContextBlocks) != 2 || len(m.Checkpoints) != 5 {
+		t.Errorf("%d context blocks and %d checkpoints, want 2 and 5", len(m.ContextBlocks), len(m.Checkpoints))
 	}
 }
 
