@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/wacpd/wacpd/carp"
 	"github.com/wacpd/wacpd/workspace"
 )
 
@@ -101,6 +102,41 @@ func BenchmarkVerifyTrail(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(entries)*float64(b.N)/b.Elapsed().Seconds(), "entries/s")
+		})
+	}
+}
+
+// BenchmarkCarpResolve resolves through the engine (one durable commit
+// with the TRACE events each) against the seed's atlas without its
+// checkpoints and with them (onboarding answered): what steward
+// checkpoints cost a resolve end to end, next to the resolve itself.
+func BenchmarkCarpResolve(b *testing.B) {
+	for _, withCheckpoints := range []bool{false, true} {
+		name := "plain"
+		if withCheckpoints {
+			name = "checkpoints"
+		}
+		b.Run(name, func(b *testing.B) {
+			e := openTest(b)
+			if withCheckpoints {
+				loadAcmeWith(b, e, nil)
+			} else {
+				loadAcme(b, e)
+			}
+			w := activeWorkspace(b, e, "worker")
+			if withCheckpoints {
+				if _, err := e.CarpRespond(ctx, w.ID, respondReq(b, e, w.ID, "onboarding", map[string]string{"agree-terms": "true"})); err != nil {
+					b.Fatal(err)
+				}
+			}
+			i := 0
+			for b.Loop() {
+				i++
+				req := carpReq(b, w, carp.OpResolve, func(r *carp.Request) { r.Task.Goal = fmt.Sprint("answer ticket T-", i) })
+				if _, err := e.CarpResolve(ctx, w.ID, req); err != nil {
+					b.Fatal(err)
+				}
+			}
 		})
 	}
 }

@@ -66,8 +66,8 @@ func (set *Set) ttl(atlasID string, keyword bool) time.Duration {
 
 // matchKeywords matches d's keywords against input, cached for the
 // atlas's keyword TTL.
-func (set *Set) matchKeywords(d *Def, input string, now time.Time) (bool, []string) {
-	key := "k\x00" + d.Key + "\x00" + fullHash(input)
+func (set *Set) matchKeywords(d *Def, input, inputHash string, now time.Time) (bool, []string) {
+	key := "k\x00" + d.Key + "\x00" + inputHash
 	if v, ok := set.cache.get(key, now); ok {
 		return v.ok, v.matched
 	}

@@ -81,6 +81,15 @@ type eval struct {
 	s   *Session
 	ev  Event
 	out Result
+	// The goal's hashes, computed once per evaluation.
+	goalIn, goalFull string
+}
+
+func (e *eval) goalHashes() (in, full string) {
+	if e.goalFull == "" {
+		e.goalIn, e.goalFull = inputHash(e.ev.Goal), fullHash(e.ev.Goal)
+	}
+	return e.goalIn, e.goalFull
 }
 
 func (e *eval) step(typ string, p map[string]any) { e.out.Steps = append(e.out.Steps, Step{typ, p}) }
@@ -142,18 +151,30 @@ func (e *eval) triggers(d *Def) (map[string]any, bool) {
 	operation := ev.Kind == EventResolve || ev.Kind == EventExecute
 	switch d.Type {
 	case TypeSessionStart:
-		return map[string]any{"event": ev.Kind}, st.Fired == 0 && ev.Kind != EventSessionEnd
+		if !(st.Fired == 0 && ev.Kind != EventSessionEnd) {
+			return nil, false
+		}
+		return map[string]any{"event": ev.Kind}, true
 	case TypeInteractive:
-		return map[string]any{"event": ev.Kind}, st.Fired == 0 && operation
+		if !(st.Fired == 0 && operation) {
+			return nil, false
+		}
+		return map[string]any{"event": ev.Kind}, true
 	case TypeSessionEnd:
-		return map[string]any{}, ev.Kind == EventSessionEnd
+		if !(ev.Kind == EventSessionEnd) {
+			return nil, false
+		}
+		return map[string]any{}, true
 	case TypeTimeInterval:
 		base := st.LastFired
 		if base.IsZero() {
 			base = e.s.Started
 		}
 		due := ev.Now.Sub(base) >= time.Duration(d.CP.Trigger.Seconds)*time.Second
-		return map[string]any{"seconds": d.CP.Trigger.Seconds, "event": ev.Kind}, operation && open && due
+		if !(operation && open && due) {
+			return nil, false
+		}
+		return map[string]any{"seconds": d.CP.Trigger.Seconds, "event": ev.Kind}, true
 	case TypeCountInterval:
 		if ev.Kind != EventAdmitted || len(ev.Actions) == 0 || ev.Actions[0].AtlasID != d.AtlasID {
 			return nil, false
@@ -170,18 +191,21 @@ func (e *eval) triggers(d *Def) (map[string]any, bool) {
 		if ev.Kind != EventResolve || !inScope || !open || (d.CP.Trigger.OncePerSession && st.Fired > 0) {
 			return nil, false
 		}
-		in := inputHash(ev.Goal)
+		in, full := e.goalHashes()
 		if st.Input == in {
 			return nil, false // fired on this very input already
 		}
-		ok, matched := e.set.matchKeywords(d, ev.Goal, ev.Now)
+		ok, matched := e.set.matchKeywords(d, ev.Goal, full, ev.Now)
 		if !ok {
 			return nil, false
 		}
-		return map[string]any{"keywords": matched, "goal_hash": fullHash(ev.Goal), "input": in}, true
+		return map[string]any{"keywords": matched, "goal_hash": full, "input": in}, true
 	case TypeExplicitRequest:
 		asked := slices.ContainsFunc(ev.Hints, func(h string) bool { return h == d.CP.CheckpointID || h == d.Key })
-		return map[string]any{"requested": true}, ev.Kind == EventResolve && inScope && open && asked
+		if !(ev.Kind == EventResolve && inScope && open && asked) {
+			return nil, false
+		}
+		return map[string]any{"requested": true}, true
 	case TypeCustom:
 		if !operation || !open {
 			return nil, false
@@ -195,18 +219,25 @@ func (e *eval) triggers(d *Def) (map[string]any, bool) {
 			e.changed()
 			return nil, false
 		}
-		return map[string]any{"trigger_id": d.CP.Trigger.TriggerID}, ev.Custom[d.Key]
+		if !(ev.Custom[d.Key]) {
+			return nil, false
+		}
+		return map[string]any{"trigger_id": d.CP.Trigger.TriggerID}, true
 	case TypeRiskThreshold:
 		switch ev.Kind {
 		case EventResolve:
 			in := inputHash(ev.Goal, ev.Tier)
 			blockingReady := d.Mode != atlas.ModeBlocking || st.Armed == 0
-			return map[string]any{"declared_tier": ev.Tier, "min_tier": d.CP.Trigger.MinTier, "input": in},
-				inScope && open && ev.Tier != "" && tierAtLeast(ev.Tier, d.CP.Trigger.MinTier) && st.Input != in && blockingReady
+			if !(inScope && open && ev.Tier != "" && tierAtLeast(ev.Tier, d.CP.Trigger.MinTier) && st.Input != in && blockingReady) {
+				return nil, false
+			}
+			return map[string]any{"declared_tier": ev.Tier, "min_tier": d.CP.Trigger.MinTier, "input": in}, true
 		case EventExecute:
 			a, ok := e.action(d)
-			return map[string]any{"action_id": a.ActionID, "risk_tier": a.Tier, "min_tier": d.CP.Trigger.MinTier},
-				ok && open && tierAtLeast(a.Tier, d.CP.Trigger.MinTier) && (d.Mode != atlas.ModeBlocking || st.Armed == 0)
+			if !(ok && open && tierAtLeast(a.Tier, d.CP.Trigger.MinTier) && (d.Mode != atlas.ModeBlocking || st.Armed == 0)) {
+				return nil, false
+			}
+			return map[string]any{"action_id": a.ActionID, "risk_tier": a.Tier, "min_tier": d.CP.Trigger.MinTier}, true
 		}
 	case TypeActionPre:
 		switch ev.Kind {
@@ -223,7 +254,10 @@ func (e *eval) triggers(d *Def) (map[string]any, bool) {
 			}
 		case EventExecute:
 			a, ok := e.action(d)
-			return map[string]any{"action_id": a.ActionID}, ok && d.matchesAction(a.ActionID) && open && (d.Mode != atlas.ModeBlocking || st.Armed == 0)
+			if !(ok && d.matchesAction(a.ActionID) && open && (d.Mode != atlas.ModeBlocking || st.Armed == 0)) {
+				return nil, false
+			}
+			return map[string]any{"action_id": a.ActionID}, true
 		}
 	case TypeActionPost, TypeErrorOccurred:
 		if ev.Kind != EventFinished || (d.Type == TypeErrorOccurred && !ev.Failed) {
@@ -253,7 +287,10 @@ func (e *eval) triggers(d *Def) (map[string]any, bool) {
 			}
 		case EventExecute:
 			a, ok := e.action(d)
-			return map[string]any{"capability_ids": d.CP.Trigger.CapabilityIDs, "action_id": a.ActionID}, ok && d.inCapabilities(a.ActionID)
+			if !(ok && d.inCapabilities(a.ActionID)) {
+				return nil, false
+			}
+			return map[string]any{"capability_ids": d.CP.Trigger.CapabilityIDs, "action_id": a.ActionID}, true
 		}
 	}
 	return nil, false
