@@ -67,6 +67,8 @@ func goodResolveBytes() []byte { return []byte(goodResolve) }
 func FuzzDecodeRequest(f *testing.F) {
 	f.Add([]byte(goodResolve), "resolve")
 	f.Add([]byte(`{"carp_version":"1.0","request_id":"0193a5b2-7c4e-7d3a-9f1e-2b6c8d0e4f5a","timestamp":"2026-11-27T12:00:00Z","operation":"execute","requester":{"agent_id":"a","session_id":"s"},"action":{"action_id":"x","action_type":"x","parameters":{},"resolution_id":"r"},"execution_options":{"timeout_ms":5}}`), "execute")
+	f.Add([]byte(`{"carp_version":"1.0","request_id":"0193a5b2-7c4e-7d3a-9f1e-2b6c8d0e4f5a","timestamp":"2026-11-27T12:00:00Z","operation":"respond","requester":{"agent_id":"a","session_id":"s"},"checkpoint_response":{"checkpoint_id":"onboarding","answers":{"agree-terms":true,"why":"because"}}}`), "respond")
+	f.Add([]byte(`{"carp_version":"1.0","request_id":"0193a5b2-7c4e-7d3a-9f1e-2b6c8d0e4f5a","timestamp":"2026-11-27T12:00:00Z","operation":"respond","requester":{"agent_id":"a","session_id":"s"},"checkpoint_response":{"checkpoint_id":"c","answers":null}}`), "respond")
 	codes := carp.Codes()
 	f.Fuzz(func(t *testing.T, data []byte, op string) {
 		_, err := carp.DecodeRequest(data, op)
