@@ -13,8 +13,10 @@ import (
 
 // CARP/1.0 (issue 15): the workspace's agent resolves what context and
 // actions it may use, then executes or validates an action under that
-// resolution. A refusal is an *Error whose Code is the CARP error code
-// (RATE_LIMITED, RESOLUTION_EXPIRED, ...).
+// resolution, and answers the steward checkpoints a resolution shows
+// pending (respond, issue 17). A refusal is an *Error whose Code is the
+// CARP error code (RATE_LIMITED, RESOLUTION_EXPIRED, CHECKPOINT_REQUIRED,
+// ...).
 
 // NewCarpRequest returns a CARP request of op from this client's
 // workspace's agent: carp_version, a UUIDv7 request_id, the timestamp and
@@ -48,6 +50,18 @@ func (c *Client) CarpExecute(ctx context.Context, req carp.Request) (carp.Execut
 func (c *Client) CarpValidate(ctx context.Context, req carp.Request) (carp.ValidationResult, error) {
 	var res carp.ValidationResult
 	err := c.call(ctx, c.agent("carp.validate"), req, &res, 0)
+	return res, err
+}
+
+// CarpRespond answers a steward checkpoint's questions (operation
+// respond; req.CheckpointResponse names the checkpoint and holds the
+// answers by question_id). Answers that do not pass are refused: an
+// *Error CONSTRAINT_VIOLATED (answer again) or ACTION_DENIED (the
+// checkpoint blocks), with the checkpoint and each answer's result in its
+// Details.
+func (c *Client) CarpRespond(ctx context.Context, req carp.Request) (carp.CheckpointResult, error) {
+	var res carp.CheckpointResult
+	err := c.call(ctx, c.agent("carp.respond"), req, &res, 0)
 	return res, err
 }
 

@@ -3,13 +3,16 @@ package client_test
 import (
 	"encoding/json"
 	"errors"
+	"net/http"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/wacpd/wacpd/carp"
 	"github.com/wacpd/wacpd/client"
 	"github.com/wacpd/wacpd/daemon"
 	"github.com/wacpd/wacpd/internal/daemontest"
+	"github.com/wacpd/wacpd/steward"
 	"github.com/wacpd/wacpd/wire"
 )
 
@@ -106,5 +109,55 @@ func TestCarp(t *testing.T) {
 	}
 	if _, err := worker.AuditTrace(ctx, wire.TraceRequest{Session: worker.Workspace()}); err == nil {
 		t.Errorf("AuditTrace as a worker = nil error; want a refusal")
+	}
+}
+
+// TestCarpRespond answers the sample atlas's blocking refund
+// justification through the client: a resolve that asks for
+// billing.refund shows it pending; an answer its validation refuses is
+// an *Error CONSTRAINT_VIOLATED (422) with the answer's result in the
+// details; a good one passes it; a checkpoint no atlas has is
+// INVALID_REQUEST with the reason.
+func TestCarpRespond(t *testing.T) {
+	for _, v := range []string{client.EnvURL, client.EnvToken, client.EnvWorkspace} {
+		t.Setenv(v, "")
+	}
+	d := daemontest.Start(t, daemon.Config{AtlasPaths: []string{acmeAtlas}})
+	ctx := testCtx(t)
+	coord := dial(t, ctx, client.Options{DataDir: d.Dir})
+	worker := newWorker(t, ctx, coord, d.URL, false)
+	w, err := worker.GetWorkspace(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := worker.NewCarpRequest(carp.OpResolve, w.Agent)
+	req.Task = &carp.Task{Goal: "refund ticket T-1"}
+	req.Scope = &carp.Scope{Actions: []string{"billing.refund"}}
+	res, err := worker.CarpResolve(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(res.Checkpoints, func(p steward.Prompt) bool { return p.CheckpointID == "refund-justification" })
+	if i < 0 || res.Checkpoints[i].Status != steward.StatusPending {
+		t.Fatalf("CarpResolve(billing.refund) checkpoints = %+v; want refund-justification pending", res.Checkpoints)
+	}
+
+	respond := func(id, reason string) (carp.CheckpointResult, error) {
+		r := worker.NewCarpRequest(carp.OpRespond, w.Agent)
+		b, _ := json.Marshal(reason)
+		r.CheckpointResponse = &carp.CheckpointResponse{CheckpointID: id, Answers: map[string]json.RawMessage{"reason": b}}
+		return worker.CarpRespond(ctx, r)
+	}
+	var ce *client.Error
+	if _, err := respond("refund-justification", "because"); !errors.As(err, &ce) || ce.Code != carp.CodeConstraintViolated ||
+		ce.Status != http.StatusUnprocessableEntity || ce.Details["results"] == nil {
+		t.Errorf("CarpRespond(too short) = %v; want an *Error CONSTRAINT_VIOLATED (422) with the results", err)
+	}
+	got, err := respond("refund-justification", "Ticket T-1: the order arrived broken and the customer sent it back.")
+	if err != nil || got.Outcome != steward.OutcomePassed || got.CheckpointID != "refund-justification" || len(got.Results) != 1 || !got.Results[0].Valid {
+		t.Errorf("CarpRespond(a justification) = %+v, %v; want passed", got, err)
+	}
+	if _, err := respond("no-such-checkpoint", "x"); !errors.As(err, &ce) || ce.Code != carp.CodeInvalidRequest || ce.Details["reason"] != "not_found" {
+		t.Errorf("CarpRespond(no-such-checkpoint) = %v; want INVALID_REQUEST not_found", err)
 	}
 }

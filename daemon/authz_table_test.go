@@ -200,6 +200,8 @@ var authzRows = []authzRow{
 		[]string{"RESOLUTION_NOT_FOUND", "RESOLUTION_NOT_FOUND", "RESOLUTION_NOT_FOUND", "RESOLUTION_NOT_FOUND", "RESOLUTION_NOT_FOUND", pub, pub, pub, refused, refused}},
 	{"carp.validate", subjAgent, "carp.validate", carpBody("validate", carpAction), stActive,
 		[]string{ok, ok, ok, ok, ok, pub, pub, pub, refused, refused}},
+	{"carp.respond", subjAgent, "carp.respond", carpBody("respond", carpResponse), stActive,
+		[]string{"INVALID_REQUEST", "INVALID_REQUEST", "INVALID_REQUEST", "INVALID_REQUEST", "INVALID_REQUEST", pub, pub, pub, refused, refused}},
 	{"carp.approval", subjAgent, "carp.approval", `{"approval_id":"none"}`, stActive,
 		[]string{"INVALID_REQUEST", "INVALID_REQUEST", "INVALID_REQUEST", "INVALID_REQUEST", "INVALID_REQUEST", pub, pub, pub, refused, refused}},
 	{"atlas.load", subjAgent, "atlas.load", `{"manifest":{}}`, stActive,
@@ -218,6 +220,8 @@ func carpBody(op, more string) string {
 	return `{"carp_version":"1.0","request_id":"0193a5b2-7c4e-7d3a-9f1e-2b6c8d0e4f5a","timestamp":"2026-11-27T12:00:00Z","operation":"` +
 		op + `","requester":{"agent_id":"<WS>/agent/1","session_id":"<WS>"},` + more + `}`
 }
+
+const carpResponse = `"checkpoint_response":{"checkpoint_id":"terms","answers":{"agree":true}}`
 
 const carpAction = `"action":{"action_id":"ticket.get","action_type":"ticket.get","parameters":{},"resolution_id":"0193a5b2-7c4e-7d3a-9f1e-2b6c8d0e4f5b"}`
 

@@ -26,12 +26,15 @@ var longFields = map[string][]string{
 	"envelope":         {"payload.content"},
 	"integrate":        {"result.*"},
 	"workspace.create": {"context.*"},
-	// CARP: a task's goal and an action's parameters are the agent's
-	// (the atlas's schema bounds parameters); a manifest is the steward's
+	// CARP: a task's goal, an action's parameters and the answers to a
+	// steward checkpoint are the agent's (the atlas's schema bounds
+	// parameters, its questions' validation the answers, and package
+	// steward each answer's size); a manifest is the steward's
 	// (atlas.Validate and the size limit bound it).
 	"carp.resolve":  {"task.goal"},
 	"carp.execute":  {"action.parameters.*"},
 	"carp.validate": {"action.parameters.*"},
+	"carp.respond":  {"checkpoint_response.answers.*"},
 	"atlas.load":    {"manifest.*"},
 }
 

@@ -32,6 +32,10 @@ func TestCheckStrings(t *testing.T) {
 		{"conflict.resolve", `{"a":[{"b":[[` + long + `]]}]}`, false},
 		{"conflict.resolve", `{"a":[{"b":[[1]]},"c"],"d":` + long + `}`, false},
 		{"conflict.resolve", `{"a":[{"b":[[1]]},"c"],"d":"e"}`, true},
+		{"carp.respond", `{"checkpoint_response":{"checkpoint_id":"c","answers":{"why":` + long + `}}}`, true},
+		{"carp.respond", `{"checkpoint_response":{"checkpoint_id":"c","answers":{"j":{"a":[` + long + `]}}}}`, true},
+		{"carp.respond", `{"checkpoint_response":{"checkpoint_id":` + long + `,"answers":{}}}`, false},
+		{"carp.respond", `{"checkpoint_response":{"answers":{` + long + `:true}}}`, false},
 	}
 	for _, tt := range tests {
 		err := checkStrings(tt.op, []byte(tt.body))

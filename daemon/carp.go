@@ -18,11 +18,12 @@ import (
 	"github.com/wacpd/wacpd/wire"
 )
 
-// CARP/1.0 served (issue 15): resolve, execute and validate on the
-// agent's subjects (wacp.v1.agent.<ws>.carp.*) and on the HTTP listener
-// (http.go), the atlases a coordinator loads, the TRACE log read back, and
-// the executions forwarded to tool services (toolCalls). The decisions
-// are package carp's, the records the engine's.
+// CARP/1.0 served (issue 15): resolve, execute, validate and respond
+// (the answers to a steward checkpoint, issue 17) on the agent's subjects
+// (wacp.v1.agent.<ws>.carp.*) and on the HTTP listener (http.go), the
+// atlases a coordinator loads, the TRACE log read back, and the
+// executions forwarded to tool services (toolCalls). The decisions are
+// package carp's and steward's, the records the engine's.
 
 // carpFailure is a CARP refusal as its wire form: the seed's error
 // envelope (§5.1) and the HTTP status of its code.
@@ -126,6 +127,16 @@ func (r *Daemon) carpValidate(ctx context.Context, c caller, body []byte) (any, 
 		return nil, err
 	}
 	return r.eng.CarpValidate(ctx, c.ws, req)
+}
+
+// carpRespond answers a steward checkpoint's questions (issue 17): the
+// engine checks the answers and records the outcome.
+func (r *Daemon) carpRespond(ctx context.Context, c caller, body []byte) (any, error) {
+	req, err := r.carpDecode(ctx, c, body, carp.OpRespond)
+	if err != nil {
+		return nil, err
+	}
+	return r.eng.CarpRespond(ctx, c.ws, req)
 }
 
 // carpExecute checks and records the execution (the engine), forwards it

@@ -75,6 +75,31 @@ func startTool(t *testing.T, url, token string) *toolService {
 	return ts
 }
 
+// acmeWithoutCheckpoints writes the seed atlas (atlas/testdata/acme.json)
+// without its steward checkpoints to a file of the test and returns its
+// path: the tests of resolve and execute do not answer its onboarding
+// (the steward tests do).
+func acmeWithoutCheckpoints(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "atlas", "testdata", "acme.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "checkpoints")
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "acme.json")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 func carpRequest(t *testing.T, a *client.Client, agent, op string, mod func(*carp.Request)) carp.Request {
 	t.Helper()
 	r := a.NewCarpRequest(op, agent)
@@ -96,7 +121,7 @@ func carpRequest(t *testing.T, a *client.Client, agent, op string, mod func(*car
 // session's TRACE read back, chained.
 func TestCarpOverNATSAndHTTP(t *testing.T) {
 	ctx := clientCtx(t)
-	d := daemontest.Start(t, daemon.Config{AtlasPaths: []string{filepath.Join("..", "atlas", "testdata", "acme.json")}, HTTPAddr: "127.0.0.1:0"})
+	d := daemontest.Start(t, daemon.Config{AtlasPaths: []string{acmeWithoutCheckpoints(t)}, HTTPAddr: "127.0.0.1:0"})
 	coord, err := dialClient(t, ctx, client.Options{DataDir: d.Dir})
 	if err != nil {
 		t.Fatal(err)

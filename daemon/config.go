@@ -42,8 +42,8 @@ type Config struct {
 	// dir has loaded before.
 	AtlasPaths []string
 	// HTTPAddr, if set, is the HOST:PORT of the HTTP listener of CARP
-	// (/carp/v1/resolve, execute, validate; Bearer tokens); port 0 picks
-	// a free port. Empty: no listener.
+	// (/carp/v1/resolve, execute, validate, respond; Bearer tokens); port
+	// 0 picks a free port. Empty: no listener.
 	HTTPAddr string
 	// Version is reported by system.info and in wacpd.json.
 	Version string

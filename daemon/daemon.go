@@ -203,6 +203,12 @@ func (r *Daemon) Run(ctx context.Context) (err error) {
 
 	ecfg := r.cfg.Config
 	ecfg.DataDir = filepath.Join(dir, "db")
+	if ecfg.CheckpointCaller == nil {
+		// Custom steward checkpoints that name a subject are asked over
+		// the daemon's connection (evaluators.go), which startNATS opens
+		// before any request is served.
+		ecfg.CheckpointCaller = r.askEvaluator
+	}
 	if r.cfg.MetricsAddr != "" {
 		r.metrics = newMetrics()
 		ecfg.Observer = r.metrics

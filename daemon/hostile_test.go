@@ -212,6 +212,7 @@ func TestHostileInputWrongTypesIsInvalidStructure(t *testing.T) {
 		"carp.resolve":               `{"carp_version":1.0}`,
 		"carp.execute":               `{"carp_version":"1.0","request_id":[]}`,
 		"carp.validate":              `{"requester":"me"}`,
+		"carp.respond":               `{"checkpoint_response":{"checkpoint_id":"c","answers":[true]}}`,
 		"atlas.load":                 `{"manifest":"not an object"}`,
 		"atlas.unload":               `{"atlas_id":7}`,
 		"atlas.list":                 `{"all":true}`,

@@ -19,8 +19,9 @@ import (
 )
 
 // The HTTP transport of CARP (seed 004 §8.1): POST /carp/v1/resolve,
-// /carp/v1/execute and /carp/v1/validate on Config.HTTPAddr, each the
-// same operation as its NATS endpoint. The token is the Authorization
+// /carp/v1/execute, /carp/v1/validate and /carp/v1/respond (wacpd's
+// extension, issue 17) on Config.HTTPAddr, each the same operation as its
+// NATS endpoint. The token is the Authorization
 // header's Bearer token of a workspace's agent (or the coordinator's,
 // whose session is the root workspace); the answer carries X-Request-ID,
 // X-Resolution-ID (resolve and execute) and X-Trace-ID, and a refusal is
@@ -38,7 +39,7 @@ func (r *Daemon) startHTTP() (stop func(), err error) {
 		eps[ep.op] = ep
 	}
 	mux := http.NewServeMux()
-	for _, op := range []string{carp.OpResolve, carp.OpExecute, carp.OpValidate} {
+	for _, op := range []string{carp.OpResolve, carp.OpExecute, carp.OpValidate, carp.OpRespond} {
 		mux.Handle("POST /carp/v1/"+op, r.carpHTTP(eps["carp."+op]))
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -141,6 +142,8 @@ func writeCarp(w http.ResponseWriter, op string, body []byte, v any) {
 	case *carp.ExecutionResult:
 		h.Set("X-Trace-ID", x.TelemetryLink.TraceID)
 	case carp.ValidationResult:
+		h.Set("X-Trace-ID", x.TelemetryLink.TraceID)
+	case carp.CheckpointResult:
 		h.Set("X-Trace-ID", x.TelemetryLink.TraceID)
 	}
 	if op == "carp."+carp.OpExecute && req.Action.ResolutionID != "" {

@@ -179,6 +179,7 @@ func (r *Daemon) handlerTable() map[string]handlerFunc {
 		"carp.resolve":               r.carpResolve,
 		"carp.execute":               r.carpExecute,
 		"carp.validate":              r.carpValidate,
+		"carp.respond":               r.carpRespond,
 		"atlas.load":                 r.atlasLoad,
 		"atlas.unload":               r.atlasUnload,
 		"atlas.list":                 r.atlasList,

@@ -91,6 +91,10 @@ var serviceSeeds = map[string][]string{
 	"carp.validate": {
 		`{"carp_version":"1.0","request_id":"0193a5b2-7c4e-7d3a-9f1e-2b6c8d0e4f5a","timestamp":"2026-11-27T12:00:00Z","operation":"validate","requester":{"agent_id":"W/agent/1","session_id":"W"},"action":{"action_id":"t.get","action_type":"t.get","parameters":{},"resolution_id":"r"}}`,
 	},
+	"carp.respond": {
+		`{"carp_version":"1.0","request_id":"0193a5b2-7c4e-7d3a-9f1e-2b6c8d0e4f5a","timestamp":"2026-11-27T12:00:00Z","operation":"respond","requester":{"agent_id":"W/agent/1","session_id":"W"},"checkpoint_response":{"checkpoint_id":"terms","atlas_id":"a.b","answers":{"agree":true,"why":"text","n":3,"j":{"k":[1]}}}}`,
+		`{"carp_version":"1.0","request_id":"0193a5b2-7c4e-7d3a-9f1e-2b6c8d0e4f5a","timestamp":"2026-11-27T12:00:00Z","operation":"respond","requester":{"agent_id":"W/agent/1","session_id":"W"},"checkpoint_response":{"checkpoint_id":"terms","answers":{}}}`,
+	},
 	"atlas.load":   {`{"manifest":{"atlas_version":"1.0","atlas_id":"a.b","version":"1.0.0","name":"n","actions":[{"action_id":"t.get","name":"g"}]}}`, `{"manifest":{}}`},
 	"atlas.unload": {`{"atlas_id":"a.b"}`},
 	"atlas.list":   {`{}`},

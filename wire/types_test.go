@@ -37,6 +37,7 @@ var bodies = map[string][2]any{
 	"carp.resolve":               {carp.Request{}, carp.Resolution{}},
 	"carp.execute":               {carp.Request{}, carp.ExecutionResult{}},
 	"carp.validate":              {carp.Request{}, carp.ValidationResult{}},
+	"carp.respond":               {carp.Request{}, carp.CheckpointResult{}},
 	"atlas.load":                 {wire.AtlasLoadRequest{}, wire.AtlasChange{}},
 	"atlas.unload":               {wire.AtlasUnloadRequest{}, wire.AtlasChange{}},
 	"atlas.list":                 {nil, wire.AtlasList{}},

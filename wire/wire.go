@@ -153,6 +153,7 @@ func Endpoints() []Endpoint {
 		{Op: "carp.resolve", Audience: Agents, Request: "carp.json#request", Reply: "carp.json#resolution"},
 		{Op: "carp.execute", Audience: Agents, Request: "carp.json#request", Reply: "carp.json#execution_result", Timeout: MaxToolTimeout + RequestTimeout},
 		{Op: "carp.validate", Audience: Agents, Request: "carp.json#request", Reply: "carp.json#validation_result"},
+		{Op: "carp.respond", Audience: Agents, Request: "carp.json#request", Reply: "carp.json#checkpoint_result"},
 		{Op: "carp.approval", Audience: Agents, Request: "approval.json#status_request", Reply: "approval.json#ref", Timeout: MaxWait + RequestTimeout},
 		{Op: "atlas.load", Audience: Agents, Request: "requests.json#atlas.load", Reply: "replies.json#atlas.change"},
 		{Op: "atlas.unload", Audience: Agents, Request: "requests.json#atlas.unload", Reply: "replies.json#atlas.change"},
