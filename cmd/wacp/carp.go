@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/wacpd/wacpd/approval"
 	"github.com/wacpd/wacpd/carp"
 	"github.com/wacpd/wacpd/client"
+	"github.com/wacpd/wacpd/steward"
 	"github.com/wacpd/wacpd/wire"
 )
 
@@ -99,6 +101,14 @@ func printResolution(w io.Writer, res carp.Resolution) {
 		for _, a := range res.DeniedActions {
 			fmt.Fprintf(w, "%s\t%s\t%s\n", a.ActionType, a.Reason, orDash(strings.Join(a.PolicyRefs, ",")))
 		}
+	}
+	if len(res.Checkpoints) > 0 {
+		fmt.Fprintln(w)
+		printPrompts(w, res.Checkpoints)
+	}
+	for _, g := range res.Guidance {
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "guidance (%s, checkpoint %s):\n%s\n", g.Format, g.CheckpointID, strings.TrimRight(g.Content, "\n"))
 	}
 }
 
@@ -422,6 +432,135 @@ func carpValidate(c *cli, args []string) error {
 		return exitError(2)
 	}
 	return err
+}
+
+func carpRespond(c *cli, args []string) error {
+	const cmd = "carp respond"
+	fs := c.flags(cmd, cmd+" --checkpoint ID [--atlas ID] (--answer QID=VALUE ... | --answers FILE|-) [--agent ID]\n\n"+
+		"Answers a steward checkpoint a resolution shows pending (its checkpoints). Each --answer's VALUE is\n"+
+		"JSON when it parses as JSON (true, 3, {\"k\":1}, \"quoted\"), else the text as a string; --answers reads\n"+
+		"a JSON object of answers by question_id from FILE or, with -, stdin. Prints the outcome (passed,\n"+
+		"warned, logged), each answer's check and what is still pending; -o json prints the CheckpointResult.\n"+
+		"Answers that do not pass are refused (exit 2): CONSTRAINT_VIOLATED (answer again) or ACTION_DENIED\n"+
+		"(the checkpoint blocks), with each answer's result in the error's details (-o json).")
+	checkpoint := fs.String("checkpoint", "", "the checkpoint_id to answer (required)")
+	atlasID := fs.String("atlas", "", "the checkpoint's atlas_id, when several atlases have the checkpoint_id")
+	file := fs.String("answers", "", "a JSON object of answers by question_id, from this file or - (stdin)")
+	agent := fs.String("agent", "", "requester agent_id (default: the workspace's agent)")
+	var answer strs
+	fs.Var(&answer, "answer", "one answer, QID=VALUE: JSON if VALUE parses as JSON, else a string; repeatable")
+	if _, err := parse(fs, args, 0, 0); err != nil {
+		return err
+	}
+	if err := required(cmd, [2]string{*checkpoint, "--checkpoint is required (a checkpoint_id of the resolution's checkpoints)"}); err != nil {
+		return err
+	}
+	answers, err := c.answers(cmd, answer, *file)
+	if err != nil {
+		return err
+	}
+	cl, req, err := c.carpRequest(carp.OpRespond, *agent)
+	if err != nil {
+		return err
+	}
+	req.CheckpointResponse = &carp.CheckpointResponse{CheckpointID: *checkpoint, AtlasID: *atlasID, Answers: answers}
+	res, err := cl.CarpRespond(c.ctx, req)
+	if err != nil {
+		return err
+	}
+	return c.print(res, func(w io.Writer) { printCheckpointResult(w, res) })
+}
+
+// answers returns the answers of the --answer flags or of --answers (a
+// file, or - for stdin): one of the two, not both.
+func (c *cli) answers(cmd string, flags []string, file string) (map[string]json.RawMessage, error) {
+	switch {
+	case file != "" && len(flags) > 0:
+		return nil, usagef(cmd, "give the answers as --answer QID=VALUE or as --answers FILE, not both")
+	case file == "" && len(flags) == 0:
+		return nil, usagef(cmd, "no answers: give --answer QID=VALUE (repeatable) or --answers FILE|-")
+	}
+	answers := map[string]json.RawMessage{}
+	if file != "" {
+		b, err := c.readFileOrStdin(file)
+		if err != nil {
+			return nil, fmt.Errorf("read the answers: %w", err)
+		}
+		if err := json.Unmarshal(b, &answers); err != nil || answers == nil {
+			return nil, usagef(cmd, "--answers %s is not a JSON object of answers by question_id", file)
+		}
+		return answers, nil
+	}
+	for _, a := range flags {
+		qid, v, ok := strings.Cut(a, "=")
+		if !ok || qid == "" {
+			return nil, usagef(cmd, "--answer %q is not QID=VALUE", a)
+		}
+		if _, dup := answers[qid]; dup {
+			return nil, usagef(cmd, "--answer %s is given twice", qid)
+		}
+		if json.Valid([]byte(v)) {
+			answers[qid] = json.RawMessage(v)
+			continue
+		}
+		b, _ := json.Marshal(v) // not JSON: the text, as a string
+		answers[qid] = b
+	}
+	return answers, nil
+}
+
+// readFileOrStdin reads name, or stdin when name is "-".
+func (c *cli) readFileOrStdin(name string) ([]byte, error) {
+	if name == "-" {
+		return io.ReadAll(c.stdin)
+	}
+	return os.ReadFile(name)
+}
+
+func printCheckpointResult(w io.Writer, res carp.CheckpointResult) {
+	kv(w, "outcome", res.Outcome, "checkpoint", res.CheckpointID, "atlas", res.AtlasRef, "instance_id", res.InstanceID)
+	e := res.Effects
+	kv(w, "unlocked", strings.Join(e.UnlockedCapabilities, ", "), "locked", strings.Join(e.LockedCapabilities, ", "),
+		"contexts", strings.Join(e.InjectedContexts, ", "), "allows", strings.Join(e.AllowActions, ", "),
+		"denies", strings.Join(e.DenyActions, ", "))
+	if e.Guidance {
+		kv(w, "guidance", "yes (in the next resolution)")
+	}
+	for _, x := range res.Warnings {
+		kv(w, "warning", x.Code+": "+x.Message)
+	}
+	if len(res.Results) > 0 {
+		fmt.Fprintln(w)
+		printAnswerResults(w, res.Results)
+	}
+	if len(res.Pending) > 0 {
+		fmt.Fprintln(w)
+		printPrompts(w, res.Pending)
+	}
+}
+
+func printAnswerResults(w io.Writer, rs []steward.AnswerResult) {
+	fmt.Fprintln(w, "QUESTION\tVALID\tREASON")
+	for _, r := range rs {
+		why := r.Reason
+		if r.Message != "" {
+			why += ": " + r.Message
+		}
+		fmt.Fprintf(w, "%s\t%t\t%s\n", r.QuestionID, r.Valid, orDash(strings.TrimPrefix(why, ": ")))
+	}
+}
+
+// printPrompts prints the steward checkpoints that wait for the agent and
+// their questions.
+func printPrompts(w io.Writer, ps []steward.Prompt) {
+	fmt.Fprintln(w, "CHECKPOINT\tSTATUS\tMODE\tATLAS\tQUESTIONS")
+	for _, p := range ps {
+		var qs []string
+		for _, q := range p.Questions {
+			qs = append(qs, q.QuestionID+" ("+q.ResponseType+")")
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", p.CheckpointID, p.Status, p.Mode, p.AtlasRef, orDash(strings.Join(qs, ", ")))
+	}
 }
 
 // carpRequest dials and returns a CARP request of op from the client's

@@ -2,10 +2,14 @@ package main
 
 import (
 	"encoding/json"
-	"github.com/nats-io/nats.go"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go"
+
+	"github.com/wacpd/wacpd/atlas/atlasfile"
 	"github.com/wacpd/wacpd/carp"
 	wacpd "github.com/wacpd/wacpd/daemon"
 	"github.com/wacpd/wacpd/internal/daemontest"
@@ -21,10 +25,16 @@ const acmeAtlas = "../../examples/atlas/acme-support.json"
 // and the worker's global flags and the worker's workspace.
 func carpDaemon(t *testing.T) (admin, worker []string, ws string) {
 	t.Helper()
+	return carpDaemonWith(t, acmeAtlas)
+}
+
+// carpDaemonWith is carpDaemon with the atlas files atlases loaded.
+func carpDaemonWith(t *testing.T, atlases ...string) (admin, worker []string, ws string) {
+	t.Helper()
 	for _, v := range []string{"WACP_URL", "WACP_TOKEN", "WACP_WORKSPACE"} {
 		t.Setenv(v, "")
 	}
-	d := daemontest.Start(t, wacpd.Config{AtlasPaths: []string{acmeAtlas}})
+	d := daemontest.Start(t, wacpd.Config{AtlasPaths: atlases})
 	admin = []string{"-data", d.Dir}
 	code, out, errs := wacp(t, append(admin, "-o", "json", "workspace", "create", "--role", "worker")...)
 	var created struct {
@@ -271,11 +281,141 @@ func TestCarpValidate(t *testing.T) {
 	}
 }
 
+// termsAtlas is an atlas with one blocking session_start checkpoint: a
+// boolean question whose one passing answer is true, gating the atlas's
+// one action (notes.read, allowed by a policy).
+const termsAtlas = `{
+  "atlas_version": "1.0", "atlas_id": "com.example.terms", "version": "1.0.0", "name": "Terms",
+  "domains": ["notes"],
+  "checkpoints": [
+    {"checkpoint_id": "terms", "name": "Terms of use", "trigger": {"type": "session_start"}, "mode": "blocking",
+     "questions": [{"question_id": "agree-terms", "question": "Do you agree to the terms?", "response_type": "boolean", "expected": true},
+                   {"question_id": "reason", "question": "Why do you need the notes?", "response_type": "text", "required": false}]}
+  ],
+  "policies": [{"policy_id": "allow-notes", "type": "allow", "actions": ["notes.*"]}],
+  "actions": [{"action_id": "notes.read", "name": "Read notes", "risk_tier": "low", "parameters_schema": {"type": "object"}}]
+}`
+
+// TestCarpRespond: a worker under an atlas with a blocking session_start
+// checkpoint: its resolution shows the checkpoint pending and denies the
+// action it gates, whose execute is CHECKPOINT_REQUIRED (exit 2); an
+// answer that does not pass is refused CONSTRAINT_VIOLATED (exit 2) with
+// the answer's result in the details, and the checkpoint stays pending;
+// the expected answer passes it (outcome passed) and the next resolution
+// allows the action. --answer takes JSON, else a string; --answers a
+// file or stdin; the flags' mistakes are usage errors.
+func TestCarpRespond(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "terms.json")
+	if err := os.WriteFile(file, []byte(termsAtlas), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := atlasfile.Load(file); err != nil {
+		t.Fatalf("the test's atlas does not load: %v", err)
+	}
+	_, worker, _ := carpDaemonWith(t, file)
+
+	res := resolve(t, worker, "--goal", "read the notes")
+	if len(res.Checkpoints) != 1 || res.Checkpoints[0].CheckpointID != "terms" || res.Checkpoints[0].Status != "pending" ||
+		res.Checkpoints[0].Mode != "blocking" || len(res.Checkpoints[0].Questions) != 2 || res.Checkpoints[0].Questions[0].QuestionID != "agree-terms" {
+		t.Fatalf("resolve: checkpoints %+v, want terms pending with its two questions", res.Checkpoints)
+	}
+	if len(res.AllowedActions) != 0 || len(res.DeniedActions) != 1 || res.DeniedActions[0].ActionType != "notes.read" {
+		t.Errorf("resolve with terms pending: allowed %+v, denied %+v; want notes.read denied", res.AllowedActions, res.DeniedActions)
+	}
+	code, out, errs := wacp(t, append(worker, "carp", "resolve", "--goal", "read the notes")...)
+	if code != 0 || !strings.Contains(out, "\nCHECKPOINT  STATUS   MODE      ATLAS                    QUESTIONS\n") ||
+		!strings.Contains(out, "\nterms       pending  blocking  com.example.terms@1.0.0  agree-terms (boolean), reason (text)\n") ||
+		!strings.HasPrefix(out, "decision        deny\nreason          checkpoint terms is pending") {
+		t.Errorf("wacp carp resolve (terms pending) = %d, %q, %q; want the checkpoint in the table", code, out, errs)
+	}
+	code, out, errs = wacp(t, append(worker, "carp", "execute", "--resolution", res.ResolutionID, "--action", "notes.read", "--dry-run")...)
+	if code != 2 || !strings.HasPrefix(errs, "wacp: CHECKPOINT_REQUIRED: checkpoint terms holds notes.read back") {
+		t.Errorf("wacp carp execute notes.read (terms pending) = %d, %q, %q; want 2 and CHECKPOINT_REQUIRED", code, out, errs)
+	}
+
+	respond := func(args ...string) (int, string, string) {
+		t.Helper()
+		return wacp(t, append(append(worker, "-o", "json", "carp", "respond", "--checkpoint", "terms"), args...)...)
+	}
+	code, out, errs = respond("--answer", "agree-terms=false", "--answer", "reason=I need them")
+	var je jsonError
+	if err := json.Unmarshal([]byte(errs), &je); err != nil || code != 2 || out != "" || je.Error.Code != carp.CodeConstraintViolated ||
+		je.Error.Details["outcome"] != "retry" || !strings.Contains(errs, `"question_id":"agree-terms","reason":"expected","valid":false`) {
+		t.Errorf("wacp carp respond agree-terms=false = %d, %q, %q; want 2, CONSTRAINT_VIOLATED and the answer's result", code, out, errs)
+	}
+	if res := resolve(t, worker, "--goal", "read the notes again"); len(res.Checkpoints) != 1 || res.Checkpoints[0].Status != "pending" {
+		t.Errorf("resolve after a refused answer: checkpoints %+v, want terms still pending", res.Checkpoints)
+	}
+
+	code, out, errs = respond("--answer", "agree-terms=true", "--answer", "reason=some text")
+	var cr carp.CheckpointResult
+	if err := json.Unmarshal([]byte(out), &cr); err != nil || code != 0 || cr.Outcome != "passed" || cr.CheckpointID != "terms" ||
+		cr.AtlasRef != "com.example.terms@1.0.0" || len(cr.Results) != 2 || len(cr.Pending) != 0 {
+		t.Fatalf("wacp carp respond agree-terms=true = %d, %q (%v), %q; want 0 and outcome passed", code, out, err, errs)
+	}
+	res = resolve(t, worker, "--goal", "read the notes, agreed")
+	if len(res.Checkpoints) != 0 || len(res.AllowedActions) != 1 || res.AllowedActions[0].ActionID != "notes.read" {
+		t.Errorf("resolve after the terms passed: checkpoints %+v, allowed %+v; want none pending and notes.read allowed", res.Checkpoints, res.AllowedActions)
+	}
+	if code, out, errs := wacp(t, append(worker, "carp", "execute", "--resolution", res.ResolutionID, "--action", "notes.read", "--dry-run")...); code != 0 {
+		t.Errorf("wacp carp execute notes.read --dry-run (terms passed) = %d, %q, %q; want 0", code, out, errs)
+	}
+	// Passed: nothing is pending any more.
+	code, out, errs = respond("--answer", "agree-terms=true")
+	if err := json.Unmarshal([]byte(errs), &je); err != nil || code != 2 || je.Error.Code != carp.CodeInvalidRequest || je.Error.Details["reason"] != "not_pending" {
+		t.Errorf("wacp carp respond (passed already) = %d, %q, %q; want 2 and INVALID_REQUEST not_pending", code, out, errs)
+	}
+
+	for _, tt := range []struct {
+		name   string
+		args   []string
+		stderr string
+	}{
+		{"no checkpoint", []string{"--answer", "a=1"}, "--checkpoint is required"},
+		{"no answers", []string{"--checkpoint", "terms"}, "no answers"},
+		{"both forms", []string{"--checkpoint", "terms", "--answer", "a=1", "--answers", "-"}, "not both"},
+		{"not QID=VALUE", []string{"--checkpoint", "terms", "--answer", "agree"}, "is not QID=VALUE"},
+		{"twice", []string{"--checkpoint", "terms", "--answer", "a=1", "--answer", "a=2"}, "given twice"},
+		{"answers not an object", []string{"--checkpoint", "terms", "--answers", file + ".missing"}, "read the answers"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if code, _, errs := wacp(t, append(append(worker, "carp", "respond"), tt.args...)...); code != 1 || !strings.Contains(errs, tt.stderr) {
+				t.Errorf("wacp carp respond %v = %d, %q; want 1 and %q", tt.args, code, errs, tt.stderr)
+			}
+		})
+	}
+}
+
+// TestCarpRespondAnswers: --answer values are JSON when they parse, else
+// strings; --answers reads a JSON object from a file or stdin.
+func TestCarpRespondAnswers(t *testing.T) {
+	c := &cli{stdin: strings.NewReader(`{"q":[1,2]}`)}
+	got, err := c.answers("carp respond", []string{"b=true", "n=3", "s=some text", "q=\"quoted\"", "o={\"k\":1}", "e="}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"b": `true`, "n": `3`, "s": `"some text"`, "q": `"quoted"`, "o": `{"k":1}`, "e": `""`}
+	for k, v := range want {
+		if string(got[k]) != v {
+			t.Errorf("answers(--answer %s=...)[%s] = %s, want %s", k, k, got[k], v)
+		}
+	}
+	if got, err := c.answers("carp respond", nil, "-"); err != nil || string(got["q"]) != `[1,2]` {
+		t.Errorf("answers(--answers -) = %v, %v; want q [1,2]", got, err)
+	}
+	file := filepath.Join(t.TempDir(), "a.json")
+	os.WriteFile(file, []byte(`[true]`), 0o600)
+	if _, err := c.answers("carp respond", nil, file); err == nil || !strings.Contains(err.Error(), "is not a JSON object") {
+		t.Errorf("answers(--answers [true]) = %v, want a usage error", err)
+	}
+}
+
 // TestCarpUsage: wacp -h lists the CARP, atlas and trace export commands
 // and tool tokens.
 func TestCarpUsage(t *testing.T) {
 	code, _, errs := wacp(t, "-h")
 	for _, want := range []string{"\n  carp resolve --goal TEXT ", "\n  carp execute --resolution R --action ID ", "\n  carp validate --resolution R ",
+		"\n  carp respond --checkpoint ID ",
 		"\n  atlas load FILE|DIR ", "\n  atlas unload ID ", "\n  atlas list ", "\n  trace export [--session S] [--out FILE] [--sth FILE] ",
 		"\n  token create --kind user|auditor|tool "} {
 		if code != 0 || !strings.Contains(errs, want) {
@@ -283,7 +423,7 @@ func TestCarpUsage(t *testing.T) {
 		}
 	}
 	for _, tt := range []struct{ args, want string }{
-		{"carp", "needs a subcommand: execute, resolve, validate"},
+		{"carp", "needs a subcommand: execute, resolve, respond, validate"},
 		{"atlas", "needs a subcommand: list, load, unload"},
 	} {
 		if code, _, errs := wacp(t, tt.args); code != 1 || !strings.Contains(errs, tt.want) {

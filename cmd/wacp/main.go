@@ -11,7 +11,8 @@
 // (pending_approval, also when still pending after --wait) or an
 // operator's checkpoint denied it (the denial printed, {"denial": ...}
 // under -o json: a denied or cancelled approval, or ACTION_DENIED); carp
-// validate exits 2 when the action is not valid.
+// validate exits 2 when the action is not valid; carp respond exits 2 when
+// the answers do not pass (CONSTRAINT_VIOLATED, ACTION_DENIED).
 package main
 
 import (
@@ -90,6 +91,7 @@ commands:
   carp resolve --goal TEXT [--risk-tier T] [--hint H]... [--atlas ID]... [--actions PATTERN]...   what context and actions a task may use
   carp execute --resolution R --action ID [--params JSON | --param k=v ...] [--timeout-ms N] [--dry-run] [--idempotency-key K] [--approval ID] [--wait D]
   carp validate --resolution R --action ID [--params JSON | --param k=v ...]   check an execute without running it
+  carp respond --checkpoint ID [--atlas ID] (--answer QID=VALUE ... | --answers FILE|-)   answer a steward checkpoint
   atlas load FILE|DIR                    load or replace an Atlas manifest (coordinator); validated here first
   atlas unload ID                        unload an atlas (coordinator)
   atlas list                             the loaded atlases
@@ -159,7 +161,7 @@ var commands = map[string]func(*cli, []string) error{
 		"diff":   traceDiff,
 		"export": traceExport,
 	}),
-	"carp":   sub("carp", map[string]func(*cli, []string) error{"resolve": carpResolve, "execute": carpExecute, "validate": carpValidate}),
+	"carp":   sub("carp", map[string]func(*cli, []string) error{"resolve": carpResolve, "execute": carpExecute, "validate": carpValidate, "respond": carpRespond}),
 	"atlas":  sub("atlas", map[string]func(*cli, []string) error{"load": atlasLoad, "unload": atlasUnload, "list": atlasList}),
 	"permit": sub("permit", map[string]func(*cli, []string) error{"list": permitList, "revoke": permitRevoke}),
 	"trust":  sub("trust", map[string]func(*cli, []string) error{"restore": trustRestore}),
