@@ -616,6 +616,7 @@ func (e *Engine) CarpLate(ctx context.Context, id string, rep carp.ToolReply) er
 // and its verdict. Nothing is counted.
 func (e *Engine) CarpValidate(ctx context.Context, ws string, req carp.Request) (carp.ValidationResult, error) {
 	var res carp.ValidationResult
+	custom := e.evalCustom(ctx, ws, req, req.Action.ActionID)
 	err := e.carpOp(ctx, ws, req, func(t *tx, sp span, refusal **CarpError) error {
 		now := t.next()
 		res = carp.ValidationResult{CARPVersion: carp.Version, RequestID: req.RequestID, Timestamp: formatCarp(now),
@@ -624,7 +625,7 @@ func (e *Engine) CarpValidate(ctx context.Context, ws string, req carp.Request) 
 		var vs []carp.Violation
 		if !ok {
 			vs = []carp.Violation{{Code: carp.CodeResolutionNotFound, Message: "resolution " + req.Action.ResolutionID + " does not exist"}}
-		} else {
+		} else if vs = t.stewardViolations(ws, g, req.Action.ActionID, now, custom); len(vs) == 0 {
 			_, sums := t.atlases()
 			_, pv, ce := carp.Authorize(carp.Check{Grant: g, Request: req, Now: now,
 				Loaded: func(id string) string { return sums[id] },
@@ -634,8 +635,6 @@ func (e *Engine) CarpValidate(ctx context.Context, ws string, req carp.Request) 
 				vs = pv
 			case ce != nil:
 				vs = []carp.Violation{{Code: ce.Code, Message: ce.Message}}
-			default:
-				vs = t.stewardViolations(ws, g, req.Action.ActionID, now)
 			}
 		}
 		if _, err := t.traceEmit(sp, carp.TraceRequestReceived, requestPayload(req)); err != nil {

@@ -74,6 +74,10 @@ func TestSteward_SessionStartBlocks(t *testing.T) {
 	if p, ok := ce.Err.Details["checkpoint"].(steward.Prompt); !ok || p.CheckpointID != "onboarding" {
 		t.Fatalf("details %+v", ce.Err.Details)
 	}
+	v, err := e.CarpValidate(ctx, w.ID, carpReq(t, w, carp.OpValidate, action(res.ResolutionID, "ticket.get", map[string]any{"ticket_id": "T-1"})))
+	if err != nil || v.Valid || len(v.Violations) != 1 || v.Violations[0].Code != carp.CodeCheckpointRequired {
+		t.Fatalf("validate while onboarding is pending: %+v %v", v, err)
+	}
 
 	_, err = e.CarpRespond(ctx, w.ID, respondReq(t, e, w.ID, "onboarding", map[string]string{"agree-terms": `"maybe"`}))
 	carpCode(t, "a non-boolean answer", err, carp.CodeConstraintViolated)

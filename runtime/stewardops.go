@@ -262,7 +262,8 @@ func promptOf(set *steward.Set, s *steward.Session, d *steward.Def) steward.Prom
 			return p
 		}
 	}
-	return steward.Prompt{CheckpointID: d.CP.CheckpointID, AtlasRef: d.AtlasRef}
+	return steward.Prompt{CheckpointID: d.CP.CheckpointID, AtlasRef: d.AtlasRef, Type: d.Type, Mode: d.Mode, Priority: d.Priority,
+		Questions: []steward.PromptQuestion{}}
 }
 
 // stewardAdmit records that an execute of ga goes to its tool: armed
@@ -381,20 +382,18 @@ func orEmpty(s []string) []string {
 }
 
 // stewardViolations is what the session's checkpoints would refuse of an
-// execute of action (granted by g), for a validate: nothing changes.
-func (t *tx) stewardViolations(ws string, g carp.Grant, action string, now time.Time) []carp.Violation {
+// execute of action (under g), for a validate: evaluated on a copy of the
+// session, nothing changes. It checks what execute checks, in its order:
+// before the policies.
+func (t *tx) stewardViolations(ws string, g carp.Grant, action string, now time.Time, custom customAnswers) []carp.Violation {
 	set, err := t.stewardSet()
-	if err != nil || set.Empty() {
+	a := t.actionRef(g, action)
+	if err != nil || set.Empty() || a == nil {
 		return nil
 	}
-	i := slices.IndexFunc(g.Actions, func(a carp.GrantedAction) bool { return a.ActionID == action })
-	if i < 0 {
-		return nil
-	}
-	ga := g.Actions[i]
 	s, _ := t.stewardSession(ws)
-	a := steward.ActionRef{AtlasID: ga.AtlasID, ActionID: ga.ActionID, Tier: ga.RiskTier}
-	steward.Evaluate(set, s, steward.Event{Kind: steward.EventExecute, Now: now, Actions: []steward.ActionRef{a}})
+	steward.Evaluate(set, s, steward.Event{Kind: steward.EventExecute, Now: now, Actions: []steward.ActionRef{*a},
+		Custom: custom.got, CustomErr: custom.failed})
 	if b := set.Gate(s, a.AtlasID, a.ActionID, a.Tier); b != nil {
 		code := carp.CodeCheckpointRequired
 		if b.Status == steward.StatusBlocked {
@@ -402,7 +401,7 @@ func (t *tx) stewardViolations(ws string, g carp.Grant, action string, now time.
 		}
 		return []carp.Violation{{Code: code, Path: "checkpoint", Message: "checkpoint " + b.Def.CP.CheckpointID + " holds " + action + " back (" + b.Status + ")"}}
 	}
-	if ce := t.stewardDenied(set, s, &ga); ce != nil {
+	if ce := t.stewardDenied(set, s, &carp.GrantedAction{AtlasID: a.AtlasID, ActionID: a.ActionID, RiskTier: a.Tier}); ce != nil {
 		return []carp.Violation{{Code: ce.Code, Path: "checkpoint", Message: ce.Message}}
 	}
 	return nil

@@ -85,6 +85,16 @@ type eval struct {
 	goalIn, goalFull string
 }
 
+// customInput is what a custom trigger was asked about: the operation,
+// the goal and the action.
+func (e *eval) customInput() string {
+	action := ""
+	if len(e.ev.Actions) == 1 && e.ev.Kind != EventResolve {
+		action = e.ev.Actions[0].ActionID
+	}
+	return inputHash(e.ev.Kind, e.ev.Goal, action)
+}
+
 func (e *eval) goalHashes() (in, full string) {
 	if e.goalFull == "" {
 		e.goalIn, e.goalFull = inputHash(e.ev.Goal), fullHash(e.ev.Goal)
@@ -210,9 +220,16 @@ func (e *eval) triggers(d *Def) (map[string]any, bool) {
 		if !operation || !open {
 			return nil, false
 		}
+		// Like a keyword checkpoint, a custom one fires once per input
+		// (the operation, its goal and its action): answered, the same
+		// input does not bring it back.
+		in := e.customInput()
+		if st.Input == in {
+			return nil, false
+		}
 		if msg, failed := ev.CustomErr[d.Key]; failed {
 			if d.Mode == atlas.ModeBlocking {
-				return map[string]any{"trigger_id": d.CP.Trigger.TriggerID, "evaluator_error": msg, "fail_closed": true}, true
+				return map[string]any{"trigger_id": d.CP.Trigger.TriggerID, "evaluator_error": msg, "fail_closed": true, "input": in}, true
 			}
 			e.step(TraceSkipped, map[string]any{"checkpoint_id": d.CP.CheckpointID, "atlas_ref": d.AtlasRef,
 				"checkpoint_type": d.Type, "reason": "evaluator_error", "error": msg})
@@ -222,7 +239,7 @@ func (e *eval) triggers(d *Def) (map[string]any, bool) {
 		if !(ev.Custom[d.Key]) {
 			return nil, false
 		}
-		return map[string]any{"trigger_id": d.CP.Trigger.TriggerID}, true
+		return map[string]any{"trigger_id": d.CP.Trigger.TriggerID, "input": in}, true
 	case TypeRiskThreshold:
 		switch ev.Kind {
 		case EventResolve:

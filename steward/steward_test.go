@@ -552,6 +552,16 @@ func TestCustom(t *testing.T) {
 	if !slices.Equal(r.Triggered, []string{"com.test/mood", "com.test/strict"}) {
 		t.Fatalf("triggered %v (strict fails closed, nobody is skipped)", r.Triggered)
 	}
+	// Answered, the same input does not bring them back; a new one does.
+	respond(t, set, s, "mood", map[string]string{"q": "true"}) // strict, without questions, passed as it fired
+	r = steward.Evaluate(set, s, ev(steward.EventResolve, t0, func(e *steward.Event) { e.Goal, e.Custom, e.CustomErr = ec.Goal, got, failed }))
+	if len(r.Triggered) != 0 {
+		t.Fatalf("the same input fired %v again", r.Triggered)
+	}
+	r = steward.Evaluate(set, s, ev(steward.EventResolve, t0, func(e *steward.Event) { e.Goal, e.Custom, e.CustomErr = "still angry", got, failed }))
+	if !slices.Equal(r.Triggered, []string{"com.test/mood", "com.test/strict"}) {
+		t.Fatalf("a new input: %v", r.Triggered)
+	}
 }
 
 // TestRespondRefusals: unknown checkpoint, not pending, unknown question
