@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/wacpd/wacpd/carp"
+	"github.com/wacpd/wacpd/internal/strictjson"
 	"github.com/wacpd/wacpd/steward"
 )
 
@@ -72,13 +72,8 @@ func evalReply(m *nats.Msg) (bool, error) {
 		Triggered *bool   `json:"triggered"`
 		Error     *string `json:"error"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(m.Data))
-	dec.DisallowUnknownFields()
 	malformed := errors.New(`the evaluator's reply is not {"triggered":true|false} or {"error":"text"}`)
-	if err := dec.Decode(&rep); err != nil || dec.More() {
-		return false, malformed
-	}
-	if _, err := dec.Token(); err == nil { // trailing data
+	if err := strictjson.Decode(m.Data, &rep); err != nil {
 		return false, malformed
 	}
 	switch {

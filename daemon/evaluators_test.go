@@ -144,3 +144,29 @@ func TestCarpRespondMatchesSchemas(t *testing.T) {
 	}
 	validate(t, c, "carp.respond", "carp.json#checkpoint_result", cr)
 }
+
+// FuzzEvalReply: any reply is an answer or an error, never a panic; an
+// answer comes only from an object whose one member is a boolean
+// "triggered".
+func FuzzEvalReply(f *testing.F) {
+	for _, s := range []string{`{"triggered":true}`, `{"triggered":false}`, `{"error":"down"}`, `{"triggered":true,"error":"x"}`, `{}`, `true`, ``} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := evalReply(&nats.Msg{Data: data, Header: nats.Header{}})
+		if err != nil {
+			if got {
+				t.Fatal("an error with triggered true")
+			}
+			return
+		}
+		var m map[string]json.RawMessage
+		if json.Unmarshal(data, &m) != nil || len(m) != 1 {
+			t.Fatalf("%q answered without being one member", data)
+		}
+		var b bool
+		if json.Unmarshal(m["triggered"], &b) != nil || b != got {
+			t.Fatalf("%q answered %v", data, got)
+		}
+	})
+}
