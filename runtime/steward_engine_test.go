@@ -221,3 +221,56 @@ func TestSteward_CountIntervalBlocks(t *testing.T) {
 	carpCode(t, "false to expected true with on_invalid block", err, carp.CodeActionDenied)
 	carpCode(t, "execute after the block", exec(), carp.CodeActionDenied)
 }
+
+// TestSteward_SessionEndAndErrors: an execution's failure fires
+// error_occurred and its outcome action_post; the workspace's end skips
+// what is pending and fires session_end, in the session's TRACE, and
+// the workspace's end is not held by a pending checkpoint.
+func TestSteward_SessionEndAndErrors(t *testing.T) {
+	e := openVerified(t)
+	loadAcmeWith(t, e, stewardAtlas(t, `[
+	  {"checkpoint_id":"after","mode":"observational","trigger":{"type":"action_post","patterns":["ticket.*"]}},
+	  {"checkpoint_id":"oops","trigger":{"type":"error_occurred"},"guidance":{"content":"Check the ticket id."}},
+	  {"checkpoint_id":"ask","mode":"blocking","trigger":{"type":"explicit_request"},"questions":[{"question_id":"q","question":"?","response_type":"text"}]},
+	  {"checkpoint_id":"bye","trigger":{"type":"session_end"}}]`))
+	w := activeWorkspace(t, e, "worker")
+	res, err := e.CarpResolve(ctx, w.ID, carpReq(t, w, carp.OpResolve, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, in, err := e.CarpExecute(ctx, w.ID, carpReq(t, w, carp.OpExecute, action(res.ResolutionID, "ticket.get", map[string]any{"ticket_id": "T-9"})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CarpFinish(ctx, in.Execution.ID, Outcome{Reply: &carp.ToolReply{Status: carp.StatusFailed,
+		Error: &carp.ExecutionError{Code: "TICKET_NOT_FOUND", Message: "no T-9"}}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = e.CarpResolve(ctx, w.ID, carpReq(t, w, carp.OpResolve, func(r *carp.Request) { r.Task.ContextHints = []string{"ask"} }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Guidance) != 1 || res.Guidance[0].CheckpointID != "oops" || len(res.Checkpoints) != 1 || res.Checkpoints[0].CheckpointID != "ask" {
+		t.Fatalf("after the failure and the request: guidance %+v checkpoints %+v", res.Guidance, res.Checkpoints)
+	}
+	if res.Decision.Type == carp.DecisionInsufficientContext {
+		t.Fatalf("a hint naming a checkpoint is a missing domain: %+v", res.Decision)
+	}
+	if _, err := e.Abort(ctx, e.Root(), w.ID, "done"); err != nil {
+		t.Fatal(err)
+	}
+	var fired, skipped []string
+	for _, ev := range sessionTrace(t, e, w.ID) {
+		var p map[string]any
+		json.Unmarshal(ev.Payload, &p)
+		switch ev.EventType {
+		case steward.TraceTriggered:
+			fired = append(fired, p["checkpoint_id"].(string))
+		case steward.TraceSkipped:
+			skipped = append(skipped, p["checkpoint_id"].(string)+":"+p["reason"].(string))
+		}
+	}
+	if !slices.Equal(fired, []string{"after", "oops", "ask", "bye"}) || !slices.Equal(skipped, []string{"ask:session_ended"}) {
+		t.Fatalf("fired %v, skipped %v", fired, skipped)
+	}
+}
