@@ -11,8 +11,6 @@ import (
 	"github.com/wacpd/wacpd/approval"
 	"github.com/wacpd/wacpd/carp"
 	"github.com/wacpd/wacpd/client"
-	"github.com/wacpd/wacpd/envelope"
-	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/user"
 )
 
@@ -26,27 +24,10 @@ import (
 // the tool never gets it.
 func TestApprovalEndToEnd(t *testing.T) {
 	ctx := ctxT(t)
-	d := startDaemon(t, t.TempDir(), "-atlas", filepath.Join("..", "examples", "atlas", "acme-support.json"))
-	coord, err := client.Dial(ctx, client.Options{URL: d.url, Token: d.admin})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer coord.Close()
-	toolTok, err := coord.CreateToken(ctx, "tool", "acme")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tool := startTool(t, d.url, toolTok)
+	rig := startToolRig(t, ctx, t.TempDir(), "clean up tickets", "-atlas", filepath.Join("..", "examples", "atlas", "acme-support.json"))
+	d, coord, tool, created := rig.d, rig.coord, rig.tool, rig.worker
 	opTok, err := coord.CreateToken(ctx, "user", "operator", user.InjectDirective)
 	if err != nil {
-		t.Fatal(err)
-	}
-	created, err := coord.CreateWorkspace(ctx, client.CreateRequest{Role: taxonomy.RoleWorker})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := coord.SendEnvelope(ctx, client.EnvelopeRequest{To: created.Workspace.ID, Type: taxonomy.EnvelopeDirective,
-		Payload: envelope.Payload{Content: "clean up tickets"}}); err != nil {
 		t.Fatal(err)
 	}
 	agent, err := client.Dial(ctx, client.Options{URL: d.url, Token: created.Token, Workspace: created.Workspace.ID, Timeout: 30 * time.Second})

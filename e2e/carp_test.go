@@ -21,6 +21,41 @@ import (
 	"github.com/wacpd/wacpd/wire"
 )
 
+// toolRig is a daemon started with args, its coordinator's client, the
+// example tool service on a tool token, and a worker made active by a
+// directive.
+type toolRig struct {
+	d         *daemon
+	coord     *client.Client
+	toolToken string
+	tool      *toolProc
+	worker    client.Created
+}
+
+// startToolRig starts a toolRig on data dir dir; directive is the worker's
+// first envelope.
+func startToolRig(t *testing.T, ctx context.Context, dir, directive string, args ...string) toolRig {
+	t.Helper()
+	r := toolRig{d: startDaemon(t, dir, args...)}
+	var err error
+	if r.coord, err = client.Dial(ctx, client.Options{URL: r.d.url, Token: r.d.admin}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.coord.Close() })
+	if r.toolToken, err = r.coord.CreateToken(ctx, "tool", "acme"); err != nil {
+		t.Fatal(err)
+	}
+	r.tool = startTool(t, r.d.url, r.toolToken)
+	if r.worker, err = r.coord.CreateWorkspace(ctx, client.CreateRequest{Role: taxonomy.RoleWorker}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.coord.SendEnvelope(ctx, client.EnvelopeRequest{To: r.worker.Workspace.ID, Type: taxonomy.EnvelopeDirective,
+		Payload: envelope.Payload{Content: directive}}); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 // toolProc is a running examples/toolservice.
 type toolProc struct {
 	cmd  *exec.Cmd
@@ -98,25 +133,8 @@ func TestCarpEndToEnd(t *testing.T) {
 	ctx := ctxT(t)
 	dir := t.TempDir()
 	atlasArgs := []string{"-atlas", filepath.Join("..", "examples", "atlas", "acme-support.json"), "-http", "127.0.0.1:0"}
-	d := startDaemon(t, dir, atlasArgs...)
-	coord, err := client.Dial(ctx, client.Options{URL: d.url, Token: d.admin})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer coord.Close()
-	toolTok, err := coord.CreateToken(ctx, "tool", "acme")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tool := startTool(t, d.url, toolTok)
-	created, err := coord.CreateWorkspace(ctx, client.CreateRequest{Role: taxonomy.RoleWorker})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := coord.SendEnvelope(ctx, client.EnvelopeRequest{To: created.Workspace.ID, Type: taxonomy.EnvelopeDirective,
-		Payload: envelope.Payload{Content: "answer tickets"}}); err != nil {
-		t.Fatal(err)
-	}
+	rig := startToolRig(t, ctx, dir, "answer tickets", atlasArgs...)
+	d, tool, toolTok, created := rig.d, rig.tool, rig.toolToken, rig.worker
 	ws, agentID := created.Workspace.ID, created.Workspace.Agent
 	dialAgent := func(url string) *client.Client {
 		c, err := client.Dial(ctx, client.Options{URL: url, Token: created.Token, Workspace: ws, Timeout: 30 * time.Second})

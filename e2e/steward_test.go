@@ -12,10 +12,7 @@ import (
 	"time"
 
 	"github.com/wacpd/wacpd/carp"
-	"github.com/wacpd/wacpd/client"
-	"github.com/wacpd/wacpd/envelope"
 	"github.com/wacpd/wacpd/steward"
-	"github.com/wacpd/wacpd/taxonomy"
 )
 
 // onboardingAtlas has one blocking session_start checkpoint: terms to
@@ -57,25 +54,8 @@ func TestStewardEndToEnd(t *testing.T) {
 	if err := os.WriteFile(atlasFile, []byte(onboardingAtlas), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemon(t, filepath.Join(dir, "data"), "-atlas", atlasFile)
-	coord, err := client.Dial(ctx, client.Options{URL: d.url, Token: d.admin})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer coord.Close()
-	toolTok, err := coord.CreateToken(ctx, "tool", "acme")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tool := startTool(t, d.url, toolTok)
-	created, err := coord.CreateWorkspace(ctx, client.CreateRequest{Role: taxonomy.RoleWorker})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := coord.SendEnvelope(ctx, client.EnvelopeRequest{To: created.Workspace.ID, Type: taxonomy.EnvelopeDirective,
-		Payload: envelope.Payload{Content: "answer tickets"}}); err != nil {
-		t.Fatal(err)
-	}
+	rig := startToolRig(t, ctx, filepath.Join(dir, "data"), "answer tickets", "-atlas", atlasFile)
+	d, tool, created := rig.d, rig.tool, rig.worker
 	// agent runs wacp as the worker's agent and returns its stdout and
 	// exit code.
 	agent := func(args ...string) (string, int) {
