@@ -431,6 +431,14 @@ func (v *validator) checkpoint(c Checkpoint, m *Manifest, caps, contexts map[str
 	}
 	v.patterns(entry, "allow_actions", c.AllowActions)
 	v.patterns(entry, "deny_actions", c.DenyActions)
+	v.covers(entry, "allow_actions", c.AllowActions, m.Actions)
+	v.covers(entry, "deny_actions", c.DenyActions, m.Actions)
+	if c.Mode == ModeObservational && (len(c.UnlockCapabilities)+len(c.LockCapabilities)+len(c.AllowActions)+len(c.DenyActions)+
+		len(c.InjectContexts)+len(c.Questions) > 0 || c.Guidance != nil) {
+		// It would do nothing of it (TRACE only), and a capability it
+		// unlocks would stay locked for good.
+		v.fail(entry, RuleStructure, "an observational checkpoint records to TRACE only: it has no questions, guidance, contexts, capabilities or action overlays")
+	}
 	if g := c.Guidance; g != nil {
 		ge := entry + ".guidance"
 		v.enum(ge, "format", g.Format, GuidanceText, GuidanceMarkdown, GuidanceJSON, GuidanceSystemInstruction)

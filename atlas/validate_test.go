@@ -116,6 +116,15 @@ func TestValidateRefuses(t *testing.T) {
 		{"guidance expires after nothing", func(m map[string]any) {
 			entry(m, "checkpoints", 0)["guidance"] = map[string]any{"content": "x", "expires_after": "nowhere"}
 		}, "checkpoints[onboarding].guidance", atlas.RuleReference},
+		{"json guidance not JSON", func(m map[string]any) {
+			entry(m, "checkpoints", 0)["guidance"] = map[string]any{"format": "json", "content": "{not json"}
+		}, "checkpoints[onboarding].guidance", atlas.RuleStructure},
+		{"observational with effects", func(m map[string]any) {
+			entry(m, "checkpoints", 0)["mode"] = "observational"
+		}, "checkpoints[onboarding]", atlas.RuleStructure},
+		{"deny_actions names no action", func(m map[string]any) {
+			entry(m, "checkpoints", 0)["deny_actions"] = []any{"printer.*"}
+		}, "checkpoints[onboarding].deny_actions[0]", atlas.RuleReference},
 		{"builtin id taken", func(m map[string]any) { entry(m, "checkpoints", 1)["checkpoint_id"] = "builtin:x" }, "checkpoints[builtin:x]", atlas.RulePattern},
 		{"custom subject outside tools", func(m map[string]any) {
 			entry(m, "checkpoints", 2)["trigger"] = map[string]any{"type": "custom", "trigger_id": "s", "subject": "wacp.v1.agent.x"}

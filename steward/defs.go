@@ -154,6 +154,7 @@ type Set struct {
 	unlockers map[string][]*Def
 	custom    bool
 	cache     *cache
+	sums      map[string]string // atlas id -> checksum
 }
 
 // Defs returns the checkpoints in evaluation order.
@@ -187,9 +188,15 @@ func Key(atlasID, checkpointID string) string { return atlasID + "/" + checkpoin
 // order): their steward checkpoints and the built-in ones their
 // checkpoint_config enables.
 func Compile(ms []*atlas.Manifest) (*Set, error) {
-	s := &Set{byKey: map[string]*Def{}, atlases: map[string]*atlas.Manifest{}, unlockers: map[string][]*Def{}, cache: newCache()}
+	s := &Set{byKey: map[string]*Def{}, atlases: map[string]*atlas.Manifest{}, unlockers: map[string][]*Def{}, cache: newCache(),
+		sums: map[string]string{}}
 	for _, m := range ms {
 		s.atlases[m.AtlasID] = m
+		sum, err := atlas.Checksum(m)
+		if err != nil {
+			return nil, err
+		}
+		s.sums[m.AtlasID] = sum
 		for _, c := range m.Checkpoints {
 			priority := atlas.DefaultCheckpointPriority
 			if c.Priority != nil {

@@ -123,6 +123,9 @@ func Evaluate(set *Set, s *Session, ev Event) Result {
 	if set == nil || s.Ended || set.Empty() {
 		return e.out
 	}
+	if set.Sync(s) {
+		e.changed()
+	}
 	if s.Started.IsZero() {
 		s.Started = ev.Now
 		e.changed()
@@ -217,17 +220,34 @@ func (e *eval) triggers(d *Def) (map[string]any, bool) {
 		}
 		return map[string]any{"requested": true}, true
 	case TypeCustom:
-		if !operation || !open {
+		if !operation {
 			return nil, false
 		}
 		// Like a keyword checkpoint, a custom one fires once per input
 		// (the operation, its goal and its action): answered, the same
 		// input does not bring it back.
 		in := e.customInput()
-		if st.Input == in {
+		msg, failed := ev.CustomErr[d.Key]
+		if st.EvalHeld {
+			// Held because its evaluator failed: released or fired when
+			// the evaluator answers.
+			if failed {
+				return nil, false
+			}
+			live := e.s.state(d.Key)
+			live.EvalHeld, live.Status = false, StatusIdle
+			e.changed()
+			if !ev.Custom[d.Key] {
+				e.step(TraceSkipped, map[string]any{"checkpoint_id": d.CP.CheckpointID, "atlas_ref": d.AtlasRef,
+					"checkpoint_type": d.Type, "instance_id": live.Instance, "reason": "evaluator_released"})
+				return nil, false
+			}
+			return map[string]any{"trigger_id": d.CP.Trigger.TriggerID, "input": in}, true
+		}
+		if !open || st.Input == in {
 			return nil, false
 		}
-		if msg, failed := ev.CustomErr[d.Key]; failed {
+		if failed {
 			if d.Mode == atlas.ModeBlocking {
 				return map[string]any{"trigger_id": d.CP.Trigger.TriggerID, "evaluator_error": msg, "fail_closed": true, "input": in}, true
 			}
@@ -244,14 +264,13 @@ func (e *eval) triggers(d *Def) (map[string]any, bool) {
 		switch ev.Kind {
 		case EventResolve:
 			in := inputHash(ev.Goal, ev.Tier)
-			blockingReady := d.Mode != atlas.ModeBlocking || st.Armed == 0
-			if !(inScope && open && ev.Tier != "" && tierAtLeast(ev.Tier, d.CP.Trigger.MinTier) && st.Input != in && blockingReady) {
+			if !(inScope && open && ev.Tier != "" && tierAtLeast(ev.Tier, d.CP.Trigger.MinTier) && st.Input != in) {
 				return nil, false
 			}
 			return map[string]any{"declared_tier": ev.Tier, "min_tier": d.CP.Trigger.MinTier, "input": in}, true
 		case EventExecute:
 			a, ok := e.action(d)
-			if !(ok && open && tierAtLeast(a.Tier, d.CP.Trigger.MinTier) && (d.Mode != atlas.ModeBlocking || st.Armed == 0)) {
+			if !(ok && open && tierAtLeast(a.Tier, d.CP.Trigger.MinTier) && !armedFor(d, st, a.ActionID)) {
 				return nil, false
 			}
 			return map[string]any{"action_id": a.ActionID, "risk_tier": a.Tier, "min_tier": d.CP.Trigger.MinTier}, true
@@ -261,17 +280,17 @@ func (e *eval) triggers(d *Def) (map[string]any, bool) {
 		case EventResolve:
 			// Named in scope.actions: a blocking action_pre is presented
 			// ahead, so that the agent can answer before it executes.
-			if d.Mode != atlas.ModeBlocking || !ev.Explicit || !open || st.Armed > 0 {
+			if d.Mode != atlas.ModeBlocking || !ev.Explicit || !open {
 				return nil, false
 			}
 			for _, a := range ev.Actions {
-				if a.AtlasID == d.AtlasID && d.matchesAction(a.ActionID) {
+				if a.AtlasID == d.AtlasID && d.matchesAction(a.ActionID) && !armedFor(d, st, a.ActionID) {
 					return map[string]any{"action_id": a.ActionID, "announced": true}, true
 				}
 			}
 		case EventExecute:
 			a, ok := e.action(d)
-			if !(ok && d.matchesAction(a.ActionID) && open && (d.Mode != atlas.ModeBlocking || st.Armed == 0)) {
+			if !(ok && d.matchesAction(a.ActionID) && open && !armedFor(d, st, a.ActionID)) {
 				return nil, false
 			}
 			return map[string]any{"action_id": a.ActionID}, true
@@ -313,6 +332,52 @@ func (e *eval) triggers(d *Def) (map[string]any, bool) {
 	return nil, false
 }
 
+// armedFor reports whether a blocking per-action checkpoint has an
+// answer for an execute of action: one given for that action, or for any
+// it gates.
+func armedFor(d *Def, st CPState, action string) bool {
+	return d.Mode == atlas.ModeBlocking && st.Armed > 0 && (st.Action == "" || st.Action == action)
+}
+
+// Sync forgets what the checkpoints of an atlas did in s when the atlas
+// changed since (its checksum differs: a new version loaded): their
+// states, the capabilities, overlays, guidance and contexts they gave.
+// It reports whether s changed.
+func (set *Set) Sync(s *Session) bool {
+	changed := false
+	for id, sum := range set.sums {
+		old, ok := s.Atlases[id]
+		if ok && old == sum {
+			continue
+		}
+		if ok {
+			for k := range s.Checkpoints {
+				if strings.HasPrefix(k, id+"/") {
+					delete(s.Checkpoints, k)
+				}
+			}
+			for k := range s.Capabilities {
+				if strings.HasPrefix(k, id+"/") {
+					delete(s.Capabilities, k)
+				}
+			}
+			s.Allow = slices.DeleteFunc(s.Allow, func(o Overlay) bool { return o.AtlasID == id })
+			s.Deny = slices.DeleteFunc(s.Deny, func(o Overlay) bool { return o.AtlasID == id })
+			s.Guidance = slices.DeleteFunc(s.Guidance, func(g ActiveGuidance) bool { return g.AtlasID == id })
+			s.Contexts = slices.DeleteFunc(s.Contexts, func(c ContextRef) bool { return c.AtlasID == id })
+		}
+		if s.Atlases == nil {
+			s.Atlases = map[string]string{}
+		}
+		s.Atlases[id] = sum
+		changed = true
+	}
+	if changed {
+		s.Version++
+	}
+	return changed
+}
+
 // action returns the event's action when it is d's atlas's.
 func (e *eval) action(d *Def) (ActionRef, bool) {
 	if len(e.ev.Actions) != 1 || e.ev.Actions[0].AtlasID != d.AtlasID {
@@ -335,8 +400,13 @@ func (e *eval) fire(d *Def, data map[string]any) {
 		st.Input = in
 		delete(data, "input")
 	}
-	if id, ok := data["action_id"].(string); ok {
-		st.Action = id
+	if d.perAction() {
+		// An answer covers one execute of the action it was asked for
+		// (any action it gates when it was asked for a declared tier).
+		st.Action, st.Armed = "", 0
+		if id, ok := data["action_id"].(string); ok {
+			st.Action = id
+		}
 	}
 	st.Instance = ""
 	if e.ev.NewID != nil {
@@ -359,6 +429,12 @@ func (e *eval) fire(d *Def, data map[string]any) {
 			e.present(d, st) // answerable, never waited for
 			st.Status = StatusPending
 		}
+		return
+	}
+	if data["fail_closed"] == true {
+		// Its evaluator failed: it holds its actions until the evaluator
+		// answers, and takes no answers meanwhile.
+		st.Status, st.EvalHeld = StatusPending, true
 		return
 	}
 	if e.ev.Kind == EventSessionEnd {
@@ -510,12 +586,13 @@ func Admit(set *Set, s *Session, a ActionRef, now time.Time, newID func() string
 	if set == nil || set.Empty() || s.Ended {
 		return Result{}, nil
 	}
+	set.Sync(s)
 	for _, d := range set.defs {
 		if !d.perAction() || d.Mode != atlas.ModeBlocking || !d.Gates(a.AtlasID, a.ActionID, a.Tier) {
 			continue
 		}
 		st, ok := s.Checkpoints[d.Key]
-		if !ok || st.Armed == 0 {
+		if !ok || !armedFor(d, *st, a.ActionID) {
 			continue
 		}
 		st.Armed--

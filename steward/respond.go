@@ -84,7 +84,11 @@ func Respond(set *Set, s *Session, r Response, now time.Time) (RespondResult, *R
 	if rerr != nil {
 		return RespondResult{}, rerr
 	}
+	set.Sync(s)
 	st := s.peek(d.Key)
+	if st.EvalHeld {
+		return RespondResult{}, &RespondError{ErrNotPending, fmt.Sprintf("checkpoint %s waits for its evaluator, not for answers: ask again later", d.CP.CheckpointID)}
+	}
 	switch st.Status {
 	case StatusBlocked:
 		return RespondResult{}, &RespondError{ErrBlocked, fmt.Sprintf("checkpoint %s refused this session's answers (on_invalid block); it takes no more", d.CP.CheckpointID)}

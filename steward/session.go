@@ -38,6 +38,10 @@ type Session struct {
 	Deny         []Overlay           `json:"deny,omitempty"`
 	Guidance     []ActiveGuidance    `json:"guidance,omitempty"`
 	Contexts     []ContextRef        `json:"contexts,omitempty"`
+	// Atlases are the checksums of the atlases the state is of: when one
+	// changes (a new version loaded), what its checkpoints did is
+	// forgotten and they start again.
+	Atlases map[string]string `json:"atlases,omitempty"`
 }
 
 // CPState is one checkpoint's state in a session.
@@ -50,7 +54,11 @@ type CPState struct {
 	Input     string    `json:"input,omitempty"`    // the hash of the input it last fired on
 	Armed     int       `json:"armed,omitempty"`    // per-action checkpoints: answers not yet used by an execute
 	Attempts  int       `json:"attempts,omitempty"` // answers to the current instance
-	Action    string    `json:"action,omitempty"`   // per-action: the action it last fired for
+	Action    string    `json:"action,omitempty"`   // per-action: the action it last fired for ("": any it gates)
+	// EvalHeld: a blocking custom checkpoint whose evaluator failed holds
+	// its actions until its evaluator answers (fail closed); it takes no
+	// answers meanwhile.
+	EvalHeld bool `json:"eval_held,omitempty"`
 }
 
 // Overlay is an allow_actions or deny_actions pattern a checkpoint put on
@@ -90,6 +98,7 @@ func (s *Session) Clone() *Session {
 		c.Checkpoints[k] = &x
 	}
 	c.Capabilities = maps.Clone(s.Capabilities)
+	c.Atlases = maps.Clone(s.Atlases)
 	c.Allow, c.Deny = slices.Clone(s.Allow), slices.Clone(s.Deny)
 	c.Guidance, c.Contexts = slices.Clone(s.Guidance), slices.Clone(s.Contexts)
 	return &c
@@ -228,6 +237,9 @@ type Prompt struct {
 	Priority     int              `json:"priority"`
 	InstanceID   string           `json:"instance_id"`
 	Gates        string           `json:"gates,omitempty"` // what a blocking checkpoint holds back
+	// WaitingFor is "evaluator" while a custom checkpoint holds its
+	// actions because its evaluator failed: it takes no answers.
+	WaitingFor string `json:"waiting_for,omitempty"`
 	Questions    []PromptQuestion `json:"questions"`
 }
 
@@ -258,6 +270,9 @@ func (set *Set) Prompts(s *Session) []Prompt {
 			Status: st.Status, Priority: d.Priority, InstanceID: st.Instance, Questions: []PromptQuestion{}}
 		if d.Mode == atlas.ModeBlocking {
 			p.Gates = d.GatesWhat()
+		}
+		if st.EvalHeld {
+			p.WaitingFor = "evaluator"
 		}
 		for _, q := range d.questions {
 			p.Questions = append(p.Questions, PromptQuestion{QuestionID: q.QuestionID, Question: q.Question.Question,

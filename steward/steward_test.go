@@ -354,6 +354,15 @@ func TestActionPre(t *testing.T) {
 		t.Fatal("*.delete does not hold user.delete")
 	}
 	respond(t, set, s, "delete-confirm", map[string]string{"c": `"acknowledged"`})
+	// The answer is user.delete's: another delete is asked anew.
+	other := s.Clone()
+	steward.Evaluate(set, other, ev(steward.EventExecute, t0, func(e *steward.Event) { e.Actions = act("ticket.delete", "high") }))
+	if set.Gate(other, "com.test", "ticket.delete", "high") == nil {
+		t.Fatal("an answer for user.delete let ticket.delete through")
+	}
+	if _, used := steward.Admit(set, s.Clone(), act("ticket.delete", "high")[0], t0, newID); len(used) != 0 {
+		t.Fatalf("ticket.delete used user.delete's answer: %v", used)
+	}
 	r = steward.Evaluate(set, s, ev(steward.EventExecute, t0, func(e *steward.Event) { e.Actions = act("user.delete", "critical") }))
 	if len(r.Triggered) != 0 || set.Gate(s, "com.test", "user.delete", "critical") != nil {
 		t.Fatal("the answer does not cover the next execute")
@@ -418,7 +427,7 @@ func TestGuidance(t *testing.T) {
 	  {"checkpoint_id":"b","trigger":{"type":"session_start"},"guidance":{"content":"B","format":"system_instruction"}},
 	  {"checkpoint_id":"c","trigger":{"type":"explicit_request"}},
 	  {"checkpoint_id":"d","trigger":{"type":"explicit_request"},"guidance":{"content":"D","append":false}},
-	  {"checkpoint_id":"o","mode":"observational","trigger":{"type":"explicit_request"},"guidance":{"content":"O"},"lock_capabilities":["basic"]}]}`)
+	  {"checkpoint_id":"o","mode":"observational","trigger":{"type":"explicit_request"}}]}`)
 	set := compile(t, m)
 	s := &steward.Session{}
 	r := steward.Evaluate(set, s, ev(steward.EventSessionStart, t0, nil))
@@ -442,12 +451,10 @@ func TestGuidance(t *testing.T) {
 	if got := contents(); got != "B" {
 		t.Fatalf("after c: %s, want B (A expires after c)", got)
 	}
-	ask("o")
-	if got := contents(); got != "B" {
-		t.Fatalf("an observational checkpoint injected guidance: %s", got)
-	}
-	if d, _ := set.Deny(s, m, "ticket.get", "low"); d != nil {
-		t.Fatal("an observational checkpoint locked a capability")
+	before := s.Clone()
+	r = steward.Evaluate(set, s, ev(steward.EventResolve, t0, func(e *steward.Event) { e.Goal, e.Hints = "x", []string{"o"} }))
+	if !slices.Equal(types(r.Steps), []string{steward.TraceTriggered}) || contents() != "B" || len(set.Prompts(s)) != len(set.Prompts(before)) {
+		t.Fatalf("an observational checkpoint did more than record: %v", types(r.Steps))
 	}
 	ask("d")
 	if got := contents(); got != "D" {
@@ -552,15 +559,42 @@ func TestCustom(t *testing.T) {
 	if !slices.Equal(r.Triggered, []string{"com.test/mood", "com.test/strict"}) {
 		t.Fatalf("triggered %v (strict fails closed, nobody is skipped)", r.Triggered)
 	}
-	// Answered, the same input does not bring them back; a new one does.
-	respond(t, set, s, "mood", map[string]string{"q": "true"}) // strict, without questions, passed as it fired
+	// The failing evaluator holds strict's actions (fail closed) and it
+	// takes no answers, even without questions of its own to pass it.
+	if b := set.Gate(s, "com.test", "ticket.get", "low"); b == nil || b.Def.CP.CheckpointID != "mood" {
+		t.Fatalf("gate %+v", b)
+	}
+	respond(t, set, s, "mood", map[string]string{"q": "true"})
+	if b := set.Gate(s, "com.test", "ticket.get", "low"); b == nil || b.Def.CP.CheckpointID != "strict" {
+		t.Fatalf("an evaluator's failure did not hold: %+v", b)
+	}
+	if _, err := steward.Respond(set, s, steward.Response{CheckpointID: "strict", Answers: map[string]json.RawMessage{}}, t0); err == nil {
+		t.Fatal("a checkpoint held for its evaluator took an answer")
+	}
+	if ps := set.Prompts(s); len(ps) != 1 || ps[0].CheckpointID != "strict" || ps[0].WaitingFor != "evaluator" {
+		t.Fatalf("prompts while held: %+v", ps)
+	}
+	if d, _ := set.Deny(s, m, "ticket.get", "low"); d == nil {
+		t.Fatal("held, and no denial")
+	}
+	// Answered, the same input does not bring mood back; a new one does;
+	// strict stays held while its evaluator fails, and is released when
+	// it answers no.
 	r = steward.Evaluate(set, s, ev(steward.EventResolve, t0, func(e *steward.Event) { e.Goal, e.Custom, e.CustomErr = ec.Goal, got, failed }))
 	if len(r.Triggered) != 0 {
 		t.Fatalf("the same input fired %v again", r.Triggered)
 	}
 	r = steward.Evaluate(set, s, ev(steward.EventResolve, t0, func(e *steward.Event) { e.Goal, e.Custom, e.CustomErr = "still angry", got, failed }))
-	if !slices.Equal(r.Triggered, []string{"com.test/mood", "com.test/strict"}) {
+	if !slices.Equal(r.Triggered, []string{"com.test/mood"}) {
 		t.Fatalf("a new input: %v", r.Triggered)
+	}
+	r = steward.Evaluate(set, s, ev(steward.EventResolve, t0, func(e *steward.Event) {
+		e.Goal, e.Custom = "calm now", map[string]bool{"com.test/strict": false}
+	}))
+	for _, p := range set.Prompts(s) {
+		if p.CheckpointID == "strict" {
+			t.Fatalf("strict not released when its evaluator answered no: %+v", p)
+		}
 	}
 }
 
@@ -585,5 +619,36 @@ func TestRespondRefusals(t *testing.T) {
 	}
 	if s.Version != v {
 		t.Fatal("a refused response changed the session")
+	}
+}
+
+// TestAtlasChange: a new version of an atlas starts its checkpoints
+// again in a session: what they did under the old one is forgotten.
+func TestAtlasChange(t *testing.T) {
+	m := acme(t)
+	set := compile(t, m)
+	s := &steward.Session{}
+	steward.Evaluate(set, s, ev(steward.EventSessionStart, t0, nil))
+	respond(t, set, s, "onboarding", map[string]string{"agree-terms": "true"})
+	steward.Evaluate(set, s, ev(steward.EventResolve, t0, func(e *steward.Event) { e.Goal = "x" }))
+	if set.Gate(s, m.AtlasID, "ticket.get", "low") != nil {
+		t.Fatal("held after the answer")
+	}
+	m2 := acme(t)
+	m2.Version = "2.2.0"
+	m2.Checkpoints[0].Questions[0].Question = "Do you agree to the new terms?"
+	set2 := compile(t, m2)
+	steward.Evaluate(set2, s, ev(steward.EventResolve, t0, func(e *steward.Event) { e.Goal = "x" }))
+	if b := set2.Gate(s, m2.AtlasID, "ticket.get", "low"); b == nil || b.Def.CP.CheckpointID != "onboarding" {
+		t.Fatalf("the new version's onboarding is not asked: %+v", b)
+	}
+	if d, _ := set2.Deny(s, m2, "ticket.get", "low"); d == nil {
+		t.Fatal("the old version's unlock survived")
+	}
+	// The same version again changes nothing.
+	v := s.Version
+	steward.Evaluate(set2, s, ev(steward.EventResolve, t0, func(e *steward.Event) { e.Goal = "x" }))
+	if s.Version != v {
+		t.Fatal("an unchanged atlas reset the session")
 	}
 }
