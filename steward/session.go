@@ -228,19 +228,19 @@ func (set *Set) gateOf(id, cap string) *Def {
 
 // Prompt is a checkpoint waiting for the agent, as a resolution shows it.
 type Prompt struct {
-	CheckpointID string           `json:"checkpoint_id"`
-	AtlasRef     string           `json:"atlas_ref"`
-	Name         string           `json:"name,omitempty"`
-	Type         string           `json:"checkpoint_type"`
-	Mode         string           `json:"mode"`
-	Status       string           `json:"status"` // pending or blocked
-	Priority     int              `json:"priority"`
-	InstanceID   string           `json:"instance_id"`
-	Gates        string           `json:"gates,omitempty"` // what a blocking checkpoint holds back
+	CheckpointID string `json:"checkpoint_id"`
+	AtlasRef     string `json:"atlas_ref"`
+	Name         string `json:"name,omitempty"`
+	Type         string `json:"checkpoint_type"`
+	Mode         string `json:"mode"`
+	Status       string `json:"status"` // pending or blocked
+	Priority     int    `json:"priority"`
+	InstanceID   string `json:"instance_id"`
+	Gates        string `json:"gates,omitempty"` // what a blocking checkpoint holds back
 	// WaitingFor is "evaluator" while a custom checkpoint holds its
 	// actions because its evaluator failed: it takes no answers.
-	WaitingFor string `json:"waiting_for,omitempty"`
-	Questions    []PromptQuestion `json:"questions"`
+	WaitingFor string           `json:"waiting_for,omitempty"`
+	Questions  []PromptQuestion `json:"questions"`
 }
 
 // PromptQuestion is a question as the agent sees it.
