@@ -205,6 +205,18 @@ func (r *resolver) run() (Output, *Error) {
 	return r.out, nil
 }
 
+// InScope returns the atlases of loaded a resolve of req is made from
+// (step 3; asked says which context hints name a steward checkpoint),
+// none when its scope names an atlas that is not loaded.
+func InScope(req Request, loaded []*atlas.Manifest, asked func(string) bool) []*atlas.Manifest {
+	r := &resolver{in: Input{Request: req, Atlases: loaded, Checkpoints: &Overlay{Asked: asked}}, req: req}
+	in, _, err := r.atlases()
+	if err != nil {
+		return nil
+	}
+	return in
+}
+
 // atlases returns the atlases in scope (step 3): those scope.atlases names
 // (one not loaded is ATLAS_NOT_FOUND), else those covering a context hint,
 // else all. missing lists the hints and scope domains no atlas in scope

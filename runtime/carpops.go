@@ -237,14 +237,15 @@ func (e *Engine) CarpResolve(ctx context.Context, ws string, req carp.Request) (
 		}
 		var overlay *carp.Overlay
 		var sess *steward.Session
+		var evaluated steward.Result
 		var inj steward.Injection
 		if !set.Empty() {
 			list, _ := t.atlases()
-			ev := resolveEvent(req, list, now)
+			ev := resolveEvent(req, set, list, now)
 			ev.Custom, ev.CustomErr = custom.got, custom.failed
-			if sess, err = t.stewardEval(sp, ws, set, ev); err != nil {
-				return err
-			}
+			// Recorded after the request's carp.request.received, and
+			// only when the resolve is answered.
+			sess, evaluated = t.stewardEvaluate(ws, set, ev)
 			// A resolution depends on the session's checkpoints: one
 			// cached for another state of theirs is not answered.
 			key += ":" + strconv.Itoa(sess.Version)
@@ -254,6 +255,9 @@ func (e *Engine) CarpResolve(ctx context.Context, ws string, req carp.Request) (
 		}
 		if c, ok := t.e.carp.cache[key]; ok && now.Before(c.expires) {
 			if _, err := t.traceEmit(sp, carp.TraceRequestReceived, requestPayload(req)); err != nil {
+				return err
+			}
+			if err := t.stewardCommit(sp, ws, sess, evaluated); err != nil {
 				return err
 			}
 			res = c.out.Resolution
@@ -280,9 +284,14 @@ func (e *Engine) CarpResolve(ctx context.Context, ws string, req carp.Request) (
 				out.Resolution.Warnings = append(out.Resolution.Warnings, carp.Warning{Code: "max_context_injection_size", Message: w})
 			}
 		}
-		for _, s := range out.Steps {
+		for i, s := range out.Steps {
 			if _, err := t.traceEmit(sp, s.Type, s.Payload); err != nil {
 				return err
+			}
+			if i == 0 && sess != nil { // after carp.request.received
+				if err := t.stewardCommit(sp, ws, sess, evaluated); err != nil {
+					return err
+				}
 			}
 		}
 		if err := t.putGrant(out.Grant); err != nil {
@@ -365,7 +374,7 @@ func (e *Engine) CarpExecute(ctx context.Context, ws string, req carp.Request) (
 		// answered CHECKPOINT_REQUIRED even when the resolution left it
 		// out for them), then the policies, then the operator's
 		// checkpoints (checkpointGate).
-		set, err := t.stewardGate(sp, ws, req, t.actionRef(g, req.Action.ActionID), now, custom, refusal)
+		set, stewardCommit, err := t.stewardGate(sp, ws, req, t.actionRef(g, req.Action.ActionID), now, custom, refusal)
 		if err != nil || *refusal != nil {
 			return err
 		}
@@ -389,6 +398,9 @@ func (e *Engine) CarpExecute(ctx context.Context, ws string, req carp.Request) (
 			return t.refuse(sp, req, ce, typ, refusal)
 		}
 		if _, err := t.traceEmit(sp, carp.TraceRequestReceived, requestPayload(req)); err != nil {
+			return err
+		}
+		if err := stewardCommit(); err != nil {
 			return err
 		}
 		x := Execution{ID: newUUID(), RequestID: req.RequestID, ResolutionID: g.ResolutionID, SessionID: ws,

@@ -274,3 +274,91 @@ func TestSteward_SessionEndAndErrors(t *testing.T) {
 		t.Fatalf("fired %v, skipped %v", fired, skipped)
 	}
 }
+
+// TestSteward_AtlasLoadedLater: a session active before its atlas was
+// loaded meets the atlas's session_start checkpoint at its next
+// operation.
+func TestSteward_AtlasLoadedLater(t *testing.T) {
+	e := openVerified(t)
+	w := activeWorkspace(t, e, "worker")
+	loadAcmeWith(t, e, nil)
+	res, err := e.CarpResolve(ctx, w.ID, carpReq(t, w, carp.OpResolve, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Checkpoints) != 1 || res.Checkpoints[0].CheckpointID != "onboarding" || len(res.AllowedActions) != 0 {
+		t.Fatalf("checkpoints %+v allowed %v", res.Checkpoints, res.AllowedActions)
+	}
+}
+
+// TestSteward_AllowOverlayUnderDenyPolicy: a checkpoint's allow_actions
+// lifts the default deny, never a deny policy.
+func TestSteward_AllowOverlayUnderDenyPolicy(t *testing.T) {
+	e := openVerified(t)
+	loadAcmeWith(t, e, func(m *atlas.Manifest) {
+		stewardAtlas(t, `[{"checkpoint_id":"open-users","trigger":{"type":"session_start"},"allow_actions":["user.*","ticket.*"]}]`)(m)
+		m.Policies = slices.DeleteFunc(m.Policies, func(p atlas.Policy) bool { return p.PolicyID == "allow-support" })
+	})
+	w := activeWorkspace(t, e, "worker")
+	res, err := e.CarpResolve(ctx, w.ID, carpReq(t, w, carp.OpResolve, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !allowed(res, "ticket.get") {
+		t.Fatalf("allow_actions did not lift the default deny: %+v", res.DeniedActions)
+	}
+	if d := stewardDenial(res, "user.ban"); d == nil || !slices.Contains(d.PolicyRefs, "no-bans-on-weekends") {
+		t.Fatalf("allow_actions overrode a deny policy: %+v", d)
+	}
+	if d := stewardDenial(res, "billing.refund"); d == nil {
+		t.Fatal("an action neither allowed nor overlaid is not denied")
+	}
+}
+
+// TestSteward_TraceOrderAndScope: a checkpoint's events follow the
+// request's carp.request.received; a resolve refused records none of
+// them and changes nothing; a checkpoint of an atlas the resolution is
+// not made from (context_hints narrow it) does not fire.
+func TestSteward_TraceOrderAndScope(t *testing.T) {
+	e := openVerified(t)
+	loadAcmeWith(t, e, stewardAtlas(t, `[{"checkpoint_id":"refund-talk","trigger":{"type":"keyword","patterns":["refund"]},"guidance":{"content":"Mind the window."}}]`))
+	other := loadAcmeWith(t, e, func(m *atlas.Manifest) {
+		m.AtlasID, m.Domains = "com.other", []string{"elsewhere"}
+		for i := range m.ContextBlocks {
+			m.ContextBlocks[i].ContextID, m.ContextBlocks[i].Domain, m.ContextBlocks[i].Tags = "other-"+m.ContextBlocks[i].ContextID, "elsewhere", nil
+		}
+		m.Checkpoints = nil
+		stewardAtlas(t, `[{"checkpoint_id":"other-talk","trigger":{"type":"keyword","patterns":["refund"]},"guidance":{"content":"Not for you."}}]`)(m)
+		m.Capabilities, m.Policies = nil, []atlas.Policy{{PolicyID: "allow", Type: atlas.PolicyAllow, Actions: []string{"ticket.*"}}}
+	})
+	w := activeWorkspace(t, e, "worker")
+	_, err := e.CarpResolve(ctx, w.ID, carpReq(t, w, carp.OpResolve, func(r *carp.Request) {
+		r.Task.Goal = "a refund"
+		r.Scope = &carp.Scope{Atlases: []string{"com.nowhere"}}
+	}))
+	carpCode(t, "an atlas not loaded", err, carp.CodeAtlasNotFound)
+	if n := countTypes(sessionTrace(t, e, w.ID))[steward.TraceTriggered]; n != 0 {
+		t.Fatalf("a refused resolve fired %d checkpoints", n)
+	}
+	res, err := e.CarpResolve(ctx, w.ID, carpReq(t, w, carp.OpResolve, func(r *carp.Request) {
+		r.Task.Goal, r.Task.ContextHints = "a refund", []string{"refunds"}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Guidance) != 1 || res.Guidance[0].CheckpointID != "refund-talk" {
+		t.Fatalf("guidance %+v (the other atlas %s is not in scope)", res.Guidance, other.AtlasID)
+	}
+	evs := sessionTrace(t, e, w.ID)
+	received := -1
+	for i, ev := range evs {
+		switch ev.EventType {
+		case carp.TraceRequestReceived:
+			received = i
+		case steward.TraceTriggered:
+			if received < 0 || received != i-1 {
+				t.Fatalf("checkpoint.triggered at %d, the request received at %d", i, received)
+			}
+		}
+	}
+}

@@ -27,21 +27,29 @@ func (t *tx) stewardEmit(sp span, steps []steward.Step) error {
 	return nil
 }
 
-// stewardEval applies ev to session's checkpoint state: its steps in sp
-// and the state written when it changed. It returns the state after.
-func (t *tx) stewardEval(sp span, session string, set *steward.Set, ev steward.Event) (*steward.Session, error) {
+// stewardEvaluate applies ev to a copy of session's checkpoint state and
+// returns it with what changed; stewardCommit records it.
+func (t *tx) stewardEvaluate(session string, set *steward.Set, ev steward.Event) (*steward.Session, steward.Result) {
 	s, _ := t.stewardSession(session)
 	ev.NewID = newUUID
-	r := steward.Evaluate(set, s, ev)
+	return s, steward.Evaluate(set, s, ev)
+}
+
+// stewardCommit emits r's steps in sp and writes s when r changed it.
+func (t *tx) stewardCommit(sp span, session string, s *steward.Session, r steward.Result) error {
 	if err := t.stewardEmit(sp, r.Steps); err != nil {
-		return nil, err
+		return err
 	}
 	if r.Changed {
-		if err := t.putStewardSession(session, s); err != nil {
-			return nil, err
-		}
+		return t.putStewardSession(session, s)
 	}
-	return s, nil
+	return nil
+}
+
+// stewardEval evaluates ev and records it at once.
+func (t *tx) stewardEval(sp span, session string, set *steward.Set, ev steward.Event) (*steward.Session, error) {
+	s, r := t.stewardEvaluate(session, set, ev)
+	return s, t.stewardCommit(sp, session, s, r)
 }
 
 // stewardStart fires the session_start checkpoints of w's session as w
@@ -82,20 +90,16 @@ func (t *tx) stewardEnd(w *workspace.Workspace) error {
 }
 
 // resolveEvent is a resolve's steward event: its goal, hints, declared
-// tier, and the actions it covers (scope.actions of the atlases in
-// scope, else all of theirs).
-func resolveEvent(req carp.Request, list []*atlas.Manifest, now time.Time) steward.Event {
+// tier, the atlases the resolution is made from (carp.InScope) and the
+// actions it covers (scope.actions of theirs, else all).
+func resolveEvent(req carp.Request, set *steward.Set, list []*atlas.Manifest, now time.Time) steward.Event {
 	ev := steward.Event{Kind: steward.EventResolve, Now: now, Goal: req.Task.Goal, Hints: req.Task.ContextHints, Tier: req.Task.RiskTier}
-	var scope []string
 	var want []string
 	if s := req.Scope; s != nil {
-		scope, want = s.Atlases, s.Actions
+		want = s.Actions
 	}
 	ev.Explicit = len(want) > 0
-	for _, m := range list {
-		if len(scope) > 0 && !slices.ContainsFunc(scope, func(id string) bool { return id == m.AtlasID || id == m.Ref() }) {
-			continue
-		}
+	for _, m := range carp.InScope(req, list, set.Asks) {
 		ev.Atlases = append(ev.Atlases, m.AtlasID)
 		for _, a := range m.Actions {
 			if len(want) > 0 && !slices.ContainsFunc(want, func(p string) bool { return atlas.Match(p, a.ActionID) }) {
@@ -125,19 +129,51 @@ type customAnswers struct {
 }
 
 // evalCustom asks the custom triggers in effect about an operation of
-// ws's agent, outside the engine's lock.
+// ws's agent, outside the engine's lock: only for a request the session
+// check would let through, of the checkpoints of the atlases in scope
+// (a resolve's; an execute's action's) that are not already waiting
+// for answers.
 func (e *Engine) evalCustom(ctx context.Context, ws string, req carp.Request, action string) customAnswers {
 	e.mu.Lock()
 	set, err := e.stewardSetLocked()
+	w := e.ws[ws]
+	var sess *steward.Session
+	if s, ok := e.stew.sessions[ws]; ok {
+		sess = s.Clone()
+	}
+	list := e.carp.atlases
 	e.mu.Unlock()
-	if err != nil || !set.HasCustom() {
+	if err != nil || !set.HasCustom() || w == nil || w.State.Terminal() || w.State == workspace.Suspended ||
+		req.Requester.SessionID != ws || req.Requester.AgentID != AgentID(w) {
 		return customAnswers{}
+	}
+	scope := map[string]bool{}
+	if req.Task != nil {
+		for _, m := range carp.InScope(req, list, set.Asks) {
+			scope[m.AtlasID] = true
+		}
+	} else {
+		for _, m := range list {
+			if slices.ContainsFunc(m.Actions, func(a atlas.Action) bool { return a.ActionID == action }) {
+				scope[m.AtlasID] = true
+			}
+		}
+	}
+	want := func(d *steward.Def) bool {
+		if !scope[d.AtlasID] {
+			return false
+		}
+		if sess == nil {
+			return true
+		}
+		st := sess.Checkpoints[d.Key]
+		return st == nil || st.EvalHeld || (st.Status != steward.StatusPending && st.Status != steward.StatusBlocked)
 	}
 	ec := steward.EvalContext{SessionID: ws, AgentID: req.Requester.AgentID, Operation: req.Operation, ActionID: action}
 	if req.Task != nil {
 		ec.Goal, ec.RiskTier = req.Task.Goal, req.Task.RiskTier
 	}
-	got, failed := steward.EvaluateCustom(ctx, set, e.cfg.CheckpointEvaluators, e.cfg.CheckpointCaller, ec, nil, e.cfg.Now())
+	got, failed := steward.EvaluateCustom(ctx, set, e.cfg.CheckpointEvaluators, e.cfg.CheckpointCaller, ec, want, e.cfg.Now())
 	return customAnswers{got, failed}
 }
 
@@ -180,63 +216,38 @@ func (t *tx) actionRef(g carp.Grant, action string) *steward.ActionRef {
 // hold back: CHECKPOINT_REQUIRED while a blocking checkpoint waits for
 // answers (the checkpoint in error.details), ACTION_DENIED when one
 // blocked the session's answers, a capability is locked or a
-// checkpoint denies the action. It returns the checkpoints in effect.
-func (t *tx) stewardGate(sp span, ws string, req carp.Request, a *steward.ActionRef, now time.Time, custom customAnswers, refusal **CarpError) (*steward.Set, error) {
+// checkpoint denies the action. Otherwise it returns the checkpoints in
+// effect and commit, which records the evaluation (after the request's
+// carp.request.received, once the execute goes on).
+func (t *tx) stewardGate(sp span, ws string, req carp.Request, a *steward.ActionRef, now time.Time, custom customAnswers, refusal **CarpError) (*steward.Set, func() error, error) {
+	nothing := func() error { return nil }
 	set, err := t.stewardSet()
 	if err != nil || set.Empty() || a == nil {
-		return set, err
+		return set, nothing, err
 	}
+	ev := steward.Event{Kind: steward.EventExecute, Now: now, Actions: []steward.ActionRef{*a}, Custom: custom.got, CustomErr: custom.failed}
+	s, r := t.stewardEvaluate(ws, set, ev)
+	commit := func() error { return t.stewardCommit(sp, ws, s, r) }
 	ga := &carp.GrantedAction{AtlasID: a.AtlasID, ActionID: a.ActionID, RiskTier: a.Tier}
-	var s *steward.Session
-	pre := func() error {
-		var err error
-		s, err = t.stewardEval(sp, ws, set, steward.Event{Kind: steward.EventExecute, Now: now, Actions: []steward.ActionRef{*a},
-			Custom: custom.got, CustomErr: custom.failed})
-		return err
-	}
-	if b := t.peekGate(set, ws, *a, now, custom); b == nil {
-		// Nothing will hold it: evaluate (advisory checkpoints fire)
-		// and go on.
-		return set, pre()
-	}
-	// Refused: request.received, the checkpoint's events, action.denied.
 	var ce *carp.Error
-	err = t.refuseWith(sp, req, func() error {
-		if err := pre(); err != nil {
-			return err
+	switch b := set.Gate(s, a.AtlasID, a.ActionID, a.Tier); {
+	case b == nil:
+		if ce = t.stewardDenied(set, s, ga); ce == nil {
+			return set, commit, nil
 		}
-		b := set.Gate(s, a.AtlasID, a.ActionID, a.Tier)
-		switch {
-		case b == nil:
-			ce = t.stewardDenied(set, s, ga)
-			if ce == nil {
-				ce = carp.Errorf(carp.CodeActionDenied, "the session's checkpoints hold %s back", ga.ActionID)
-			}
-		case b.Status == steward.StatusBlocked:
-			ce = carp.Errorf(carp.CodeActionDenied, "checkpoint %s refused this session's answers (on_invalid block): %s stays denied", b.Def.CP.CheckpointID, ga.ActionID)
-			ce.Details = map[string]any{"checkpoint": promptOf(set, s, b.Def)}
-		default:
-			ce = carp.Errorf(carp.CodeCheckpointRequired, "checkpoint %s holds %s back: answer its questions with carp.respond, then execute again", b.Def.CP.CheckpointID, ga.ActionID)
-			ce.Details = map[string]any{"checkpoint": promptOf(set, s, b.Def)}
+	case b.Status == steward.StatusBlocked:
+		ce = carp.Errorf(carp.CodeActionDenied, "checkpoint %s refused this session's answers (on_invalid block): %s stays denied", b.Def.CP.CheckpointID, ga.ActionID)
+		ce.Details = map[string]any{"checkpoint": promptOf(set, s, b.Def)}
+	default:
+		what := "answer its questions with carp.respond, then execute again"
+		if p := promptOf(set, s, b.Def); p.WaitingFor != "" {
+			what = "it waits for its evaluator; execute again later"
 		}
-		return nil
-	}, func() *carp.Error { return ce }, carp.TraceActionDenied, refusal)
-	return set, err
-}
-
-// peekGate reports, without changing anything, whether an execute of a
-// would be held back: evaluated on a copy of the session.
-func (t *tx) peekGate(set *steward.Set, ws string, a steward.ActionRef, now time.Time, custom customAnswers) *steward.Block {
-	s, _ := t.stewardSession(ws)
-	steward.Evaluate(set, s, steward.Event{Kind: steward.EventExecute, Now: now, Actions: []steward.ActionRef{a},
-		Custom: custom.got, CustomErr: custom.failed})
-	if b := set.Gate(s, a.AtlasID, a.ActionID, a.Tier); b != nil {
-		return b
+		ce = carp.Errorf(carp.CodeCheckpointRequired, "checkpoint %s holds %s back: %s", b.Def.CP.CheckpointID, ga.ActionID, what)
+		ce.Details = map[string]any{"checkpoint": promptOf(set, s, b.Def)}
 	}
-	if t.stewardDenied(set, s, &carp.GrantedAction{AtlasID: a.AtlasID, ActionID: a.ActionID, RiskTier: a.Tier}) != nil {
-		return &steward.Block{}
-	}
-	return nil
+	// Refused: request.received, the checkpoints' events, action.denied.
+	return set, nothing, t.refuseWith(sp, req, commit, func() *carp.Error { return ce }, carp.TraceActionDenied, refusal)
 }
 
 // stewardDenied is ACTION_DENIED when a locked capability or a

@@ -85,19 +85,20 @@ func (r *Registry) Lookup(id string) (Evaluator, bool) {
 // subject) whether it fires.
 type SubjectCaller func(ctx context.Context, subject string, ec EvalContext) (bool, error)
 
-// EvaluateCustom asks every custom checkpoint of set in scope whether it
+// EvaluateCustom asks every custom checkpoint of set that want accepts
+// (nil: every one) whether it
 // fires for ec (TriggerID, Params and AtlasID are filled per checkpoint):
 // cached answers first, then the subject's service (when the trigger
 // names one and call is set) or the registered evaluator, each within
 // its atlas's budget. It returns the answers and the failures by Key,
 // for Event.Custom and Event.CustomErr.
-func EvaluateCustom(ctx context.Context, set *Set, reg *Registry, call SubjectCaller, ec EvalContext, inScope func(string) bool, now time.Time) (map[string]bool, map[string]string) {
+func EvaluateCustom(ctx context.Context, set *Set, reg *Registry, call SubjectCaller, ec EvalContext, want func(*Def) bool, now time.Time) (map[string]bool, map[string]string) {
 	if set == nil || !set.custom {
 		return nil, nil
 	}
 	got, failed := map[string]bool{}, map[string]string{}
 	for _, d := range set.defs {
-		if d.Type != TypeCustom || (inScope != nil && !inScope(d.AtlasID)) {
+		if d.Type != TypeCustom || (want != nil && !want(d)) {
 			continue
 		}
 		c := ec

@@ -652,3 +652,115 @@ func TestAtlasChange(t *testing.T) {
 		t.Fatal("an unchanged atlas reset the session")
 	}
 }
+
+// TestInteractive: an interactive checkpoint fires at the session's
+// first CARP operation, not at its start, and once.
+func TestInteractive(t *testing.T) {
+	m := manifest(t, `{"checkpoints":[{"checkpoint_id":"hello","mode":"blocking","trigger":{"type":"interactive"},
+	  "questions":[{"question_id":"q","question":"Ready?","response_type":"boolean"}]}]}`)
+	set := compile(t, m)
+	s := &steward.Session{}
+	if r := steward.Evaluate(set, s, ev(steward.EventSessionStart, t0, nil)); len(r.Triggered) != 0 {
+		t.Fatalf("fired at the session's start: %v", r.Triggered)
+	}
+	if r := steward.Evaluate(set, s, ev(steward.EventResolve, t0, func(e *steward.Event) { e.Goal = "x" })); len(r.Triggered) != 1 {
+		t.Fatalf("not fired at the first resolve: %v", r.Triggered)
+	}
+	respond(t, set, s, "hello", map[string]string{"q": "true"})
+	if r := steward.Evaluate(set, s, ev(steward.EventResolve, t0, func(e *steward.Event) { e.Goal = "y" })); len(r.Triggered) != 0 {
+		t.Fatalf("fired twice: %v", r.Triggered)
+	}
+}
+
+// TestBuiltins: checkpoint_config's built-in checkpoints: session_start
+// and keyword mappings inject their contexts, an action_pre mapping
+// with require_confirmation blocks until acknowledged, risk_threshold
+// fires on its tier.
+func TestBuiltins(t *testing.T) {
+	m := manifest(t, `{"checkpoint_config":{
+	  "session_start":{"enabled":true,"inject_contexts":["intro"]},
+	  "keyword_match":{"enabled":true,"mappings":{"delete|remove":["care"]}},
+	  "action_pre":{"enabled":true,"mappings":{"*.delete":{"require_confirmation":true,"require_policy_check":true}}},
+	  "risk_threshold":{"enabled":true,"min_tier":"critical","require_sync_trace":true},
+	  "count_interval":{"enabled":false,"actions":1}}}`)
+	set := compile(t, m)
+	s := &steward.Session{}
+	steward.Evaluate(set, s, ev(steward.EventSessionStart, t0, nil))
+	if got := set.Inject(s, nil).Contexts["com.test"]; !slices.Equal(got, []string{"intro"}) {
+		t.Fatalf("session_start contexts %v", got)
+	}
+	steward.Evaluate(set, s, ev(steward.EventResolve, t0, func(e *steward.Event) { e.Goal = "please remove ticket 4" }))
+	if got := set.Inject(s, nil).Contexts["com.test"]; !slices.Equal(got, []string{"intro", "care"}) {
+		t.Fatalf("keyword mapping contexts %v", got)
+	}
+	r := steward.Evaluate(set, s, ev(steward.EventExecute, t0, func(e *steward.Event) { e.Actions = act("user.delete", "critical") }))
+	if !slices.Equal(r.Triggered, []string{"com.test/builtin:risk_threshold", "com.test/builtin:action_pre/*.delete"}) {
+		t.Fatalf("triggered %v", r.Triggered)
+	}
+	b := set.Gate(s, "com.test", "user.delete", "critical")
+	if b == nil || b.Def.CP.CheckpointID != "builtin:action_pre/*.delete" || !b.Def.Builtin {
+		t.Fatalf("require_confirmation does not hold: %+v", b)
+	}
+	respond(t, set, s, "builtin:action_pre/*.delete", map[string]string{"confirm": `"understood"`})
+	if set.Gate(s, "com.test", "user.delete", "critical") != nil {
+		t.Fatal("held after the confirmation")
+	}
+	if _, ok := set.Def("com.test/builtin:count_interval"); ok {
+		t.Fatal("a disabled built-in is in effect")
+	}
+}
+
+// TestInjectionBudget: guidance and injected contexts beyond
+// max_context_injection_size are left out, lowest priority first, with
+// a warning.
+func TestInjectionBudget(t *testing.T) {
+	m := manifest(t, `{"checkpoint_config":{"budget":{"max_context_injection_size":40}},"checkpoints":[
+	  {"checkpoint_id":"hi","trigger":{"type":"session_start"},"guidance":{"content":"important guidance..","priority":9}},
+	  {"checkpoint_id":"lo","trigger":{"type":"session_start"},"guidance":{"content":"less important guidance","priority":1},"inject_contexts":["intro"]}]}`)
+	set := compile(t, m)
+	s := &steward.Session{}
+	steward.Evaluate(set, s, ev(steward.EventSessionStart, t0, nil))
+	in := set.Inject(s, nil)
+	if len(in.Guidance) != 1 || in.Guidance[0].CheckpointID != "hi" || len(in.Contexts["com.test"]) != 0 || len(in.Warnings) != 2 {
+		t.Fatalf("guidance %+v contexts %v warnings %v", in.Guidance, in.Contexts, in.Warnings)
+	}
+}
+
+// TestUnlockThenLock: a checkpoint that unlocks and locks one capability
+// leaves it locked; a later unlock opens it.
+func TestUnlockThenLock(t *testing.T) {
+	m := manifest(t, `{"checkpoints":[
+	  {"checkpoint_id":"both","trigger":{"type":"session_start"},"unlock_capabilities":["basic"],"lock_capabilities":["basic"]},
+	  {"checkpoint_id":"open","trigger":{"type":"explicit_request"},"unlock_capabilities":["basic"]}]}`)
+	set := compile(t, m)
+	s := &steward.Session{}
+	steward.Evaluate(set, s, ev(steward.EventSessionStart, t0, nil))
+	if d, _ := set.Deny(s, m, "ticket.get", "low"); d == nil {
+		t.Fatal("unlocked and locked at once: open")
+	}
+	steward.Evaluate(set, s, ev(steward.EventResolve, t0, func(e *steward.Event) { e.Goal, e.Hints = "x", []string{"open"} }))
+	if d, _ := set.Deny(s, m, "ticket.get", "low"); d != nil {
+		t.Fatalf("a later unlock: %+v", d)
+	}
+}
+
+// TestCacheExpiry: a custom evaluator's answer is cached for the atlas's
+// policy_ttl_seconds, and dropped with its Set when the atlases change.
+func TestCacheExpiry(t *testing.T) {
+	m := manifest(t, `{"cache_config":{"policy_ttl_seconds":5},"checkpoints":[{"checkpoint_id":"c","trigger":{"type":"custom","trigger_id":"count"}}]}`)
+	var reg steward.Registry
+	calls := 0
+	reg.Register("count", func(context.Context, steward.EvalContext) (bool, error) { calls++; return true, nil })
+	ec := steward.EvalContext{Operation: "resolve", Goal: "g"}
+	set := compile(t, m)
+	for _, sec := range []int{0, 4, 5, 6} {
+		steward.EvaluateCustom(context.Background(), set, &reg, nil, ec, nil, t0.Add(time.Duration(sec)*time.Second))
+	}
+	if calls != 2 {
+		t.Fatalf("asked %d times at 0, 4, 5, 6 s with a 5 s TTL, want 2", calls)
+	}
+	steward.EvaluateCustom(context.Background(), compile(t, m), &reg, nil, ec, nil, t0.Add(6*time.Second))
+	if calls != 3 {
+		t.Fatalf("a new Set (the atlases changed) used the old answers: %d calls", calls)
+	}
+}
