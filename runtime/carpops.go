@@ -720,6 +720,9 @@ func (e *Engine) interruptedExecutions() error {
 					"status": r.Status, "completed": false, "error_code": carp.CodeExecutionFailed}); err != nil {
 					return err
 				}
+				if err := t.stewardFinished(x, true, carp.CodeExecutionFailed, now); err != nil {
+					return err
+				}
 				if err := t.finish(&x, &r, now); err != nil {
 					return err
 				}
