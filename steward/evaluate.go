@@ -230,8 +230,8 @@ func (e *eval) triggers(d *Def) (map[string]any, bool) {
 		msg, failed := ev.CustomErr[d.Key]
 		if st.EvalHeld {
 			// Held because its evaluator failed: released or fired when
-			// the evaluator answers.
-			if failed {
+			// the evaluator answers (not asked, or failing again: held).
+			if _, asked := ev.Custom[d.Key]; failed || !asked {
 				return nil, false
 			}
 			live := e.s.state(d.Key)
@@ -568,7 +568,7 @@ func (e *eval) end() {
 		if !ok || st.Status != StatusPending {
 			continue
 		}
-		st.Status = StatusIdle
+		st.Status, st.EvalHeld = StatusIdle, false
 		e.step(TraceSkipped, map[string]any{"checkpoint_id": d.CP.CheckpointID, "atlas_ref": d.AtlasRef,
 			"checkpoint_type": d.Type, "instance_id": st.Instance, "reason": "session_ended"})
 	}

@@ -165,6 +165,10 @@ func (set *Set) Deny(s *Session, m *atlas.Manifest, action, tier string) (*Denia
 			return &Denial{Reason: "checkpoint " + b.Def.CP.CheckpointID + " refused this session's answers (on_invalid block)",
 				Checkpoint: b.Def.CP.CheckpointID, Permanent: true}, false
 		}
+		if s.peek(b.Def.Key).EvalHeld {
+			return &Denial{Reason: "checkpoint " + b.Def.CP.CheckpointID + " waits for its evaluator (it failed to answer)",
+				Checkpoint: b.Def.CP.CheckpointID, Remediation: "resolve again later: the checkpoint takes no answers while it waits"}, false
+		}
 		return &Denial{Reason: "checkpoint " + b.Def.CP.CheckpointID + " is pending: answer its questions (carp.respond) first",
 			Checkpoint: b.Def.CP.CheckpointID, Remediation: "answer checkpoint " + b.Def.CP.CheckpointID + " with carp.respond, then resolve again"}, false
 	}

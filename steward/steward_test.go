@@ -577,6 +577,14 @@ func TestCustom(t *testing.T) {
 	if d, _ := set.Deny(s, m, "ticket.get", "low"); d == nil {
 		t.Fatal("held, and no denial")
 	}
+	// An evaluation that did not ask its evaluator (another atlas's
+	// action, a resolve out of its scope) does not release it.
+	steward.Evaluate(set, s, ev(steward.EventExecute, t0, func(e *steward.Event) {
+		e.Actions = []steward.ActionRef{{AtlasID: "com.other", ActionID: "x.y", Tier: "low"}}
+	}))
+	if ps := set.Prompts(s); !slices.ContainsFunc(ps, func(p steward.Prompt) bool { return p.CheckpointID == "strict" }) {
+		t.Fatal("released without its evaluator's answer")
+	}
 	// Answered, the same input does not bring mood back; a new one does;
 	// strict stays held while its evaluator fails, and is released when
 	// it answers no.
