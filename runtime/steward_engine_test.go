@@ -362,3 +362,35 @@ func TestSteward_TraceOrderAndScope(t *testing.T) {
 		}
 	}
 }
+
+// TestSteward_InterruptedExecution: an execution the daemon stopped
+// during, marked failed at the next start, fires the session's
+// action_post and error_occurred checkpoints.
+func TestSteward_InterruptedExecution(t *testing.T) {
+	dir := t.TempDir()
+	e := openEngineAt(t, dir)
+	loadAcmeWith(t, e, stewardAtlas(t, `[
+	  {"checkpoint_id":"after","mode":"observational","trigger":{"type":"action_post","patterns":["ticket.get"]}},
+	  {"checkpoint_id":"oops","trigger":{"type":"error_occurred"},"guidance":{"content":"It may have run: check before retrying."}}]`))
+	w := activeWorkspace(t, e, "worker")
+	res, err := e.CarpResolve(ctx, w.ID, carpReq(t, w, carp.OpResolve, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.CarpExecute(ctx, w.ID, carpReq(t, w, carp.OpExecute, action(res.ResolutionID, "ticket.get", map[string]any{"ticket_id": "T-1"}))); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	e = openEngineAt(t, dir)
+	var fired []string
+	for _, ev := range sessionTrace(t, e, w.ID) {
+		if ev.EventType == steward.TraceTriggered {
+			var p map[string]any
+			json.Unmarshal(ev.Payload, &p)
+			fired = append(fired, p["checkpoint_id"].(string))
+		}
+	}
+	if !slices.Equal(fired, []string{"after", "oops"}) {
+		t.Fatalf("fired %v at restart, want after and oops", fired)
+	}
+}

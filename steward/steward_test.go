@@ -772,3 +772,45 @@ func TestCacheExpiry(t *testing.T) {
 		t.Fatalf("a new Set (the atlases changed) used the old answers: %d calls", calls)
 	}
 }
+
+// TestRiskThresholdAtResolve: a declared tier at or above min_tier fires
+// a blocking risk_threshold at resolve once per goal and tier: answered,
+// the same goal does not bring it back, another goal does, and so does
+// another tier at or above it.
+func TestRiskThresholdAtResolve(t *testing.T) {
+	m := manifest(t, `{"checkpoints":[{"checkpoint_id":"risk","mode":"blocking","trigger":{"type":"risk_threshold","min_tier":"high"},
+	  "questions":[{"question_id":"ok","question":"Sure?","response_type":"boolean"}]}]}`)
+	set := compile(t, m)
+	s := &steward.Session{}
+	resolve := func(goal, tier string) int {
+		return len(steward.Evaluate(set, s, ev(steward.EventResolve, t0, func(e *steward.Event) { e.Goal, e.Tier = goal, tier })).Triggered)
+	}
+	if resolve("a", "medium") != 0 || resolve("a", "high") != 1 {
+		t.Fatal("medium fired, or high did not")
+	}
+	respond(t, set, s, "risk", map[string]string{"ok": "true"})
+	if resolve("a", "high") != 0 {
+		t.Fatal("the same goal and tier fired again")
+	}
+	if resolve("b", "high") != 1 {
+		t.Fatal("another goal did not fire it")
+	}
+	respond(t, set, s, "risk", map[string]string{"ok": "true"})
+	if resolve("b", "critical") != 1 {
+		t.Fatal("another tier did not fire it")
+	}
+}
+
+// TestRequireSync: seed 001's require_sync (and seed 000's
+// require_sync_trace) are accepted; TRACE is synchronous regardless.
+func TestRequireSync(t *testing.T) {
+	m := manifest(t, `{"checkpoint_config":{"risk_threshold":{"enabled":true,"min_tier":"high","require_sync":true,"require_sync_trace":true}}}`)
+	if !m.CheckpointConfig.RiskThreshold.RequireSync || !m.CheckpointConfig.RiskThreshold.RequireSyncTrace {
+		t.Fatal("require_sync not read")
+	}
+	set := compile(t, m)
+	s := &steward.Session{}
+	if r := steward.Evaluate(set, s, ev(steward.EventExecute, t0, func(e *steward.Event) { e.Actions = act("ticket.delete", "high") })); len(r.Triggered) != 1 {
+		t.Fatalf("triggered %v", r.Triggered)
+	}
+}
