@@ -1,6 +1,10 @@
 package atlas
 
-import "encoding/json"
+import (
+	"cmp"
+	"encoding/json"
+	"slices"
+)
 
 // Manifest is an Atlas manifest (seed 000, "Complete Atlas Example"; the
 // CARP/1.0 fields of seed 004 that the resolver hands out): what a steward
@@ -126,6 +130,16 @@ const (
 
 // RiskTiers returns the tiers, lowest first.
 func RiskTiers() []string { return []string{RiskLow, RiskMedium, RiskHigh, RiskCritical} }
+
+// TierAtLeast reports whether risk tier tier is min or above; an empty
+// tier (either) is low.
+func TierAtLeast(tier, min string) bool {
+	t := RiskTiers()
+	return slices.Index(t, cmp.Or(tier, RiskLow)) >= slices.Index(t, cmp.Or(min, RiskLow))
+}
+
+// Tier is a's risk tier: low when it declares none.
+func (a Action) Tier() string { return cmp.Or(a.RiskTier, RiskLow) }
 
 // Action is an action the atlas permits to be asked for: performed by a
 // tool service, never by wacpd.

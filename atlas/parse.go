@@ -44,8 +44,14 @@ func Checksum(m *Manifest) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	sum := sha256.Sum256(c)
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
+	return ContentHash(c), nil
+}
+
+// ContentHash is "sha256:" and the hex SHA-256 of content: the form of
+// every content hash of atlases, CARP and steward checkpoints.
+func ContentHash(content []byte) string {
+	sum := sha256.Sum256(content)
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // Ref is how CARP names an atlas in atlas_ref: its id and version.

@@ -139,7 +139,4 @@ func GoalHash(goal string) string {
 
 // ContentHash is the SHA-256 of content as CARP's content hashes carry
 // it: "sha256:" and 64 hex digits.
-func ContentHash(content []byte) string {
-	sum := sha256.Sum256(content)
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
+func ContentHash(content []byte) string { return atlas.ContentHash(content) }

@@ -323,11 +323,6 @@ func byPriority(m *atlas.Manifest, typ string) []atlas.Policy {
 	return out
 }
 
-func tierAtLeast(tier, min string) bool {
-	t := atlas.RiskTiers()
-	return slices.Index(t, cmp.Or(tier, atlas.RiskLow)) >= slices.Index(t, min)
-}
-
 // approvalNeed is what the task's declared risk asks for: the
 // requires_approval policies its tier triggers.
 type approvalNeed struct {
@@ -435,7 +430,7 @@ func (r *resolver) evaluate(m *atlas.Manifest, a atlas.Action, effect func(*atla
 				PolicyRefs: []string{p.PolicyID}, Permanent: true, Remediation: p.Remediation}
 		}
 	}
-	tier := cmp.Or(a.RiskTier, atlas.RiskLow)
+	tier := a.Tier()
 	overlayAllows := false
 	if o := r.in.Checkpoints; o != nil && o.Deny != nil {
 		var denial *ActionDenial
@@ -663,7 +658,7 @@ func (r *resolver) selects(c atlas.ContextBlock) bool {
 	case atlas.InjectOnDemand:
 		return named
 	case atlas.InjectRiskBased:
-		return named || (r.tier != "" && tierAtLeast(r.tier, c.MinRiskTier))
+		return named || (r.tier != "" && atlas.TierAtLeast(r.tier, c.MinRiskTier))
 	}
 	// on_match
 	if named || (c.Domain != "" && slices.Contains(hints, c.Domain)) || slices.ContainsFunc(c.Tags, func(t string) bool { return slices.Contains(hints, t) }) {

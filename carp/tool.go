@@ -1,11 +1,15 @@
 package carp
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/wacpd/wacpd/atlas"
+)
 
 // ToolPrefix is the subject prefix tool services serve actions on: the
 // daemon forwards an execution of action a to ToolPrefix+a (wire-v1 §6,
 // wacp.v1.tool.<action_id>) after its checks.
-const ToolPrefix = "wacp.v1.tool."
+const ToolPrefix = atlas.ToolSubjectPrefix
 
 // ToolSubject returns the subject of action id.
 func ToolSubject(actionID string) string { return ToolPrefix + actionID }

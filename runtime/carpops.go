@@ -168,12 +168,12 @@ func refusalMessage(p map[string]any, ce *carp.Error) {
 // refuse records a refusal's TRACE events (the request, error.occurred)
 // and sets *out to it: the refusal commits, and is answered after.
 func (t *tx) refuse(sp span, req carp.Request, ce *carp.Error, typ string, out **CarpError) error {
-	return t.refuseWith(sp, req, nil, func() *carp.Error { return ce }, typ, out)
+	return t.refuseWith(sp, req, nil, ce, typ, out)
 }
 
 // refuseWith is refuse with events between the request's and the
-// refusal's (between emits them) and the refusal known after them.
-func (t *tx) refuseWith(sp span, req carp.Request, between func() error, refusal func() *carp.Error, typ string, out **CarpError) error {
+// refusal's (between emits them).
+func (t *tx) refuseWith(sp span, req carp.Request, between func() error, ce *carp.Error, typ string, out **CarpError) error {
 	if _, err := t.traceEmit(sp, carp.TraceRequestReceived, requestPayload(req)); err != nil {
 		return err
 	}
@@ -182,7 +182,6 @@ func (t *tx) refuseWith(sp span, req carp.Request, between func() error, refusal
 			return err
 		}
 	}
-	ce := refusal()
 	p := map[string]any{"request_id": req.RequestID, "operation": req.Operation, "code": ce.Code}
 	refusalMessage(p, ce)
 	if req.Action != nil {

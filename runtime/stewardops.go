@@ -105,20 +105,13 @@ func resolveEvent(req carp.Request, set *steward.Set, list []*atlas.Manifest, no
 			if len(want) > 0 && !slices.ContainsFunc(want, func(p string) bool { return atlas.Match(p, a.ActionID) }) {
 				continue
 			}
-			ev.Actions = append(ev.Actions, steward.ActionRef{AtlasID: m.AtlasID, ActionID: a.ActionID, Tier: tierOf(a)})
+			ev.Actions = append(ev.Actions, steward.ActionRef{AtlasID: m.AtlasID, ActionID: a.ActionID, Tier: a.Tier()})
 		}
 	}
 	if ev.Atlases == nil {
 		ev.Atlases = []string{}
 	}
 	return ev
-}
-
-func tierOf(a atlas.Action) string {
-	if a.RiskTier == "" {
-		return atlas.RiskLow
-	}
-	return a.RiskTier
 }
 
 // customAnswers is what the custom triggers said, asked before the
@@ -136,6 +129,10 @@ type customAnswers struct {
 func (e *Engine) evalCustom(ctx context.Context, ws string, req carp.Request, action string) customAnswers {
 	e.mu.Lock()
 	set, err := e.stewardSetLocked()
+	if err != nil || !set.HasCustom() {
+		e.mu.Unlock()
+		return customAnswers{} // the usual case: nothing to ask, nothing copied
+	}
 	w := e.ws[ws]
 	var sess *steward.Session
 	if s, ok := e.stew.sessions[ws]; ok {
@@ -143,8 +140,7 @@ func (e *Engine) evalCustom(ctx context.Context, ws string, req carp.Request, ac
 	}
 	list := e.carp.atlases
 	e.mu.Unlock()
-	if err != nil || !set.HasCustom() || w == nil || w.State.Terminal() || w.State == workspace.Suspended ||
-		req.Requester.SessionID != ws || req.Requester.AgentID != AgentID(w) {
+	if w == nil || w.State.Terminal() || w.State == workspace.Suspended || req.Requester.SessionID != ws || req.Requester.AgentID != AgentID(w) {
 		return customAnswers{}
 	}
 	scope := map[string]bool{}
@@ -206,7 +202,7 @@ func (t *tx) actionRef(g carp.Grant, action string) *steward.ActionRef {
 			continue
 		}
 		if i := slices.IndexFunc(m.Actions, func(a atlas.Action) bool { return a.ActionID == action }); i >= 0 {
-			return &steward.ActionRef{AtlasID: m.AtlasID, ActionID: action, Tier: tierOf(m.Actions[i])}
+			return &steward.ActionRef{AtlasID: m.AtlasID, ActionID: action, Tier: m.Actions[i].Tier()}
 		}
 	}
 	return nil
@@ -228,53 +224,43 @@ func (t *tx) stewardGate(sp span, ws string, req carp.Request, a *steward.Action
 	ev := steward.Event{Kind: steward.EventExecute, Now: now, Actions: []steward.ActionRef{*a}, Custom: custom.got, CustomErr: custom.failed}
 	s, r := t.stewardEvaluate(ws, set, ev)
 	commit := func() error { return t.stewardCommit(sp, ws, s, r) }
-	ga := &carp.GrantedAction{AtlasID: a.AtlasID, ActionID: a.ActionID, RiskTier: a.Tier}
 	var ce *carp.Error
 	switch b := set.Gate(s, a.AtlasID, a.ActionID, a.Tier); {
 	case b == nil:
-		if ce = t.stewardDenied(set, s, ga); ce == nil {
+		if ce = t.stewardDenied(set, s, *a); ce == nil {
 			return set, commit, nil
 		}
 	case b.Status == steward.StatusBlocked:
-		ce = carp.Errorf(carp.CodeActionDenied, "checkpoint %s refused this session's answers (on_invalid block): %s stays denied", b.Def.CP.CheckpointID, ga.ActionID)
-		ce.Details = map[string]any{"checkpoint": promptOf(set, s, b.Def)}
+		ce = carp.Errorf(carp.CodeActionDenied, "checkpoint %s refused this session's answers (on_invalid block): %s stays denied", b.Def.CP.CheckpointID, a.ActionID)
+		ce.Details = map[string]any{"checkpoint": steward.PromptOf(s, b.Def)}
 	default:
+		p := steward.PromptOf(s, b.Def)
 		what := "answer its questions with carp.respond, then execute again"
-		if p := promptOf(set, s, b.Def); p.WaitingFor != "" {
+		if p.WaitingFor != "" {
 			what = "it waits for its evaluator; execute again later"
 		}
-		ce = carp.Errorf(carp.CodeCheckpointRequired, "checkpoint %s holds %s back: %s", b.Def.CP.CheckpointID, ga.ActionID, what)
-		ce.Details = map[string]any{"checkpoint": promptOf(set, s, b.Def)}
+		ce = carp.Errorf(carp.CodeCheckpointRequired, "checkpoint %s holds %s back: %s", b.Def.CP.CheckpointID, a.ActionID, what)
+		ce.Details = map[string]any{"checkpoint": p}
 	}
 	// Refused: request.received, the checkpoints' events, action.denied.
-	return set, nothing, t.refuseWith(sp, req, commit, func() *carp.Error { return ce }, carp.TraceActionDenied, refusal)
+	return set, nothing, t.refuseWith(sp, req, commit, ce, carp.TraceActionDenied, refusal)
 }
 
 // stewardDenied is ACTION_DENIED when a locked capability or a
-// checkpoint's deny_actions covers ga (after its resolution).
-func (t *tx) stewardDenied(set *steward.Set, s *steward.Session, ga *carp.GrantedAction) *carp.Error {
+// checkpoint's deny_actions covers a (after its resolution).
+func (t *tx) stewardDenied(set *steward.Set, s *steward.Session, a steward.ActionRef) *carp.Error {
 	list, _ := t.atlases()
-	i := slices.IndexFunc(list, func(m *atlas.Manifest) bool { return m.AtlasID == ga.AtlasID })
+	i := slices.IndexFunc(list, func(m *atlas.Manifest) bool { return m.AtlasID == a.AtlasID })
 	if i < 0 {
 		return nil
 	}
-	d, _ := set.Deny(s, list[i], ga.ActionID, ga.RiskTier)
+	d, _ := set.Deny(s, list[i], a.ActionID, a.Tier)
 	if d == nil {
 		return nil
 	}
-	ce := carp.Errorf(carp.CodeActionDenied, "%s: %s", ga.ActionID, d.Reason)
+	ce := carp.Errorf(carp.CodeActionDenied, "%s: %s", a.ActionID, d.Reason)
 	ce.Details = map[string]any{"checkpoint_id": d.Checkpoint}
 	return ce
-}
-
-func promptOf(set *steward.Set, s *steward.Session, d *steward.Def) steward.Prompt {
-	for _, p := range set.Prompts(s) {
-		if p.CheckpointID == d.CP.CheckpointID && p.AtlasRef == d.AtlasRef {
-			return p
-		}
-	}
-	return steward.Prompt{CheckpointID: d.CP.CheckpointID, AtlasRef: d.AtlasRef, Type: d.Type, Mode: d.Mode, Priority: d.Priority,
-		Questions: []steward.PromptQuestion{}}
 }
 
 // stewardAdmit records that an execute of ga goes to its tool: armed
@@ -305,13 +291,12 @@ func (t *tx) stewardFinished(x Execution, failed bool, code string, now time.Tim
 	if !ok {
 		return nil
 	}
-	i := slices.IndexFunc(g.Actions, func(a carp.GrantedAction) bool { return a.ActionID == x.ActionID })
-	if i < 0 {
+	a := t.actionRef(g, x.ActionID)
+	if a == nil {
 		return nil
 	}
-	ga := g.Actions[i]
 	_, err = t.stewardEval(x.span(), x.SessionID, set, steward.Event{Kind: steward.EventFinished, Now: now, Failed: failed, ErrorCode: code,
-		Actions: []steward.ActionRef{{AtlasID: ga.AtlasID, ActionID: ga.ActionID, Tier: ga.RiskTier}}})
+		Actions: []steward.ActionRef{*a}})
 	return err
 }
 
@@ -412,7 +397,7 @@ func (t *tx) stewardViolations(ws string, g carp.Grant, action string, now time.
 		}
 		return []carp.Violation{{Code: code, Path: "checkpoint", Message: "checkpoint " + b.Def.CP.CheckpointID + " holds " + action + " back (" + b.Status + ")"}}
 	}
-	if ce := t.stewardDenied(set, s, &carp.GrantedAction{AtlasID: a.AtlasID, ActionID: a.ActionID, RiskTier: a.Tier}); ce != nil {
+	if ce := t.stewardDenied(set, s, *a); ce != nil {
 		return []carp.Violation{{Code: ce.Code, Path: "checkpoint", Message: ce.Message}}
 	}
 	return nil

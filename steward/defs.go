@@ -116,7 +116,7 @@ func (d *Def) Gates(atlasID, action, tier string) bool {
 	case TypeActionPre:
 		return d.matchesAction(action)
 	case TypeRiskThreshold:
-		return tierAtLeast(tier, d.CP.Trigger.MinTier)
+		return atlas.TierAtLeast(tier, d.CP.Trigger.MinTier)
 	case TypeCapabilityGate:
 		return d.inCapabilities(action)
 	}
@@ -136,11 +136,6 @@ func (d *Def) GatesWhat() string {
 		return "the actions of capabilities " + strings.Join(d.CP.Trigger.CapabilityIDs, ", ") + " of atlas " + d.AtlasRef
 	}
 	return "every action of atlas " + d.AtlasRef
-}
-
-func tierAtLeast(tier, min string) bool {
-	t := atlas.RiskTiers()
-	return slices.Index(t, cmp.Or(tier, atlas.RiskLow)) >= slices.Index(t, cmp.Or(min, atlas.RiskLow))
 }
 
 // Set is the checkpoints of the loaded atlases, in evaluation order:

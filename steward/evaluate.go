@@ -264,13 +264,13 @@ func (e *eval) triggers(d *Def) (map[string]any, bool) {
 		switch ev.Kind {
 		case EventResolve:
 			in := inputHash(ev.Goal, ev.Tier)
-			if !(inScope && open && ev.Tier != "" && tierAtLeast(ev.Tier, d.CP.Trigger.MinTier) && st.Input != in) {
+			if !(inScope && open && ev.Tier != "" && atlas.TierAtLeast(ev.Tier, d.CP.Trigger.MinTier) && st.Input != in) {
 				return nil, false
 			}
 			return map[string]any{"declared_tier": ev.Tier, "min_tier": d.CP.Trigger.MinTier, "input": in}, true
 		case EventExecute:
 			a, ok := e.action(d)
-			if !(ok && open && tierAtLeast(a.Tier, d.CP.Trigger.MinTier) && !armedFor(d, st, a.ActionID)) {
+			if !(ok && open && atlas.TierAtLeast(a.Tier, d.CP.Trigger.MinTier) && !armedFor(d, st, a.ActionID)) {
 				return nil, false
 			}
 			return map[string]any{"action_id": a.ActionID, "risk_tier": a.Tier, "min_tier": d.CP.Trigger.MinTier}, true
@@ -342,7 +342,8 @@ func armedFor(d *Def, st CPState, action string) bool {
 // Sync forgets what the checkpoints of an atlas did in s when the atlas
 // changed since (its checksum differs: a new version loaded): their
 // states, the capabilities, overlays, guidance and contexts they gave.
-// It reports whether s changed.
+// It reports whether s changed (the caller counts the change in
+// s.Version).
 func (set *Set) Sync(s *Session) bool {
 	changed := false
 	for id, sum := range set.sums {
@@ -372,9 +373,6 @@ func (set *Set) Sync(s *Session) bool {
 		s.Atlases[id] = sum
 		changed = true
 	}
-	if changed {
-		s.Version++
-	}
 	return changed
 }
 
@@ -386,10 +384,7 @@ func (e *eval) action(d *Def) (ActionRef, bool) {
 	return e.ev.Actions[0], true
 }
 
-func fullHash(s string) string {
-	h := sha256.Sum256([]byte(s))
-	return "sha256:" + hex.EncodeToString(h[:])
-}
+func fullHash(s string) string { return atlas.ContentHash([]byte(s)) }
 
 // fire records d's triggering with data and does what its mode says.
 func (e *eval) fire(d *Def, data map[string]any) {
@@ -582,11 +577,13 @@ func (e *eval) end() {
 // each), and the count_interval checkpoints count it (Evaluate with
 // EventAdmitted). It returns the keys of the answers used.
 func Admit(set *Set, s *Session, a ActionRef, now time.Time, newID func() string) (Result, []string) {
-	var used []string
 	if set == nil || set.Empty() || s.Ended {
 		return Result{}, nil
 	}
-	set.Sync(s)
+	// Counted first (count_interval; the evaluation also syncs s with
+	// the atlases), then the answers used.
+	res := Evaluate(set, s, Event{Kind: EventAdmitted, Now: now, Actions: []ActionRef{a}, NewID: newID})
+	var used []string
 	for _, d := range set.defs {
 		if !d.perAction() || d.Mode != atlas.ModeBlocking || !d.Gates(a.AtlasID, a.ActionID, a.Tier) {
 			continue
@@ -599,12 +596,11 @@ func Admit(set *Set, s *Session, a ActionRef, now time.Time, newID func() string
 		if st.Armed == 0 {
 			st.Status = StatusIdle
 		}
-		s.Version++
 		used = append(used, d.CP.CheckpointID)
 	}
-	res := Evaluate(set, s, Event{Kind: EventAdmitted, Now: now, Actions: []ActionRef{a}, NewID: newID})
 	if len(used) > 0 && !res.Changed {
 		res.Changed = true
+		s.Version++
 	}
 	return res, used
 }

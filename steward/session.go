@@ -266,25 +266,29 @@ func (set *Set) Prompts(s *Session) []Prompt {
 	}
 	var out []Prompt
 	for _, d := range set.defs {
-		st := s.peek(d.Key)
-		if st.Status != StatusPending && st.Status != StatusBlocked {
-			continue
+		if st := s.peek(d.Key); st.Status == StatusPending || st.Status == StatusBlocked {
+			out = append(out, PromptOf(s, d))
 		}
-		p := Prompt{CheckpointID: d.CP.CheckpointID, AtlasRef: d.AtlasRef, Name: d.CP.Name, Type: d.Type, Mode: d.Mode,
-			Status: st.Status, Priority: d.Priority, InstanceID: st.Instance, Questions: []PromptQuestion{}}
-		if d.Mode == atlas.ModeBlocking {
-			p.Gates = d.GatesWhat()
-		}
-		if st.EvalHeld {
-			p.WaitingFor = "evaluator"
-		}
-		for _, q := range d.questions {
-			p.Questions = append(p.Questions, PromptQuestion{QuestionID: q.QuestionID, Question: q.Question.Question,
-				ResponseType: q.ResponseType, Required: q.IsRequired(), Hint: q.Hint, Options: q.Options, Validation: q.Validation})
-		}
-		out = append(out, p)
 	}
 	return out
+}
+
+// PromptOf returns checkpoint d as s shows it to the agent.
+func PromptOf(s *Session, d *Def) Prompt {
+	st := s.peek(d.Key)
+	p := Prompt{CheckpointID: d.CP.CheckpointID, AtlasRef: d.AtlasRef, Name: d.CP.Name, Type: d.Type, Mode: d.Mode,
+		Status: st.Status, Priority: d.Priority, InstanceID: st.Instance, Questions: []PromptQuestion{}}
+	if d.Mode == atlas.ModeBlocking {
+		p.Gates = d.GatesWhat()
+	}
+	if st.EvalHeld {
+		p.WaitingFor = "evaluator"
+	}
+	for _, q := range d.questions {
+		p.Questions = append(p.Questions, PromptQuestion{QuestionID: q.QuestionID, Question: q.Question.Question,
+			ResponseType: q.ResponseType, Required: q.IsRequired(), Hint: q.Hint, Options: q.Options, Validation: q.Validation})
+	}
+	return p
 }
 
 // GuidanceOut is a guidance block as a resolution carries it.
