@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -481,15 +482,11 @@ func (c *cli) answers(cmd string, flags []string, file string) (map[string]json.
 	}
 	answers := map[string]json.RawMessage{}
 	if file != "" {
-		path := file
-		if file == "-" {
-			path = ""
-		}
-		b, err := c.content(cmd, path, file == "-")
+		b, err := c.readFileOrStdin(file)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("read the answers: %w", err)
 		}
-		if err := json.Unmarshal([]byte(b), &answers); err != nil || answers == nil {
+		if err := json.Unmarshal(b, &answers); err != nil || answers == nil {
 			return nil, usagef(cmd, "--answers %s is not a JSON object of answers by question_id", file)
 		}
 		return answers, nil
@@ -510,6 +507,14 @@ func (c *cli) answers(cmd string, flags []string, file string) (map[string]json.
 		answers[qid] = b
 	}
 	return answers, nil
+}
+
+// readFileOrStdin reads name, or stdin when name is "-".
+func (c *cli) readFileOrStdin(name string) ([]byte, error) {
+	if name == "-" {
+		return io.ReadAll(c.stdin)
+	}
+	return os.ReadFile(name)
 }
 
 func printCheckpointResult(w io.Writer, res carp.CheckpointResult) {
