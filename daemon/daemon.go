@@ -62,6 +62,9 @@ type Daemon struct {
 	atlases []*atlas.Manifest // loaded from Config.AtlasPaths by New
 	tools   *toolCalls        // executions forwarded to tool services (carp.go)
 	httpURL string            // the CARP HTTP listener's base URL, when HTTPAddr is set
+
+	byOpOnce sync.Once           // builds byOp
+	byOp     map[string]endpoint // the endpoints by op, for in-process requests (invoke.go)
 }
 
 // defaultListen is the embedded server's address (wire-v1 §1).

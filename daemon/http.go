@@ -42,6 +42,8 @@ func (r *Daemon) startHTTP() (stop func(), err error) {
 	for _, op := range []string{carp.OpResolve, carp.OpExecute, carp.OpValidate, carp.OpRespond} {
 		mux.Handle("POST /carp/v1/"+op, r.carpHTTP(eps["carp."+op]))
 	}
+	r.mountMCP(mux)     // /mcp (mcp.go)
+	r.mountConsole(mux) // / (console.go)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() {
@@ -85,35 +87,27 @@ func (r *Daemon) carpHTTP(ep endpoint) http.Handler {
 	})
 }
 
-// serveHTTP authenticates, admits and runs one request as serveRequest
-// does one of NATS.
+// serveHTTP authenticates and runs one request as serveRequest does one
+// of NATS.
 func (r *Daemon) serveHTTP(hr *http.Request, ep endpoint, body []byte) (any, error) {
-	scheme, tok, ok := strings.Cut(hr.Header.Get("Authorization"), " ")
-	ok = ok && strings.EqualFold(scheme, "Bearer") // RFC 9110 §11.1: the scheme is case-insensitive
-	p, known := r.tok.lookup(strings.TrimSpace(tok))
-	if !ok || !known || !r.live(p) {
+	p, ok := r.bearer(hr)
+	if !ok {
 		return nil, runtime.Refuse(wire.CodeUnauthorized, "an Authorization: Bearer header with a live agent token is required")
 	}
 	if p.Kind != principal.KindAgent && p.Kind != principal.KindCoordinator {
 		return nil, runtime.Refuse(wire.CodePermissionDenied, "CARP is a workspace agent's; this is a %s token", p.Kind)
 	}
-	c := caller{ws: p.Workspace, p: p}
-	t, err := r.adm.admit(p)
-	if err != nil {
-		return nil, err
-	}
-	defer t.release()
-	r.handlersMu.Lock()
-	if r.closing {
-		r.handlersMu.Unlock()
-		return nil, runtime.Refuse(wire.CodeUnavailable, "the daemon is shutting down")
-	}
-	r.handlers.Add(1)
-	r.handlersMu.Unlock()
-	defer r.handlers.Done()
-	ctx, cancel := context.WithTimeout(r.reqCtx, ep.deadline())
-	defer cancel()
-	return r.handle(ctx, ep, c, body)
+	// A request runs to its end as one of NATS does, whether or not the
+	// client waits for the answer.
+	return r.invoke(context.WithoutCancel(hr.Context()), p, ep.op, body)
+}
+
+// bearer returns the live principal of hr's Authorization: Bearer token.
+func (r *Daemon) bearer(hr *http.Request) (principal.Principal, bool) {
+	scheme, tok, ok := strings.Cut(hr.Header.Get("Authorization"), " ")
+	ok = ok && strings.EqualFold(scheme, "Bearer") // RFC 9110 §11.1: the scheme is case-insensitive
+	p, known := r.tok.lookup(strings.TrimSpace(tok))
+	return p, ok && known && r.live(p)
 }
 
 // writeCarp writes a CARP answer (v) or refusal (a *carpFailure) with the

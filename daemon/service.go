@@ -14,7 +14,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
-	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/principal"
 	"github.com/wacpd/wacpd/runtime"
 	"github.com/wacpd/wacpd/taxonomy"
@@ -280,14 +279,9 @@ func (r *Daemon) serveRequest(ep endpoint, p *principal.Principal, req micro.Req
 			r.replyErr(ep.name, req, err)
 			return
 		}
-		var data []byte
-		if cp, ok := v.(checkpointchain.Checkpoint); ok {
-			data, err = checkpointchain.Wire(cp) // canonical, as json.Marshal reads
-		} else {
-			data, err = json.Marshal(v)
-		}
+		data, err := encodeReply(v)
 		if err != nil {
-			r.replyErr(ep.name, req, fmt.Errorf("encode the reply: %w", err))
+			r.replyErr(ep.name, req, err)
 			return
 		}
 		// Headers and framing take a little of the max payload.
@@ -373,19 +367,8 @@ func (r *Daemon) identify(req micro.Request, aud audience, p *principal.Principa
 		}
 		c.p = ap
 	}
-	switch aud {
-	case agents:
-		if (c.p.Kind != principal.KindAgent && c.p.Kind != principal.KindCoordinator) || c.p.Workspace != c.ws {
-			return c, runtime.Refuse(wire.CodePermissionDenied, "this token may not act for workspace %s", c.ws)
-		}
-	case auditors:
-		if c.p.Kind == principal.KindAgent || c.p.Kind == principal.KindTool {
-			return c, runtime.Refuse(wire.CodePermissionDenied, "audit endpoints need a coordinator, user or auditor token")
-		}
-	case users:
-		if c.p.Kind != principal.KindUser {
-			return c, runtime.Refuse(wire.CodePermissionDenied, "the human highway's endpoints need a user token")
-		}
+	if err := authorize(aud, c); err != nil {
+		return c, err
 	}
 	return c, nil
 }
@@ -396,25 +379,11 @@ func (r *Daemon) replyErr(endpoint string, req micro.Request, err error) {
 		r.replyCarpErr(endpoint, req, asCarp(err, req.Data()))
 		return
 	}
-	code := runtime.Code(err)
+	b := r.errorBody(err)
+	code := b.Error.Code
 	r.metrics.request(endpoint, code)
-	var b wire.ErrorBody
-	b.Error.Code, b.Error.Details = code, map[string]any{}
-	if d := runtime.Details(err); d != nil {
-		b.Error.Details = d
-	}
-	switch code {
-	case wire.CodeInternal:
+	if code == wire.CodeInternal {
 		r.cfg.Logger.Error("request failed", "subject", req.Subject(), "err", err)
-		b.Error.Message = "internal error; the daemon log has the details"
-	case wire.CodeUnavailable:
-		if errors.Is(err, runtime.ErrStorage) {
-			b.Error.Message = "the daemon could not store the request durably; nothing was changed; retry: " + err.Error()
-		} else {
-			b.Error.Message = runtime.Message(err)
-		}
-	default:
-		b.Error.Message = runtime.Message(err)
 	}
 	data, _ := json.Marshal(b)
 	status := strconv.Itoa(wire.LookupCode(code).Status)
