@@ -207,6 +207,54 @@ func (c *Client) call(ctx context.Context, subject string, req, reply any, extra
 			return fmt.Errorf("encode request for %s: %w", subject, err)
 		}
 	}
+	resp, err := c.request(ctx, subject, data, extra)
+	if err != nil || reply == nil {
+		return err
+	}
+	if cp, ok := reply.(*checkpointchain.Checkpoint); ok {
+		var err error
+		if *cp, err = DecodeCheckpoint(resp); err != nil {
+			return fmt.Errorf("decode reply of %s: %w", subject, err)
+		}
+		return nil
+	}
+	if err := json.Unmarshal(resp, reply); err != nil {
+		return fmt.Errorf("decode reply of %s: %w", subject, err)
+	}
+	return nil
+}
+
+// Call sends body, a request's JSON as is, to operation op of the wire
+// contract (wire.Endpoints: an agent endpoint on the client's workspace,
+// any other on its own subject) and returns the reply's JSON as the
+// daemon sent it. The timeout is lengthened by as much as the endpoint's
+// deadline exceeds wire.RequestTimeout (a long poll's wait, a tool's
+// time). A refusal is an *Error whose Body is the error reply; an op not
+// in the contract is an error before anything is sent.
+func (c *Client) Call(ctx context.Context, op string, body []byte) ([]byte, error) {
+	ep, ok := endpoints()[op]
+	if !ok {
+		return nil, fmt.Errorf("client: no operation %q in the wire contract", op)
+	}
+	subject := wire.Subject(op)
+	if ep.Audience == wire.Agents {
+		subject = c.agent(op)
+	}
+	return c.request(ctx, subject, body, max(ep.Deadline()-wire.RequestTimeout, 0))
+}
+
+// endpoints returns wire.Endpoints by op.
+var endpoints = sync.OnceValue(func() map[string]wire.Endpoint {
+	m := map[string]wire.Endpoint{}
+	for _, ep := range wire.Endpoints() {
+		m[ep.Op] = ep
+	}
+	return m
+})
+
+// request sends data to subject and returns the reply's body, or the
+// error reply as an *Error. extra lengthens the timeout.
+func (c *Client) request(ctx context.Context, subject string, data []byte, extra time.Duration) ([]byte, error) {
 	msg := nats.NewMsg(subject)
 	msg.Header.Set(TokenHeader, c.token)
 	msg.Data = data
@@ -226,25 +274,12 @@ func (c *Client) call(ctx context.Context, subject string, req, reply any, extra
 	}()
 	resp, err := c.nc.RequestMsgWithContext(ctx, msg)
 	if err != nil {
-		return transportError(ctx, subject, err)
+		return nil, transportError(ctx, subject, err)
 	}
 	if err := replyError(resp); err != nil {
-		return err
+		return nil, err
 	}
-	if reply == nil {
-		return nil
-	}
-	if cp, ok := reply.(*checkpointchain.Checkpoint); ok {
-		var err error
-		if *cp, err = DecodeCheckpoint(resp.Data); err != nil {
-			return fmt.Errorf("decode reply of %s: %w", subject, err)
-		}
-		return nil
-	}
-	if err := json.Unmarshal(resp.Data, reply); err != nil {
-		return fmt.Errorf("decode reply of %s: %w", subject, err)
-	}
-	return nil
+	return resp.Data, nil
 }
 
 // DecodeCheckpoint decodes a checkpoint as the daemon sends it in a reply:

@@ -40,6 +40,10 @@ type Error struct {
 	Message string         // human-readable explanation
 	Details map[string]any // code-specific details; may be nil
 	Err     error          // the cause when the error did not come from the daemon
+	// Body is the error reply's body exactly as the daemon sent it
+	// (wire.ErrorBody, or CARP's error envelope on the carp.* endpoints);
+	// nil when the error did not come from the daemon.
+	Body []byte
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
@@ -82,7 +86,7 @@ func replyError(m *nats.Msg) error {
 	if code == "" {
 		return nil
 	}
-	e := &Error{Code: code}
+	e := &Error{Code: code, Body: m.Data}
 	e.Status, _ = strconv.Atoi(m.Header.Get(headerErrorCode))
 	var body wire.ErrorBody
 	if err := json.Unmarshal(m.Data, &body); err == nil && body.Error.Code != "" {

@@ -43,7 +43,7 @@ var toolDefs = []toolDef{
 	{name: "carp_approval", op: "carp.approval", title: "Wait for an approval", readOnly: true,
 		desc: "Where an operator's approval of a held execute stands: approval_id (from carp_execute's approval.approval_id) and wait (a duration such as \"2m\", at most 5m; the answer comes when the operator decides or the wait ends). approved: run carp_execute again with approval_id; denied or cancelled: do not."},
 	{name: "checkpoint_create", op: "checkpoint", title: "Create a checkpoint",
-		desc: "Record a checkpoint of this workspace's work in its hash-chained checkpoint chain: type (artifact, observation, ...), intent, status (draft, partial, final), confidence (low, medium, high), payload {files_changed, content, artifacts}, parent (the chain head's id, or null for the first; see checkpoint_head)."},
+		desc: "Record a checkpoint of this workspace's work in its hash-chained checkpoint chain: type (artifact, observation, ...), intent, status (provisional or final), confidence (low, medium, high), payload {files_changed, content, artifacts}, parent (the chain head's id, or null for the first; see checkpoint_head)."},
 	{name: "checkpoint_list", op: "checkpoint.list", title: "List checkpoints", readOnly: true,
 		desc: "A workspace's checkpoints in chain order (default this workspace), a page at a time: pass the reply's next as after."},
 	{name: "checkpoint_head", op: "checkpoint.head", title: "Checkpoint chain head", readOnly: true,

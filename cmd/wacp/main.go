@@ -92,6 +92,7 @@ commands:
   carp execute --resolution R --action ID [--params JSON | --param k=v ...] [--timeout-ms N] [--dry-run] [--idempotency-key K] [--approval ID] [--wait D]
   carp validate --resolution R --action ID [--params JSON | --param k=v ...]   check an execute without running it
   carp respond --checkpoint ID [--atlas ID] (--answer QID=VALUE ... | --answers FILE|-)   answer a steward checkpoint
+  mcp                                    serve your workspace's agent contract to an MCP host (an LLM agent) over stdio
   atlas load FILE|DIR                    load or replace an Atlas manifest (coordinator); validated here first
   atlas unload ID                        unload an atlas (coordinator)
   atlas list                             the loaded atlases
@@ -165,6 +166,7 @@ var commands = map[string]func(*cli, []string) error{
 	"atlas":  sub("atlas", map[string]func(*cli, []string) error{"load": atlasLoad, "unload": atlasUnload, "list": atlasList}),
 	"permit": sub("permit", map[string]func(*cli, []string) error{"list": permitList, "revoke": permitRevoke}),
 	"trust":  sub("trust", map[string]func(*cli, []string) error{"restore": trustRestore}),
+	"mcp":    mcpCmd,
 }
 
 // sub returns a command that dispatches to its subcommands.
