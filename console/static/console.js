@@ -54,10 +54,11 @@
       cell(tr, e.workspace || "system", true);
       cell(tr, e.actor, true);
       cell(tr, e.event_type);
-      var td = cell(tr, "");
-      var pre = document.createElement("pre");
-      pre.textContent = JSON.stringify(e.body, null, 2);
-      td.appendChild(pre);
+      var td = cell(tr, "", false);
+      var code = document.createElement("code");
+      code.className = "wrap";
+      code.textContent = JSON.stringify(e.body);
+      td.appendChild(code);
       body.insertBefore(tr, body.firstChild);
       while (body.rows.length > maxRows) { body.deleteRow(body.rows.length - 1); }
     }, function (s) { statusEl.textContent = s; });
