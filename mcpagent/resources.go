@@ -50,9 +50,9 @@ func (a *agent) addResources(s *mcp.Server) {
 		}))
 }
 
-// read returns a resource handler answering get's JSON; a refusal is a
-// protocol error naming its code (not_found: the SDK's resource not
-// found).
+// read returns a resource handler answering get's JSON, uncacheable and
+// private; a refusal is a protocol error naming its code (not_found: the
+// SDK's resource not found).
 func (a *agent) read(get func(ctx context.Context, uri string) ([]byte, error)) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		uri := req.Params.URI
@@ -66,7 +66,10 @@ func (a *agent) read(get func(ctx context.Context, uri string) ([]byte, error)) 
 		case err != nil:
 			return nil, fmt.Errorf("%s: %w", uri, err)
 		}
-		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(b)}}}, nil
+		// One agent's records, read now: no cache may keep them (ttlMs 0)
+		// or serve them to another (private; the default is public).
+		return &mcp.ReadResourceResult{Cacheable: mcp.Cacheable{CacheScope: "private"},
+			Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(b)}}}, nil
 	}
 }
 

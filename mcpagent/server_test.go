@@ -125,7 +125,7 @@ func TestServer(t *testing.T) {
 }
 
 // TestResources: wacp://chain reads every page of checkpoint.list, passing
-// each page's next as after; wacp://checkpoint/{id} asks checkpoint.get;
+// each page's next as after, and may not be cached or shared; wacp://checkpoint/{id} asks checkpoint.get;
 // a not_found refusal is the SDK's resource not found.
 func TestResources(t *testing.T) {
 	ctx := context.Background()
@@ -146,6 +146,9 @@ func TestResources(t *testing.T) {
 	}
 	if got := res.Contents[0].Text; got != `{"checkpoints":[{"id":"c1"},{"id":"c2"},{"id":"c3"}]}` {
 		t.Errorf("wacp://chain = %s", got)
+	}
+	if res.CacheScope != "private" || res.TTLMs != 0 {
+		t.Errorf("wacp://chain: cacheScope %q ttlMs %d, want private and 0", res.CacheScope, res.TTLMs)
 	}
 	if len(*calls) != 2 {
 		t.Errorf("%d calls for two pages: %+v", len(*calls), *calls)
