@@ -243,6 +243,10 @@ func TestConsoleBrowser(t *testing.T) {
 		t.Errorf("the irreversible action is not marked:\n%s", gate)
 	}
 	shots.take(tab, "queue")
+	// At 200% zoom (half the CSS width) the page reflows: nothing is wider
+	// than the window.
+	run("reflow at 200%", chromedp.EmulateViewport(550, 820),
+		poll(`document.documentElement.scrollWidth <= window.innerWidth`), chromedp.EmulateReset())
 
 	// By keyboard: focus Approve, press Enter; a confirmation, nothing sent.
 	run("approve by keyboard", chromedp.Focus(chromedp.CSS(`button[name="decision"][value="approve"]`)),
