@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/wacpd/wacpd/highway"
 )
@@ -38,8 +39,8 @@ func parseResolveForm(gateID string, form url.Values) (highway.ResolveRequest, e
 	if !ok {
 		return highway.ResolveRequest{}, fmt.Errorf("%w: no decision (approve, per_step, reject, halt or modify) was pressed", errForm)
 	}
-	if gateID == "" {
-		return highway.ResolveRequest{}, fmt.Errorf("%w: no gate", errForm)
+	if gateID == "" || !utf8.ValidString(gateID) {
+		return highway.ResolveRequest{}, fmt.Errorf("%w: no gate, or a gate id that is not UTF-8", errForm)
 	}
 	req := highway.ResolveRequest{GateID: gateID, Action: d.action, Outcome: d.outcome, Confirm: form.Get("confirm") == "yes"}
 	if d.action == highway.Modify {
