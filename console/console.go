@@ -148,10 +148,8 @@ type Console struct {
 	mux      *http.ServeMux
 	cop      *http.CrossOriginProtection
 
-	mu      sync.Mutex // guards servers
-	servers map[*http.Server]bool
-	done    chan struct{} // closed by Close: live streams end
-	once    sync.Once
+	done chan struct{} // closed by Close: live streams end
+	once sync.Once
 }
 
 // New returns a console for cfg.
@@ -182,7 +180,7 @@ func New(cfg Config) (*Console, error) {
 		return nil, err
 	}
 	c := &Console{cfg: cfg, pages: pages, sessions: newSessions(cfg), cop: http.NewCrossOriginProtection(),
-		servers: map[*http.Server]bool{}, done: make(chan struct{})}
+		done: make(chan struct{})}
 	c.cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, nil, http.StatusForbidden, "cross-origin request refused: the console takes forms from its own pages only")
 	}))
@@ -190,7 +188,8 @@ func New(cfg Config) (*Console, error) {
 	return c, nil
 }
 
-// Close ends the live streams; pages are still served.
+// Close ends the live streams; pages are still served. Its server calls
+// it when it shuts down (http.Server.Shutdown waits for no stream).
 func (c *Console) Close() { c.once.Do(func() { close(c.done) }) }
 
 // ServeHTTP serves the console's routes with its security headers; POSTs
@@ -204,24 +203,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
-	c.watchServer(r)
 	c.cop.Handler(c.mux).ServeHTTP(w, r)
-}
-
-// watchServer has the live streams end when the http.Server carrying r
-// shuts down (Shutdown waits for no streaming handler), registering once
-// per server.
-func (c *Console) watchServer(r *http.Request) {
-	srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server)
-	if !ok {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.servers[srv] {
-		c.servers[srv] = true
-		srv.RegisterOnShutdown(c.Close)
-	}
 }
 
 func (c *Console) routes() {

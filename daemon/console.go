@@ -45,15 +45,16 @@ var consoleOps = map[string]bool{
 // mountConsole serves the web console at / (issue 18). The patterns of
 // the listener's other surfaces (/carp/v1/…, /mcp) are more specific and
 // keep their requests.
-func (r *Daemon) mountConsole(mux *http.ServeMux) {
+func (r *Daemon) mountConsole(mux *http.ServeMux) (close func()) {
 	hub := newTrailHub()
 	r.eng.OnCommit(hub.onCommit)
 	c, err := console.New(console.Config{Backend: &consoleBackend{r: r, hub: hub}, Logger: r.cfg.Logger})
 	if err != nil {
 		r.cfg.Logger.Error("web console disabled", "err", err)
-		return
+		return func() {}
 	}
 	mux.Handle("/", c)
+	return c.Close
 }
 
 type consoleBackend struct {

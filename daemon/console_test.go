@@ -203,4 +203,14 @@ func TestConsole(t *testing.T) {
 	if status != http.StatusUnauthorized || !strings.HasPrefix(h.Get("Content-Type"), "application/json") || !strings.Contains(body, "carp_version") {
 		t.Errorf("POST /carp/v1/resolve = %d %s %s", status, h.Get("Content-Type"), body)
 	}
+	// Another method on a CARP operation, or a path no operation has,
+	// is CARP's refusal too.
+	status, body, h = fetch(t, browserClient(), "GET", base+"/carp/v1/execute", nil)
+	if status != http.StatusMethodNotAllowed || h.Get("Allow") != "POST" || !strings.Contains(body, `"INVALID_REQUEST"`) {
+		t.Errorf("GET /carp/v1/execute = %d %s %s", status, h.Get("Allow"), body)
+	}
+	status, body, _ = fetch(t, browserClient(), "POST", base+"/carp/v1/approval", nil)
+	if status != http.StatusNotFound || !strings.Contains(body, "carp_version") {
+		t.Errorf("POST /carp/v1/approval = %d %s", status, body)
+	}
 }

@@ -42,9 +42,23 @@ func (r *Daemon) startHTTP() (stop func(), err error) {
 	for _, op := range []string{carp.OpResolve, carp.OpExecute, carp.OpValidate, carp.OpRespond} {
 		mux.Handle("POST /carp/v1/"+op, r.carpHTTP(eps["carp."+op]))
 	}
-	r.mountMCP(mux)     // /mcp (mcp.go)
-	r.mountConsole(mux) // / (console.go)
+	// Any other request under /carp/v1/ is CARP's refusal, not the
+	// console's page.
+	mux.HandleFunc("/carp/v1/", func(w http.ResponseWriter, hr *http.Request) {
+		op := strings.TrimPrefix(hr.URL.Path, "/carp/v1/")
+		f := asCarp(carp.Errorf(carp.CodeInvalidRequest, "no CARP operation at %s: POST /carp/v1/{resolve,execute,validate,respond}", hr.URL.Path), nil)
+		f.status = http.StatusNotFound
+		if ep, ok := eps["carp."+op]; ok && ep.aud == agents && op != "approval" {
+			f = asCarp(carp.Errorf(carp.CodeInvalidRequest, "%s /carp/v1/%s: the operation takes POST only", hr.Method, op), nil)
+			f.status = http.StatusMethodNotAllowed
+			w.Header().Set("Allow", http.MethodPost)
+		}
+		writeCarp(w, "", nil, f)
+	})
+	r.mountMCP(mux)                     // /mcp (mcp.go)
+	closeConsole := r.mountConsole(mux) // / (console.go)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv.RegisterOnShutdown(closeConsole) // Shutdown waits for no live stream
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
