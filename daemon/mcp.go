@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -66,7 +67,25 @@ func (r *Daemon) mountMCP(mux *http.ServeMux) {
 		return &auth.TokenInfo{UserID: p.String(), Extra: map[string]any{mcpPrincipalKey: p}}, nil
 	}
 	bearer := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
-	mux.Handle("/mcp", r.mcpGate(bearer(h)))
+	mux.Handle("/mcp", r.mcpGate(endWithServer(bearer(h))))
+}
+
+// endWithServer returns next with each request's context also ended when
+// its http.Server begins to shut down: a host's standalone SSE stream
+// (GET /mcp) stays open for the whole session, and would otherwise hold
+// the server's graceful Shutdown until its deadline.
+func endWithServer(next http.Handler) http.Handler {
+	closing, cancel := context.WithCancel(context.Background())
+	var once sync.Once
+	return http.HandlerFunc(func(w http.ResponseWriter, hr *http.Request) {
+		if srv, ok := hr.Context().Value(http.ServerContextKey).(*http.Server); ok {
+			once.Do(func() { srv.RegisterOnShutdown(cancel) })
+		}
+		ctx, stop := context.WithCancel(hr.Context())
+		defer stop()
+		defer context.AfterFunc(closing, stop)()
+		next.ServeHTTP(w, hr.WithContext(ctx))
+	})
 }
 
 const mcpPrincipalKey = "principal"

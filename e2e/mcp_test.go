@@ -446,3 +446,25 @@ func TestMCPSteward(t *testing.T) {
 		t.Fatal("the tool service never got the execution")
 	}
 }
+
+// TestMCPStopsPromptly: a host's open session, with its standalone SSE
+// stream (GET /mcp) open as hosts keep it, does not hold the daemon's
+// shutdown: SIGTERM ends the stream and wacpd exits well before the HTTP
+// server's 5 s grace period.
+func TestMCPStopsPromptly(t *testing.T) {
+	ctx := ctxT(t)
+	dir := t.TempDir()
+	d := startDaemon(t, dir, "-http", "127.0.0.1:0")
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint: mcpEndpoint(t, dir), HTTPClient: &http.Client{Transport: bearerTransport{d.admin}}, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	toolNames(t, ctx, cs) // the session is up; the client has opened its GET stream after initialize
+	start := time.Now()
+	d.stop()
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("wacpd took %v to stop with an MCP session open, want well under the 5 s grace period", took)
+	}
+}
