@@ -136,7 +136,8 @@ func mcpEndpoint(t *testing.T, dir string) string {
 // TestMCPWorkerSession is issue 18's acceptance test: a full worker
 // session through MCP alone, the SDK's client driving the real "wacp mcp"
 // over stdio as the worker's agent: resolve, execute ticket.get through
-// the example tool service, two checkpoints, complete. From outside, the
+// the example tool service, a refused checkpoint (isError with the wire
+// code), two checkpoints, complete. From outside, the
 // coordinator sees the tool run the execution, both checkpoints in the
 // worker's chain, the complete signal and the workspace integrating; the
 // resources show the workspace, the chain, a checkpoint and the trail.
@@ -202,6 +203,13 @@ func TestMCPWorkerSession(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the tool service never got the execution")
+	}
+
+	// A refusal through wacp mcp: isError, the wire code, the daemon's body.
+	res0 := mcpCall(t, ctx, cs, "checkpoint_create", map[string]any{"type": "artifact", "intent": "x", "status": "final", "confidence": "high", "parent": "01NOTTHEHEAD"})
+	if b, _ := json.Marshal(res0.StructuredContent); !res0.IsError || !strings.HasPrefix(mcpText(res0), wire.CodeInvalidParent+": ") ||
+		!strings.Contains(string(b), `"code":"invalid_parent"`) {
+		t.Fatalf("a checkpoint on a wrong parent over stdio: %s / %s", mcpText(res0), b)
 	}
 
 	// Two checkpoints and complete.
