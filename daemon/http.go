@@ -55,10 +55,12 @@ func (r *Daemon) startHTTP() (stop func(), err error) {
 		}
 		writeCarp(w, "", nil, f)
 	})
-	r.mountMCP(mux)                     // /mcp (mcp.go)
+	closeMCP := r.mountMCP(mux)         // /mcp (mcp.go)
 	closeConsole := r.mountConsole(mux) // / (console.go)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	srv.RegisterOnShutdown(closeConsole) // Shutdown waits for no live stream
+	// Shutdown waits for no live stream (an MCP host's, the console's).
+	srv.RegisterOnShutdown(closeMCP)
+	srv.RegisterOnShutdown(closeConsole)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -34,7 +33,7 @@ import (
 const mcpSessionTimeout = 30 * time.Minute
 
 // mountMCP serves the MCP endpoint at /mcp.
-func (r *Daemon) mountMCP(mux *http.ServeMux) {
+func (r *Daemon) mountMCP(mux *http.ServeMux) (close func()) {
 	// A request on an existing session is served by the session's own
 	// server; the SDK asks getServer only for the protocol versions it
 	// supports, which every server shares. A server that runs nothing
@@ -45,7 +44,7 @@ func (r *Daemon) mountMCP(mux *http.ServeMux) {
 		}})
 	if err != nil {
 		r.cfg.Logger.Error("mcp: the endpoint is not served", "err", err)
-		return
+		return func() {}
 	}
 	h := mcp.NewStreamableHTTPHandler(func(hr *http.Request) *mcp.Server {
 		p, ok := mcpPrincipal(hr)
@@ -67,20 +66,17 @@ func (r *Daemon) mountMCP(mux *http.ServeMux) {
 		return &auth.TokenInfo{UserID: p.String(), Extra: map[string]any{mcpPrincipalKey: p}}, nil
 	}
 	bearer := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
-	mux.Handle("/mcp", r.mcpGate(endWithServer(bearer(h))))
+	closing, cancel := context.WithCancel(context.Background())
+	mux.Handle("/mcp", r.mcpGate(endWith(closing, bearer(h))))
+	return cancel
 }
 
-// endWithServer returns next with each request's context also ended when
-// its http.Server begins to shut down: a host's standalone SSE stream
-// (GET /mcp) stays open for the whole session, and would otherwise hold
-// the server's graceful Shutdown until its deadline.
-func endWithServer(next http.Handler) http.Handler {
-	closing, cancel := context.WithCancel(context.Background())
-	var once sync.Once
+// endWith returns next with each request's context also ended by
+// closing: a host's standalone SSE stream (GET /mcp) stays open for the
+// whole session, and would otherwise hold the server's graceful Shutdown
+// until its deadline.
+func endWith(closing context.Context, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, hr *http.Request) {
-		if srv, ok := hr.Context().Value(http.ServerContextKey).(*http.Server); ok {
-			once.Do(func() { srv.RegisterOnShutdown(cancel) })
-		}
 		ctx, stop := context.WithCancel(hr.Context())
 		defer stop()
 		defer context.AfterFunc(closing, stop)()
