@@ -82,6 +82,9 @@ func (r CreateRequest) check() error {
 			return bad("budget: %v", err)
 		}
 	}
+	if err := checkGroup(r.Group); err != nil { // groups.go
+		return bad("%v", err)
+	}
 	if len(r.Context) > 0 && !json.Valid(r.Context) {
 		return bad("context is not JSON")
 	}

@@ -65,6 +65,11 @@ const (
 	ConflictResolved     Trigger = "conflict_resolved"        // conflicted → closed
 	ConflictUnresolved   Trigger = "conflict_unresolvable"    // conflicted → failed
 	ConflictTimeout      Trigger = "conflict_timeout"         // conflicted → failed
+	// GraceExpired: a graceful termination's grace period ran out before
+	// complete (Workspace §3); BatchAbort: the coordinator aborted the
+	// workspace's group (Workspace §9).
+	GraceExpired Trigger = "graceful_termination_expired" // active, blocked → failed
+	BatchAbort   Trigger = "batch_abort"                  // any non-terminal → failed
 )
 
 // edge is one row of the transition table. to == "" means "the stored pre-state".
@@ -100,6 +105,8 @@ var table = map[Trigger]edge{
 	ConflictResolved:     {[]State{Conflicted}, Closed},
 	ConflictUnresolved:   {[]State{Conflicted}, Failed},
 	ConflictTimeout:      {[]State{Conflicted}, Failed},
+	GraceExpired:         {[]State{Active, Blocked}, Failed},
+	BatchAbort:           {nonTerminal, Failed},
 }
 
 // Triggers returns every trigger of the transition table.

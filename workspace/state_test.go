@@ -46,6 +46,7 @@ func specTable() []transition {
 		{workspace.Active, workspace.Timeout, workspace.Failed},
 		{workspace.Active, workspace.BudgetExceeded, workspace.Failed},
 		{workspace.Active, workspace.Suspend, workspace.Suspended},
+		{workspace.Active, workspace.GraceExpired, workspace.Failed},
 		// blocked
 		{workspace.Blocked, workspace.AgentStarted, workspace.Active},
 		{workspace.Blocked, workspace.Migrate, workspace.Migrating},
@@ -53,6 +54,7 @@ func specTable() []transition {
 		{workspace.Blocked, workspace.Timeout, workspace.Failed},
 		{workspace.Blocked, workspace.BudgetExceeded, workspace.Failed},
 		{workspace.Blocked, workspace.AgentFailed, workspace.Failed},
+		{workspace.Blocked, workspace.GraceExpired, workspace.Failed},
 		// migrating
 		{workspace.Migrating, workspace.MigrationCompleted, toPre},
 		{workspace.Migrating, workspace.MigrationError, workspace.Failed},
@@ -68,7 +70,7 @@ func specTable() []transition {
 		{workspace.Conflicted, workspace.ConflictTimeout, workspace.Failed},
 	}
 	for _, s := range specNonTerminal {
-		for _, trig := range []workspace.Trigger{workspace.Abort, workspace.ParentFailed, workspace.SystemShutdown} {
+		for _, trig := range []workspace.Trigger{workspace.Abort, workspace.ParentFailed, workspace.SystemShutdown, workspace.BatchAbort} {
 			rows = append(rows, transition{s, trig, workspace.Failed})
 		}
 	}
@@ -85,6 +87,7 @@ var specTriggers = []workspace.Trigger{
 	workspace.Suspend, workspace.Resume,
 	workspace.IntegrationSucceeded, workspace.ConflictDetected, workspace.IntegrationFailed,
 	workspace.ConflictResolved, workspace.ConflictUnresolved, workspace.ConflictTimeout,
+	workspace.GraceExpired, workspace.BatchAbort,
 }
 
 // expect returns what Next(from, pre, trig) must return according to rows.
@@ -531,6 +534,8 @@ func TestTriggerNames(t *testing.T) {
 		{workspace.ConflictResolved, "conflict_resolved"},
 		{workspace.ConflictUnresolved, "conflict_unresolvable"},
 		{workspace.ConflictTimeout, "conflict_timeout"},
+		{workspace.GraceExpired, "graceful_termination_expired"},
+		{workspace.BatchAbort, "batch_abort"},
 	}
 	if len(tests) != len(specTriggers) {
 		t.Fatalf("%d trigger names pinned, want %d", len(tests), len(specTriggers))

@@ -50,6 +50,10 @@ type Workspace struct {
 	// conflicted; Conflicts are its unresolved conflicts.
 	Integration *Integration `json:"integration,omitempty"`
 	Conflicts   []Conflict   `json:"conflicts,omitempty"`
+	// Liveness is the liveness monitor's state and Grace a graceful
+	// termination in progress (liveness.go).
+	Liveness Liveness `json:"liveness,omitzero"`
+	Grace    Grace    `json:"grace,omitzero"`
 }
 
 // Integration records an integration that has started and not ended.
