@@ -24,8 +24,25 @@ type Party struct {
 //   - no_send_right: the sender holds no send right to the receiver. Send
 //     rights are created with each workspace, between it and its parent,
 //     both ways, and die when the holder is terminal.
+//
+// Check takes the implicit rights of HasSendRight; the runtime, which
+// keeps the rights table, calls CheckSend.
 func Check(tax *taxonomy.Taxonomy, from, to Party, typ string) error {
+	return CheckSend(tax, from, to, typ, HasSendRight(from, to), true)
+}
+
+// CheckSend is Check with the send right looked up by the caller: holds
+// reports whether from holds a valid right (send or send_once) to to in
+// the rights table, visible whether from may see to. A sender that may
+// not see the receiver and holds no right to it is refused no_send_right
+// before anything else, whether or not the receiver exists, so that
+// validation does not tell it which ids exist (WACP lets the checks run
+// in any order, Envelope §12). A terminal sender holds no valid right.
+func CheckSend(tax *taxonomy.Taxonomy, from, to Party, typ string, holds, visible bool) error {
+	holds = holds && !from.Terminal
 	switch {
+	case !visible && !holds:
+		return reject(ReasonNoSendRight, "workspace %s holds no send right to %s", from.ID, to.ID)
 	case !to.Exists:
 		return reject(ReasonTargetNotFound, "workspace %s does not exist", to.ID)
 	case to.Sealed:
@@ -34,7 +51,7 @@ func Check(tax *taxonomy.Taxonomy, from, to Party, typ string) error {
 		return reject(ReasonInvalidType, "envelope type %q is not registered in taxonomy %s", typ, tax.ID())
 	case !allowed(tax, from, to, typ):
 		return reject(ReasonPermissionDenied, "the permission matrix has no row %s → %s → %s", from.Role, typ, to.Role)
-	case !HasSendRight(from, to):
+	case !holds:
 		return reject(ReasonNoSendRight, "workspace %s holds no send right to %s", from.ID, to.ID)
 	}
 	return nil

@@ -24,18 +24,21 @@ const (
 
 // Envelope is an envelope record (WACP Envelope §3).
 type Envelope struct {
-	ID          string  `json:"id"`
-	From        string  `json:"from"`
-	To          string  `json:"to"`
-	Originator  string  `json:"originator"`
-	Type        string  `json:"type"`
-	Payload     Payload `json:"payload"`
-	InReplyTo   *string `json:"in_reply_to"`
-	Priority    string  `json:"priority"`
-	Timestamp   string  `json:"timestamp"`
-	Origin      string  `json:"origin"`
-	Status      string  `json:"status"`
-	DeliveredAt string  `json:"delivered_at,omitempty"`
+	ID         string  `json:"id"`
+	From       string  `json:"from"`
+	To         string  `json:"to"`
+	Originator string  `json:"originator"`
+	Type       string  `json:"type"`
+	Payload    Payload `json:"payload"`
+	InReplyTo  *string `json:"in_reply_to"`
+	// Rights are the port rights the envelope transfers to its receiver
+	// (rights.go), each with the id of the right moved; [] when none.
+	Rights      []RightSpec `json:"rights"`
+	Priority    string      `json:"priority"`
+	Timestamp   string      `json:"timestamp"`
+	Origin      string      `json:"origin"`
+	Status      string      `json:"status"`
+	DeliveredAt string      `json:"delivered_at,omitempty"`
 	// Delivery is set only in an inbox.next reply: the lease under which
 	// the envelope was handed to its receiver's agent. Stored records and
 	// the envelope reply never carry it.
@@ -77,6 +80,9 @@ type Request struct {
 	Payload   Payload `json:"payload"`
 	InReplyTo *string `json:"in_reply_to,omitempty"`
 	Priority  string  `json:"priority,omitempty"`
+	// Rights are port rights the sender holds and transfers to the
+	// receiver on delivery (Envelope §3): {type: send|send_once, target}.
+	Rights []RightSpec `json:"rights,omitempty"`
 }
 
 // DecodeRequest decodes an envelope request and checks its shape: to and
@@ -111,6 +117,12 @@ func Normalize(r Request) (Request, error) {
 	case PriorityNormal, PriorityUrgent, PriorityBlocking:
 	default:
 		return Request{}, reject(ReasonInvalidStructure, "priority %q is not normal, urgent or blocking", r.Priority)
+	}
+	if err := checkRightSpecs(r.Rights); err != nil {
+		return Request{}, err
+	}
+	if len(r.Rights) == 0 {
+		r.Rights = nil // [] and absent are one request
 	}
 	if r.Payload.Format == "" {
 		r.Payload.Format = "markdown"

@@ -229,13 +229,16 @@ func (e *Engine) GetCheckpoint(ctx context.Context, actor, id string) (checkpoin
 		cp, err = chainstore.Get(txn, e.seg, id)
 		return err
 	})
+	if errors.Is(err, checkpointchain.ErrNotFound) {
+		return checkpointchain.Checkpoint{}, hiddenCheckpoint(id) // as one actor may not see
+	}
 	if err != nil {
 		return cp, err
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if !e.canSee(actor, cp.Workspace) {
-		return checkpointchain.Checkpoint{}, Refuse(wire.CodePermissionDenied, "workspace %s is not visible to %s", cp.Workspace, actor)
+		return checkpointchain.Checkpoint{}, hiddenCheckpoint(id)
 	}
 	return cp, nil
 }
@@ -307,13 +310,8 @@ func (e *Engine) Head(ctx context.Context, actor, ws string, final bool) (checkp
 func (e *Engine) visible(actor, ws string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	switch {
-	case e.get(ws) == nil:
-		return Refuse(wire.CodeNotFound, "workspace %s does not exist", ws)
-	case !e.canSee(actor, ws):
-		return Refuse(wire.CodePermissionDenied, "workspace %s is not visible to %s", ws, actor)
-	}
-	return nil
+	_, err := e.lookupFor(actor, ws)
+	return err
 }
 
 func hasCheckpointLimit(w *workspace.Workspace) bool {

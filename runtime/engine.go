@@ -259,6 +259,9 @@ func open(cfg Config, db *badger.DB) (_ *Engine, err error) {
 	} else if err := e.checkTaxonomy(); err != nil {
 		return nil, err
 	}
+	if err := e.buildRights(context.Background()); err != nil { // rights.go: once, for an earlier release's data dir
+		return nil, err
+	}
 	if err := e.finishRecovery(rec); err != nil {
 		return nil, err
 	}

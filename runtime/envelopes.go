@@ -36,6 +36,9 @@ func (e *Engine) sendEnvelopeLocked(ctx context.Context, ws string, body []byte)
 	if err == nil {
 		err = envelope.Check(e.tax, e.party(ws), e.party(req.To), req.Type)
 	}
+	if err == nil {
+		err = e.checkGrace(req) // graceful.go
+	}
 	switch from.State {
 	case workspace.Suspended, workspace.Migrating, workspace.Integrating, workspace.Conflicted:
 		if err == nil {
@@ -59,7 +62,10 @@ func (e *Engine) sendEnvelopeLocked(ctx context.Context, ws string, body []byte)
 			Timestamp: clock.Format(ts), Origin: envelope.OriginAgent, Status: envelope.StatusValidated,
 		}
 		if !e.cfg.Highway.Gated(highway.EnvelopeDelivery) {
-			return delivery.Send(deliveryTx{t}, ts, e.actorOf(from), &env)
+			if err := delivery.Send(deliveryTx{t}, ts, e.actorOf(from), &env); err != nil {
+				return err
+			}
+			return t.startGrace(&env, e.actorOf(from)) // graceful.go
 		}
 		var err error
 		gateID, err = t.holdEnvelope(ts, e.actorOf(from), &env)

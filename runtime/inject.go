@@ -95,7 +95,7 @@ func (e *Engine) Inject(ctx context.Context, userID string, body []byte) (envelo
 func (e *Engine) humanEnvelope(id, userID string, req envelope.Request, ts time.Time) envelope.Envelope {
 	return envelope.Envelope{
 		ID: id, From: e.root, To: req.To, Originator: userID, Type: req.Type,
-		Payload: req.Payload, InReplyTo: req.InReplyTo, Priority: req.Priority,
+		Payload: req.Payload, InReplyTo: req.InReplyTo, Priority: req.Priority, Rights: []envelope.RightSpec{},
 		Timestamp: clock.Format(ts), Origin: envelope.OriginHuman, Status: envelope.StatusValidated,
 	}
 }
@@ -111,6 +111,8 @@ func injectionCheck(e *Engine, to *workspace.Workspace, req envelope.Request) (*
 		return Refuse(wire.CodeTargetTerminal, "workspace %s is %s: injections to terminal workspaces are rejected", to.ID, to.State), InjectionTerminal
 	case to.State == workspace.Integrating || to.State == workspace.Conflicted:
 		return Refuse(wire.CodeTargetTerminal, "workspace %s is %s and its inbox is sealed; inject into the coordinator's instead", to.ID, to.State), InjectionSealed
+	case len(req.Rights) > 0:
+		return Refuse(wire.CodeInvalidStructure, "a person's envelope carries no port rights (a person holds none)"), string(envelope.ReasonInvalidStructure)
 	case !e.tax.HasEnvelopeType(req.Type):
 		return Refuse(wire.CodeInvalidType, "envelope type %q is not registered in taxonomy %s", req.Type, e.tax.ID()), string(envelope.ReasonInvalidType)
 	}

@@ -287,6 +287,9 @@ func (e *Engine) RunTimers(ctx context.Context, interval time.Duration) {
 			if _, err := e.ExpireTimeouts(ctx, e.clock.Now()); err != nil {
 				e.lg.Error("expire timeouts", "err", err)
 			}
+			if err := e.runWorkspaceTimers(ctx, e.clock.Now()); err != nil { // liveness.go
+				e.lg.Error("liveness and grace periods", "err", err)
+			}
 		case <-e.leaseKick:
 			leases.reset()
 		case <-leases.timer.C:

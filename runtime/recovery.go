@@ -197,6 +197,7 @@ func (e *Engine) finishRecovery(rec recovery) error {
 				if w.Timeout != "" {
 					timers++
 				}
+				timers += workspaceTimers(w) // liveness.go
 			}
 		}
 		return n, timers
@@ -209,6 +210,9 @@ func (e *Engine) finishRecovery(rec recovery) error {
 	before, _ := live()
 	if _, err := e.ExpireTimeouts(context.Background(), e.clock.Now()); err != nil {
 		return fmt.Errorf("recover: expire timeouts: %w", err)
+	}
+	if err := e.runWorkspaceTimers(context.Background(), e.clock.Now()); err != nil {
+		return fmt.Errorf("recover: liveness and grace periods: %w", err)
 	}
 	after, timers := live()
 	body := map[string]any{

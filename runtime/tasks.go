@@ -33,6 +33,9 @@ func (e *Engine) taskActor(actor string) (*workspace.Workspace, error) {
 	case a.State.Terminal():
 		return nil, Refuse(wire.CodePermissionDenied, "workspace %s is %s", actor, a.State)
 	}
+	if err := activeAuthority(a); err != nil {
+		return nil, err
+	}
 	return a, nil
 }
 

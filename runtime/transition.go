@@ -114,6 +114,9 @@ func (t *tx) cascade(id string) error {
 		if err := t.put(c); err != nil {
 			return err
 		}
+		if err := t.linkRights(cid, root, root); err != nil { // rights.go: the root and its new child
+			return err
+		}
 	}
 	for _, cid := range plan.Fail {
 		c := t.ws(cid)

@@ -61,14 +61,17 @@ func (e *Engine) createWorkspaceLocked(ctx context.Context, actor string, body [
 	case a.State.Terminal():
 		return nil, Refuse(wire.CodePermissionDenied, "workspace %s is %s", actor, a.State)
 	}
+	if err := activeAuthority(a); err != nil {
+		return nil, err
+	}
 	parentID := req.Parent
 	if parentID == "" {
 		parentID = actor
 	}
-	parent := e.get(parentID)
+	parent, err := e.lookupFor(actor, parentID)
 	switch {
-	case parent == nil:
-		return nil, Refuse(wire.CodeNotFound, "parent workspace %s does not exist", parentID)
+	case err != nil:
+		return nil, err
 	case !a.IsRoot() && !e.inSubtree(actor, parentID):
 		return nil, Refuse(wire.CodePermissionDenied, "a delegate creates workspaces only in its own subtree")
 	}
@@ -137,7 +140,6 @@ func (t *tx) grant(grant func(Grants, *workspace.Workspace) error, w *workspace.
 // person's user id), at ts: workspace_created and the send rights between
 // it and its parent (port_right_created, both ways).
 func (t *tx) createWorkspace(a *workspace.Workspace, actor string, parent *workspace.Workspace, req workspace.CreateRequest, id string, ts time.Time) (*workspace.Workspace, error) {
-	e := t.e
 	if err := t.causedBy(a, &req); err != nil {
 		return nil, err
 	}
@@ -152,15 +154,8 @@ func (t *tx) createWorkspace(a *workspace.Workspace, actor string, parent *works
 	if err := t.appendAt(ts, w.ID, actor, trail.EventWorkspaceCreated, createdBody(w)); err != nil {
 		return nil, err
 	}
-	for _, r := range [][2]string{{parent.ID, w.ID}, {w.ID, parent.ID}} {
-		rts := t.next()
-		err := t.appendAt(rts, w.ID, trail.ActorProtocol, trail.EventPortRightCreated, map[string]any{
-			"right_id": e.ids.New(rts), "right_type": "send", "holder": r[0], "target": r[1],
-			"created_by": a.ID,
-		})
-		if err != nil {
-			return nil, err
-		}
+	if err := t.linkRights(w.ID, parent.ID, a.ID); err != nil {
+		return nil, err
 	}
 	return w, nil
 }
@@ -213,12 +208,9 @@ func (e *Engine) canSee(actor, target string) bool {
 func (e *Engine) GetWorkspace(ctx context.Context, actor, id string) (*workspace.Workspace, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	w := e.get(id)
-	if w == nil {
-		return nil, Refuse(wire.CodeNotFound, "workspace %s does not exist", id)
-	}
-	if !e.canSee(actor, id) {
-		return nil, Refuse(wire.CodePermissionDenied, "workspace %s is not visible to %s", id, actor)
+	w, err := e.lookupFor(actor, id)
+	if err != nil {
+		return nil, err
 	}
 	return w.Clone(), nil
 }
@@ -247,18 +239,28 @@ func (e *Engine) ListWorkspaces(ctx context.Context, actor, parent string, state
 // authorize checks that actor may run a coordinator operation on target:
 // the coordinator on any workspace but the root, a live delegate on its own
 // subtree. A delegate's authority ends when it is terminal, as it does for
-// creating workspaces. Caller holds e.mu.
+// creating workspaces, and waits while it is suspended or migrating
+// (activeAuthority). A target actor may not see answers as one that does
+// not exist (lookupFor). Caller holds e.mu.
 func (e *Engine) authorize(actor, target string) (*workspace.Workspace, *workspace.Workspace, error) {
-	a, w := e.get(actor), e.get(target)
-	switch {
-	case a == nil:
+	a := e.get(actor)
+	if a == nil {
 		return nil, nil, Refuse(wire.CodeNotFound, "workspace %s does not exist", actor)
-	case w == nil:
-		return nil, nil, Refuse(wire.CodeNotFound, "workspace %s does not exist", target)
+	}
+	w, err := e.lookupFor(actor, target)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch {
 	case !a.IsRoot() && !(a.Delegate && target != actor && e.inSubtree(actor, target)):
 		return nil, nil, Refuse(wire.CodePermissionDenied, "only the coordinator or a delegate over %s may do this", target)
 	case a.State.Terminal():
 		return nil, nil, Refuse(wire.CodePermissionDenied, "workspace %s is %s and acts on nothing", actor, a.State)
+	}
+	if err := activeAuthority(a); err != nil {
+		return nil, nil, err
+	}
+	switch {
 	case w.IsRoot():
 		return nil, nil, Refuse(wire.CodeInvalidTransition, "the root workspace ends with the run")
 	}

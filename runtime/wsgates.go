@@ -347,7 +347,12 @@ func (t *tx) planEnvelope(g highway.Gate) (func(*tx) error, error) {
 		}
 		env.Payload = p
 	}
-	return func(t *tx) error { return delivery.Release(deliveryTx{t}, &env) }, nil
+	return func(t *tx) error {
+		if err := delivery.Release(deliveryTx{t}, &env); err != nil {
+			return err
+		}
+		return t.startGrace(&env, t.e.actorOf(t.peek(env.From))) // graceful.go: the grace period starts at delivery
+	}, nil
 }
 
 // staleWorkspaceGates resolves as invalidated the pending gates that w's

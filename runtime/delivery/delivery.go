@@ -74,6 +74,10 @@ type Tx interface {
 	Arrived(ws string)
 	// Leased notes that a lease was taken.
 	Leased()
+	// Rights settles the port rights env carries: with delivered they
+	// move to its receiver (port_right_transferred); otherwise (it ended
+	// undelivered) they stay with its sender.
+	Rights(env *envelope.Envelope, delivered bool) error
 }
 
 // Send records env, created at ts by actor (envelope_created in its
@@ -122,6 +126,9 @@ func Drop(t Tx, env *envelope.Envelope, reason string, undeliverable bool) error
 		return err
 	}
 	env.Status = envelope.StatusRejected
+	if err := t.Rights(env, false); err != nil {
+		return err
+	}
 	if err := t.Step("drop"); err != nil {
 		return err
 	}
@@ -154,6 +161,9 @@ func Deliver(t Tx, env *envelope.Envelope) error {
 		"envelope_id": env.ID, "from": env.From, "to": env.To, "delivered_at": env.DeliveredAt,
 	})
 	if err != nil {
+		return err
+	}
+	if err := t.Rights(env, true); err != nil {
 		return err
 	}
 	if err := t.Step("inbox"); err != nil {
@@ -218,6 +228,9 @@ func UndeliverQueued(t Tx, ws string) error {
 			return err
 		}
 		env.Status = envelope.StatusRejected
+		if err := t.Rights(&env, false); err != nil {
+			return err
+		}
 		return envstore.Put(t.Txn(), env)
 	})
 }
