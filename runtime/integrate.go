@@ -146,6 +146,10 @@ func (e *Engine) integrateLocked(ctx context.Context, actor string, body []byte)
 	var gateID string
 	err = e.commit(func(t *tx) error {
 		if req.Decision == DecisionAccept {
+			// Sequential integration: refused before a person is asked.
+			if err := t.refuseBusy(w.ParentID(), w.ID); err != nil {
+				return err
+			}
 			s, err := integrationGate(a, w, req, cpID)
 			if err != nil {
 				return err

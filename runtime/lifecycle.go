@@ -86,46 +86,6 @@ func (t *tx) resolveConflictAs(c *workspace.Workspace, actor, strategy, resoluti
 	return t.endIntegration(c, actor, strategy, resolution, outcome)
 }
 
-// endIntegration resolves c's conflicts with strategy and ends its
-// integration with outcome (closed or failed).
-func (t *tx) endIntegration(c *workspace.Workspace, actor, strategy, resolution string, outcome workspace.State) error {
-	for _, cf := range c.Conflicts {
-		_, err := t.append(c.ID, actor, trail.EventConflictResolved, map[string]any{
-			"workspace_id": c.ID, "conflict_type": cf.ConflictType, "resolution_strategy": strategy,
-			"resolution": resolution, "outcome": outcome,
-		})
-		if err != nil {
-			return err
-		}
-	}
-	in := c.Integration
-	if in == nil {
-		in = &workspace.Integration{Target: c.ParentID(), Mode: ModeNormal}
-	}
-	c.Conflicts, c.Integration = nil, nil
-	if outcome == workspace.Closed {
-		_, err := t.append(c.ID, actor, trail.EventIntegrationCompleted, map[string]any{
-			"source": c.ID, "target": in.Target, "mode": in.Mode, "strategy": in.Strategy,
-			"result": "conflict_resolved", "timestamp": nil,
-		})
-		if err != nil {
-			return err
-		}
-		return t.transition(c, workspace.ConflictResolved, actor, "", false)
-	}
-	reason, trig := "revision_required", workspace.ConflictUnresolved
-	if strategy == "timeout" {
-		reason, trig = "conflict_timeout", workspace.ConflictTimeout
-	}
-	_, err := t.append(c.ID, actor, trail.EventIntegrationAborted, map[string]any{
-		"source": c.ID, "target": in.Target, "mode": in.Mode, "reason": reason, "timestamp": nil,
-	})
-	if err != nil {
-		return err
-	}
-	return t.transition(c, trig, actor, reason, false)
-}
-
 // Migrate starts moving an active or blocked workspace to a new agent:
 // the coordinator's migrate signal, migration_started and the transition to
 // migrating (storing the pre-state). The workspace is frozen until
@@ -289,9 +249,6 @@ func (e *Engine) RunTimers(ctx context.Context, interval time.Duration) {
 			}
 			if err := e.runWorkspaceTimers(ctx, e.clock.Now()); err != nil { // liveness.go
 				e.lg.Error("liveness and grace periods", "err", err)
-			}
-			if _, err := e.ExpireComputeBudgets(ctx); err != nil { // budget.go
-				e.lg.Error("compute budgets", "err", err)
 			}
 		case <-e.leaseKick:
 			leases.reset()

@@ -12,7 +12,6 @@ import (
 	"github.com/wacpd/wacpd/runtime/delivery"
 
 	"github.com/wacpd/wacpd/highway"
-	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
 	"github.com/wacpd/wacpd/wire"
 	"github.com/wacpd/wacpd/workspace"
@@ -83,6 +82,16 @@ func (t *tx) planIntegration(g highway.Gate) (func(*tx) error, error) {
 	}
 	actor := g.Resolution.Actor
 	if g.Resolution.Action != highway.Reject {
+		// Integrations into one target are sequential (integrate_merge.go):
+		// a person's approval waits until the open one ends; a fallback's
+		// does nothing, and the coordinator's next integrate goes through
+		// as approved (the re-entry guard).
+		if err := t.refuseBusy(s.Target, s.Source); err != nil {
+			if actor == highway.ActorFallback {
+				return nil, nil
+			}
+			return nil, err
+		}
 		return func(t *tx) error {
 			_, err := t.integrateNow(a, s.Source, req, s.CheckpointRef)
 			return err
@@ -177,17 +186,29 @@ func conflictGate(a, w *workspace.Workspace, req wire.ResolveRequest) (highway.S
 // planConflict: approve resolves the conflicts with the strategy proposed
 // (escalate, approved, closes the workspace: the person accepts the work),
 // modify with the strategy the person chose (coordinator_resolve or
-// agent_rework); reject leaves the workspace conflicted, and the
-// coordinator must choose again. Nothing when the workspace is no longer
-// conflicted.
+// agent_rework); reject of an escalation fails the workspace
+// (gate_rejected_by_human), reject of the coordinator's own proposal (a
+// gated coordinator_resolve or agent_rework) leaves the workspace
+// conflicted, and the coordinator must choose again. Nothing when the
+// workspace is no longer conflicted.
 func (t *tx) planConflict(g highway.Gate) (func(*tx) error, error) {
 	var s conflictSubject
 	if err := json.Unmarshal(g.Subject, &s); err != nil {
 		return nil, err
 	}
 	c := t.ws(s.WorkspaceID)
-	if c == nil || c.State != workspace.Conflicted || g.Resolution.Action == highway.Reject {
+	if c == nil || c.State != workspace.Conflicted {
 		return nil, nil
+	}
+	actor := g.Resolution.Actor
+	if g.Resolution.Action == highway.Reject {
+		if s.Strategy != ResolveEscalate {
+			return nil, nil // the coordinator's proposal refused: it chooses again
+		}
+		// An escalation rejected: the person decided against the merge.
+		return func(t *tx) error {
+			return t.endIntegration(t.ws(s.WorkspaceID), actor, ResolveEscalate, s.Resolution, workspace.Failed)
+		}, nil
 	}
 	strategy := s.Strategy
 	if g.Resolution.Action == highway.Modify {
@@ -200,7 +221,6 @@ func (t *tx) planConflict(g highway.Gate) (func(*tx) error, error) {
 		}
 		strategy = m.Strategy
 	}
-	actor := g.Resolution.Actor
 	return func(t *tx) error { return t.resolveConflictAs(t.ws(s.WorkspaceID), actor, strategy, s.Resolution) }, nil
 }
 
@@ -230,9 +250,6 @@ func (t *tx) holdWorkspace(a, parent *workspace.Workspace, req workspace.CreateR
 	}
 	w, err := workspace.Plan(req, parent, id, clock.Format(ts))
 	if err != nil {
-		return nil, "", err
-	}
-	if err := t.budgetFits(w.Budget, parent, ""); err != nil { // containment (budget.go)
 		return nil, "", err
 	}
 	s, err := createGate(a, w, body)
@@ -415,69 +432,4 @@ func (t *tx) staleWorkspaceGates(w *workspace.Workspace, from, to workspace.Stat
 		}
 	}
 	return nil
-}
-
-// integrateNow integrates workspace wsID as req asks, from checkpoint
-// cpID, for the agent of a: the integrate signal, integration_started,
-// then integration_completed and the transition to closed (normal
-// accept), conflict_detected and conflicted (accept with conflicts),
-// integration_completed alone (salvage), or integration_aborted and
-// failed (revise, reject).
-func (t *tx) integrateNow(a *workspace.Workspace, wsID string, req wire.IntegrateRequest, cpID string) (wire.IntegrateResult, error) {
-	e := t.e
-	res := wire.IntegrateResult{Checkpoint: cpID}
-	c := t.ws(wsID)
-	target := c.ParentID()
-	if _, err := t.emit(t.ws(a.ID), taxonomy.SignalIntegrate, "", cpID, e.actorOf(a)); err != nil {
-		return res, err
-	}
-	_, err := t.append(c.ID, e.actorOf(a), trail.EventIntegrationStarted, map[string]any{
-		"source": c.ID, "target": target, "owner": c.Owner, "mode": req.Mode,
-		"strategy": req.Strategy, "checkpoint_ref": cpID, "timestamp": nil,
-	})
-	if err != nil {
-		return res, err
-	}
-	if len(req.Conflicts) > 0 {
-		for _, cf := range req.Conflicts {
-			_, err := t.append(c.ID, e.actorOf(a), trail.EventConflictDetected, map[string]any{
-				"workspace_id": c.ID, "conflict_type": cf.ConflictType, "resources": cf.Resources,
-				"description": cf.Description,
-			})
-			if err != nil {
-				return res, err
-			}
-		}
-		c.Integration = &workspace.Integration{Target: target, Mode: req.Mode, Strategy: req.Strategy, Checkpoint: cpID}
-		c.Conflicts = req.Conflicts
-		res.Outcome, res.Workspace = string(workspace.Conflicted), c
-		return res, t.transition(c, workspace.ConflictDetected, e.actorOf(a), "", false)
-	}
-	if req.Decision == DecisionAccept {
-		_, err := t.append(c.ID, e.actorOf(a), trail.EventIntegrationCompleted, map[string]any{
-			"source": c.ID, "target": target, "mode": req.Mode, "strategy": req.Strategy,
-			"result": "success", "timestamp": nil,
-		})
-		if err != nil {
-			return res, err
-		}
-		res.Outcome, res.Workspace = "salvaged", c
-		if req.Mode == ModeNormal {
-			res.Outcome = string(workspace.Closed)
-			err = t.transition(c, workspace.IntegrationSucceeded, e.actorOf(a), "", false)
-		}
-		return res, err
-	}
-	reason := "rejected"
-	if req.Decision == DecisionRevise {
-		reason = "revision_required"
-	}
-	_, err = t.append(c.ID, e.actorOf(a), trail.EventIntegrationAborted, map[string]any{
-		"source": c.ID, "target": target, "mode": req.Mode, "reason": reason, "timestamp": nil,
-	})
-	if err != nil {
-		return res, err
-	}
-	res.Outcome, res.Workspace = string(workspace.Failed), c
-	return res, t.transition(c, workspace.IntegrationFailed, e.actorOf(a), reason, false)
 }

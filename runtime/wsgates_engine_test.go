@@ -187,12 +187,14 @@ func resolveConflict(e *Engine, ws, strategy string) error {
 // TestHighway_ConflictEscalatedToAPerson: the escalate strategy opens a
 // conflict_resolution gate although the run's highway does not gate the
 // type; the person approves (closed), picks agent_rework (failed,
-// revision_required) or rejects (still conflicted, the coordinator chooses
-// again). Under the gated preset every strategy waits at the gate.
+// revision_required) or rejects (failed, gate_rejected_by_human). Under
+// the gated preset every strategy waits at the gate. Integrations into
+// the root are sequential: each worker reaches conflicted after the one
+// before ended.
 func TestHighway_ConflictEscalatedToAPerson(t *testing.T) {
 	e := openVerified(t)
 	mkUser(t, e, "op", user.ApproveIntegrationAny)
-	a, b, c := conflictedWorker(t, e), conflictedWorker(t, e), conflictedWorker(t, e)
+	a := conflictedWorker(t, e)
 
 	id := heldAt(t, "escalate a", resolveConflict(e, a.ID, ResolveEscalate), highway.ConflictResolution)
 	if _, err := resolve(t, e, "op", id, "approve"); err != nil {
@@ -205,6 +207,7 @@ func TestHighway_ConflictEscalatedToAPerson(t *testing.T) {
 		t.Error("no conflict_resolved with strategy escalate")
 	}
 
+	b := conflictedWorker(t, e)
 	id = heldAt(t, "escalate b", resolveConflict(e, b.ID, ResolveEscalate), highway.ConflictResolution)
 	if _, err := e.ResolveGate(ctx, "op", mustJSON(map[string]any{"gate_id": id, "action": "modify",
 		"modifications": map[string]any{"strategy": "agent_rework"}})); err != nil {
@@ -214,18 +217,19 @@ func TestHighway_ConflictEscalatedToAPerson(t *testing.T) {
 		t.Errorf("agent_rework chosen by a person: %s %q", got.State, got.Reason)
 	}
 
+	c := conflictedWorker(t, e)
 	id = heldAt(t, "escalate c", resolveConflict(e, c.ID, ResolveEscalate), highway.ConflictResolution)
 	if _, err := resolve(t, e, "op", id, "reject"); err != nil {
 		t.Fatal(err)
 	}
-	if got := wsState(t, e, c.ID); got != workspace.Conflicted {
-		t.Fatalf("a rejected escalation left %s, want conflicted", got)
+	if got, _ := e.GetWorkspace(ctx, e.Root(), c.ID); got.State != workspace.Failed || got.Reason != ReasonGateRejected {
+		t.Fatalf("a rejected escalation left %s %q, want failed %s", got.State, got.Reason, ReasonGateRejected)
 	}
-	if err := resolveConflict(e, c.ID, ResolveCoordinator); err != nil {
-		t.Fatalf("the coordinator's own choice after the rejection (ungated): %v", err)
+	if n := len(trailWhere(t, e, trail.EventConflictResolved, map[string]string{"workspace_id": c.ID, "resolution_strategy": "escalate", "outcome": "failed"})); n == 0 {
+		t.Error("no conflict_resolved (escalate, failed) after the rejection")
 	}
-	if got := wsState(t, e, c.ID); got != workspace.Closed {
-		t.Errorf("coordinator_resolve left %s", got)
+	if n := len(trailWhere(t, e, trail.EventIntegrationAborted, map[string]string{"source": c.ID, "reason": ReasonGateRejected})); n != 1 {
+		t.Errorf("integration_aborted(gate_rejected_by_human) = %d, want 1", n)
 	}
 }
 

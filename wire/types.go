@@ -6,6 +6,7 @@ import (
 	"github.com/wacpd/wacpd/checkpointchain"
 	"github.com/wacpd/wacpd/envelope"
 	"github.com/wacpd/wacpd/highway"
+	"github.com/wacpd/wacpd/integration"
 	"github.com/wacpd/wacpd/principal"
 	"github.com/wacpd/wacpd/task"
 	"github.com/wacpd/wacpd/trail"
@@ -93,6 +94,9 @@ type IntegrateResult struct {
 	Workspace  *workspace.Workspace `json:"workspace"`
 	Checkpoint string               `json:"checkpoint"` // the checkpoint integrated
 	Outcome    string               `json:"outcome"`    // closed, failed, salvaged or conflicted
+	// Record is the integration record merged into the target (closed,
+	// salvaged); absent otherwise.
+	Record *integration.Record `json:"record,omitempty"`
 }
 
 // ResolveRequest is the body of conflict.resolve.
@@ -403,14 +407,6 @@ type UserCapabilitiesRequest struct {
 	Grant  []user.Capability `json:"grant,omitempty"`
 	Revoke []user.Capability `json:"revoke,omitempty"`
 	Reason string            `json:"reason,omitempty"` // recorded with the revocations
-}
-
-// BudgetRequest is the body of workspace.budget and
-// highway.workspace.budget: the limits of workspace ID's budget to raise
-// (WACP Workspace §6, budget modification). Limits it leaves out stay.
-type BudgetRequest struct {
-	ID     string            `json:"id"`
-	Budget *workspace.Budget `json:"budget"`
 }
 
 // TransferRequest is the body of workspace.transfer.

@@ -2,7 +2,6 @@ package workspace
 
 import (
 	"encoding/json"
-	"maps"
 	"slices"
 )
 
@@ -63,6 +62,9 @@ type Integration struct {
 	Mode       string `json:"mode"`
 	Strategy   string `json:"strategy"`
 	Checkpoint string `json:"checkpoint"`
+	// Result is the coordinator's synthesis (integrate's result), merged
+	// with the checkpoint when the conflicts are resolved.
+	Result json.RawMessage `json:"result,omitempty"`
 }
 
 // Conflict types (WACP Integration spec, closed set).
@@ -97,16 +99,6 @@ type Meter struct {
 	Metered bool    `json:"metered,omitempty"`
 	// Warned lists the budget dimensions whose budget_warning was written.
 	Warned []string `json:"warned,omitempty"`
-	// ComputeNanos is the active time accrued before ActiveNanos's
-	// interval: ComputeNanos + ActiveNanos + the current interval is the
-	// workspace's compute time (compute_budget.compute_timeout). Written
-	// only for a workspace with a budget (runtime/budget.go).
-	ComputeNanos int64 `json:"compute_ns,omitempty"`
-	// Used is the consumption the runtime meters by dimension for the
-	// dimensions the workspace's budget limits and no record derives
-	// (runtime/budget.go): reported or metered tokens and cost, context
-	// size, bandwidth bytes.
-	Used Usage `json:"used,omitempty"`
 }
 
 // Budget is a workspace budget (WACP Workspace §4). Nil parts are unlimited.
@@ -161,9 +153,11 @@ func (w *Workspace) Clone() *Workspace {
 	c.Visibility = slices.Clone(w.Visibility)
 	c.Authority = slices.Clone(w.Authority)
 	c.Context = slices.Clone(w.Context)
-	c.Budget = w.Budget.Clone()
+	if w.Budget != nil {
+		b := *w.Budget
+		c.Budget = &b
+	}
 	c.Meter.Warned = slices.Clone(w.Meter.Warned)
-	c.Meter.Used = maps.Clone(w.Meter.Used)
 	if w.Integration != nil {
 		in := *w.Integration
 		c.Integration = &in
