@@ -52,6 +52,7 @@ var serviceSeeds = map[string][]string{
 	"user.state":                 {`{"user":"bob","state":"suspended","reason":"away"}`, `{"user":"bob","state":"blocked","condition":"mfa"}`},
 	"user.capabilities":          {`{"user":"bob","grant":["abort_own"],"revoke":["abort_any"],"reason":"r"}`},
 	"workspace.transfer":         {`{"id":"W","owner":"bob","reason":"handover"}`},
+	"workspace.budget":           {`{"id":"W","budget":{"compute_budget":{"token_limit":200,"compute_timeout":"2h"}}}`, `{"id":"W","budget":{"cost_limit":2.5}}`},
 	"token.revoke":               {`{"kind":"auditor","name":"alice"}`, `{"kind":"user","name":"bob","reason":"left"}`},
 	"task.create":                {`{"tasks":[{"key":"a","name":"a"},{"name":"b","depends_on":["a"],"parent_task":"a","priority":"urgent"}]}`, `{"graph":"g","tasks":[{"name":"x"}]}`, `{"tasks":[{"key":"a","name":"a","depends_on":["a"]}]}`},
 	"task.get":                   {`{"id":"x","transitive":true}`},
@@ -71,6 +72,7 @@ var serviceSeeds = map[string][]string{
 	"highway.workspace.suspend":  {`{"id":"W"}`},
 	"highway.workspace.resume":   {`{"id":"W"}`},
 	"highway.workspace.transfer": {`{"id":"W","owner":"bob","reason":"r"}`},
+	"highway.workspace.budget":   {`{"id":"W","budget":{"storage_budget":{"checkpoint_limit":10,"trail_limit":100}}}`},
 	"highway.user.state":         {`{"user":"bob","state":"deactivated"}`, `{"user":"bob","state":"active"}`},
 	"signals.consumer":           {`{}`, `{"durable":"ops","deliver_all":true}`, `{"workspace":"01M80A5AWKH60G1NB2HPFZ22BP"}`},
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -52,8 +51,8 @@ func (e *Engine) createCheckpointLocked(ctx context.Context, ws string, body []b
 	if w == nil {
 		return checkpointchain.Checkpoint{}, Refuse(wire.CodeNotFound, "workspace %s does not exist", ws)
 	}
-	if e.open.stale && hasCheckpointLimit(w) {
-		// Reaching the limit fails the workspace, and a transition may read
+	if e.open.stale && hasBudget(w) {
+		// Reaching a limit fails the workspace, and a transition may read
 		// envelope queues from Badger: that needs a fresh snapshot.
 		return checkpointchain.Checkpoint{}, errNeedFresh
 	}
@@ -107,13 +106,14 @@ func (e *Engine) createCheckpointLocked(ctx context.Context, ws string, body []b
 		// The meter's interval restarts at every checkpoint (in c, the tx's
 		// copy), but that alone does not rewrite the workspace's record:
 		// loadState derives the restart from the chain's head (deriveMeters).
-		// An external meter's readings are written.
-		if metered {
+		// An external meter's readings are written, and so is the record of
+		// a workspace with a budget (meterCheckpoint, budget.go).
+		if metered && !hasBudget(c) {
 			if err := t.put(c); err != nil {
 				return err
 			}
 		}
-		return t.checkCheckpointBudget(c, next.Count)
+		return t.meterCheckpoint(c, cp, ts)
 	})
 	var rj *checkpointchain.Rejection
 	if errors.As(rejection, &rj) {
@@ -166,6 +166,7 @@ func (e *Engine) rejectTooLarge(w *workspace.Workspace, typ string, size int) er
 // only the workspace's record holds.
 func (t *tx) checkUsage(w *workspace.Workspace, cp checkpointchain.Checkpoint, ts time.Time) (metered bool, err error) {
 	wall := w.Meter.ActiveNanos + activeSince(w, ts)
+	w.Meter.ComputeNanos += wall // the compute time (budget.go) keeps it
 	w.Meter.ActiveNanos = 0
 	if w.Meter.ActiveSince != "" {
 		w.Meter.ActiveSince = clock.Format(ts)
@@ -312,52 +313,6 @@ func (e *Engine) visible(actor, ws string) error {
 	defer e.mu.Unlock()
 	_, err := e.lookupFor(actor, ws)
 	return err
-}
-
-func hasCheckpointLimit(w *workspace.Workspace) bool {
-	return w.Budget != nil && w.Budget.StorageBudget != nil && w.Budget.StorageBudget.CheckpointLimit > 0
-}
-
-// budgetWarnPercent is the budget_warning threshold (WACP recommends 80%).
-const budgetWarnPercent = 80
-
-// checkCheckpointBudget meters storage_budget.checkpoint_limit, which the
-// runtime counts itself: budget_warning once at 80%, and at the limit the
-// checkpoint that reached it stands and then the workspace fails with
-// budget_exceeded (WACP Workspace §6).
-func (t *tx) checkCheckpointBudget(w *workspace.Workspace, count uint64) error {
-	if !hasCheckpointLimit(w) {
-		return nil
-	}
-	const dim = "storage_budget.checkpoint_limit"
-	limit := w.Budget.StorageBudget.CheckpointLimit
-	consumed := int64(count)
-	if consumed*100 >= limit*budgetWarnPercent && !slices.Contains(w.Meter.Warned, dim) {
-		w.Meter.Warned = append(w.Meter.Warned, dim)
-		_, err := t.append(w.ID, trail.ActorProtocol, trail.EventBudgetWarning, map[string]any{
-			"workspace_id": w.ID, "budget_dimension": dim, "consumed": consumed, "limit": limit,
-			"threshold_percent": budgetWarnPercent,
-		})
-		if err != nil {
-			return err
-		}
-		if err := t.put(w); err != nil {
-			return err
-		}
-	}
-	if consumed < limit {
-		return nil
-	}
-	_, err := t.append(w.ID, trail.ActorProtocol, trail.EventBudgetExceeded, map[string]any{
-		"workspace_id": w.ID, "budget_dimension": dim, "consumed": consumed, "limit": limit,
-	})
-	if err != nil {
-		return err
-	}
-	if _, err := t.emit(w, taxonomy.SignalFailed, "budget_exceeded", "", trail.ActorProtocol); err != nil {
-		return err
-	}
-	return t.transition(w, workspace.BudgetExceeded, trail.ActorProtocol, "budget_exceeded", false)
 }
 
 // bounded returns s if it is at most MaxString bytes, else its first

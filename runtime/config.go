@@ -43,6 +43,15 @@ type Config struct {
 	// Tolerance bounds the difference between agent-reported and metered
 	// resource usage that is not a discrepancy.
 	Tolerance Tolerance
+	// BudgetMeter, if set, meters budget dimensions the runtime cannot
+	// see itself (tokens, context size, cost, bandwidth: budget.go); its
+	// readings take precedence over Meter's and the agents' reports.
+	BudgetMeter BudgetMeter
+	// BudgetWarnPercent is the budget_warning threshold, 1 to 99; zero
+	// (or anything else) means 80.
+	BudgetWarnPercent int
+	// Capacity is the admission thresholds (admission.go).
+	Capacity Capacity
 	// MemoryLimit, if positive, is the memory budget in bytes that Badger's
 	// memtables and caches are sized for (dbupkeep.OptionsWithin); the
 	// daemon also sets the Go runtime's soft memory limit from it.

@@ -262,6 +262,9 @@ func open(cfg Config, db *badger.DB) (_ *Engine, err error) {
 	if err := e.buildRights(context.Background()); err != nil { // rights.go: once, for an earlier release's data dir
 		return nil, err
 	}
+	if err := e.startMeters(context.Background()); err != nil { // budget.go
+		return nil, fmt.Errorf("open: exclude the outage from compute time: %w", err)
+	}
 	if err := e.finishRecovery(rec); err != nil {
 		return nil, err
 	}

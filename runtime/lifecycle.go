@@ -250,6 +250,9 @@ func (e *Engine) RunTimers(ctx context.Context, interval time.Duration) {
 			if err := e.runWorkspaceTimers(ctx, e.clock.Now()); err != nil { // liveness.go
 				e.lg.Error("liveness and grace periods", "err", err)
 			}
+			if _, err := e.ExpireComputeBudgets(ctx); err != nil { // budget.go
+				e.lg.Error("compute budgets", "err", err)
+			}
 		case <-e.leaseKick:
 			leases.reset()
 		case <-leases.timer.C:

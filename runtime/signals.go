@@ -41,7 +41,7 @@ func (e *Engine) emitSignalLocked(ctx context.Context, ws string, body []byte) (
 	}
 	typ := taxonomy.SignalType(req.Type)
 	var s agentsignal.Signal
-	err = e.commit(func(t *tx) error {
+	err = e.commit(metered(ws, len(body), func(t *tx) error {
 		c := t.ws(ws)
 		var err error
 		if s, err = t.emit(c, typ, req.Reason, req.Ref, e.actorOf(c)); err != nil {
@@ -61,7 +61,7 @@ func (e *Engine) emitSignalLocked(ctx context.Context, ws string, body []byte) (
 			reason = req.Reason
 		}
 		return t.transition(c, trig, e.actorOf(c), reason, false)
-	})
+	}))
 	return s, err
 }
 

@@ -97,7 +97,7 @@ func (t *tx) cascade(id string) error {
 	all, kids := t.snapshot()
 	plan := workspace.Cascade(all, kids, id)
 	why := "parent_failed"
-	if r := all[id].Reason; r == "aborted_by_coordinator" || r == "aborted_by_human" {
+	if r := all[id].Reason; r == "aborted_by_coordinator" || r == "aborted_by_human" || r == "batch_abort" {
 		why = "parent_aborted_cross_ownership"
 	}
 	for _, cid := range plan.Reparent {

@@ -174,6 +174,9 @@ func (e *Engine) UserCreateWorkspace(ctx context.Context, uid string, body []byt
 		if err := e.creatableRole(req.Role); err != nil {
 			return nil, err
 		}
+		if err := e.admit(); err != nil { // admission control (admission.go)
+			return nil, err
+		}
 		if req.Owner == "" {
 			req.Owner = uid
 		}

@@ -82,6 +82,9 @@ func (e *Engine) createWorkspaceLocked(ctx context.Context, actor string, body [
 	case req.Delegate && !a.IsRoot():
 		return nil, Refuse(wire.CodePermissionDenied, "only the coordinator grants delegation")
 	}
+	if err := e.admit(); err != nil { // admission control (admission.go)
+		return nil, err
+	}
 	var created *workspace.Workspace
 	var gateID string
 	err = e.commit(func(t *tx) error {
@@ -145,6 +148,9 @@ func (t *tx) createWorkspace(a *workspace.Workspace, actor string, parent *works
 	}
 	w, err := workspace.Plan(req, parent, id, clock.Format(ts))
 	if err != nil {
+		return nil, err
+	}
+	if err := t.budgetFits(w.Budget, parent, ""); err != nil { // containment (budget.go)
 		return nil, err
 	}
 	t.created[w.ID] = w

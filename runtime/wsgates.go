@@ -252,6 +252,9 @@ func (t *tx) holdWorkspace(a, parent *workspace.Workspace, req workspace.CreateR
 	if err != nil {
 		return nil, "", err
 	}
+	if err := t.budgetFits(w.Budget, parent, ""); err != nil { // containment (budget.go)
+		return nil, "", err
+	}
 	s, err := createGate(a, w, body)
 	if err != nil {
 		return nil, "", err

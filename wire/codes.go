@@ -32,6 +32,11 @@ const (
 	// person, its fallback or the protocol, and happens, or not, when the
 	// gate is resolved (Human Highway §2.2).
 	CodeGatePending = "gate_pending"
+	// CodeCapacityExhausted refuses a workspace creation the runtime has
+	// no capacity for (WACP Workspace §10, admission control): nothing was
+	// created, workspace_rejected records it; details has reason and
+	// capacity_details. Retry later.
+	CodeCapacityExhausted = "capacity_exhausted"
 )
 
 // Code is an error code with its HTTP-like status (Nats-Service-Error-Code)
@@ -64,6 +69,7 @@ var Codes = []Code{
 	{CodeInternal, 500, false},
 	{CodeCapabilityDenied, 403, true},
 	{CodeGatePending, 202, true},
+	{CodeCapacityExhausted, 503, true},
 }
 
 // LookupCode returns the table row of name; unknown names are internal.

@@ -409,6 +409,14 @@ type UserCapabilitiesRequest struct {
 	Reason string            `json:"reason,omitempty"` // recorded with the revocations
 }
 
+// BudgetRequest is the body of workspace.budget and
+// highway.workspace.budget: the limits of workspace ID's budget to raise
+// (WACP Workspace §6, budget modification). Limits it leaves out stay.
+type BudgetRequest struct {
+	ID     string            `json:"id"`
+	Budget *workspace.Budget `json:"budget"`
+}
+
 // TransferRequest is the body of workspace.transfer.
 type TransferRequest struct {
 	ID     string `json:"id"`

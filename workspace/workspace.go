@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 )
 
@@ -99,6 +100,16 @@ type Meter struct {
 	Metered bool    `json:"metered,omitempty"`
 	// Warned lists the budget dimensions whose budget_warning was written.
 	Warned []string `json:"warned,omitempty"`
+	// ComputeNanos is the active time accrued before ActiveNanos's
+	// interval: ComputeNanos + ActiveNanos + the current interval is the
+	// workspace's compute time (compute_budget.compute_timeout). Written
+	// only for a workspace with a budget (runtime/budget.go).
+	ComputeNanos int64 `json:"compute_ns,omitempty"`
+	// Used is the consumption the runtime meters by dimension for the
+	// dimensions the workspace's budget limits and no record derives
+	// (runtime/budget.go): reported or metered tokens and cost, context
+	// size, bandwidth bytes.
+	Used Usage `json:"used,omitempty"`
 }
 
 // Budget is a workspace budget (WACP Workspace §4). Nil parts are unlimited.
@@ -153,11 +164,9 @@ func (w *Workspace) Clone() *Workspace {
 	c.Visibility = slices.Clone(w.Visibility)
 	c.Authority = slices.Clone(w.Authority)
 	c.Context = slices.Clone(w.Context)
-	if w.Budget != nil {
-		b := *w.Budget
-		c.Budget = &b
-	}
+	c.Budget = w.Budget.Clone()
 	c.Meter.Warned = slices.Clone(w.Meter.Warned)
+	c.Meter.Used = maps.Clone(w.Meter.Used)
 	if w.Integration != nil {
 		in := *w.Integration
 		c.Integration = &in

@@ -39,6 +39,7 @@ func highwayCmd(c *cli, args []string) error {
 			"suspend":    workspaceOpAs("suspend", true),
 			"resume":     workspaceOpAs("resume", true),
 			"transfer":   func(c *cli, a []string) error { return transferAs(c, a, true) },
+			"budget":     func(c *cli, a []string) error { return budgetAs(c, a, true) },
 			"user-state": func(c *cli, a []string) error { return userStateAs(c, a, true) },
 		})(c, args)
 	}

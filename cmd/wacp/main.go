@@ -43,6 +43,7 @@ commands:
   workspace list [--parent P] [--state S]
   workspace abort|suspend|resume ID [--reason R]
   workspace transfer ID --owner USER [--reason R]   give a workspace to another user
+  workspace budget ID --budget JSON      raise limits of a workspace's budget
   user state USER active|suspended|blocked|deactivated [--reason R] [--condition C]
   user capabilities USER [--grant C,...] [--revoke C,...]
   envelope send --to WS --type T [--content C | --file F | -] [flags]
@@ -83,7 +84,7 @@ commands:
   highway escalations [--all]            the escalations routed to owners
   highway respond ESCALATION --envelope TEXT | --abort | --delegate
   highway wait GATE [--for D]            wait until a gate is resolved; exit 0 if its transition went on, else 2
-  highway create|abort|suspend|resume|transfer ...   as "workspace ...", as a person, under the user's capabilities
+  highway create|abort|suspend|resume|transfer|budget ...   as "workspace ...", as a person, under the user's capabilities
   highway user-state USER deactivated|active         deactivate or reactivate a user (deactivate_user)
   permit list [--workspace WS]           the permits approvals issued, with their state (a user token)
   permit revoke PERMIT_ID [--reason R]   revoke a permit, at once (a user token)
@@ -144,7 +145,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // dispatches again.
 var commands = map[string]func(*cli, []string) error{
 	"info":       infoCmd,
-	"workspace":  sub("workspace", map[string]func(*cli, []string) error{"create": workspaceCreate, "get": workspaceGet, "list": workspaceList, "abort": workspaceOp("abort"), "suspend": workspaceOp("suspend"), "resume": workspaceOp("resume"), "transfer": workspaceTransfer}),
+	"workspace":  sub("workspace", map[string]func(*cli, []string) error{"create": workspaceCreate, "get": workspaceGet, "list": workspaceList, "abort": workspaceOp("abort"), "suspend": workspaceOp("suspend"), "resume": workspaceOp("resume"), "transfer": workspaceTransfer, "budget": workspaceBudget}),
 	"user":       sub("user", map[string]func(*cli, []string) error{"state": userState, "capabilities": userCapabilities}),
 	"envelope":   sub("envelope", map[string]func(*cli, []string) error{"send": envelopeSend}),
 	"inbox":      sub("inbox", map[string]func(*cli, []string) error{"next": inboxNext, "ack": inboxAck}),
