@@ -36,9 +36,9 @@
 //
 // Entries about a workspace that is already terminal go to the global trail
 // only, so nothing follows a terminal state in a local trail. Workspace
-// timeouts are enforced (ExpireTimeouts, run by RunTimers), and of the
-// budgets only storage_budget.checkpoint_limit; the other budgets and
-// liveness are recorded, not enforced.
+// timeouts are enforced (ExpireTimeouts, run by RunTimers), and so is every
+// budget dimension (budget.go); admission control refuses a creation the
+// run has no capacity for (admission.go).
 //
 // # Contexts
 //
