@@ -33,8 +33,9 @@ func (e *Engine) sendEnvelopeLocked(ctx context.Context, ws string, body []byte)
 		return envelope.Envelope{}, Refuse(wire.CodeNotFound, "workspace %s does not exist", ws)
 	}
 	req, err := envelope.DecodeRequest(body)
+	var plan envelope.SendPlan
 	if err == nil {
-		err = envelope.Check(e.tax, e.party(ws), e.party(req.To), req.Type)
+		plan, err = e.planSend(ws, req) // rights.go: validation with the rights table
 	}
 	if err == nil {
 		err = e.checkGrace(req) // graceful.go
@@ -55,21 +56,32 @@ func (e *Engine) sendEnvelopeLocked(ctx context.Context, ws string, body []byte)
 	var env envelope.Envelope
 	var gateID string
 	err = e.commit(func(t *tx) error {
+		if err := t.mintRights(ws, &plan); err != nil { // rights.go
+			return err
+		}
 		ts := t.next()
 		env = envelope.Envelope{
 			ID: e.ids.New(ts), From: ws, To: req.To, Originator: from.Originator, Type: req.Type,
 			Payload: req.Payload, InReplyTo: req.InReplyTo, Priority: req.Priority,
 			Timestamp: clock.Format(ts), Origin: envelope.OriginAgent, Status: envelope.StatusValidated,
 		}
+		if err := t.sendRights(&env, plan); err != nil {
+			return err
+		}
 		if !e.cfg.Highway.Gated(highway.EnvelopeDelivery) {
 			if err := delivery.Send(deliveryTx{t}, ts, e.actorOf(from), &env); err != nil {
+				return err
+			}
+			if err := t.consumeRight(&env, plan); err != nil {
 				return err
 			}
 			return t.startGrace(&env, e.actorOf(from)) // graceful.go
 		}
 		var err error
-		gateID, err = t.holdEnvelope(ts, e.actorOf(from), &env)
-		return err
+		if gateID, err = t.holdEnvelope(ts, e.actorOf(from), &env); err != nil {
+			return err
+		}
+		return t.consumeRight(&env, plan)
 	})
 	if err == nil && gateID != "" {
 		err = gatePending(gateID, highway.EnvelopeDelivery, "the delivery of envelope "+env.ID)
