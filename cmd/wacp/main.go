@@ -44,6 +44,10 @@ commands:
   workspace abort|suspend|resume ID [--reason R]
   workspace transfer ID --owner USER [--reason R]   give a workspace to another user
   workspace budget ID --budget JSON      raise limits of a workspace's budget
+  workspace grant ID --target WS --reason R   make WS visible to workspace ID
+  workspace priority ID P                change an active or blocked workspace's priority
+  group abort GROUP [--reason R]         abort a group's workspaces (coordinator)
+  group priority GROUP P                 change the priority of a group's active and blocked workspaces
   user state USER active|suspended|blocked|deactivated [--reason R] [--condition C]
   user capabilities USER [--grant C,...] [--revoke C,...]
   envelope send --to WS --type T [--content C | --file F | -] [flags]
@@ -145,7 +149,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // dispatches again.
 var commands = map[string]func(*cli, []string) error{
 	"info":       infoCmd,
-	"workspace":  sub("workspace", map[string]func(*cli, []string) error{"create": workspaceCreate, "get": workspaceGet, "list": workspaceList, "abort": workspaceOp("abort"), "suspend": workspaceOp("suspend"), "resume": workspaceOp("resume"), "transfer": workspaceTransfer, "budget": workspaceBudget}),
+	"workspace":  sub("workspace", map[string]func(*cli, []string) error{"create": workspaceCreate, "get": workspaceGet, "list": workspaceList, "abort": workspaceOp("abort"), "suspend": workspaceOp("suspend"), "resume": workspaceOp("resume"), "transfer": workspaceTransfer, "budget": workspaceBudget, "grant": workspaceGrant, "priority": workspacePriority}),
+	"group":      sub("group", map[string]func(*cli, []string) error{"abort": groupAbort, "priority": groupPriority}),
 	"user":       sub("user", map[string]func(*cli, []string) error{"state": userState, "capabilities": userCapabilities}),
 	"envelope":   sub("envelope", map[string]func(*cli, []string) error{"send": envelopeSend}),
 	"inbox":      sub("inbox", map[string]func(*cli, []string) error{"next": inboxNext, "ack": inboxAck}),
