@@ -55,7 +55,7 @@ func (e *Engine) sendEnvelopeLocked(ctx context.Context, ws string, body []byte)
 	}
 	var env envelope.Envelope
 	var gateID string
-	err = e.commit(func(t *tx) error {
+	err = e.commit(metered(ws, len(body), func(t *tx) error {
 		if err := t.mintRights(ws, &plan); err != nil { // rights.go
 			return err
 		}
@@ -82,7 +82,7 @@ func (e *Engine) sendEnvelopeLocked(ctx context.Context, ws string, body []byte)
 			return err
 		}
 		return t.consumeRight(&env, plan)
-	})
+	}))
 	if err == nil && gateID != "" {
 		err = gatePending(gateID, highway.EnvelopeDelivery, "the delivery of envelope "+env.ID)
 	}
