@@ -207,6 +207,8 @@ func TestHostileInputWrongTypesIsInvalidStructure(t *testing.T) {
 		"workspace.priority":         `{"id":"W","priority":1}`,
 		"group.abort":                `{"group":{"g":1}}`,
 		"group.priority":             `{"group":"g","priority":true}`,
+		"rights.list":                `{"workspace":["W"]}`,
+		"rights.revoke":              `{"right_id":7,"reason":"r"}`,
 		"signals.consumer":           `{"deliver_all":"yes"}`,
 		"audit.trail.read":           `{"body":{"workspace":1}}`,
 		"audit.trail.verify":         `{"workspace":[]}`,

@@ -159,6 +159,8 @@ func (r *Daemon) handlerTable() map[string]handlerFunc {
 		"workspace.priority":         r.workspacePriority,
 		"group.abort":                r.groupAbort,
 		"group.priority":             r.groupPriority,
+		"rights.list":                r.rightsList,
+		"rights.revoke":              r.rightsRevoke,
 		"signals.consumer":           r.signalsConsumer,
 		"task.create":                r.taskCreate,
 		"task.get":                   r.taskGet,

@@ -57,6 +57,8 @@ var serviceSeeds = map[string][]string{
 	"workspace.priority":         {`{"id":"W","priority":"critical"}`},
 	"group.abort":                {`{"group":"pipeline-1","reason":"cancelled"}`},
 	"group.priority":             {`{"group":"pipeline-1","priority":"background"}`},
+	"rights.list":                {`{}`, `{"workspace":"W"}`},
+	"rights.revoke":              {`{"right_id":"01M00000000000000000000000","reason":"boundary"}`, `{"right_id":"R"}`},
 	"token.revoke":               {`{"kind":"auditor","name":"alice"}`, `{"kind":"user","name":"bob","reason":"left"}`},
 	"task.create":                {`{"tasks":[{"key":"a","name":"a"},{"name":"b","depends_on":["a"],"parent_task":"a","priority":"urgent"}]}`, `{"graph":"g","tasks":[{"name":"x"}]}`, `{"tasks":[{"key":"a","name":"a","depends_on":["a"]}]}`},
 	"task.get":                   {`{"id":"x","transitive":true}`},

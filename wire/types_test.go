@@ -88,6 +88,8 @@ var bodies = map[string][2]any{
 	"workspace.priority":         {wire.PriorityRequest{}, workspace.Workspace{}},
 	"group.abort":                {wire.GroupAbortRequest{}, wire.Batch{}},
 	"group.priority":             {wire.GroupPriorityRequest{}, wire.Batch{}},
+	"rights.list":                {wire.RightsRequest{}, wire.Rights{}},
+	"rights.revoke":              {wire.RevokeRightRequest{}, wire.PortRight{}},
 	"trail":                      {wire.AgentTrailRequest{}, wire.TrailPage{}},
 	"workspace.abort":            {wire.IDRequest{}, workspace.Workspace{}},
 	"workspace.create":           {workspace.CreateRequest{}, wire.Created{}},

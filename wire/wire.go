@@ -191,6 +191,8 @@ func Endpoints() []Endpoint {
 		{Op: "workspace.priority", Audience: Agents, Request: "requests.json#workspace.priority", Reply: "workspace.json"},
 		{Op: "group.abort", Audience: Agents, Request: "requests.json#group.abort", Reply: "replies.json#group.batch"},
 		{Op: "group.priority", Audience: Agents, Request: "requests.json#group.priority", Reply: "replies.json#group.batch"},
+		{Op: "rights.list", Audience: Agents, Request: "requests.json#rights.list", Reply: "replies.json#rights.list"},
+		{Op: "rights.revoke", Audience: Agents, Request: "requests.json#rights.revoke", Reply: "replies.json#rights.right"},
 		{Op: "workspace.create", Audience: Agents, Request: "workspace.create.request.json", Reply: "replies.json#workspace.create"},
 		{Op: "workspace.get", Audience: Agents, Request: "requests.json#workspace.get", Reply: "workspace.json"},
 		{Op: "workspace.list", Audience: Agents, Request: "requests.json#workspace.list", Reply: "replies.json#workspace.list"},

@@ -48,6 +48,8 @@ commands:
   workspace priority ID P                change an active or blocked workspace's priority
   group abort GROUP [--reason R]         abort a group's workspaces (coordinator)
   group priority GROUP P                 change the priority of a group's active and blocked workspaces
+  rights list [WS]                       port rights WS (default: your own) holds and those held to it
+  rights revoke RIGHT_ID [--reason R]    revoke a port right (coordinator)
   user state USER active|suspended|blocked|deactivated [--reason R] [--condition C]
   user capabilities USER [--grant C,...] [--revoke C,...]
   envelope send --to WS --type T [--content C | --file F | -] [flags]
@@ -151,6 +153,7 @@ var commands = map[string]func(*cli, []string) error{
 	"info":       infoCmd,
 	"workspace":  sub("workspace", map[string]func(*cli, []string) error{"create": workspaceCreate, "get": workspaceGet, "list": workspaceList, "abort": workspaceOp("abort"), "suspend": workspaceOp("suspend"), "resume": workspaceOp("resume"), "transfer": workspaceTransfer, "budget": workspaceBudget, "grant": workspaceGrant, "priority": workspacePriority}),
 	"group":      sub("group", map[string]func(*cli, []string) error{"abort": groupAbort, "priority": groupPriority}),
+	"rights":     sub("rights", map[string]func(*cli, []string) error{"list": rightsList, "revoke": rightsRevoke}),
 	"user":       sub("user", map[string]func(*cli, []string) error{"state": userState, "capabilities": userCapabilities}),
 	"envelope":   sub("envelope", map[string]func(*cli, []string) error{"send": envelopeSend}),
 	"inbox":      sub("inbox", map[string]func(*cli, []string) error{"next": inboxNext, "ack": inboxAck}),
