@@ -12,6 +12,14 @@
 // is ordered blocking > urgent > normal, FIFO within a level (Rank, then
 // the monotonic envelope id).
 //
+// # Integrity
+//
+// Every envelope carries the runtime's integrity proof (integrity.go, WACP
+// Security §4.1): an Ed25519 signature over the RFC 8785 form of its
+// fields. Prove sets it; VerifyProof checks it, returning an
+// *IntegrityError (proof_missing, signature_invalid) to be rejected with
+// ReasonIntegrityViolation.
+//
 // # Format
 //
 // Package envstore stores envelopes, inbox positions (e/i/<ws>/<rank

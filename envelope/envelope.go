@@ -33,12 +33,17 @@ type Envelope struct {
 	InReplyTo  *string `json:"in_reply_to"`
 	// Rights are the port rights the envelope transfers to its receiver
 	// (rights.go), each with the id of the right moved; [] when none.
-	Rights      []RightSpec `json:"rights"`
-	Priority    string      `json:"priority"`
-	Timestamp   string      `json:"timestamp"`
-	Origin      string      `json:"origin"`
-	Status      string      `json:"status"`
-	DeliveredAt string      `json:"delivered_at,omitempty"`
+	Rights    []RightSpec `json:"rights"`
+	Priority  string      `json:"priority"`
+	Timestamp string      `json:"timestamp"`
+	Origin    string      `json:"origin"`
+	// Integrity is the runtime's proof over the envelope's fields
+	// (integrity.go, WACP Security §4.1); nil only in a record written
+	// before proofs, which the engine proves at the first open with its
+	// key (docs/design.md, Envelope integrity).
+	Integrity   *Integrity `json:"integrity,omitempty"`
+	Status      string     `json:"status"`
+	DeliveredAt string     `json:"delivered_at,omitempty"`
 	// Delivery is set only in an inbox.next reply: the lease under which
 	// the envelope was handed to its receiver's agent. Stored records and
 	// the envelope reply never carry it.

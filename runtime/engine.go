@@ -44,6 +44,9 @@ type Engine struct {
 	ids   *clock.IDs
 	tax   *taxonomy.Taxonomy
 	lg    *slog.Logger
+	// envKey proves and verifies envelopes (integrity_env.go); set at
+	// open, then only read.
+	envKey *envelopeKey
 
 	queue   opqueue.Queue // operations for the committer goroutine (committer.go)
 	ackKick chan struct{} // AckOutbox has a confirmation to write (outbox.go)
@@ -175,6 +178,9 @@ func open(cfg Config, db *badger.DB) (_ *Engine, err error) {
 		}()
 	}
 	e.marker = integrity.NewMarker(db, e.seg)
+	if e.envKey, err = loadEnvelopeKey(cfg); err != nil {
+		return nil, err
+	}
 	e.queue = opqueue.Queue{C: make(chan *opqueue.Op, maxBatchOps), Stop: e.stop, Stopped: e.loopDone, Closed: ErrClosed, NotTaken: ErrNotTaken}
 	// The trail's key layout first (a data dir of an earlier release keeps
 	// records this build derives instead), then recovery step 1, the
@@ -257,6 +263,9 @@ func open(cfg Config, db *badger.DB) (_ *Engine, err error) {
 			return nil, err
 		}
 	} else if err := e.checkTaxonomy(); err != nil {
+		return nil, err
+	}
+	if err := e.proveLegacyEnvelopes(context.Background()); err != nil { // integrity_env.go: once, for an earlier release's data dir
 		return nil, err
 	}
 	if err := e.buildRights(context.Background()); err != nil { // rights.go: once, for an earlier release's data dir

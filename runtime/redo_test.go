@@ -146,7 +146,12 @@ func copyBadgerFiles(t *testing.T, from, to string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dst, err := os.Create(filepath.Join(to, f.Name()))
+		// Modes kept, as a restore must (cp -a): envelope.key is 0600.
+		mode := os.FileMode(0o644)
+		if info, ierr := f.Info(); ierr == nil {
+			mode = info.Mode().Perm()
+		}
+		dst, err := os.OpenFile(filepath.Join(to, f.Name()), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
 		if err == nil {
 			_, err = io.Copy(dst, src)
 			err = errors.Join(err, dst.Close())

@@ -368,7 +368,17 @@ func (t *tx) planEnvelope(g highway.Gate) (func(*tx) error, error) {
 		if err := strictjson.Decode(m.Payload, &p); err != nil {
 			return nil, Refuse(wire.CodeInvalidStructure, "modifications: payload is not an envelope payload: %v", err)
 		}
+		// The stored envelope must verify (integrity_env.go) before the
+		// person's payload replaces its own; the runtime proves the result.
+		if ierr := (deliveryTx{t}).Verify(env); ierr != nil {
+			return rejectTampered(env, ierr), nil
+		}
 		env.Payload = p
+		deliveryTx{t}.Prove(&env)
+	default:
+		if ierr := (deliveryTx{t}).Verify(env); ierr != nil {
+			return rejectTampered(env, ierr), nil
+		}
 	}
 	return func(t *tx) error {
 		if err := delivery.Release(deliveryTx{t}, &env); err != nil {

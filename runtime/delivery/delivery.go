@@ -78,12 +78,16 @@ type Tx interface {
 	// move to its receiver (port_right_transferred); otherwise (it ended
 	// undelivered) they stay with its sender.
 	Rights(env *envelope.Envelope, delivered bool) error
+	// Integrity proves envelopes and verifies stored ones (integrity.go).
+	Integrity
 }
 
 // Send records env, created at ts by actor (envelope_created in its
-// sender's trail), and delivers it in the same commit unless its receiver
-// is suspended or migrating, which queues it until resumed.
+// sender's trail), with its integrity proof, and delivers it in the same
+// commit unless its receiver is suspended or migrating, which queues it
+// until resumed.
 func Send(t Tx, ts time.Time, actor string, env *envelope.Envelope) error {
+	t.Prove(env)
 	if err := created(t, ts, actor, env); err != nil {
 		return err
 	}
@@ -102,6 +106,7 @@ func created(t Tx, ts time.Time, actor string, env *envelope.Envelope) error {
 // delivering it: an envelope a highway gate holds (envelope_delivery).
 // Release or Drop ends it.
 func Hold(t Tx, ts time.Time, actor string, env *envelope.Envelope) error {
+	t.Prove(env)
 	if err := created(t, ts, actor, env); err != nil {
 		return err
 	}
@@ -188,7 +193,8 @@ func Deliver(t Tx, env *envelope.Envelope) error {
 }
 
 // drainQueue removes, in order, the envelopes queued for ws and passes
-// each to fn.
+// each whose proof verifies to fn; one that does not is rejected
+// (integrity.go).
 func drainQueue(t Tx, ws string, fn func(env envelope.Envelope) error) error {
 	if err := t.Step("dequeue"); err != nil {
 		return err
@@ -201,6 +207,11 @@ func drainQueue(t Tx, ws string, fn func(env envelope.Envelope) error) error {
 		env, err := envstore.Get(t.Txn(), id)
 		if err != nil {
 			return err
+		}
+		if ok, err := Verified(t, &env); err != nil {
+			return err
+		} else if !ok {
+			continue
 		}
 		if err := fn(env); err != nil {
 			return err
@@ -237,27 +248,49 @@ func UndeliverQueued(t Tx, ws string) error {
 
 // Lease hands the first envelope of ws's inbox that is not leased to its
 // agent under a lease of attempt × base, and returns it with its Delivery
-// set; nil when every envelope is leased or the inbox is empty.
+// set; nil when every envelope is leased or the inbox is empty. An
+// envelope whose proof does not verify leaves the inbox rejected
+// (integrity.go) and the next one is taken.
 func Lease(t Tx, ws string, base time.Duration) (*envelope.Envelope, error) {
-	en, ok, err := envstore.FirstUnleased(t.Txn().Txn, ws)
-	if err != nil || !ok {
-		return nil, err
-	}
-	env, err := envstore.Get(t.Txn(), en.ID)
-	if err != nil {
+	en, env, err := firstVerified(t, ws)
+	if err != nil || en == nil {
 		return nil, err
 	}
 	until := t.Now().Add(time.Duration(en.Delivery.Attempt+1) * base)
 	if err := t.Step("lease"); err != nil {
 		return nil, err
 	}
-	d, err := envstore.Lease(t.Txn(), en, until)
+	d, err := envstore.Lease(t.Txn(), *en, until)
 	if err != nil {
 		return nil, err
 	}
 	t.Leased()
 	env.Delivery = &envelope.Delivery{Attempt: d.Attempt, MaxAttempts: envelope.MaxDeliveries, LeaseExpiresAt: d.Until}
 	return &env, nil
+}
+
+// firstVerified returns the first entry of ws's inbox that is not leased
+// and its envelope, rejecting those before it whose proof does not
+// verify; nil when there is none.
+func firstVerified(t Tx, ws string) (*envstore.Entry, envelope.Envelope, error) {
+	for {
+		en, ok, err := envstore.FirstUnleased(t.Txn().Txn, ws)
+		if err != nil || !ok {
+			return nil, envelope.Envelope{}, err
+		}
+		env, err := envstore.Get(t.Txn(), en.ID)
+		if err != nil {
+			return nil, envelope.Envelope{}, err
+		}
+		if ok, err := Verified(t, &env); err != nil {
+			return nil, envelope.Envelope{}, err
+		} else if ok {
+			return &en, env, nil
+		}
+		if err := remove(t, en); err != nil {
+			return nil, envelope.Envelope{}, err
+		}
+	}
 }
 
 func remove(t Tx, en envstore.Entry) error {
