@@ -48,7 +48,7 @@ type Config struct {
 	// readings take precedence over Meter's and the agents' reports.
 	BudgetMeter BudgetMeter
 	// BudgetWarnPercent is the budget_warning threshold, 1 to 99; zero
-	// (or anything else) means 80.
+	// means 80, anything else is refused at Open (limits.go).
 	BudgetWarnPercent int
 	// Capacity is the admission thresholds (admission.go).
 	Capacity Capacity
@@ -143,6 +143,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.RootOwner == "" {
 		c.RootOwner = "operator"
+	}
+	if err := c.checkLimits(); err != nil { // limits.go
+		return c, err
 	}
 	if c.RootOwner == "system" {
 		return c, errors.New(`runtime: config: RootOwner must be a user id, not "system"`)

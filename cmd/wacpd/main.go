@@ -57,6 +57,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.SignalsMaxAge, "signals-max-age", 720*time.Hour, "age limit of signals in WACP_SIGNALS; negative keeps them until -signals-max-bytes bites")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", time.Minute, "bound on the whole shutdown after SIGTERM; past it wacpd exits 1 and the next start recovers")
 	fs.IntVar(&cfg.MaxInFlight, "max-in-flight", 256, "requests worked on at once; each principal gets at most an eighth (docs/security.md, fair admission)")
+	fs.IntVar(&cfg.BudgetWarnPercent, "budget-warn-percent", 80, "budget_warning threshold: percent of a budget limit, 1 to 99")
+	fs.IntVar(&cfg.Capacity.MaxLiveWorkspaces, "max-live-workspaces", 10000, "admission: workspaces not closed or failed, the root included; negative: no bound")
+	wsMem := fs.Int64("workspace-memory-mb", 1, "admission: MiB one live workspace is reckoned to hold, checked against -memory-limit-mb")
+	wsDisk := fs.Int64("workspace-disk-mb", 16, "admission: MiB of free disk a new workspace needs above -min-free-mb")
 	fs.Func("atlas", "Atlas manifest to load at start: a JSON file or a package directory (repeatable)", func(v string) error {
 		cfg.AtlasPaths = append(cfg.AtlasPaths, v)
 		return nil
@@ -78,6 +82,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		cfg.MinFreeBytes = 1 // zero would mean the default; 1 byte is as good as none
 	}
 	cfg.SignalsMaxBytes = *sigBytes
+	cfg.Capacity.MemoryPerWorkspace, cfg.Capacity.StoragePerWorkspace = *wsMem<<20, *wsDisk<<20
 	switch {
 	case *memLimit < 0:
 		return fmt.Errorf("-memory-limit-mb %d: want 0 (no limit) or a size in MiB", *memLimit)

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRunRefusesBadLimits: the budget and admission flags reach the
+// engine's Config, which refuses values no run can use: wacpd stops at
+// start with an error naming the setting, and creates no database.
+func TestRunRefusesBadLimits(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-budget-warn-percent", "100"}, "BudgetWarnPercent 100: want 1 to 99"},
+		{[]string{"-budget-warn-percent", "-5"}, "BudgetWarnPercent -5: want 1 to 99"},
+		{[]string{"-workspace-memory-mb", "-1"}, "Capacity.MemoryPerWorkspace -1048576"},
+		{[]string{"-workspace-disk-mb", "-2"}, "Capacity.StoragePerWorkspace -2097152"},
+		{[]string{"-max-live-workspaces", "many"}, `invalid value "many" for flag -max-live-workspaces`},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "data")
+			args := append([]string{"-data", dir, "-listen", "127.0.0.1:0"}, tt.args...)
+			var stdout, stderr bytes.Buffer
+			// Cancelled: a daemon that started after all returns at once.
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			err := run(ctx, args, &stdout, &stderr)
+			if err == nil || !strings.Contains(err.Error()+stderr.String(), tt.want) {
+				t.Fatalf("run(%q) = %v (stderr %q), want an error with %q", tt.args, err, stderr.String(), tt.want)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "db")); err == nil {
+				t.Errorf("run(%q) created the database", tt.args)
+			}
+		})
+	}
+}
