@@ -84,12 +84,8 @@ func (e *Engine) SetApprovalMode(ctx context.Context, uid string, req wire.Appro
 	var out approval.Envelope
 	err = e.run(ctx, 0, func() error {
 		return e.userCommit(func(t *tx) error {
-			target, err := t.sessionTarget(req.Workspace)
-			if err != nil {
-				return err
-			}
 			ts := clock.Format(t.next())
-			if err := t.authorizeUser(uid, "approval.mode", target, ts); err != nil {
+			if err := t.authorizeOn(uid, "approval.mode", req.Workspace, ts); err != nil {
 				return err
 			}
 			if mode == approval.ModeNever {
@@ -162,12 +158,8 @@ func (e *Engine) RestoreTrust(ctx context.Context, uid string, req wire.TrustRes
 	var out approval.BoundaryTrust
 	err := e.run(ctx, 0, func() error {
 		return e.userCommit(func(t *tx) error {
-			target, err := t.sessionTarget(req.Workspace)
-			if err != nil {
-				return err
-			}
 			now := t.next()
-			if err := t.authorizeUser(uid, "trust.restore", target, clock.Format(now)); err != nil {
+			if err := t.authorizeOn(uid, "trust.restore", req.Workspace, clock.Format(now)); err != nil {
 				return err
 			}
 			if approval.Fold(t.trustEvents(req.Workspace)).Of(req.Boundary).State != approval.Untrusted {

@@ -47,9 +47,9 @@ func (e *Engine) Inject(ctx context.Context, userID string, body []byte) (envelo
 		err := e.userCommit(func(t *tx) error {
 			ts := t.next()
 			to := e.get(req.To)
-			target := user.Target{}
+			target := user.Target{ID: req.To} // an id of no workspace: as another's (userprobe.go)
 			if to != nil {
-				target = user.Target{ID: to.ID, Owner: to.Owner}
+				target.Owner = to.Owner
 			}
 			if err := t.authorizeUser(userID, "highway.inject", target, clock.Format(ts)); err != nil {
 				return err // a denial is recorded: userCommit commits it

@@ -54,8 +54,8 @@ func (e *Engine) asUser(ctx context.Context, uid, action, id string, check func(
 	return runAs(ctx, e, 0, func() (*workspace.Workspace, error) {
 		w := e.get(id)
 		switch {
-		case w == nil:
-			return nil, Refuse(wire.CodeNotFound, "workspace %s does not exist", id)
+		case w == nil: // answered as for another's workspace (userprobe.go)
+			return nil, e.userMay(uid, action, id)
 		case w.IsRoot():
 			return nil, Refuse(wire.CodeInvalidTransition, "the root workspace is the coordinator's and ends with the run")
 		}
@@ -167,6 +167,11 @@ func (e *Engine) UserCreateWorkspace(ctx context.Context, uid string, body []byt
 		if pid == "" {
 			pid = root.ID
 		}
+		if pid != root.ID {
+			if err := e.userParent(uid, pid); err != nil {
+				return nil, err
+			}
+		}
 		parent := e.get(pid)
 		if parent == nil {
 			return nil, Refuse(wire.CodeNotFound, "parent workspace %s does not exist", pid)
@@ -257,9 +262,9 @@ func (e *Engine) UserTrailScope(ctx context.Context, uid, ws string, whole bool)
 		if u.State == user.Active && u.Has(user.ViewTrailAny) {
 			return nil, nil
 		}
-		target := user.Target{}
+		target := user.Target{ID: ws} // an id of no workspace: as another's (userprobe.go)
 		if w := e.get(ws); w != nil {
-			target = user.Target{ID: ws, Owner: w.Owner}
+			target.Owner = w.Owner
 		}
 		if ws != "" || whole || u.State != user.Active {
 			err := e.userCommit(func(t *tx) error { return t.authorizeUser(uid, "trail.read", target, clock.Format(t.next())) })
