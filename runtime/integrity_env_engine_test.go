@@ -20,11 +20,13 @@ import (
 	"github.com/wacpd/wacpd/workspace"
 )
 
-// storedEnvelope reads envelope id's record as the store holds it.
-func storedEnvelope(t testing.TB, db *badger.DB, id string) envelope.Envelope {
+// storedEnvelope reads envelope id's record as the store holds it, once
+// Badger holds every batch answered.
+func storedEnvelope(t testing.TB, e *Engine, id string) envelope.Envelope {
 	t.Helper()
+	settled(t, e)
 	var env envelope.Envelope
-	err := db.View(func(txn *badger.Txn) error {
+	err := e.db.View(func(txn *badger.Txn) error {
 		item, err := txn.Get([]byte("e/e/" + id))
 		if err != nil {
 			return err
@@ -102,7 +104,7 @@ func TestEnvelopeIntegrity_ProofOnEveryEnvelope(t *testing.T) {
 	if err := envelope.VerifyProof(e.EnvelopePublicKey(), env); err != nil {
 		t.Errorf("VerifyProof(reply) = %v", err)
 	}
-	stored := storedEnvelope(t, e.db, env.ID)
+	stored := storedEnvelope(t, e, env.ID)
 	if err := envelope.VerifyProof(e.EnvelopePublicKey(), stored); err != nil {
 		t.Errorf("VerifyProof(stored record) = %v", err)
 	}
@@ -158,7 +160,7 @@ func TestEnvelopeIntegrity_TamperedQueuedEnvelopeIsRejected(t *testing.T) {
 	if d := trailWhere(t, e, trail.EventEnvelopeDelivered, map[string]string{"envelope_id": b.ID}); len(d) != 1 {
 		t.Errorf("envelope_delivered for the untampered %s = %d, want 1", b.ID, len(d))
 	}
-	if got := storedEnvelope(t, e.db, a.ID).Status; got != envelope.StatusRejected {
+	if got := storedEnvelope(t, e, a.ID).Status; got != envelope.StatusRejected {
 		t.Errorf("tampered record's status = %s, want rejected", got)
 	}
 	if got := drainInbox(t, e, ws); len(got) != 1 || got[0] != b.ID {
@@ -182,7 +184,7 @@ func TestEnvelopeIntegrity_TamperedInboxEnvelopeIsNotHandedOut(t *testing.T) {
 	if v := trailWhere(t, e, trail.EventIntegrityViolation, map[string]string{"subject_id": a.ID}); len(v) != 1 {
 		t.Errorf("integrity_violation entries for %s = %d, want 1", a.ID, len(v))
 	}
-	if got := storedEnvelope(t, e.db, a.ID).Status; got != envelope.StatusRejected {
+	if got := storedEnvelope(t, e, a.ID).Status; got != envelope.StatusRejected {
 		t.Errorf("tampered record's status = %s, want rejected", got)
 	}
 }
@@ -235,7 +237,7 @@ func TestEnvelopeIntegrity_LegacyDataDirIsProvedOnce(t *testing.T) {
 	e = openEngineAt(t, dir)
 	t.Cleanup(func() { verify(t, e) })
 	for _, id := range []string{a.ID, b.ID} {
-		if err := envelope.VerifyProof(e.EnvelopePublicKey(), storedEnvelope(t, e.db, id)); err != nil {
+		if err := envelope.VerifyProof(e.EnvelopePublicKey(), storedEnvelope(t, e, id)); err != nil {
 			t.Errorf("VerifyProof(%s) after the first open = %v", id, err)
 		}
 	}
