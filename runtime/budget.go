@@ -242,7 +242,7 @@ const ReasonBudgetExceeded = "budget_exceeded"
 // calls it every interval, and the start after startMeters. It returns how
 // many workspaces failed.
 func (e *Engine) ExpireComputeBudgets(ctx context.Context) (int, error) {
-	return runAs(ctx, e, 0, func() (int, error) { return e.expireComputeLocked() })
+	return runLane(ctx, e, true, 0, func() (int, error) { return e.expireComputeLocked() }) // precedence.go
 }
 
 // expireComputeLocked is ExpireComputeBudgets run by the committer.

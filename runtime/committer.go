@@ -105,6 +105,7 @@ type committer struct {
 	inflight *flight
 	spare    *badger.Txn // opened before inflight was submitted
 	carry    *opqueue.Op // taken from the queue, for the next batch
+	held     *opqueue.Op // received from C, held back for an urgent op (precedence.go)
 	degraded *degradedState
 	ackTimer *time.Timer // runs while confirmed outbox items wait for a batch
 }
@@ -118,9 +119,15 @@ func (e *Engine) loop() {
 		r := c.carry
 		c.carry = nil
 		if r == nil {
+			r = c.waiting()
+		}
+		if r == nil {
 			select {
+			case r = <-e.queue.Urgent():
+				e.receivedOps.Add(1)
 			case r = <-e.queue.C:
 				e.receivedOps.Add(1)
+				r = c.before(r)
 			case err := <-c.inflight.durableC():
 				c.durable(err)
 				continue
@@ -370,10 +377,14 @@ func (c *committer) next(b *openBatch, cost int64) *opqueue.Op {
 		default:
 		}
 	}
-	var r *opqueue.Op
+	r := c.waiting()
+	if r != nil {
+		goto got
+	}
 	select {
 	case r = <-e.queue.C:
 		e.receivedOps.Add(1)
+		r = c.before(r)
 	default:
 		if c.inflight == nil {
 			return nil
@@ -384,8 +395,11 @@ func (c *committer) next(b *openBatch, cost int64) *opqueue.Op {
 		var err error
 		landed, durable := false, false
 		select {
+		case r = <-e.queue.Urgent():
+			e.receivedOps.Add(1)
 		case r = <-e.queue.C:
 			e.receivedOps.Add(1)
+			r = c.before(r)
 		case err = <-c.inflight.durableC():
 			durable = true
 		case err = <-c.inflight.doneC():
@@ -409,6 +423,7 @@ func (c *committer) next(b *openBatch, cost int64) *opqueue.Op {
 			return nil
 		}
 	}
+got:
 	if (b.stale && !r.Pipelined) || (len(b.reqs) > 0 && cost+r.Cost() > limit) {
 		c.carry = r
 		return nil

@@ -97,7 +97,7 @@ func (t *tx) startGrace(env *envelope.Envelope, actor string) error {
 // ExpireGracePeriods fails every workspace whose grace period has run out
 // at now without complete. It returns how many failed.
 func (e *Engine) ExpireGracePeriods(ctx context.Context, now time.Time) (int, error) {
-	return runAs(ctx, e, 0, func() (int, error) { return e.expireGracePeriodsLocked(now) })
+	return runLane(ctx, e, true, 0, func() (int, error) { return e.expireGracePeriodsLocked(now) }) // precedence.go
 }
 
 // expireGracePeriodsLocked is ExpireGracePeriods run by the committer.

@@ -88,7 +88,8 @@ func (e *Engine) batch(ctx context.Context, actor, g string, typ trail.EventType
 	if g == "" {
 		return wire.Batch{}, Refuse(wire.CodeInvalidStructure, "group is required")
 	}
-	return runAs(ctx, e, 0, func() (wire.Batch, error) {
+	// A group abort takes precedence as an abort (precedence.go).
+	return runLane(ctx, e, typ == trail.EventBatchAbort, 0, func() (wire.Batch, error) {
 		a := e.get(actor)
 		switch {
 		case a == nil:

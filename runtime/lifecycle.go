@@ -180,7 +180,7 @@ func (e *Engine) CompleteMigrationGranting(ctx context.Context, actor, id, newAg
 // suspended, migrating or integrating when its time runs out fails as soon
 // as it is back in one of those states. It returns how many failed.
 func (e *Engine) ExpireTimeouts(ctx context.Context, now time.Time) (int, error) {
-	return runAs(ctx, e, 0, func() (int, error) { return e.expireTimeoutsLocked(ctx, now) })
+	return runLane(ctx, e, true, 0, func() (int, error) { return e.expireTimeoutsLocked(ctx, now) }) // precedence.go
 }
 
 // expireTimeoutsLocked is ExpireTimeouts run by the committer.

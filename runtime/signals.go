@@ -15,8 +15,10 @@ import (
 // signal for publishing, and applies its state effect in the same commit.
 // A state effect applies only when the workspace is in the transition's
 // from-state; otherwise the signal is recorded with no effect (Signal spec:
-// idempotent processing). Agents of suspended, migrating, integrating,
-// conflicted or terminal workspaces emit nothing (invalid_transition).
+// idempotent processing). Agents of suspended, migrating, integrating or
+// conflicted workspaces emit nothing (invalid_transition); a signal that
+// finds its workspace terminal (an abort or a failure came first) is
+// recorded and refused with invalid_transition (Workspace §7).
 func (e *Engine) EmitSignal(ctx context.Context, ws string, body []byte) (agentsignal.Signal, error) {
 	return runAs(ctx, e, len(body), func() (agentsignal.Signal, error) { return e.emitSignalLocked(ctx, ws, body) })
 }
@@ -36,6 +38,8 @@ func (e *Engine) emitSignalLocked(ctx context.Context, ws string, body []byte) (
 	}
 	switch w.State {
 	case workspace.Idle, workspace.Active, workspace.Blocked:
+	case workspace.Closed, workspace.Failed:
+		return agentsignal.Signal{}, e.lateSignal(w, req) // precedence.go
 	default:
 		return agentsignal.Signal{}, agentsignal.Reject(agentsignal.ReasonInvalidTransition, "workspace %s is %s and emits no signals", ws, w.State)
 	}

@@ -282,12 +282,13 @@ func (e *Engine) authorize(actor, target string) (*workspace.Workspace, *workspa
 func (e *Engine) Abort(ctx context.Context, actor, id, reason string) (*workspace.Workspace, error) {
 	const why = "aborted_by_coordinator"
 	var gateID string
-	w, err := e.coordinate(ctx, actor, id, func(w *workspace.Workspace) error {
+	check := func(w *workspace.Workspace) error {
 		if w.State.Terminal() {
 			return Refuse(wire.CodeInvalidTransition, "workspace %s is already %s", id, w.State)
 		}
 		return nil
-	}, func(t *tx, a, c *workspace.Workspace) error {
+	}
+	fail := func(t *tx, a, c *workspace.Workspace) error {
 		s, err := abortGate(a, c, reason)
 		if err != nil {
 			return err
@@ -303,7 +304,9 @@ func (e *Engine) Abort(ctx context.Context, actor, id, reason string) (*workspac
 			return nil // the guard converted a re-trigger to approve: aborted
 		}
 		return t.abortFor(c, e.actorOf(a), why, reason)
-	})
+	}
+	// The abort takes precedence over queued agent signals (precedence.go).
+	w, err := runLane(ctx, e, true, 0, func() (*workspace.Workspace, error) { return e.coordinateLocked(actor, id, check, fail) })
 	if err == nil && gateID != "" {
 		return nil, gatePending(gateID, highway.WorkspaceAbort, "the abort of "+id)
 	}

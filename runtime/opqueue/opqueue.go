@@ -10,6 +10,7 @@ package opqueue
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 )
 
@@ -27,6 +28,10 @@ type Op struct {
 	Size      int  // the request's bytes (Cost)
 	Pipelined bool // may run in a batch built while another is written
 	Probe     bool // the degraded-mode probe (runtime/degraded.go)
+	// Urgent ops go through Queue.Urgent, which the committer empties
+	// before C: they run before the ops already waiting (WACP Workspace
+	// §7, abort and external failure precedence).
+	Urgent bool
 	// Err is the outcome the caller gets: set by the committer before
 	// Answer, or by Answer.
 	Err   error
@@ -64,7 +69,9 @@ func AnswerAll(ops []*Op, err error) {
 
 // Queue hands Ops to the committer.
 type Queue struct {
-	// C is what the committer receives Ops from.
+	// C is what the committer receives Ops from; Urgent returns the
+	// priority lane, for Ops marked Urgent, which the committer empties
+	// before C.
 	C chan *Op
 	// Stop is closed when the engine closes: nothing more is handed over.
 	// Stopped is closed when the committer has stopped; it has answered
@@ -74,6 +81,16 @@ type Queue struct {
 	// context's cause when the context ended before the committer took
 	// the Op.
 	Closed, NotTaken error
+
+	urgentOnce sync.Once
+	urgent     chan *Op // made at first use, as large as C
+}
+
+// Urgent returns the priority lane: the committer receives the Ops marked
+// Urgent from it, and takes them before any waiting in C.
+func (q *Queue) Urgent() chan *Op {
+	q.urgentOnce.Do(func() { q.urgent = make(chan *Op, cap(q.C)) })
+	return q.urgent
 }
 
 // Submit hands op to the committer and waits for its answer. Until the
@@ -81,8 +98,12 @@ type Queue struct {
 // once taken, op runs to completion and its outcome is returned whatever
 // ctx does, since a commit cannot be called back half-way.
 func (q *Queue) Submit(ctx context.Context, op *Op) error {
+	lane := q.C
+	if op.Urgent {
+		lane = q.Urgent()
+	}
 	select {
-	case q.C <- op:
+	case lane <- op:
 	case <-q.Stop:
 		return q.Closed
 	case <-ctx.Done():
