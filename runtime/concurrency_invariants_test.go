@@ -12,6 +12,7 @@ import (
 	"github.com/wacpd/wacpd/runtime/opqueue"
 	agentsignal "github.com/wacpd/wacpd/signal"
 	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/user"
 	"github.com/wacpd/wacpd/wire"
 	"github.com/wacpd/wacpd/workspace"
 )
@@ -184,38 +185,58 @@ func TestConcurrency_SingleWriter(t *testing.T) {
 	verify(t, e)
 }
 
-// TestConcurrency_AbortPrecedence (invariant 2): an abort that arrives
-// while the agent's complete is already waiting runs first; the workspace
-// fails aborted_by_coordinator without passing through integrating, and
-// the complete is recorded in the trail with no effect and refused.
+// TestConcurrency_AbortPrecedence (invariant 2): an abort — the
+// coordinator's, a person's, a group's — that arrives while the agent's
+// complete is already waiting runs first; the workspace fails without
+// passing through integrating, and the complete is recorded in the trail
+// with no effect and refused.
 func TestConcurrency_AbortPrecedence(t *testing.T) {
-	e := openTest(t)
-	w := newWorker(t, e)
-	checkpoint(t, e, w.ID, nil, "final")
-	root := e.Root() // takes the lock the held committer keeps
-	release := holdCommitter(t, e)
-	complete := queued(t, e.queue.C, 1, "complete", func() error {
-		_, err := e.EmitSignal(ctx, w.ID, []byte(`{"type":"complete"}`))
-		return err
-	})
-	abort := queued(t, e.queue.Urgent(), 1, "abort", func() error {
-		_, err := e.Abort(ctx, root, w.ID, "stop now")
-		return err
-	})
-	release()
-	if err := <-abort; err != nil {
-		t.Fatalf("Abort: %v", err)
+	tests := []struct {
+		name, reason string
+		abort        func(e *Engine, root, ws string) error
+	}{
+		{"coordinator", "aborted_by_coordinator", func(e *Engine, root, ws string) error {
+			_, err := e.Abort(ctx, root, ws, "stop now")
+			return err
+		}},
+		{"person", ReasonAbortedByHuman, func(e *Engine, root, ws string) error {
+			_, err := e.UserAbort(ctx, "alice", wire.IDRequest{ID: ws, Reason: "stop now"})
+			return err
+		}},
+		{"group", "batch_abort", func(e *Engine, root, ws string) error {
+			_, err := e.BatchAbort(ctx, root, "batch-1", "stop now")
+			return err
+		}},
 	}
-	wantLate(t, e, w.ID, "complete", <-complete)
-	changes := stateChanges(t, e, w.ID)
-	if last := changes[len(changes)-1]; last != [2]string{"active", "failed"} {
-		t.Fatalf("last transition %v, want active -> failed (the abort before the queued complete)", last)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := openTest(t)
+			mkUser(t, e, "alice", user.AbortAny)
+			w := newWorker(t, e, map[string]any{"group": "batch-1"})
+			checkpoint(t, e, w.ID, nil, "final")
+			root := e.Root() // takes the lock the held committer keeps
+			release := holdCommitter(t, e)
+			complete := queued(t, e.queue.C, 1, "complete", func() error {
+				_, err := e.EmitSignal(ctx, w.ID, []byte(`{"type":"complete"}`))
+				return err
+			})
+			abort := queued(t, e.queue.Urgent(), 1, "abort", func() error { return tt.abort(e, root, w.ID) })
+			release()
+			if err := <-abort; err != nil {
+				t.Fatalf("abort: %v", err)
+			}
+			wantLate(t, e, w.ID, "complete", <-complete)
+			changes := stateChanges(t, e, w.ID)
+			if last := changes[len(changes)-1]; last != [2]string{"active", "failed"} {
+				t.Fatalf("last transition %v, want active -> failed (the abort before the queued complete)", last)
+			}
+			failed := trailWhere(t, e, trail.EventWorkspaceStateChanged, map[string]string{"workspace_id": w.ID, "to_state": "failed"})
+			if len(failed) != 1 || entryBody(t, failed[0])["reason"] != tt.reason {
+				t.Fatalf("failed transitions = %v, want one, %s", failed, tt.reason)
+			}
+			verify(t, e)
+		})
 	}
-	failed := trailWhere(t, e, trail.EventWorkspaceStateChanged, map[string]string{"workspace_id": w.ID, "to_state": "failed"})
-	if len(failed) != 1 || entryBody(t, failed[0])["reason"] != "aborted_by_coordinator" {
-		t.Fatalf("failed transitions = %v, want one, aborted_by_coordinator", failed)
-	}
-	verify(t, e)
 }
 
 // TestConcurrency_ExternalFailurePrecedence (invariant 3): a runtime or

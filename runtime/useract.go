@@ -51,7 +51,8 @@ func (e *Engine) asUser(ctx context.Context, uid, action, id string, check func(
 	if id == "" {
 		return nil, Refuse(wire.CodeInvalidStructure, "id is required")
 	}
-	return runAs(ctx, e, 0, func() (*workspace.Workspace, error) {
+	// A person's abort takes precedence as the coordinator's (precedence.go).
+	return runLane(ctx, e, action == "workspace.abort", 0, func() (*workspace.Workspace, error) {
 		w := e.get(id)
 		switch {
 		case w == nil: // answered as for another's workspace (userprobe.go)
