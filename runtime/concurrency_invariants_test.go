@@ -415,7 +415,8 @@ func TestConcurrency_TrailMonotonicity(t *testing.T) {
 // TestConcurrency_TimeoutRace (invariant 6): when a timeout and the
 // agent's complete race, the first processed wins. Complete first: the
 // workspace is integrating and the timeout, due since, does nothing (it is
-// not applicable while integrating), then the accept closes it. Timeout
+// not applicable while integrating), then the accept closes it (or a
+// revise fails it, revision_required: nothing leads back to active). Timeout
 // first: failed with reason timeout, and the late complete is recorded with
 // no effect. Both waiting at once: the timeout runs first (invariant 3).
 func TestConcurrency_TimeoutRace(t *testing.T) {
@@ -447,6 +448,21 @@ func TestConcurrency_TimeoutRace(t *testing.T) {
 		expire(t, e, clk, 0)
 		if n := len(trailWhere(t, e, trail.EventWorkspaceStateChanged, map[string]string{"workspace_id": ws, "to_state": "failed"})); n != 0 {
 			t.Fatalf("%d transitions to failed, want none", n)
+		}
+	})
+	t.Run("complete first, then revise", func(t *testing.T) {
+		// No way leads back from integrating to active (a revise fails the
+		// workspace, revision_required): the timeout never comes back.
+		e, clk, ws := setup(t)
+		emitOK(t, e, ws, `{"type":"complete"}`)
+		clk.Advance(2 * time.Minute)
+		if _, err := e.Integrate(ctx, e.Root(), integrateBody(ws, DecisionRevise)); err != nil {
+			t.Fatalf("Integrate(revise): %v", err)
+		}
+		expire(t, e, clk, 0)
+		failed := trailWhere(t, e, trail.EventWorkspaceStateChanged, map[string]string{"workspace_id": ws, "to_state": "failed"})
+		if len(failed) != 1 || entryBody(t, failed[0])["reason"] != "revision_required" {
+			t.Fatalf("failed transitions %v, want one, revision_required", failed)
 		}
 	})
 	t.Run("timeout first", func(t *testing.T) {
