@@ -26,6 +26,7 @@ func TestDeps(t *testing.T) {
 			"github.com/modelcontextprotocol/go-sdk/mcp", "github.com/modelcontextprotocol/go-sdk/auth", // its streamable HTTP transport and Bearer check
 			// The web console (console.go) and its users' capabilities.
 			"github.com/wacpd/wacpd/console", "github.com/wacpd/wacpd/user",
+			"github.com/wacpd/wacpd/envelope", // the port rights rights.list answers (envelope.Right)
 		},
 		Required: []string{"github.com/nats-io/nats-server/v2/server"},
 	})
