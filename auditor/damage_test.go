@@ -69,7 +69,8 @@ func richDataDir(t *testing.T) dataDir {
 	return dataDir{dir: dir, entries: entries, key: k, objects: objects}
 }
 
-// copyDir copies the data dir src to a new temporary directory.
+// copyDir copies the data dir src, with its files' modes, to a new
+// temporary directory.
 func copyDir(t testing.TB, src string) string {
 	t.Helper()
 	dst := t.TempDir()
@@ -86,7 +87,12 @@ func copyDir(t testing.TB, src string) string {
 		if err != nil {
 			return err
 		}
-		return os.WriteFile(target, b, 0o644)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		// The modes too: the engine refuses a key file others may read.
+		return os.WriteFile(target, b, info.Mode().Perm())
 	})
 	if err != nil {
 		t.Fatal(err)
