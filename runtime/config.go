@@ -52,6 +52,11 @@ type Config struct {
 	BudgetWarnPercent int
 	// Capacity is the admission thresholds (admission.go).
 	Capacity Capacity
+	// TrailWarmRetention, if positive, turns trail compaction on
+	// (compact.go): RunTimers archives the archivable entries of the
+	// workspaces closed or failed longer ago than this. Zero: compaction
+	// runs only when Compact is called; negative is refused at Open.
+	TrailWarmRetention time.Duration
 	// MemoryLimit, if positive, is the memory budget in bytes that Badger's
 	// memtables and caches are sized for (dbupkeep.OptionsWithin); the
 	// daemon also sets the Go runtime's soft memory limit from it.
@@ -146,6 +151,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if err := c.checkLimits(); err != nil { // limits.go
 		return c, err
+	}
+	if c.TrailWarmRetention < 0 { // compact.go
+		return c, errors.New("runtime: config: TrailWarmRetention " + c.TrailWarmRetention.String() + ": want 0 (compaction on request only) or more")
 	}
 	if c.RootOwner == "system" {
 		return c, errors.New(`runtime: config: RootOwner must be a user id, not "system"`)

@@ -253,6 +253,11 @@ func (e *Engine) RunTimers(ctx context.Context, interval time.Duration) {
 			if _, err := e.ExpireComputeBudgets(ctx); err != nil { // budget.go
 				e.lg.Error("compute budgets", "err", err)
 			}
+			if e.cfg.TrailWarmRetention > 0 {
+				if _, err := e.Compact(ctx, e.clock.Now()); err != nil { // compact.go
+					e.lg.Error("trail compaction", "err", err)
+				}
+			}
 		case <-e.leaseKick:
 			leases.reset()
 		case <-leases.timer.C:

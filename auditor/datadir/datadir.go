@@ -21,6 +21,8 @@ import (
 	"github.com/wacpd/wacpd/internal/dbupkeep"
 	"github.com/wacpd/wacpd/internal/seglog"
 	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/trail/coldstore"
+	"github.com/wacpd/wacpd/trail/traillog"
 )
 
 // Files and keys of a daemon's data dir that Verify reads.
@@ -131,6 +133,29 @@ func VerifyWithKey(dir, publicKey string) (auditor.Report, error) {
 		rep.FirstBad = res.Where() // an entry; a record, a workspace's index or a table file
 		if res.Violation == trail.ViolationRootMismatch {
 			rep.FirstBad = "sth"
+		}
+		return rep, nil
+	}
+	return verifyCold(db, seg, path, rep)
+}
+
+// verifyCold checks the cold tier (coldstore.Verify: every compaction's
+// summary against the log, and its archive in db/cold against both) once
+// the trail itself verified.
+func verifyCold(db *badger.DB, seg *seglog.Log, path string, rep auditor.Report) (auditor.Report, error) {
+	l, err := traillog.Open(db, seg)
+	if err != nil {
+		return auditor.Report{}, fmt.Errorf("open trail: %w", err)
+	}
+	f, err := coldstore.Verify(context.Background(), db, l, filepath.Join(path, coldstore.Dir))
+	if err != nil {
+		return auditor.Report{}, err
+	}
+	if f != nil {
+		rep.OK, rep.FirstBad, rep.Detail = false, f.Where, f.Detail
+		rep.Violation = auditor.ViolationHashMismatch
+		if f.Missing {
+			rep.Violation = auditor.ViolationMissingObject
 		}
 	}
 	return rep, nil

@@ -57,6 +57,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.SignalsMaxAge, "signals-max-age", 720*time.Hour, "age limit of signals in WACP_SIGNALS; negative keeps them until -signals-max-bytes bites")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", time.Minute, "bound on the whole shutdown after SIGTERM; past it wacpd exits 1 and the next start recovers")
 	fs.IntVar(&cfg.MaxInFlight, "max-in-flight", 256, "requests worked on at once; each principal gets at most an eighth (docs/security.md, fair admission)")
+	fs.DurationVar(&cfg.TrailWarmRetention, "trail-warm-retention", 0, "archive the archivable trail entries of workspaces closed or failed this long ago to db/cold (trail compaction); 0: off")
 	fs.IntVar(&cfg.BudgetWarnPercent, "budget-warn-percent", 80, "budget_warning threshold: percent of a budget limit, 1 to 99")
 	fs.IntVar(&cfg.Capacity.MaxLiveWorkspaces, "max-live-workspaces", 10000, "admission: workspaces not closed or failed, the root included; negative: no bound")
 	wsMem := fs.Int64("workspace-memory-mb", 1, "admission: MiB one live workspace is reckoned to hold, checked against -memory-limit-mb")
