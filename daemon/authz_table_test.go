@@ -198,6 +198,8 @@ var authzRows = []authzRow{
 		[]string{pub, pub, pub, pub, pub, pub, "capability_denied", pub, refused, refused}},
 	{"audit.trail.read", subjAudit, "trail.read", `{"workspace":"<W>"}`, stActive,
 		[]string{ok, pub, pub, pub, pub, pub, "capability_denied", ok, refused, refused}},
+	{"audit.trail.aggregate", subjAudit, "trail.aggregate", `{"workspace":"<W>","group_by":"event_type"}`, stActive,
+		[]string{ok, pub, pub, pub, pub, pub, "capability_denied", ok, refused, refused}},
 	{"audit.trail.verify", subjAudit, "trail.verify", `{}`, stActive,
 		[]string{ok, pub, pub, pub, pub, pub, "capability_denied", ok, refused, refused}},
 	{"audit.sth", subjAudit, "sth", `{}`, stActive,

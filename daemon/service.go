@@ -125,6 +125,7 @@ func (r *Daemon) handlerTable() map[string]handlerFunc {
 	return map[string]handlerFunc{
 		"system.info":                r.systemInfo,
 		"audit.trail.read":           r.auditRead,
+		"audit.trail.aggregate":      r.auditAggregate,
 		"audit.trail.verify":         r.auditVerify,
 		"audit.sth":                  r.auditSTH,
 		"audit.proof.inclusion":      r.auditInclusion,

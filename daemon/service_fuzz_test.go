@@ -83,6 +83,7 @@ var serviceSeeds = map[string][]string{
 	"signals.consumer":           {`{}`, `{"durable":"ops","deliver_all":true}`, `{"workspace":"01M80A5AWKH60G1NB2HPFZ22BP"}`},
 
 	"audit.trail.read":        {`{"limit":1,"body":{"role":"worker"},"since":"2026-01-01T00:00:00.000000000Z"}`},
+	"audit.trail.aggregate":   {`{"group_by":"workspace","sum":"body.new_limit","event_type":"budget_modified"}`, `{"group_by":"body.to_state","actor":"alice"}`, `{"sum":"actor"}`},
 	"audit.trail.verify":      {`{}`, `{"workspace":"W"}`},
 	"audit.sth":               {`{}`},
 	"audit.proof.inclusion":   {`{"index":0,"size":1}`, `{"entry":"x"}`},

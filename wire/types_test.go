@@ -28,6 +28,7 @@ import (
 var bodies = map[string][2]any{
 	"system.info":                {nil, wire.Info{}},
 	"audit.trail.read":           {wire.TrailQuery{}, wire.TrailPage{}},
+	"audit.trail.aggregate":      {wire.TrailAggregateRequest{}, wire.TrailAggregate{}},
 	"audit.trail.verify":         {wire.VerifyRequest{}, trail.VerifyResult{}},
 	"audit.sth":                  {struct{}{}, wire.TreeHead{}},
 	"audit.proof.inclusion":      {wire.InclusionRequest{}, wire.InclusionProof{}},

@@ -125,6 +125,7 @@ func Endpoints() []Endpoint {
 	return []Endpoint{
 		{Op: "system.info", Audience: Anyone, Reply: "system.info.json"},
 		{Op: "audit.trail.read", Audience: Auditors, Request: "requests.json#audit.trail.read", Reply: "replies.json#trail.page"},
+		{Op: "audit.trail.aggregate", Audience: Auditors, Request: "requests.json#audit.trail.aggregate", Reply: "replies.json#trail.aggregate"},
 		{Op: "audit.trail.verify", Audience: Auditors, Request: "requests.json#audit.trail.verify", Reply: "trail.verify.result.json", Timeout: VerifyTimeout},
 		{Op: "audit.sth", Audience: Auditors, Request: "requests.json#audit.sth", Reply: "replies.json#audit.sth"},
 		{Op: "audit.proof.inclusion", Audience: Auditors, Request: "requests.json#audit.proof.inclusion", Reply: "replies.json#audit.proof.inclusion"},

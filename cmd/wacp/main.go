@@ -63,6 +63,7 @@ commands:
   integrate WS --decision accept|revise|reject [--strategy S] [--mode normal|salvage]
   watch [--durable NAME] [--all] [--workspace WS]   follow signals until Ctrl-C
   trail read [--after ID] [--limit N] [--workspace WS] [--type T] [--actor A] [--since T] [--until T]
+  trail aggregate [--group F] [--sum body.PATH] [filters as read]   count, group and sum entries
   trail tail [-f] [--workspace WS] [--type T]  follow the live trail as a timeline until Ctrl-C
   trail verify [--workspace WS]          recompute the hash chains
   trail verify --bundle FILE | --dir DATADIR [--public-key K]   verify offline, no daemon
@@ -161,7 +162,7 @@ var commands = map[string]func(*cli, []string) error{
 	"signal":     sub("signal", map[string]func(*cli, []string) error{"emit": signalEmit}),
 	"integrate":  integrateCmd,
 	"watch":      watchCmd,
-	"trail":      sub("trail", map[string]func(*cli, []string) error{"read": trailRead, "tail": trailTail, "verify": trailVerify, "export": trailExport, "prove": trailProve, "replay": trailReplay, "quarantine": trailQuarantine}),
+	"trail":      sub("trail", map[string]func(*cli, []string) error{"read": trailRead, "aggregate": trailAggregate, "tail": trailTail, "verify": trailVerify, "export": trailExport, "prove": trailProve, "replay": trailReplay, "quarantine": trailQuarantine}),
 	"token":      sub("token", map[string]func(*cli, []string) error{"create": tokenCreate, "revoke": tokenRevoke}),
 	"task": sub("task", map[string]func(*cli, []string) error{"create": taskCreate, "get": taskGet, "list": taskList,
 		"bind": taskBind, "cancel": taskCancel, "retry": taskRetry, "graph": taskGraph}),
