@@ -58,8 +58,21 @@ func loadEnvelopeKey(cfg Config) (*envelopeKey, error) {
 	}
 	path := filepath.Join(cfg.DataDir, EnvelopeKeyFile)
 	k, err := readEnvelopeKey(path)
-	if err == nil || !errors.Is(err, fs.ErrNotExist) {
-		return k, err
+	if err == nil {
+		// The public key auditors were given must be this key's: a key
+		// file changed since would prove envelopes nobody can check, and
+		// refuse every envelope stored before.
+		pub, perr := os.ReadFile(filepath.Join(cfg.DataDir, EnvelopePublicKeyFile))
+		if perr == nil && strings.TrimSpace(string(pub)) != envelope.KeyID(k.pub) {
+			return nil, fmt.Errorf("%s does not match %s: the envelope key was changed; restore it from a backup", path, EnvelopePublicKeyFile)
+		}
+		if perr != nil && !errors.Is(perr, fs.ErrNotExist) {
+			return nil, fmt.Errorf("read %s: %w", EnvelopePublicKeyFile, perr)
+		}
+		return k, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
 	}
 	pending := filepath.Join(cfg.DataDir, envelopeKeyPending)
 	k, err = readEnvelopeKey(pending)

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
@@ -272,6 +273,41 @@ func TestEnvelopeIntegrity_KeyFileMode(t *testing.T) {
 	if e, err := Open(Config{DataDir: dir}); err == nil {
 		e.Close()
 		t.Fatal("Open with a world-readable envelope.key succeeded, want a refusal")
+	}
+}
+
+// A key file that no longer matches envelope.pub (replaced, or a byte
+// changed into another valid key) is refused at open, with the files
+// named; the matching pair opens.
+func TestEnvelopeIntegrity_KeyMustMatchItsPublicKey(t *testing.T) {
+	dir := t.TempDir()
+	e := openEngineAt(t, dir)
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	other := t.TempDir()
+	e = openEngineAt(t, other)
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(other, EnvelopeKeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, EnvelopeKeyFile), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e, err = Open(Config{DataDir: dir})
+	if err == nil {
+		e.Close()
+		t.Fatal("Open with another data dir's envelope.key succeeded, want a refusal")
+	}
+	if !strings.Contains(err.Error(), EnvelopePublicKeyFile) {
+		t.Errorf("Open = %v, want it to name %s", err, EnvelopePublicKeyFile)
+	}
+	e = openEngineAt(t, other) // its own pair
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 
