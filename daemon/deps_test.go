@@ -20,8 +20,8 @@ func TestDeps(t *testing.T) {
 			"github.com/wacpd/wacpd/trail", "github.com/wacpd/wacpd/workspace", "github.com/wacpd/wacpd/wire",
 			"github.com/wacpd/wacpd/checkpointchain",                                                                // the checkpoint's wire form (Wire), not its storage
 			"github.com/wacpd/wacpd/carp", "github.com/wacpd/wacpd/atlas", "github.com/wacpd/wacpd/atlas/atlasfile", // CARP's messages and the -atlas files
-			"github.com/wacpd/wacpd/steward",                                                            // the request of a custom checkpoint's evaluator (EvalContext)
-			"github.com/wacpd/wacpd/internal/strictjson",                                                // an evaluator's reply
+			"github.com/wacpd/wacpd/steward",                                                           // the request of a custom checkpoint's evaluator (EvalContext)
+			"github.com/wacpd/wacpd/internal/strictjson", "github.com/wacpd/wacpd/internal/atomicfile", // an evaluator's reply
 			"github.com/wacpd/wacpd/mcpagent",                                                           // the MCP server of /mcp
 			"github.com/modelcontextprotocol/go-sdk/mcp", "github.com/modelcontextprotocol/go-sdk/auth", // its streamable HTTP transport and Bearer check
 			// The web console (console.go) and its users' capabilities.

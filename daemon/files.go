@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/wacpd/wacpd/internal/atomicfile"
 	"github.com/wacpd/wacpd/wire"
 )
 
@@ -28,7 +29,7 @@ func adminToken(dir string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if err := writeFileAtomic(path, []byte(tok+"\n"), 0o600); err != nil {
+		if err := atomicfile.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
 			return "", fmt.Errorf("write %s: %w", path, err)
 		}
 		return tok, nil
@@ -56,29 +57,5 @@ func writeInfo(dir string, info wire.DaemonFile) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(dir, InfoFile), append(b, '\n'), 0o644)
-}
-
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return atomicfile.WriteFile(filepath.Join(dir, InfoFile), append(b, '\n'), 0o644)
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/wacpd/wacpd/internal/atomicfile"
 )
 
 // Files of the tree-head signing key, in the data dir.
@@ -30,10 +32,10 @@ func signingKey(dir, root string) (note.Signer, string, error) {
 		if err != nil {
 			return nil, "", fmt.Errorf("generate tree-head key: %w", err)
 		}
-		if err := writeFileAtomic(kpath, []byte(skey+"\n"), 0o600); err != nil {
+		if err := atomicfile.WriteFile(kpath, []byte(skey+"\n"), 0o600); err != nil {
 			return nil, "", err
 		}
-		if err := writeFileAtomic(ppath, []byte(vkey+"\n"), 0o644); err != nil {
+		if err := atomicfile.WriteFile(ppath, []byte(vkey+"\n"), 0o644); err != nil {
 			return nil, "", err
 		}
 		b = []byte(skey)

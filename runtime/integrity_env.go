@@ -15,6 +15,7 @@ import (
 
 	"github.com/wacpd/wacpd/envelope"
 	"github.com/wacpd/wacpd/envelope/envstore"
+	"github.com/wacpd/wacpd/internal/atomicfile"
 	"github.com/wacpd/wacpd/runtime/delivery"
 )
 
@@ -83,7 +84,7 @@ func loadEnvelopeKey(cfg Config) (*envelopeKey, error) {
 			return nil, fmt.Errorf("generate envelope key: %w", gerr)
 		}
 		line := base64.StdEncoding.EncodeToString(priv.Seed()) + "\n"
-		if err := writeFileAtomic(pending, []byte(line), 0o600); err != nil {
+		if err := atomicfile.WriteFile(pending, []byte(line), 0o600); err != nil {
 			return nil, fmt.Errorf("write %s: %w", pending, err)
 		}
 		k, err = readEnvelopeKey(pending)
@@ -168,13 +169,13 @@ func (e *Engine) proveLegacyEnvelopes(ctx context.Context) error {
 		return nil
 	}
 	pub := envelope.KeyID(k.pub) + "\n"
-	if err := writeFileAtomic(filepath.Join(e.cfg.DataDir, EnvelopePublicKeyFile), []byte(pub), 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(e.cfg.DataDir, EnvelopePublicKeyFile), []byte(pub), 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", EnvelopePublicKeyFile, err)
 	}
 	if err := os.Rename(filepath.Join(e.cfg.DataDir, envelopeKeyPending), filepath.Join(e.cfg.DataDir, EnvelopeKeyFile)); err != nil {
 		return fmt.Errorf("install envelope key: %w", err)
 	}
-	if err := syncDir(e.cfg.DataDir); err != nil {
+	if err := atomicfile.SyncDir(e.cfg.DataDir); err != nil {
 		return err
 	}
 	k.legacy = false
@@ -193,48 +194,6 @@ func (d deliveryTx) Prove(env *envelope.Envelope) { envelope.Prove(d.t.e.envKey.
 // against the engine's key.
 func (d deliveryTx) Verify(env envelope.Envelope) error {
 	return envelope.VerifyProof(d.t.e.envKey.pub, env)
-}
-
-// writeFileAtomic writes data to path through a synced temporary file
-// renamed over it.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	return syncDir(filepath.Dir(path))
-}
-
-// syncDir makes the renames in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	return nil
 }
 
 // rejectTampered returns the plan that rejects env, held at a gate, whose

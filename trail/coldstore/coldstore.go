@@ -29,6 +29,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/wacpd/wacpd/casstore"
+	"github.com/wacpd/wacpd/internal/atomicfile"
 	"github.com/wacpd/wacpd/trail"
 )
 
@@ -180,22 +181,10 @@ func Write(dir, h string, raw []byte) error {
 		os.Remove(tmp)
 		return fmt.Errorf("write archive %s: %w", name, err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := atomicfile.SyncDir(dir); err != nil {
 		return fmt.Errorf("write archive %s: %w", name, err)
 	}
 	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // ReadRaw returns the uncompressed lines of the archive with hash h in dir,

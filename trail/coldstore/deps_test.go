@@ -13,7 +13,7 @@ const module = "github.com/wacpd/wacpd"
 // import "testing".
 func TestDeps(t *testing.T) {
 	deptest.Check(t, module+"/trail/coldstore", deptest.Rules{
-		OwnAllowed: []string{module + "/trail", module + "/trail/traillog", module + "/casstore", module + "/internal/canon", module + "/internal/seglog", module + "/internal/blake3x", module + "/internal/latest"},
+		OwnAllowed: []string{module + "/trail", module + "/trail/traillog", module + "/casstore", module + "/internal/canon", module + "/internal/seglog", module + "/internal/blake3x", module + "/internal/latest", module + "/internal/atomicfile"},
 		Forbidden:  []string{"github.com/nats-io/nats-server/", "testing/..."},
 	})
 }
