@@ -24,6 +24,21 @@ func (r *Daemon) auditSTH(ctx context.Context, c caller, body []byte) (any, erro
 	return wire.TreeHead{TreeHead: th, PublicKey: r.publicKey}, nil
 }
 
+// checkFilters checks the trail filters audit.trail.read and
+// audit.trail.aggregate share: the event type is registered, since and
+// until are RFC 3339 times (normalized in place).
+func checkFilters(typ trail.EventType, since, until *string) error {
+	if err := checkEventType(typ); err != nil {
+		return err
+	}
+	var err error
+	if *since, err = filterTime("since", *since); err != nil {
+		return err
+	}
+	*until, err = filterTime("until", *until)
+	return err
+}
+
 // defaultSize returns size, or the latest signed size when it is 0.
 func (r *Daemon) defaultSize(size uint64) (uint64, error) {
 	if size != 0 {
@@ -148,14 +163,7 @@ func (r *Daemon) auditRead(ctx context.Context, c caller, body []byte) (any, err
 	if err := runtime.Decode(body, &req); err != nil {
 		return nil, err
 	}
-	if err := checkEventType(req.EventType); err != nil {
-		return nil, err
-	}
-	var err error
-	if req.Since, err = filterTime("since", req.Since); err != nil {
-		return nil, err
-	}
-	if req.Until, err = filterTime("until", req.Until); err != nil {
+	if err := checkFilters(req.EventType, &req.Since, &req.Until); err != nil {
 		return nil, err
 	}
 	keep, err := r.userScope(ctx, c, req.Workspace, false)

@@ -17,14 +17,7 @@ func (r *Daemon) auditAggregate(ctx context.Context, c caller, body []byte) (any
 	if err := runtime.Decode(body, &req); err != nil {
 		return nil, err
 	}
-	if err := checkEventType(req.EventType); err != nil {
-		return nil, err
-	}
-	var err error
-	if req.Since, err = filterTime("since", req.Since); err != nil {
-		return nil, err
-	}
-	if req.Until, err = filterTime("until", req.Until); err != nil {
+	if err := checkFilters(req.EventType, &req.Since, &req.Until); err != nil {
 		return nil, err
 	}
 	a, err := trail.ParseAggregation(req.GroupBy, req.Sum)

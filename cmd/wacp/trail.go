@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -18,22 +19,7 @@ func trailRead(c *cli, args []string) error {
 	var typ string
 	fs.StringVar(&q.After, "after", "", "start after this entry id")
 	fs.IntVar(&q.Limit, "limit", 0, "at most this many entries (default 100, at most 1000)")
-	fs.StringVar(&q.Workspace, "workspace", "", "only this workspace's entries")
-	fs.StringVar(&typ, "type", "", "only this event type, e.g. checkpoint_created")
-	fs.StringVar(&q.Actor, "actor", "", "only this actor")
-	fs.StringVar(&q.Since, "since", "", "only entries at or after this RFC 3339 time")
-	fs.StringVar(&q.Until, "until", "", "only entries before this RFC 3339 time")
-	fs.Func("body", "only entries whose body field k has value v (k=v; repeat to AND)", func(s string) error {
-		k, v, ok := strings.Cut(s, "=")
-		if !ok || k == "" {
-			return fmt.Errorf("--body wants k=v, got %q", s)
-		}
-		if q.Body == nil {
-			q.Body = map[string]string{}
-		}
-		q.Body[k] = v
-		return nil
-	})
+	trailFilterFlags(fs, &q.Workspace, &typ, &q.Actor, &q.Since, &q.Until, &q.Body)
 	if _, err := parse(fs, args, 0, 0); err != nil {
 		return err
 	}
@@ -172,4 +158,25 @@ func nonNilList[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// trailFilterFlags defines the flags of the trail's filters, which
+// audit.trail.read and audit.trail.aggregate share (AND-combined).
+func trailFilterFlags(fs *flag.FlagSet, workspace, typ, actor, since, until *string, body *map[string]string) {
+	fs.StringVar(workspace, "workspace", "", "only this workspace's entries")
+	fs.StringVar(typ, "type", "", "only this event type, e.g. checkpoint_created")
+	fs.StringVar(actor, "actor", "", "only this actor (a role, protocol, or a user id)")
+	fs.StringVar(since, "since", "", "only entries at or after this RFC 3339 time")
+	fs.StringVar(until, "until", "", "only entries before this RFC 3339 time")
+	fs.Func("body", "only entries whose body field k has value v (k=v; repeat to AND)", func(s string) error {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("--body wants k=v, got %q", s)
+		}
+		if *body == nil {
+			*body = map[string]string{}
+		}
+		(*body)[k] = v
+		return nil
+	})
 }

@@ -16,22 +16,7 @@ func trailAggregate(c *cli, args []string) error {
 	var typ string
 	fs.StringVar(&q.GroupBy, "group", "", "partition by event_type, workspace, actor or body.PATH")
 	fs.StringVar(&q.Sum, "sum", "", "sum this numeric body field, body.PATH")
-	fs.StringVar(&q.Workspace, "workspace", "", "only this workspace's entries")
-	fs.StringVar(&typ, "type", "", "only this event type, e.g. budget_modified")
-	fs.StringVar(&q.Actor, "actor", "", "only this actor (a role, protocol, or a user id)")
-	fs.StringVar(&q.Since, "since", "", "only entries at or after this RFC 3339 time")
-	fs.StringVar(&q.Until, "until", "", "only entries before this RFC 3339 time")
-	fs.Func("body", "only entries whose body field k has value v (k=v; repeat to AND)", func(s string) error {
-		k, v, ok := strings.Cut(s, "=")
-		if !ok || k == "" {
-			return fmt.Errorf("--body wants k=v, got %q", s)
-		}
-		if q.Body == nil {
-			q.Body = map[string]string{}
-		}
-		q.Body[k] = v
-		return nil
-	})
+	trailFilterFlags(fs, &q.Workspace, &typ, &q.Actor, &q.Since, &q.Until, &q.Body)
 	if _, err := parse(fs, args, 0, 0); err != nil {
 		return err
 	}
