@@ -114,6 +114,9 @@ func TestCompaction_CrashAtEachStep(t *testing.T) {
 			e := openEngineAt(t, dir)
 			closed := workerIn(t, e, workspace.Closed)
 			hit := false
+			// The commits before are all in Badger, so no commit's goroutine
+			// reads the seam while it is set.
+			settled(t, e)
 			e.cfg.failAt = func(s string) error {
 				if s == step {
 					hit = true
