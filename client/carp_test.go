@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -14,9 +15,29 @@ import (
 	"github.com/wacpd/wacpd/internal/daemontest"
 	"github.com/wacpd/wacpd/steward"
 	"github.com/wacpd/wacpd/wire"
+	"github.com/wacpd/wacpd/workspace"
 )
 
 const acmeAtlas = "../examples/atlas/acme-support.json"
+
+// carpWorker starts a daemon with the sample atlas and returns the
+// coordinator's client, an active worker's client and its workspace; the
+// environment names no daemon.
+func carpWorker(t *testing.T) (ctx context.Context, coord, worker *client.Client, w *workspace.Workspace) {
+	t.Helper()
+	for _, v := range []string{client.EnvURL, client.EnvToken, client.EnvWorkspace} {
+		t.Setenv(v, "")
+	}
+	d := daemontest.Start(t, daemon.Config{AtlasPaths: []string{acmeAtlas}})
+	ctx = testCtx(t)
+	coord = dial(t, ctx, client.Options{DataDir: d.Dir})
+	worker = newWorker(t, ctx, coord, d.URL, false)
+	w, err := worker.GetWorkspace(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, coord, worker, w
+}
 
 // TestCarp runs CARP through the client: a worker resolves, executes a
 // dry run and validates; a refusal is an *Error carrying the CARP code,
@@ -25,17 +46,7 @@ const acmeAtlas = "../examples/atlas/acme-support.json"
 // coordinator's audit read of it are the same events, the audit read with
 // the signed head.
 func TestCarp(t *testing.T) {
-	for _, v := range []string{client.EnvURL, client.EnvToken, client.EnvWorkspace} {
-		t.Setenv(v, "")
-	}
-	d := daemontest.Start(t, daemon.Config{AtlasPaths: []string{acmeAtlas}})
-	ctx := testCtx(t)
-	coord := dial(t, ctx, client.Options{DataDir: d.Dir})
-	worker := newWorker(t, ctx, coord, d.URL, false)
-	w, err := worker.GetWorkspace(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, coord, worker, w := carpWorker(t)
 
 	req := worker.NewCarpRequest(carp.OpResolve, w.Agent)
 	req.Task = &carp.Task{Goal: "read T-1"}
@@ -119,17 +130,7 @@ func TestCarp(t *testing.T) {
 // details; a good one passes it; a checkpoint no atlas has is
 // INVALID_REQUEST with the reason.
 func TestCarpRespond(t *testing.T) {
-	for _, v := range []string{client.EnvURL, client.EnvToken, client.EnvWorkspace} {
-		t.Setenv(v, "")
-	}
-	d := daemontest.Start(t, daemon.Config{AtlasPaths: []string{acmeAtlas}})
-	ctx := testCtx(t)
-	coord := dial(t, ctx, client.Options{DataDir: d.Dir})
-	worker := newWorker(t, ctx, coord, d.URL, false)
-	w, err := worker.GetWorkspace(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, _, worker, w := carpWorker(t)
 	req := worker.NewCarpRequest(carp.OpResolve, w.Agent)
 	req.Task = &carp.Task{Goal: "refund ticket T-1"}
 	req.Scope = &carp.Scope{Actions: []string{"billing.refund"}}
