@@ -59,7 +59,7 @@ func (r *Daemon) mountMCP(mux *http.ServeMux) (close func()) {
 		return srv
 	}, &mcp.StreamableHTTPOptions{Logger: r.cfg.Logger, SessionTimeout: mcpSessionTimeout, MaxRequestBodyBytes: MaxPayload + 64<<10})
 	verify := func(_ context.Context, _ string, hr *http.Request) (*auth.TokenInfo, error) {
-		p, ok := r.bearer(hr)
+		p, ok := hr.Context().Value(gatedKey{}).(principal.Principal) // mcpGate's lookup
 		if !ok {
 			return nil, auth.ErrInvalidToken
 		}
@@ -99,7 +99,8 @@ func mcpPrincipal(hr *http.Request) (principal.Principal, bool) {
 
 // mcpGate refuses a request without a live agent or coordinator token
 // with a wire error body: 401 (with WWW-Authenticate: Bearer) for none or
-// an unknown or ended one, 403 for another kind.
+// an unknown or ended one, 403 for another kind. It hands the principal
+// it found on in the request's context (gatedKey) for the bearer check.
 func (r *Daemon) mcpGate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, hr *http.Request) {
 		p, ok := r.bearer(hr)
@@ -118,9 +119,12 @@ func (r *Daemon) mcpGate(next http.Handler) http.Handler {
 			w.Write(append(f.Body, '\n'))
 			return
 		}
-		next.ServeHTTP(w, hr)
+		next.ServeHTTP(w, hr.WithContext(context.WithValue(hr.Context(), gatedKey{}, p)))
 	})
 }
+
+// gatedKey keys the principal mcpGate found in the request's context.
+type gatedKey struct{}
 
 // mcpCaller runs an MCP server's requests as p, in-process. A request
 // runs to its end as one of NATS does, whether or not the host waits for
