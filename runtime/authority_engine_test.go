@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/wacpd/wacpd/wire"
+	"github.com/wacpd/wacpd/workspace"
 )
 
 // A suspended or migrating delegate has no authority over its subtree;
@@ -139,4 +140,61 @@ func TestAuthority_InvisibleIsNotFound(t *testing.T) {
 	if _, err := e.GetWorkspace(ctx, root, w.ID); err != nil {
 		t.Errorf("GetWorkspace by the coordinator: %v", err)
 	}
+}
+
+// TestAuthority_Frozen (Workspace §3, "Frozen authority"): the authority set
+// and the delegate capability given at creation are the workspace's for
+// good. Every operation that rewrites a workspace's record (a visibility
+// grant, a priority change, a budget raise, suspension and resumption, a
+// migration, a checkpoint, a restart) leaves them as they were; no request
+// but the creation carries an authority (wire.TestOnlyCreationNamesAnAuthority).
+func TestAuthority_Frozen(t *testing.T) {
+	dir := t.TempDir()
+	e := openEngineAt(t, dir)
+	root := e.Root()
+	other := newWorker(t, e)
+	d := newWorker(t, e, map[string]any{
+		"delegate": true, "authority": []string{"files/a"},
+		"budget": map[string]any{"storage_budget": map[string]any{"checkpoint_limit": 10, "trail_limit": 1000}},
+	})
+	frozen := func(after string, e *Engine) {
+		t.Helper()
+		w, err := e.GetWorkspace(ctx, root, d.ID)
+		if err != nil {
+			t.Fatalf("after %s: %v", after, err)
+		}
+		if !w.Delegate || len(w.Authority) != 1 || w.Authority[0] != "files/a" {
+			t.Fatalf("after %s: delegate %v, authority %v; want true, [files/a] as created", after, w.Delegate, w.Authority)
+		}
+	}
+	frozen("creation", e)
+	ops := []struct {
+		name string
+		call func() error
+	}{
+		{"a visibility grant", func() error { _, err := e.GrantVisibility(ctx, root, d.ID, other.ID, "needs it"); return err }},
+		{"a priority change", func() error { _, err := e.SetPriority(ctx, root, d.ID, "critical"); return err }},
+		{"a budget raise", func() error {
+			_, err := e.ModifyBudget(ctx, root, wire.BudgetRequest{ID: d.ID, Budget: &workspace.Budget{StorageBudget: &workspace.StorageBudget{CheckpointLimit: 20, TrailLimit: 1000}}})
+			return err
+		}},
+		{"suspension", func() error { _, err := e.Suspend(ctx, root, d.ID, ""); return err }},
+		{"resumption", func() error { _, err := e.Resume(ctx, root, d.ID); return err }},
+		{"a migration", func() error { _, err := e.Migrate(ctx, root, d.ID, "agent-2", ""); return err }},
+		{"the migration's completion", func() error { _, err := e.CompleteMigration(ctx, root, d.ID, "agent-2", ""); return err }},
+		{"a checkpoint", func() error { _, err := e.CreateCheckpoint(ctx, d.ID, cpReq(nil, "provisional")); return err }},
+	}
+	for _, op := range ops {
+		if err := op.call(); err != nil {
+			t.Fatalf("%s: %v", op.name, err)
+		}
+		frozen(op.name, e)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = openEngineAt(t, dir)
+	frozen("a restart", e)
+	verify(t, e)
+
 }

@@ -220,3 +220,28 @@ func resolve(t *testing.T, ref string) map[string]any {
 	}
 	return d
 }
+
+// TestOnlyCreationNamesAnAuthority (WACP Workspace §3, "Frozen authority"):
+// a workspace's authority set is given at its creation and no request
+// changes it, so no request body but the creations' has an authority field
+// (runtime.TestAuthority_Frozen checks the operations that rewrite a
+// workspace's record keep it).
+func TestOnlyCreationNamesAnAuthority(t *testing.T) {
+	creations := 0
+	for op, b := range bodies {
+		if b[0] == nil {
+			continue
+		}
+		if !slices.Contains(jsonFields(reflect.TypeOf(b[0])), "authority") {
+			continue
+		}
+		if op != "workspace.create" && op != "highway.workspace.create" {
+			t.Errorf("%s's request (%T) has an authority field", op, b[0])
+			continue
+		}
+		creations++
+	}
+	if creations != 2 {
+		t.Errorf("%d creation requests have an authority field, want 2 (workspace.create, highway.workspace.create)", creations)
+	}
+}
