@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -148,4 +149,26 @@ func TestCompaction_CrashAtEachStep(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCompaction_OpenRemovesTemporaryArchives: an archive's temporary
+// file that a kill during compaction left is removed at the next start;
+// the archives stay and verify.
+func TestCompaction_OpenRemovesTemporaryArchives(t *testing.T) {
+	dir := t.TempDir()
+	e := openEngineAt(t, dir)
+	workerIn(t, e, workspace.Closed)
+	if n, err := e.Compact(ctx, time.Now()); err != nil || n != 1 {
+		t.Fatalf("Compact = %d, %v; want 1", n, err)
+	}
+	e.Close()
+	left := filepath.Join(dir, coldstore.Dir, ".0123.zst.42")
+	if err := os.WriteFile(left, []byte("cut"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e = openEngineAt(t, dir)
+	if _, err := os.Stat(left); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the temporary archive after a start: %v; want it removed", err)
+	}
+	coldVerify(t, e)
 }

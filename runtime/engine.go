@@ -24,6 +24,7 @@ import (
 	"github.com/wacpd/wacpd/signal/outboxstore"
 	"github.com/wacpd/wacpd/taxonomy"
 	"github.com/wacpd/wacpd/trail"
+	"github.com/wacpd/wacpd/trail/coldstore"
 	"github.com/wacpd/wacpd/trail/traillog"
 	"github.com/wacpd/wacpd/workspace"
 	"github.com/wacpd/wacpd/workspace/wsstore"
@@ -136,6 +137,13 @@ func Open(cfg Config) (*Engine, error) {
 		}
 		if len(removed) > 0 {
 			cfg.Logger.Info("removed empty value log files a crash left", "files", removed)
+		}
+		// A kill while compaction wrote an archive leaves its temporary file.
+		if removed, err = coldstore.RemoveTemporary(filepath.Join(cfg.DataDir, coldstore.Dir)); err != nil {
+			return nil, fmt.Errorf("open database %s: %w", cfg.DataDir, err)
+		}
+		if len(removed) > 0 {
+			cfg.Logger.Info("removed the temporary archive files a cut compaction left", "files", removed)
 		}
 	}
 	db, err := openBadger(opts)

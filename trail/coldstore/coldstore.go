@@ -162,29 +162,42 @@ func Write(dir, h string, raw []byte) error {
 	}
 	data := enc.EncodeAll(raw, nil)
 	enc.Close()
-	f, err := os.CreateTemp(dir, "archive-*.tmp")
-	if err != nil {
-		return fmt.Errorf("write archive: %w", err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, name)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write archive %s: %w", name, err)
-	}
-	if err := atomicfile.SyncDir(dir); err != nil {
+	if err := atomicfile.WriteFile(name, data, 0o644); err != nil {
 		return fmt.Errorf("write archive %s: %w", name, err)
 	}
 	return nil
+}
+
+// RemoveTemporary removes from dir the temporary files of archives whose
+// write a crash cut ("." + the archive's name + a random suffix, and the
+// "archive-*.tmp" files of the builds before 2026-11-27), and returns their
+// names. Nothing reads them: an archive is only ever read under its final
+// name, and the compaction that was cut writes it again. dir need not
+// exist.
+func RemoveTemporary(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	for _, de := range ents {
+		n := de.Name()
+		old := strings.HasPrefix(n, "archive-") && strings.HasSuffix(n, ".tmp")
+		if !de.Type().IsRegular() || !(old || (strings.HasPrefix(n, ".") && strings.Contains(n, ".zst."))) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return removed, err
+		}
+		removed = append(removed, n)
+	}
+	if len(removed) > 0 {
+		return removed, atomicfile.SyncDir(dir)
+	}
+	return nil, nil
 }
 
 // ReadRaw returns the uncompressed lines of the archive with hash h in dir,

@@ -103,3 +103,39 @@ func FuzzDecode(f *testing.F) {
 		ParseSummary(b)
 	})
 }
+
+// TestRemoveTemporary: the temporary files a cut write leaves (this
+// build's and the earlier builds') are removed, and nothing else: the
+// archive, a file of another name and a directory stay.
+func TestRemoveTemporary(t *testing.T) {
+	if got, err := RemoveTemporary(filepath.Join(t.TempDir(), "absent")); err != nil || got != nil {
+		t.Fatalf("RemoveTemporary of a missing dir = %v, %v; want nothing", got, err)
+	}
+	raw, s := Plan("w", []trail.Entry{entry("2", trail.EventEnvelopeDelivered, `{"envelope_id":"e"}`)})
+	dir := t.TempDir()
+	if err := Write(dir, s.Hash, raw); err != nil {
+		t.Fatal(err)
+	}
+	name, _ := path(dir, s.Hash)
+	leftovers := []string{"." + filepath.Base(name) + ".123456", "archive-987.tmp"}
+	for _, n := range append(leftovers, "notes.txt") {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("part"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, ".x.zst.dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	got, err := RemoveTemporary(dir)
+	if err != nil || len(got) != 2 || got[0] != leftovers[0] || got[1] != leftovers[1] {
+		t.Fatalf("RemoveTemporary = %v, %v; want %v", got, err, leftovers)
+	}
+	for _, n := range []string{filepath.Base(name), "notes.txt", ".x.zst.dir"} {
+		if _, err := os.Stat(filepath.Join(dir, n)); err != nil {
+			t.Errorf("%s after RemoveTemporary: %v; want it kept", n, err)
+		}
+	}
+	if _, err := Read(dir, s.Hash); err != nil {
+		t.Fatalf("the archive after RemoveTemporary: %v", err)
+	}
+}
