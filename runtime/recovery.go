@@ -182,7 +182,9 @@ func repairTrail(cfg Config, db *badger.DB, seg *seglog.Log, res traillog.CheckR
 // recovery_completed.
 func (e *Engine) finishRecovery(rec recovery) error {
 	if !rec.unclean && rec.quarantined == 0 {
-		return nil
+		// What ran out while the daemon was down runs out before it
+		// serves, as after a crash, rather than at the timers' first tick.
+		return e.expireDue(context.Background(), e.clock.Now())
 	}
 	var err error
 	if rec.outbox, err = e.OutboxLen(); err != nil {
@@ -213,6 +215,9 @@ func (e *Engine) finishRecovery(rec recovery) error {
 	}
 	if err := e.runWorkspaceTimers(context.Background(), e.clock.Now()); err != nil {
 		return fmt.Errorf("recover: liveness and grace periods: %w", err)
+	}
+	if err := e.expireHighway(context.Background(), e.clock.Now()); err != nil {
+		return err
 	}
 	after, timers := live()
 	body := map[string]any{
@@ -249,4 +254,31 @@ func (e *Engine) clearOpen() {
 	if err := e.db.Update(func(txn *badger.Txn) error { return txn.Delete(keyOpen) }); err != nil {
 		e.lg.Error("clear the open marker; the next start will run recovery", "err", err)
 	}
+}
+
+// expireDue runs, at a clean start, every timer that ran out while the
+// daemon was down: timeouts, liveness and grace periods, gates and
+// escalations (the recovery after a crash runs them too, counting what
+// they did).
+func (e *Engine) expireDue(ctx context.Context, now time.Time) error {
+	if _, err := e.ExpireTimeouts(ctx, now); err != nil {
+		return fmt.Errorf("start: expire timeouts: %w", err)
+	}
+	if err := e.runWorkspaceTimers(ctx, now); err != nil {
+		return fmt.Errorf("start: liveness and grace periods: %w", err)
+	}
+	return e.expireHighway(ctx, now)
+}
+
+// expireHighway falls back the gates and escalations whose deadline
+// passed at now, so that a restart answers for them at once
+// (e2e.TestGatesSurviveKill9).
+func (e *Engine) expireHighway(ctx context.Context, now time.Time) error {
+	if _, err := e.ExpireGates(ctx, now); err != nil {
+		return fmt.Errorf("start: expire gates: %w", err)
+	}
+	if _, err := e.ExpireEscalations(ctx, now); err != nil {
+		return fmt.Errorf("start: expire escalations: %w", err)
+	}
+	return nil
 }
