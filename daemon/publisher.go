@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -38,6 +39,14 @@ type publisher struct {
 	wake   chan struct{} // signals: the outbox may have items
 	cursor string        // the last signal id confirmed; owned by runSignals
 	high   string        // the highest signal id sent; owned by runSignals
+	// last is the stream's last sequence, when lastKnown: from the
+	// stream's state (lastHeld) and from each acknowledgement; a failure
+	// makes it unknown. Owned by runSignals.
+	last      uint64
+	lastKnown bool
+	// failedAt is when publishing first failed since the last confirmed
+	// signal (zero while it works); owned by runSignals.
+	failedAt time.Time
 
 	mu      sync.Mutex // guards feed, feedCh, queue and behind
 	feed    []trail.Entry
@@ -61,6 +70,13 @@ const maxInFlight = 1024
 
 // ackTimeout bounds the wait for the stream's acknowledgement of a signal.
 const ackTimeout = 5 * time.Second
+
+// stateTimeout bounds the reading of the stream's state (lastHeld). It is
+// short: past it the publisher goes on without it (one signal, whose
+// acknowledgement tells the stream's last sequence), and a cluster that
+// lost its JetStream meta leader answers no such request until it has
+// elected another, while the stream's own leader may take signals.
+const stateTimeout = time.Second
 
 // newPublisher returns a publisher of eng's commits. It must be created
 // before anything commits: the outbox depth it reports to m starts from the
@@ -125,13 +141,14 @@ func (p *publisher) onCommit(c runtime.Commit) {
 // acknowledgements are taken in order, and each confirmed prefix is removed
 // from the outbox. Whenever the memory may lack items (behind), the loop
 // publishes the outbox from the database instead, once every earlier
-// publish is confirmed (publishStored). Each item published while another
-// is unconfirmed expects that one to be the stream's last message
-// (Nats-Expected-Last-Msg-Id), so when the stream refuses an item it also
-// refuses every item behind it: signals are stored in commit order, even
-// after a stream error. A failed publish leaves the rest in the outbox, to
-// be read back after a pause and published again (the stream drops what it
-// already holds, by Nats-Msg-Id). The price is that a signal the stream
+// publish is confirmed (publishStored). Each item expects the stream's last
+// sequence to be the one the item before it got or will get
+// (Nats-Expected-Last-Sequence: the stream's last as known, plus one for
+// each item in flight before it), so when the stream refuses an item it
+// also refuses every item behind it: signals are stored in commit order,
+// even after a stream error. A failed publish leaves the rest in the outbox, to
+// be read back after a pause, or as soon as a lost connection is back, and
+// published again (the stream drops what it already holds, by Nats-Msg-Id). The price is that a signal the stream
 // keeps refusing holds back those behind it (they stay in the outbox, and
 // the refusal is logged at every try).
 func (p *publisher) runSignals(ctx context.Context) {
@@ -145,10 +162,22 @@ func (p *publisher) runSignals(ctx context.Context) {
 		inflight []sent
 		waiting  []chan struct{} // flush requests
 		paused   bool            // after a failure, until retry fires
+		back     chan nats.Status
 	)
+	if p.nc != nil {
+		// A connection that reconnects (to another node of a cluster)
+		// ends the pause at once: the publishes the loss failed are
+		// retried through the new server.
+		back = p.nc.StatusChanged(nats.CONNECTED)
+		defer p.nc.RemoveStatusListener(back)
+	}
 	fail := func(err error) {
 		p.lg.Warn("publish signals; will retry", "err", err)
-		inflight = nil // unconfirmed: they stay in the outbox
+		if p.failedAt.IsZero() {
+			p.failedAt = time.Now()
+		}
+		inflight = nil      // unconfirmed: they stay in the outbox
+		p.lastKnown = false // some of them may be stored
 		p.mu.Lock()
 		p.behind, p.queue, p.queued = true, nil, 0
 		p.mu.Unlock()
@@ -189,10 +218,15 @@ func (p *publisher) runSignals(ctx context.Context) {
 		case <-p.wake:
 		case <-retry.C:
 			paused = false
+		case <-back:
+			if paused {
+				retry.Stop()
+				paused = false
+			}
 		case w := <-p.flushed:
 			waiting = append(waiting, w)
-		case <-okC:
-			inflight = p.confirm(inflight)
+		case ack := <-okC:
+			inflight = p.confirm(inflight, ack)
 		case err := <-errC:
 			fail(fmt.Errorf("publish %s: %w", inflight[0].item.ID, err))
 		case <-timeout.C:
@@ -207,6 +241,7 @@ type sent struct {
 	item runtime.OutboxItem
 	f    jetstream.PubAckFuture
 	at   time.Time // when it was published
+	seq  uint64    // the stream sequence it gets if stored; 0: not known
 }
 
 // idle reports whether nothing waits to be published.
@@ -226,6 +261,14 @@ func (p *publisher) publish(inflight []sent) ([]sent, error) {
 		p.behind, p.queue, p.queued = false, nil, 0
 	}
 	p.mu.Unlock()
+	if !behind && !p.lastKnown && len(inflight) == 0 {
+		// Nothing to expect the stream's last sequence to be: the outbox
+		// goes from the database, after the stream's state is read.
+		p.mu.Lock()
+		p.behind, p.queue, p.queued = true, nil, 0
+		p.mu.Unlock()
+		behind = true
+	}
 	if behind {
 		if len(inflight) > 0 {
 			return inflight, nil // read the outbox once they are confirmed
@@ -233,6 +276,9 @@ func (p *publisher) publish(inflight []sent) ([]sent, error) {
 		return p.publishStored()
 	}
 	for len(inflight) < maxInFlight {
+		if n := len(inflight); n > 0 && inflight[n-1].seq == 0 {
+			return inflight, nil // nothing to expect behind it until it is confirmed
+		}
 		p.mu.Lock()
 		if len(p.queue) == 0 {
 			p.mu.Unlock()
@@ -259,13 +305,22 @@ func (p *publisher) publish(inflight []sent) ([]sent, error) {
 // from the database, up to maxInFlight; when that many came, more may
 // follow, and the loop reads again once these are confirmed (behind). Items
 // committed meanwhile are queued too; those it published are skipped there
-// (Signal ids increase in commit order).
+// (Signal ids increase in commit order). It reads the stream's state when
+// it does not know the stream's last sequence (at start, after a failure);
+// when that fails too it publishes one item, whose acknowledgement tells
+// it. Knowing it, the stream holds nothing after the last confirmed item:
+// each item published after that one expected it.
 func (p *publisher) publishStored() ([]sent, error) {
-	held, err := p.lastHeld()
-	if err != nil {
-		// The stream's window for repeats still drops those it holds
-		// from the last two minutes.
-		p.lg.Warn("read the signal stream's last signal; publishing the outbox from the last confirmed one", "err", err)
+	held := ""
+	if !p.lastKnown {
+		id, seq, err := p.lastHeld()
+		if err != nil {
+			// The stream's window for repeats still drops those it
+			// holds from the last two minutes.
+			p.lg.Warn("read the signal stream's last signal; publishing the outbox from the last confirmed one", "err", err)
+		} else {
+			held, p.last, p.lastKnown = id, seq, true
+		}
 	}
 	for {
 		items, err := p.eng.OutboxAfter(p.cursor, maxInFlight)
@@ -285,6 +340,9 @@ func (p *publisher) publishStored() ([]sent, error) {
 		if len(items) == 0 && full {
 			continue // every item of a full page was held: read the next
 		}
+		if !p.lastKnown && len(items) > 1 {
+			items, full = items[:1], true // the rest once it is confirmed
+		}
 		if full {
 			p.mu.Lock()
 			p.behind, p.queue, p.queued = true, nil, 0
@@ -301,63 +359,90 @@ func (p *publisher) publishStored() ([]sent, error) {
 }
 
 // lastHeld returns the id of the last signal the stream holds ("" when it
-// holds none). The stream holds signals in emission order (each publish
-// behind an unconfirmed one expects that one last, and only the daemon
-// publishes there), so it holds every signal up to that one: those the
-// outbox still has were published and not seen confirmed, by a run that
-// stopped or a publish that failed, and are not published again. The
-// stream's own window for repeats (signalsDedupeWindow) is short.
-func (p *publisher) lastHeld() (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), ackTimeout)
+// holds none) and the stream's last sequence. The stream holds signals in
+// emission order (each publish expects the stream's last sequence, and only
+// the daemon publishes there), so it holds every signal up to that one:
+// those the outbox still has were published and not seen confirmed, by a
+// run that stopped or a publish that failed, and are not published again.
+// The stream's own window for repeats (signalsDedupeWindow) is short.
+func (p *publisher) lastHeld() (string, uint64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
 	defer cancel()
 	st, err := p.js.Stream(ctx, signalStream)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	info, err := st.Info(ctx)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	if info.State.Msgs == 0 {
-		return "", nil
+		return "", info.State.LastSeq, nil
 	}
 	m, err := st.GetMsg(ctx, info.State.LastSeq)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
-	return m.Header.Get(jetstream.MsgIDHeader), nil
+	return m.Header.Get(jetstream.MsgIDHeader), info.State.LastSeq, nil
 }
 
-// push publishes one signal behind inflight, expecting the last of them
-// (if any) to be the stream's last message, and returns inflight with it.
+// push publishes one signal behind inflight, expecting the stream's last
+// sequence to be the one the last of them gets (or, with none in flight,
+// the stream's last as known), and returns inflight with it. With neither
+// known it publishes the signal without an expectation; nothing is pushed
+// behind it (publish, publishStored).
+//
+// Why sequences and not the previous signal's id (Nats-Expected-Last-Msg-Id):
+// a replicated stream checks an expected id when each replica applies the
+// message, and nats-server (2.15.2) takes a mismatch there for a store
+// failure: every replica marks the stream failed and it takes nothing more
+// until its servers restart. A gap in a pipeline of publishes (one lost
+// with a NATS node, or dropped by a server not yet the stream's new leader)
+// does exactly that. An expected sequence is checked by the leader before
+// it proposes the message, and a mismatch only refuses it.
 func (p *publisher) push(inflight []sent, it runtime.OutboxItem) ([]sent, error) {
-	expect := ""
-	if len(inflight) > 0 {
-		expect = inflight[len(inflight)-1].item.ID
+	expect, known := p.last, p.lastKnown
+	if n := len(inflight); n > 0 {
+		expect = inflight[n-1].seq
+		known = expect != 0
 	}
-	f, err := p.send(it.ID, it.Subject, it.Signal, expect)
+	f, err := p.send(it.ID, it.Subject, it.Signal, expect, known)
 	if err != nil {
 		return inflight, err
 	}
 	p.high = max(p.high, it.ID)
-	return append(inflight, sent{item: it, f: f, at: time.Now()}), nil
+	s := sent{item: it, f: f, at: time.Now()}
+	if known {
+		s.seq = expect + 1
+	}
+	return append(inflight, s), nil
 }
 
-// confirm removes the confirmed prefix of inflight from the outbox; the
-// first's acknowledgement has been received.
-func (p *publisher) confirm(inflight []sent) []sent {
+// confirm removes the confirmed prefix of inflight from the outbox; ack
+// is the first's acknowledgement.
+func (p *publisher) confirm(inflight []sent, ack *jetstream.PubAck) []sent {
 	n := 1
 	for n < len(inflight) {
 		select {
-		case <-inflight[n].f.Ok():
+		case a := <-inflight[n].f.Ok():
+			ack = a
 			n++
 			continue
 		default:
 		}
 		break
 	}
+	// A repeat's acknowledgement names where the stream stored it first,
+	// which says nothing of the stream's last sequence.
+	p.last, p.lastKnown = ack.Sequence, !ack.Duplicate
 	p.confirmed(inflight[n-1].item, n)
 	p.m.signalsPublished(n)
+	if !p.failedAt.IsZero() {
+		// The end of an outage (a lost NATS node, a stream without a
+		// leader, a full disk): said at the level its start was.
+		p.lg.Warn("publishing signals again", "failing_for", time.Since(p.failedAt).Round(time.Millisecond))
+		p.failedAt = time.Time{}
+	}
 	return inflight[n:]
 }
 
@@ -372,9 +457,9 @@ func (p *publisher) confirmed(last runtime.OutboxItem, n int) {
 	p.m.outboxAdd(-n)
 }
 
-// send publishes one signal with its id as Nats-Msg-Id and, unless expect
-// is empty, the id of the signal the stream must hold last.
-func (p *publisher) send(id, subject string, sig any, expect string) (jetstream.PubAckFuture, error) {
+// send publishes one signal with its id as Nats-Msg-Id and, when known is
+// set, expect as the stream's last sequence it must find.
+func (p *publisher) send(id, subject string, sig any, expect uint64, known bool) (jetstream.PubAckFuture, error) {
 	b, err := json.Marshal(sig)
 	if err != nil {
 		return nil, err
@@ -382,8 +467,8 @@ func (p *publisher) send(id, subject string, sig any, expect string) (jetstream.
 	msg := nats.NewMsg(subject)
 	msg.Data = b
 	msg.Header.Set(jetstream.MsgIDHeader, id)
-	if expect != "" {
-		msg.Header.Set(jetstream.ExpectedLastMsgIDHeader, expect)
+	if known {
+		msg.Header.Set(jetstream.ExpectedLastSeqHeader, strconv.FormatUint(expect, 10))
 	}
 	return p.js.PublishMsgAsync(msg)
 }
