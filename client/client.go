@@ -22,8 +22,13 @@ const DefaultTimeout = 10 * time.Second
 // Options says how to reach the daemon and as whom. The zero value finds
 // it through the environment or ./wacp-data (see Dial).
 type Options struct {
-	// URL is the daemon's NATS URL; default $WACP_URL, else the url in
-	// DataDir/wacpd.json.
+	// URL is the daemon's NATS URL, or a comma-separated list of the
+	// servers of the NATS cluster it runs on (wacpd -nats-url, which
+	// wacpd.json repeats); default $WACP_URL, else the url in
+	// DataDir/wacpd.json. The connection tries the listed servers and
+	// those the cluster announces, and reconnects to another when its
+	// server goes (nats.go's defaults: it gives up after about two minutes
+	// without one).
 	URL string
 	// Token is the bearer token; default $WACP_TOKEN, else
 	// DataDir/admin.token (the coordinator's).

@@ -23,12 +23,21 @@ type Config struct {
 	// 127.0.0.1:4222; port 0 picks a free port.
 	Listen string
 	// NATSURL, if set, connects to an existing NATS server or cluster
-	// instead of embedding one. That server must have JetStream; its own
+	// instead of embedding one: one URL, or a comma-separated list of a
+	// cluster's seed servers. That server must have JetStream; its own
 	// auth configuration decides who may publish where, so the daemon
-	// then also requires the Wacp-Token header on every request.
+	// then also requires the Wacp-Token header on every request. The
+	// daemon reconnects for as long as it runs (cluster.go).
 	NATSURL string
 	// NATSToken authenticates the daemon to the server at NATSURL.
 	NATSToken string
+	// Replicas is the replica count of every JetStream stream the daemon
+	// makes (WACP_SIGNALS). Zero chooses: 1 on the embedded server; on
+	// NATSURL 3 when the server is part of a cluster, else 1
+	// (cluster.go). 1 to 5 is used as given; more than 1 needs NATSURL,
+	// since the embedded server is one node. A stream made earlier with
+	// another count is brought to this one at start.
+	Replicas int
 	// TaxonomyFile, if set and Taxonomy is nil, is loaded at start.
 	TaxonomyFile string
 	// HighwayFile, if set and Highway is nil, is the human highway's

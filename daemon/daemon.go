@@ -41,6 +41,7 @@ type Daemon struct {
 	url      string
 	tok      *tokens
 	external bool
+	replicas int        // of the daemon's streams (streamReplicas)
 	adm      *admission // request slots (admission.go)
 	accts    *accounts  // the principals' accounts; nil on an external server
 	routes   *routes    // the agent requests routed to the daemon (routes.go); nil on an external server
@@ -104,6 +105,19 @@ func New(cfg Config) (*Daemon, error) {
 	}
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = 256
+	}
+	if cfg.NATSURL != "" {
+		urls, err := seedURLs(cfg.NATSURL)
+		if err != nil {
+			return nil, fmt.Errorf("runtime: config: nats url %q: %w", cfg.NATSURL, err)
+		}
+		cfg.NATSURL = urls
+	}
+	switch {
+	case cfg.Replicas < 0 || cfg.Replicas > maxReplicas:
+		return nil, fmt.Errorf("runtime: config: replicas %d: want 0 (automatic) or 1 to %d", cfg.Replicas, maxReplicas)
+	case cfg.Replicas > 1 && cfg.NATSURL == "":
+		return nil, fmt.Errorf("runtime: config: replicas %d needs a NATS cluster (-nats-url): the embedded server is one node", cfg.Replicas)
 	}
 	var atlases []*atlas.Manifest
 	if cfg.Taxonomy == nil && cfg.TaxonomyFile != "" {
@@ -255,6 +269,7 @@ func (r *Daemon) Run(ctx context.Context) (err error) {
 	if r.js, err = jetstream.New(r.nc); err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
+	r.replicas = r.streamReplicas()
 	if err := r.ensureStream(ctx); err != nil {
 		return err
 	}
@@ -351,21 +366,57 @@ func (r *Daemon) Run(ctx context.Context) (err error) {
 const signalsDedupeWindow = 2 * time.Minute
 
 // ensureStream creates the signal stream, or brings an existing one to the
-// configured retention. Past its limits the stream discards its oldest
-// signals: the publisher is never refused for space, and a consumer whose
-// next signal was discarded goes on with the oldest one kept.
+// configured retention and replica count (JetStream moves a stream to
+// another count in place: on a cluster the new replicas catch up from the
+// leader). Past its limits the stream discards its oldest signals: the
+// publisher is never refused for space, and a consumer whose next signal
+// was discarded goes on with the oldest one kept. Its consumers have no
+// replica count of their own: a durable one has the stream's.
+//
+// On an external server it waits up to clusterWait while the server says
+// it cannot place the stream yet: a cluster that has just started elects
+// its JetStream meta leader and learns which peers are online for a moment
+// after it takes connections, and wacpd may be started with it.
 func (r *Daemon) ensureStream(ctx context.Context) error {
+	deadline := time.Now().Add(clusterWait)
+	for waited := false; ; waited = true {
+		err := r.makeStream(ctx)
+		if err == nil || !r.external || !notYet(err) || time.Now().After(deadline) {
+			return err
+		}
+		if !waited {
+			r.cfg.Logger.Warn("the NATS server cannot place the signal stream yet; waiting", "for", clusterWait, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// makeStream is one attempt of ensureStream.
+func (r *Daemon) makeStream(ctx context.Context) error {
 	maxBytes, maxAge := r.cfg.signalsRetention()
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	_, err := r.js.CreateOrUpdateStream(sctx, jetstream.StreamConfig{
+	st, err := r.js.CreateOrUpdateStream(sctx, jetstream.StreamConfig{
 		Name: signalStream, Subjects: []string{"wacp.v1.sig.>"}, Storage: jetstream.FileStorage,
 		Duplicates: signalsDedupeWindow, Description: "WACP signals delivered to each workspace's parent",
-		MaxBytes: maxBytes, MaxAge: maxAge, Discard: jetstream.DiscardOld,
+		MaxBytes: maxBytes, MaxAge: maxAge, Discard: jetstream.DiscardOld, Replicas: r.replicas,
 	})
-	if err != nil {
+	switch {
+	case err != nil && r.replicas > 1:
+		return fmt.Errorf("create stream %s with %d replicas: %w (a cluster needs at least as many JetStream servers up; -replicas sets the count)", signalStream, r.replicas, err)
+	case err != nil:
 		return fmt.Errorf("create stream %s: %w", signalStream, err)
 	}
+	info := st.CachedInfo()
+	args := []any{"replicas", info.Config.Replicas}
+	if c := info.Cluster; c != nil && c.Name != "" {
+		args = append(args, "cluster", c.Name, "leader", c.Leader)
+	}
+	r.cfg.Logger.Info("signal stream "+signalStream, args...)
 	return nil
 }
 
@@ -417,7 +468,7 @@ func (r *Daemon) setupTokens(dir string) error {
 func (r *Daemon) startNATS(dir, internal string) error {
 	if r.cfg.NATSURL != "" {
 		r.external, r.url = true, r.cfg.NATSURL
-		nc, err := nats.Connect(r.url, nats.Name("wacpd"), nats.Token(r.cfg.NATSToken), nats.MaxReconnects(-1))
+		nc, err := r.connectExternal()
 		if err != nil {
 			return fmt.Errorf("connect to %s: %w", r.url, err)
 		}

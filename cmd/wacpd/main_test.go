@@ -9,9 +9,9 @@ import (
 	"testing"
 )
 
-// TestRunRefusesBadLimits: the budget and admission flags reach the
-// engine's Config, which refuses values no run can use: wacpd stops at
-// start with an error naming the setting, and creates no database.
+// TestRunRefusesBadLimits: the budget, admission and NATS flags reach the
+// Config, which refuses values no run can use: wacpd stops at start with an
+// error naming the setting, and creates no database.
 func TestRunRefusesBadLimits(t *testing.T) {
 	tests := []struct {
 		args []string
@@ -22,6 +22,11 @@ func TestRunRefusesBadLimits(t *testing.T) {
 		{[]string{"-workspace-memory-mb", "-1"}, "Capacity.MemoryPerWorkspace -1048576"},
 		{[]string{"-workspace-disk-mb", "-2"}, "Capacity.StoragePerWorkspace -2097152"},
 		{[]string{"-max-live-workspaces", "many"}, `invalid value "many" for flag -max-live-workspaces`},
+		{[]string{"-replicas", "-1"}, "replicas -1: want 0 (automatic) or 1 to 5"},
+		{[]string{"-replicas", "6", "-nats-url", "nats://127.0.0.1:1"}, "replicas 6: want 0 (automatic) or 1 to 5"},
+		{[]string{"-replicas", "3"}, "replicas 3 needs a NATS cluster (-nats-url)"},
+		{[]string{"-nats-url", "nats://127.0.0.1:1,,nats://127.0.0.1:2"}, "URL 2 of 3 is empty"},
+		{[]string{"-nats-url", "http://127.0.0.1:1"}, `scheme "http", want nats, tls, ws or wss`},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
