@@ -168,11 +168,7 @@ func permitRevoke(c *cli, args []string) error {
 	fs := c.flags(cmd, cmd+" PERMIT_ID [--reason R]\n\n"+
 		"Revokes a permit, effective at once: no execute runs under it after this (a user token).")
 	reason := fs.String("reason", "", "why (default revoked_by_operator)")
-	pos, err := parse(fs, args, 1, 1)
-	if err != nil {
-		return err
-	}
-	cl, err := c.dial()
+	pos, cl, err := c.parseDial(fs, args, 1, 1)
 	if err != nil {
 		return err
 	}

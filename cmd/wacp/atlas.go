@@ -53,11 +53,7 @@ func atlasLoad(c *cli, args []string) error {
 func atlasUnload(c *cli, args []string) error {
 	const cmd = "atlas unload"
 	fs := c.flags(cmd, cmd+" ID\n\nUnloads atlas ID (coordinator); resolutions made under it expire.")
-	pos, err := parse(fs, args, 1, 1)
-	if err != nil {
-		return err
-	}
-	cl, err := c.dial()
+	pos, cl, err := c.parseDial(fs, args, 1, 1)
 	if err != nil {
 		return err
 	}

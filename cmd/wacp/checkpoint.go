@@ -100,11 +100,7 @@ func checkpointCreate(c *cli, args []string) error {
 
 func checkpointGet(c *cli, args []string) error {
 	fs := c.flags("checkpoint get", "checkpoint get ID")
-	pos, err := parse(fs, args, 1, 1)
-	if err != nil {
-		return err
-	}
-	cl, err := c.dial()
+	pos, cl, err := c.parseDial(fs, args, 1, 1)
 	if err != nil {
 		return err
 	}

@@ -40,6 +40,17 @@ func (c *cli) dial() (*client.Client, error) {
 	return cl, nil
 }
 
+// parseDial parses args with fs (parse) and then connects (dial): the
+// start of every command that takes its arguments and calls the daemon.
+func (c *cli) parseDial(fs *flag.FlagSet, args []string, least, most int) ([]string, *client.Client, error) {
+	pos, err := parse(fs, args, least, most)
+	if err != nil {
+		return nil, nil, err
+	}
+	cl, err := c.dial()
+	return pos, cl, err
+}
+
 func (c *cli) close() {
 	if c.c != nil {
 		c.c.Close()

@@ -108,11 +108,7 @@ func inboxNext(c *cli, args []string) error {
 func inboxAck(c *cli, args []string) error {
 	const cmd = "inbox ack"
 	fs := c.flags(cmd, cmd+" ID")
-	pos, err := parse(fs, args, 1, 1)
-	if err != nil {
-		return err
-	}
-	cl, err := c.dial()
+	pos, cl, err := c.parseDial(fs, args, 1, 1)
 	if err != nil {
 		return err
 	}

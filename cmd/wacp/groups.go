@@ -39,11 +39,7 @@ func workspaceGrant(c *cli, args []string) error {
 func workspacePriority(c *cli, args []string) error {
 	const cmd = "workspace priority"
 	fs := c.flags(cmd, cmd+" ID critical|interactive|normal|background")
-	pos, err := parse(fs, args, 2, 2)
-	if err != nil {
-		return err
-	}
-	cl, err := c.dial()
+	pos, cl, err := c.parseDial(fs, args, 2, 2)
 	if err != nil {
 		return err
 	}
@@ -59,11 +55,7 @@ func groupAbort(c *cli, args []string) error {
 	const cmd = "group abort"
 	fs := c.flags(cmd, cmd+" GROUP [--reason R]")
 	reason := fs.String("reason", "", "why (recorded as each transition's detail)")
-	pos, err := parse(fs, args, 1, 1)
-	if err != nil {
-		return err
-	}
-	cl, err := c.dial()
+	pos, cl, err := c.parseDial(fs, args, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -78,11 +70,7 @@ func groupAbort(c *cli, args []string) error {
 func groupPriority(c *cli, args []string) error {
 	const cmd = "group priority"
 	fs := c.flags(cmd, cmd+" GROUP critical|interactive|normal|background")
-	pos, err := parse(fs, args, 2, 2)
-	if err != nil {
-		return err
-	}
-	cl, err := c.dial()
+	pos, cl, err := c.parseDial(fs, args, 2, 2)
 	if err != nil {
 		return err
 	}

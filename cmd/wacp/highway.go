@@ -175,11 +175,7 @@ func highwayQueue(c *cli, args []string) error {
 func highwayGet(c *cli, args []string) error {
 	const cmd = "highway get"
 	fs := c.flags(cmd, cmd+" GATE")
-	pos, err := parse(fs, args, 1, 1)
-	if err != nil {
-		return err
-	}
-	cl, err := c.dial()
+	pos, cl, err := c.parseDial(fs, args, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -291,11 +287,7 @@ func highwayWait(c *cli, args []string) error {
 	const cmd = "highway wait"
 	fs := c.flags(cmd, cmd+" GATE [--for D]")
 	d := fs.Duration("for", 0, "give up after this long (exit 1); 0 waits until the gate is resolved")
-	pos, err := parse(fs, args, 1, 1)
-	if err != nil {
-		return err
-	}
-	cl, err := c.dial()
+	pos, cl, err := c.parseDial(fs, args, 1, 1)
 	if err != nil {
 		return err
 	}

@@ -44,11 +44,7 @@ func rightsRevoke(c *cli, args []string) error {
 	const cmd = "rights revoke"
 	fs := c.flags(cmd, cmd+" RIGHT_ID [--reason R]")
 	reason := fs.String("reason", "", "why (recorded in port_right_revoked; default coordinator_request)")
-	pos, err := parse(fs, args, 1, 1)
-	if err != nil {
-		return err
-	}
-	cl, err := c.dial()
+	pos, cl, err := c.parseDial(fs, args, 1, 1)
 	if err != nil {
 		return err
 	}

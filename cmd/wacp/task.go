@@ -61,11 +61,7 @@ func taskGet(c *cli, args []string) error {
 	const cmd = "task get"
 	fs := c.flags(cmd, cmd+" ID [--transitive]")
 	transitive := fs.Bool("transitive", false, "also list every task it requires and every task that requires it")
-	pos, err := parse(fs, args, 1, 1)
-	if err != nil {
-		return err
-	}
-	cl, err := c.dial()
+	pos, cl, err := c.parseDial(fs, args, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -131,11 +127,7 @@ func taskCancel(c *cli, args []string) error {
 	const cmd = "task cancel"
 	fs := c.flags(cmd, cmd+" ID [--reason R]")
 	reason := fs.String("reason", "", "why (recorded; a bound workspace is aborted)")
-	pos, err := parse(fs, args, 1, 1)
-	if err != nil {
-		return err
-	}
-	cl, err := c.dial()
+	pos, cl, err := c.parseDial(fs, args, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -146,11 +138,7 @@ func taskCancel(c *cli, args []string) error {
 func taskRetry(c *cli, args []string) error {
 	const cmd = "task retry"
 	fs := c.flags(cmd, cmd+" ID")
-	pos, err := parse(fs, args, 1, 1)
-	if err != nil {
-		return err
-	}
-	cl, err := c.dial()
+	pos, cl, err := c.parseDial(fs, args, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -168,11 +156,7 @@ func (c *cli) printTask(k task.Task, err error) error {
 func taskGraph(c *cli, args []string) error {
 	const cmd = "task graph"
 	fs := c.flags(cmd, cmd+" ID")
-	pos, err := parse(fs, args, 1, 1)
-	if err != nil {
-		return err
-	}
-	cl, err := c.dial()
+	pos, cl, err := c.parseDial(fs, args, 1, 1)
 	if err != nil {
 		return err
 	}

@@ -84,11 +84,7 @@ func createAs(c *cli, args []string, person bool) error {
 
 func workspaceGet(c *cli, args []string) error {
 	fs := c.flags("workspace get", "workspace get [ID]   (default: your own)")
-	pos, err := parse(fs, args, 0, 1)
-	if err != nil {
-		return err
-	}
-	cl, err := c.dial()
+	pos, cl, err := c.parseDial(fs, args, 0, 1)
 	if err != nil {
 		return err
 	}
