@@ -184,7 +184,10 @@ func (e *Engine) finishRecovery(rec recovery) error {
 	if !rec.unclean && rec.quarantined == 0 {
 		// What ran out while the daemon was down runs out before it
 		// serves, as after a crash, rather than at the timers' first tick.
-		return e.expireDue(context.Background(), e.clock.Now())
+		if err := e.expireDue(context.Background(), e.clock.Now()); err != nil {
+			return fmt.Errorf("start: %w", err)
+		}
+		return nil
 	}
 	var err error
 	if rec.outbox, err = e.OutboxLen(); err != nil {
@@ -210,14 +213,8 @@ func (e *Engine) finishRecovery(rec recovery) error {
 		}
 	}
 	before, _ := live()
-	if _, err := e.ExpireTimeouts(context.Background(), e.clock.Now()); err != nil {
-		return fmt.Errorf("recover: expire timeouts: %w", err)
-	}
-	if err := e.runWorkspaceTimers(context.Background(), e.clock.Now()); err != nil {
-		return fmt.Errorf("recover: liveness and grace periods: %w", err)
-	}
-	if err := e.expireHighway(context.Background(), e.clock.Now()); err != nil {
-		return err
+	if err := e.expireDue(context.Background(), e.clock.Now()); err != nil {
+		return fmt.Errorf("recover: %w", err)
 	}
 	after, timers := live()
 	body := map[string]any{
@@ -256,29 +253,22 @@ func (e *Engine) clearOpen() {
 	}
 }
 
-// expireDue runs, at a clean start, every timer that ran out while the
-// daemon was down: timeouts, liveness and grace periods, gates and
-// escalations (the recovery after a crash runs them too, counting what
+// expireDue runs every timer that ran out while the daemon was down:
+// timeouts, liveness and grace periods, gates and escalations; at every
+// start, before the engine serves (the recovery after a crash counts what
 // they did).
 func (e *Engine) expireDue(ctx context.Context, now time.Time) error {
 	if _, err := e.ExpireTimeouts(ctx, now); err != nil {
-		return fmt.Errorf("start: expire timeouts: %w", err)
+		return fmt.Errorf("expire timeouts: %w", err)
 	}
 	if err := e.runWorkspaceTimers(ctx, now); err != nil {
-		return fmt.Errorf("start: liveness and grace periods: %w", err)
+		return fmt.Errorf("liveness and grace periods: %w", err)
 	}
-	return e.expireHighway(ctx, now)
-}
-
-// expireHighway falls back the gates and escalations whose deadline
-// passed at now, so that a restart answers for them at once
-// (e2e.TestGatesSurviveKill9).
-func (e *Engine) expireHighway(ctx context.Context, now time.Time) error {
 	if _, err := e.ExpireGates(ctx, now); err != nil {
-		return fmt.Errorf("start: expire gates: %w", err)
+		return fmt.Errorf("expire gates: %w", err)
 	}
 	if _, err := e.ExpireEscalations(ctx, now); err != nil {
-		return fmt.Errorf("start: expire escalations: %w", err)
+		return fmt.Errorf("expire escalations: %w", err)
 	}
 	return nil
 }
