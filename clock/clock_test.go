@@ -400,3 +400,28 @@ func TestIDs_TimeOutsideULIDRange(t *testing.T) {
 		}
 	}
 }
+
+func TestValidID(t *testing.T) {
+	id := clock.NewIDs(nil).New(t0)
+	tests := []struct {
+		name, in string
+		want     bool
+	}{
+		{"minted", id, true},
+		{"largest", "7ZZZZZZZZZZZZZZZZZZZZZZZZZ", true},
+		{"empty", "", false},
+		{"not a ulid", "not-a-ulid", false},
+		{"lower case", strings.ToLower(id), false},
+		{"too long", id + "0", false},
+		{"too short", id[1:], false},
+		{"time overflow", "8ZZZZZZZZZZZZZZZZZZZZZZZZZ", false},
+		{"not crockford", "01ARZ3NDEKTSV4RRFFQ69G5FAU", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := clock.ValidID(tt.in); got != tt.want {
+				t.Errorf("ValidID(%q) = %v, want %v", tt.in, got, tt.want)
+			}
+		})
+	}
+}

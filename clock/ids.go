@@ -74,3 +74,11 @@ func successor(last ulid.ULID, t time.Time) ulid.ULID {
 	_ = u.SetTime(last.Time() + 1)
 	return u
 }
+
+// ValidID reports whether id is a ULID in its canonical form, as New returns
+// them: 26 upper-case Crockford base32 characters. An id from elsewhere (a
+// deployment's shared root) must pass it before it is used as one of ours.
+func ValidID(id string) bool {
+	u, err := ulid.ParseStrict(id)
+	return err == nil && u.String() == id
+}

@@ -69,9 +69,12 @@ func (e *Engine) createCheckpointLocked(ctx context.Context, ws string, body []b
 		ts := t.next()
 		c := t.ws(ws)
 		author := checkpointchain.Author{Workspace: ws, Role: c.Role, Active: c.State == workspace.Active, State: string(c.State)}
+		id, err := e.mintIn(ts, e.partitionOf(ws)) // its workspace's partition (placement.go)
+		if err != nil {
+			return err
+		}
 		var obj checkpointchain.Object
-		var err error
-		cp, obj, err = checkpointchain.Build(req, author, t.chain(ws), e.tax, e.ids.New(ts), clock.Format(ts))
+		cp, obj, err = checkpointchain.Build(req, author, t.chain(ws), e.tax, id, clock.Format(ts))
 		if err != nil {
 			rejection = err
 			return err

@@ -31,6 +31,25 @@ type Config struct {
 	// RootOwner is the user id owning the root workspace, and through
 	// inheritance the workspaces the coordinator creates; default "operator".
 	RootOwner string
+	// RootID, if set, is the id of the deployment's root workspace, which
+	// several daemons share (each keeps its own copy of the root): a new
+	// database's root gets it instead of a fresh id. It must be a ULID in
+	// canonical form (clock.ValidID). A database whose root has another id
+	// refuses to open (ErrRootMismatch). Empty: a new database mints its
+	// root's id, an existing one keeps its own.
+	RootID string
+	// Partitions, if more than 1, spreads the workspaces over that many
+	// partitions (at most 1024) by their ids (placement.go): a new
+	// workspace's id is drawn so that Partition maps it to its parent's
+	// partition, or for a child of the root to the partition its request's
+	// context names (WithPartition), and a checkpoint's to its workspace's.
+	// 0 and 1 turn partitioning off; Partition is then not called.
+	Partitions int
+	// Partition returns the partition, in 0..n-1, of id among n; it is
+	// required when Partitions is more than 1 and must be a pure function
+	// of its arguments (the daemon passes the one the NATS subject mapping
+	// uses, so that a workspace's requests reach the daemon that holds it).
+	Partition func(id string, n int) int
 	// MaxObjectBytes bounds every request body the daemon serves (a larger
 	// one is too_large before decoding) and a checkpoint's canonical
 	// encoding; default and maximum 1 MiB - 1 (Badger's in-memory value
@@ -157,6 +176,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.RootOwner == "system" {
 		return c, errors.New(`runtime: config: RootOwner must be a user id, not "system"`)
+	}
+	if err := c.checkPlacement(); err != nil { // placement.go
+		return c, err
 	}
 	if c.MaxObjectBytes <= 0 || c.MaxObjectBytes > maxObjectBytes {
 		c.MaxObjectBytes = maxObjectBytes

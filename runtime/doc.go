@@ -32,6 +32,15 @@
 // m/ (metadata: m/root, m/open, m/sth; m/outbox, the outbox's mark, is
 // signal/outboxstore's) is the engine's own.
 //
+// # Placement
+//
+// Several daemons may share one NATS cluster (placement.go): they share the
+// root's id (Config.RootID), each holding its own copy of the root, and
+// with Config.Partitions the ids of workspaces and checkpoints are drawn so
+// that a workspace lies in its parent's partition (a child of the root in
+// the one its request names, WithPartition) and a checkpoint in its
+// workspace's. Ids stay strictly increasing; other ids are not placed.
+//
 // # Caveats
 //
 // Entries about a workspace that is already terminal go to the global trail

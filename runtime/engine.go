@@ -112,7 +112,8 @@ var keyRoot = []byte("m/root")
 
 // Open opens (or creates) the database, recovers the in-memory state from
 // it, and on a new database creates the root workspace, whose
-// workspace_created is trail entry #1.
+// workspace_created is trail entry #1. With Config.RootID set, a database
+// whose root has another id is refused (ErrRootMismatch).
 func Open(cfg Config) (*Engine, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -246,6 +247,9 @@ func open(cfg Config, db *badger.DB) (_ *Engine, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("read root: %w", err)
 	}
+	if e.root != "" && cfg.RootID != "" && e.root != cfg.RootID {
+		return nil, fmt.Errorf("%w: the data dir belongs to root %s, the deployment's root is %s", ErrRootMismatch, e.root, cfg.RootID)
+	}
 	go e.loop() // stopped by Close (or by the deferred cleanup, when open fails)
 	running = true
 	if iv := cfg.GCInterval; iv >= 0 && !cfg.InMemory {
@@ -369,12 +373,17 @@ func (e *Engine) deriveMeters(ws map[string]*workspace.Workspace, chains map[str
 }
 
 // bootstrap creates the root workspace as trail entry #1, recording the hash
-// algorithm and the taxonomy.
+// algorithm and the taxonomy. The root's id is Config.RootID when set.
 func (e *Engine) bootstrap() error {
 	return e.run(context.Background(), 0, func() error {
 		return e.commit(func(t *tx) error {
 			ts := t.next()
-			id := e.ids.New(ts)
+			id := e.cfg.RootID // the deployment's (placement.go)
+			if id == "" {
+				id = e.ids.New(ts)
+			} else {
+				e.ids.Observe(id) // the ids that follow, entry #1's first, are greater
+			}
 			root := workspace.Root(id, e.cfg.RootOwner, clock.Format(ts))
 			t.created[id] = root
 			if err := t.put(root); err != nil {

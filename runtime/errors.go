@@ -26,6 +26,10 @@ var (
 	// ErrTaxonomyChanged is returned by Open when the data dir's run was
 	// started with another taxonomy (its checksum is in trail entry #1).
 	ErrTaxonomyChanged = errors.New("runtime: taxonomy differs from the run's")
+	// ErrRootMismatch is returned by Open when Config.RootID is set and
+	// the data dir's root workspace has another id: the data dir belongs
+	// to another deployment.
+	ErrRootMismatch = errors.New("runtime: root workspace differs from the deployment's")
 	// ErrStorage wraps a failed durable write: nothing of the operation
 	// happened.
 	ErrStorage = errors.New("runtime: storage write failed")

@@ -153,7 +153,8 @@ func (e *Engine) transferable(w *workspace.Workspace, owner string) error {
 // create_workspace_any; delegate needs grant_delegation as well, and only
 // for one's own workspace. A person's creation is not held at a
 // workspace_create gate. grant writes the agent's token record in the same
-// commit, as for CreateWorkspaceGranting.
+// commit, as for CreateWorkspaceGranting. The new workspace's partition is
+// chosen as for CreateWorkspace (WithPartition).
 func (e *Engine) UserCreateWorkspace(ctx context.Context, uid string, body []byte, grant func(Grants, *workspace.Workspace) error) (*workspace.Workspace, error) {
 	req, err := workspace.DecodeCreateRequest(body)
 	if err != nil {
@@ -180,6 +181,10 @@ func (e *Engine) UserCreateWorkspace(ctx context.Context, uid string, body []byt
 		if err := e.creatableRole(req.Role); err != nil {
 			return nil, err
 		}
+		part, err := e.childPartition(ctx, parent) // placement.go
+		if err != nil {
+			return nil, err
+		}
 		if err := e.admit(); err != nil { // admission control (admission.go)
 			return nil, err
 		}
@@ -188,7 +193,7 @@ func (e *Engine) UserCreateWorkspace(ctx context.Context, uid string, body []byt
 		}
 		req.Originator = uid
 		var created *workspace.Workspace
-		err := e.userCommit(func(t *tx) error {
+		err = e.userCommit(func(t *tx) error {
 			ts := t.next()
 			target := user.Target{ID: parent.ID, Owner: req.Owner}
 			for _, action := range []string{"workspace.create", "workspace.delegate"} {
@@ -204,7 +209,11 @@ func (e *Engine) UserCreateWorkspace(ctx context.Context, uid string, body []byt
 					return Refuse(wire.CodeNotFound, "user %s has no record", req.Owner)
 				}
 			}
-			w, err := t.createWorkspace(root, uid, parent, req, e.ids.New(ts), ts)
+			id, err := e.mintIn(ts, part)
+			if err != nil {
+				return err
+			}
+			w, err := t.createWorkspace(root, uid, parent, req, id, ts)
 			if err != nil {
 				return err
 			}

@@ -32,7 +32,10 @@ func createdBody(w *workspace.Workspace) map[string]any {
 // actor, which must be the coordinator (root) or a delegate. The parent is
 // the actor unless the request names one: the coordinator may name any live
 // workspace, a delegate only one in its own subtree. Only the coordinator
-// grants delegation; no one creates a second coordinator. It writes
+// grants delegation; no one creates a second coordinator. When the engine
+// partitions its ids, the new workspace's id lands in its parent's
+// partition, or for a child of the root in the one ctx names
+// (WithPartition; default the root's). It writes
 // workspace_created and the send rights between the new workspace and its
 // parent (port_right_created, both ways) in one commit.
 func (e *Engine) CreateWorkspace(ctx context.Context, actor string, body []byte) (*workspace.Workspace, error) {
@@ -82,6 +85,10 @@ func (e *Engine) createWorkspaceLocked(ctx context.Context, actor string, body [
 	case req.Delegate && !a.IsRoot():
 		return nil, Refuse(wire.CodePermissionDenied, "only the coordinator grants delegation")
 	}
+	part, err := e.childPartition(ctx, parent) // placement.go
+	if err != nil {
+		return nil, err
+	}
 	if err := e.admit(); err != nil { // admission control (admission.go)
 		return nil, err
 	}
@@ -89,9 +96,11 @@ func (e *Engine) createWorkspaceLocked(ctx context.Context, actor string, body [
 	var gateID string
 	err = e.commit(func(t *tx) error {
 		ts := t.next()
-		id := e.ids.New(ts)
+		id, err := e.mintIn(ts, part) // a held creation keeps it (planCreate)
+		if err != nil {
+			return err
+		}
 		var w *workspace.Workspace
-		var err error
 		if e.cfg.Highway.Gated(highway.WorkspaceCreate) {
 			w, gateID, err = t.holdWorkspace(a, parent, req, id, ts, body)
 		} else {
