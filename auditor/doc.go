@@ -55,6 +55,16 @@
 //     checkpoint (hash_mismatch), and the object lines are sorted, unique
 //     and all referenced (hash_mismatch).
 //
+// # Deployments
+//
+// Several daemons can run as one deployment: they share the root
+// workspace's id (each keeps its own copy of the root, created by its
+// trail's entry #1), and every other workspace lives in exactly one of
+// them, each daemon with its own trail, Merkle log and signing key. An
+// auditor verifies each daemon's trail on its own, then the set with
+// VerifySet (datadir.VerifySet for data dirs): one root, one hash
+// algorithm and one taxonomy, no daemon twice, no workspace in two.
+//
 // # Caveats
 //
 // A bundle carries its own public key: a forger can re-sign a rewritten

@@ -1,8 +1,10 @@
 // Package datadir verifies the data dir of a stopped daemon offline
-// (Verify) and lists its quarantined trail entries (Quarantine). It opens
-// the Badger database read-only, so it is apart from package auditor,
-// which verifies bundles and proofs and links no storage. Its tests are
-// with package auditor's, whose fixtures they share.
+// (Verify), or those of the daemons of one deployment as a set
+// (VerifySet), and lists a data dir's quarantined trail entries
+// (Quarantine). It opens the Badger database read-only, so it is apart
+// from package auditor, which verifies bundles and proofs and links no
+// storage. Its tests are with package auditor's, whose fixtures they
+// share; VerifySet's run the real daemon, in cmd/wacp.
 package datadir
 
 import (
@@ -59,6 +61,12 @@ func Verify(dir string) (auditor.Report, error) { return VerifyWithKey(dir, "") 
 // VerifyWithKey is Verify with the public key the auditor
 // trusts; "" trusts dir/trail.pub.
 func VerifyWithKey(dir, publicKey string) (auditor.Report, error) {
+	return verify(dir, publicKey, nil)
+}
+
+// verify is VerifyWithKey, which also calls read, when set, with the trail
+// once dir verified.
+func verify(dir, publicKey string, read func(*traillog.Log) error) (auditor.Report, error) {
 	pub, err := os.ReadFile(filepath.Join(dir, PublicKeyFile))
 	if err != nil {
 		return auditor.Report{}, fmt.Errorf("read public key: %w", err)
@@ -136,17 +144,20 @@ func VerifyWithKey(dir, publicKey string) (auditor.Report, error) {
 		}
 		return rep, nil
 	}
-	return verifyCold(db, seg, path, rep)
+	l, err := traillog.Open(db, seg)
+	if err != nil {
+		return auditor.Report{}, fmt.Errorf("open trail: %w", err)
+	}
+	if rep, err = verifyCold(db, l, path, rep); err != nil || !rep.OK || read == nil {
+		return rep, err
+	}
+	return rep, read(l)
 }
 
 // verifyCold checks the cold tier (coldstore.Verify: every compaction's
 // summary against the log, and its archive in db/cold against both) once
 // the trail itself verified.
-func verifyCold(db *badger.DB, seg *seglog.Log, path string, rep auditor.Report) (auditor.Report, error) {
-	l, err := traillog.Open(db, seg)
-	if err != nil {
-		return auditor.Report{}, fmt.Errorf("open trail: %w", err)
-	}
+func verifyCold(db *badger.DB, l *traillog.Log, path string, rep auditor.Report) (auditor.Report, error) {
 	f, err := coldstore.Verify(context.Background(), db, l, filepath.Join(path, coldstore.Dir))
 	if err != nil {
 		return auditor.Report{}, err
