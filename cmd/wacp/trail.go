@@ -78,22 +78,41 @@ func trailTail(c *cli, args []string) error {
 
 func trailVerify(c *cli, args []string) error {
 	const cmd = "trail verify"
-	fs := c.flags(cmd, cmd+" [--workspace WS] | --bundle FILE | --dir DATADIR [--public-key K]\n\nRecomputes every entry hash and both chain kinds; exits 2 if the trail is broken. With --bundle\nor --dir it runs offline, without a daemon, and also checks the signed tree head, the Merkle root\nand the checkpoint objects.")
+	fs := c.flags(cmd, cmd+" [--workspace WS] | --bundle FILE [--public-key K] | --dir DATADIR... [--public-key K]...\n\n"+
+		"Recomputes every entry hash and both chain kinds; exits 2 if the trail is broken. With --bundle\n"+
+		"or --dir it runs offline, without a daemon, and also checks the signed tree head, the Merkle root\n"+
+		"and the checkpoint objects. --dir given several times checks the stopped daemons of one deployment:\n"+
+		"each data dir alone, then the set (one root workspace, hash algorithm and taxonomy, no daemon twice,\n"+
+		"no workspace in two); --public-key then goes once per --dir, in the same order.")
 	ws := fs.String("workspace", "", "check only this workspace's chain")
 	bundle := fs.String("bundle", "", "verify this bundle (wacp trail export) offline; - for stdin")
-	dir := fs.String("dir", "", "verify this stopped daemon's data dir offline")
-	key := fs.String("public-key", "", "with --bundle or --dir: the tree-head key you trust (default: the bundle's or trail.pub)")
+	var dirs, keys strs
+	fs.Var(&dirs, "dir", "verify this stopped daemon's data dir offline (repeatable: a deployment's daemons)")
+	fs.Var(&keys, "public-key", "with --bundle or --dir: the tree-head key you trust (default: the bundle's or trail.pub); once per --dir")
 	if _, err := parse(fs, args, 0, 0); err != nil {
 		return err
 	}
+	dir, key := "", ""
+	if len(dirs) > 0 {
+		dir = dirs[0]
+	}
+	if len(keys) > 0 {
+		key = keys[0]
+	}
 	switch {
-	case *bundle != "" && *dir != "":
+	case *bundle != "" && dir != "":
 		return usagef(cmd, "give --bundle or --dir, not both")
-	case (*bundle != "" || *dir != "") && *ws != "":
+	case (*bundle != "" || dir != "") && *ws != "":
 		return usagef(cmd, "--workspace is for the online check; --bundle and --dir check the whole trail")
-	case *bundle != "" || *dir != "":
-		return verifyOffline(c, *bundle, *dir, *key)
-	case *key != "":
+	case len(dirs) > 1 && len(keys) > 0 && len(keys) != len(dirs):
+		return usagef(cmd, "give --public-key once per --dir (%d), in the same order, or not at all", len(dirs))
+	case len(dirs) > 1:
+		return verifyDirs(c, dirs, keys)
+	case len(keys) > 1:
+		return usagef(cmd, "one --public-key for one --bundle or --dir")
+	case *bundle != "" || dir != "":
+		return verifyOffline(c, *bundle, dir, key)
+	case key != "":
 		return usagef(cmd, "--public-key goes with --bundle or --dir")
 	}
 	cl, err := c.dial()
@@ -116,6 +135,48 @@ func trailVerify(c *cli, args []string) error {
 		fmt.Fprintf(w, " after %d good entries\n", res.Entries)
 	})
 	if err == nil && !res.OK {
+		return exitError(2)
+	}
+	return err
+}
+
+// verifyDirs verifies the data dirs of a deployment's stopped daemons
+// (datadir.VerifySet) and prints a row per dir and the set's verdict.
+func verifyDirs(c *cli, dirs, keys []string) error {
+	if len(keys) == 0 {
+		keys = nil
+	}
+	set, err := datadir.VerifySet(dirs, keys)
+	if err != nil {
+		return err
+	}
+	err = c.print(set, func(w io.Writer) {
+		fmt.Fprintln(w, "DIR\tENTRIES\tSIGNED SIZE\tSIGNED ROOT\tRESULT")
+		for _, m := range set.Members {
+			r := m.Report
+			result := "ok"
+			if !r.OK {
+				result = fmt.Sprintf("broken: %s: %s", where(r.FirstBad), r.Violation)
+				if r.Detail != "" {
+					result += " (" + r.Detail + ")"
+				}
+			}
+			fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\n", m.Name, r.Entries, r.Size, orDash(r.Root), result)
+		}
+		if set.OK {
+			fmt.Fprintf(w, "ok: %d daemons of one deployment, root workspace %s\n", len(set.Members), set.Root)
+			if len(keys) == 0 {
+				fmt.Fprintln(w, "(checked with each data dir's trail.pub: compare them with the daemons', or pass --public-key per --dir)")
+			}
+			return
+		}
+		fmt.Fprintf(w, "broken: %s: %s", set.Member, set.Violation)
+		if set.Other != "" {
+			fmt.Fprintf(w, " with %s", set.Other)
+		}
+		fmt.Fprintf(w, ": %s\n", set.Detail)
+	})
+	if err == nil && !set.OK {
 		return exitError(2)
 	}
 	return err
