@@ -38,6 +38,10 @@ type Config struct {
 	// since the embedded server is one node. A stream made earlier with
 	// another count is brought to this one at start.
 	Replicas int
+	// Deployment, when its Partitions is set, makes the daemon one of
+	// several sharing the NATS cluster at NATSURL, serving the partitions
+	// it owns (deployment.go, docs/scale-out.md §2).
+	Deployment Deployment
 	// TaxonomyFile, if set and Taxonomy is nil, is loaded at start.
 	TaxonomyFile string
 	// HighwayFile, if set and Highway is nil, is the human highway's

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/wacpd/wacpd/highway/hwfile"
+	"github.com/wacpd/wacpd/placement"
 	"github.com/wacpd/wacpd/principal"
 	"github.com/wacpd/wacpd/runtime"
 	"github.com/wacpd/wacpd/taxonomy/taxfile"
@@ -41,10 +42,11 @@ type Daemon struct {
 	url      string
 	tok      *tokens
 	external bool
-	replicas int        // of the daemon's streams (streamReplicas)
-	adm      *admission // request slots (admission.go)
-	accts    *accounts  // the principals' accounts; nil on an external server
-	routes   *routes    // the agent requests routed to the daemon (routes.go); nil on an external server
+	replicas int         // of the daemon's streams (streamReplicas)
+	adm      *admission  // request slots (admission.go)
+	accts    *accounts   // the principals' accounts; nil on an external server
+	routes   *routes     // the agent requests routed to the daemon (routes.go); nil on an external server
+	parts    *partitions // the partitions served, on a deployment of several daemons (deployment.go); else nil
 
 	metrics      *metrics      // nil unless MetricsAddr is set
 	metricsURL   string        // where the metrics are served
@@ -118,6 +120,9 @@ func New(cfg Config) (*Daemon, error) {
 		return nil, fmt.Errorf("runtime: config: replicas %d: want 0 (automatic) or 1 to %d", cfg.Replicas, maxReplicas)
 	case cfg.Replicas > 1 && cfg.NATSURL == "":
 		return nil, fmt.Errorf("runtime: config: replicas %d needs a NATS cluster (-nats-url): the embedded server is one node", cfg.Replicas)
+	}
+	if err := cfg.Deployment.check(cfg.NATSURL); err != nil {
+		return nil, fmt.Errorf("runtime: config: %w", err)
 	}
 	var atlases []*atlas.Manifest
 	if cfg.Taxonomy == nil && cfg.TaxonomyFile != "" {
@@ -230,6 +235,18 @@ func (r *Daemon) Run(ctx context.Context) (err error) {
 		r.metrics = newMetrics()
 		ecfg.Observer = r.metrics
 	}
+	var dep joined
+	if r.cfg.Deployment.on() {
+		// The deployment's root comes from the cluster: connect first.
+		if err := r.startNATS(dir, ""); err != nil {
+			return err
+		}
+		stack = append(stack, r.stopNATS)
+		if dep, err = r.joinCluster(ctx, dir); err != nil {
+			return err
+		}
+		ecfg.RootID, ecfg.Partitions, ecfg.Partition = dep.rec.Root, dep.rec.Partitions, placement.Partition
+	}
 	if r.eng, err = runtime.Open(ecfg); err != nil {
 		return err
 	}
@@ -252,7 +269,7 @@ func (r *Daemon) Run(ctx context.Context) (err error) {
 	}
 	r.adm = newAdmission(r.cfg.MaxInFlight)
 	r.authFailures = newAuthFailures()
-	if err := r.setupTokens(dir); err != nil {
+	if err := r.setupTokens(dir, dep); err != nil {
 		return err
 	}
 	internal, err := newToken()
@@ -261,17 +278,26 @@ func (r *Daemon) Run(ctx context.Context) (err error) {
 	}
 	r.tok.add(internal, principal.Principal{Kind: kindDaemon})
 
-	if err := r.startNATS(dir, internal); err != nil {
-		return err
+	if r.nc == nil {
+		if err := r.startNATS(dir, internal); err != nil {
+			return err
+		}
+		stack = append(stack, r.stopNATS)
+		if r.js, err = jetstream.New(r.nc); err != nil {
+			return fmt.Errorf("jetstream: %w", err)
+		}
+		r.replicas = r.streamReplicas()
 	}
-	stack = append(stack, r.stopNATS)
-
-	if r.js, err = jetstream.New(r.nc); err != nil {
-		return fmt.Errorf("jetstream: %w", err)
-	}
-	r.replicas = r.streamReplicas()
 	if err := r.ensureStream(ctx); err != nil {
 		return err
+	}
+	fatal := make(chan error, 1) // a lost lease stops the daemon
+	if r.cfg.Deployment.on() {
+		stop, err := r.holdPartitions(ctx, dep, fatal)
+		if err != nil {
+			return err
+		}
+		stack = append(stack, stop)
 	}
 
 	// Background workers: owned here, stopped by the shutdown stack.
@@ -342,7 +368,8 @@ func (r *Daemon) Run(ctx context.Context) (err error) {
 		}
 		stack = append(stack, stopMetrics)
 	}
-	info := wire.DaemonFile{URL: r.url, PID: os.Getpid(), RootWorkspace: r.eng.Root(), Version: r.cfg.Version, HTTPURL: r.httpURL}
+	info := wire.DaemonFile{URL: r.url, PID: os.Getpid(), RootWorkspace: r.eng.Root(), Version: r.cfg.Version, HTTPURL: r.httpURL,
+		DaemonID: r.cfg.Deployment.DaemonID, Partitions: r.cfg.Deployment.Own}
 	if err := writeInfo(dir, info); err != nil {
 		return fmt.Errorf("write %s: %w", InfoFile, err)
 	}
@@ -350,7 +377,12 @@ func (r *Daemon) Run(ctx context.Context) (err error) {
 	fmt.Fprintf(r.cfg.Stdout, "wacpd %s listening on %s (data %s, root workspace %s)\n",
 		r.cfg.Version, r.url, dir, info.RootWorkspace)
 	close(r.ready)
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case err := <-fatal:
+		r.cfg.Logger.Error("stopping", "err", err)
+		return err
+	}
 	r.cfg.Logger.Info("shutting down")
 	return nil
 }
@@ -450,10 +482,20 @@ func (r *Daemon) live(p principal.Principal) bool {
 }
 
 // setupTokens loads the stored tokens and the admin token.
-func (r *Daemon) setupTokens(dir string) error {
+func (r *Daemon) setupTokens(dir string, dep joined) error {
 	r.tok = newTokens()
 	if err := r.eng.Tokens(r.tok.addHash); err != nil {
 		return fmt.Errorf("load tokens: %w", err)
+	}
+	if r.cfg.Deployment.on() {
+		// The deployment's coordinator, by the hash in its record: a
+		// daemon other than the first has no admin.token of its own.
+		h, err := coordinatorHash(dep.rec.Coordinator)
+		if err != nil {
+			return err
+		}
+		r.tok.addHash(h, principal.Principal{Kind: principal.KindCoordinator, Workspace: r.eng.Root()})
+		return nil
 	}
 	admin, err := adminToken(dir)
 	if err != nil {

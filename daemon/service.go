@@ -78,9 +78,11 @@ func (r *Daemon) startService() (micro.Service, error) {
 		return nil, fmt.Errorf("start service: %w", err)
 	}
 	for _, ep := range r.endpoints() {
-		if err := svc.AddEndpoint(ep.name, r.serve(ep), micro.WithEndpointSubject(ep.subject)); err != nil {
-			svc.Stop()
-			return nil, fmt.Errorf("add endpoint %s: %w", ep.subject, err)
+		for _, at := range r.servedAt(ep) {
+			if err := svc.AddEndpoint(at.name, r.serve(ep), micro.WithEndpointSubject(at.subject)); err != nil {
+				svc.Stop()
+				return nil, fmt.Errorf("add endpoint %s: %w", at.subject, err)
+			}
 		}
 	}
 	if r.routes != nil {
@@ -262,6 +264,15 @@ func (r *Daemon) serveRequest(ep endpoint, p *principal.Principal, req micro.Req
 		r.replyErr(ep.name, req, err)
 		return
 	}
+	mint, relay := -1, -1
+	if pt := r.parts; pt != nil && ep.aud == agents {
+		_, _, part, _ := agentSubject(req.Subject())
+		if err := pt.serving(part); err != nil {
+			r.replyErr(ep.name, req, err)
+			return
+		}
+		mint, relay = pt.place(c, ep.op, part, req.Data())
+	}
 	if c.t, err = r.adm.admit(c.p); err != nil {
 		r.replyErr(ep.name, req, err)
 		return
@@ -280,6 +291,13 @@ func (r *Daemon) serveRequest(ep endpoint, p *principal.Principal, req micro.Req
 		defer c.t.release()
 		ctx, cancel := context.WithTimeout(r.reqCtx, ep.deadline())
 		defer cancel()
+		if relay >= 0 {
+			r.relay(ctx, ep, req, c.ws, relay)
+			return
+		}
+		if mint >= 0 {
+			ctx = runtime.WithPartition(ctx, mint)
+		}
 		v, err := r.handle(ctx, ep, c, req.Data())
 		// The slot is free before the answer leaves: a caller that sends
 		// its next requests on it must not find this one still counted.
@@ -345,17 +363,24 @@ func (r *Daemon) handle(ctx context.Context, ep endpoint, c caller, body []byte)
 func (r *Daemon) identify(req micro.Request, aud audience, p *principal.Principal) (caller, error) {
 	var c caller
 	if aud == agents {
-		parts := strings.Split(req.Subject(), ".")
-		if len(parts) < 5 {
+		ws, _, _, ok := agentSubject(req.Subject())
+		if !ok {
 			return c, runtime.Refuse(wire.CodeInvalidStructure, "subject %q is not wacp.v1.agent.<ws>.<op>", req.Subject())
 		}
-		c.ws = parts[3]
+		c.ws = ws
 	}
 	switch {
 	case p != nil:
 		c.p = *p
 	case r.external:
 		tp, ok := r.tok.lookup(req.Headers().Get(TokenHeader))
+		if !ok && aud == anyone && r.parts != nil {
+			// On a deployment a token is known only to the daemon that
+			// made it, and system.info is the home daemon's: it answers
+			// every client the cluster admits, as its content (version,
+			// root, taxonomy) is the deployment's public description.
+			return c, nil
+		}
 		if !ok || !r.live(tp) {
 			return c, runtime.Refuse(wire.CodeUnauthorized, "missing, unknown or ended %s header", TokenHeader)
 		}

@@ -48,6 +48,7 @@ cluster {
   listen: "127.0.0.1:%d"
   routes: [%s]
 }
+%s
 `
 
 // startNATSCluster starts a 3-node NATS cluster from bin.natsServer on free
@@ -56,6 +57,13 @@ cluster {
 // the other two as current followers, and the routes are a full mesh
 // (meshed).
 func startNATSCluster(t *testing.T, token string) []*natsNode {
+	t.Helper()
+	return startNATSClusterWith(t, token, "")
+}
+
+// startNATSClusterWith is startNATSCluster with extra lines in every
+// node's configuration.
+func startNATSClusterWith(t *testing.T, token, extra string) []*natsNode {
 	t.Helper()
 	type ports struct{ client, mon, route int }
 	var ps []ports
@@ -71,7 +79,7 @@ func startNATSCluster(t *testing.T, token string) []*natsNode {
 		n := &natsNode{name: fmt.Sprintf("n%d", i+1), url: fmt.Sprintf("nats://127.0.0.1:%d", p.client),
 			mon: fmt.Sprintf("http://127.0.0.1:%d", p.mon), done: make(chan error, 1), log: &logBuf{}}
 		conf := filepath.Join(dir, "nats.conf")
-		body := fmt.Sprintf(nodeConfig, n.name, p.client, p.mon, token, filepath.Join(dir, "jetstream"), p.route, strings.Join(routes, ", "))
+		body := fmt.Sprintf(nodeConfig, n.name, p.client, p.mon, token, filepath.Join(dir, "jetstream"), p.route, strings.Join(routes, ", "), extra)
 		if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}

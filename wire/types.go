@@ -253,6 +253,10 @@ type DaemonFile struct {
 	RootWorkspace string `json:"root_workspace"`
 	Version       string `json:"version"`
 	HTTPURL       string `json:"http_url,omitempty"` // the -http listener's base URL, when there is one
+	// On a deployment of several daemons (docs/scale-out.md §2): the
+	// daemon's id and the partitions it serves.
+	DaemonID   string `json:"daemon_id,omitempty"`
+	Partitions []int  `json:"partitions,omitempty"`
 }
 
 // CheckpointListRequest is the body of checkpoint.list: workspace (the

@@ -47,6 +47,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.HighwayFile, "highway", "", "human highway: a preset (autonomous, supervised, gated) or a YAML file with a highway: block; default: only task_approval gated, 15m, reject")
 	fs.StringVar(&cfg.NATSURL, "nats-url", "", "use this NATS server (with JetStream) instead of the embedded one; a comma-separated list names a cluster's seed servers")
 	fs.IntVar(&cfg.Replicas, "replicas", 0, "replica count of the JetStream streams wacpd makes, 1 to 5; 0: 3 when -nats-url is a cluster, else 1")
+	fs.IntVar(&cfg.Deployment.Partitions, "partitions", 0, "one of several daemons on the NATS cluster at -nats-url: the deployment's partition count, as in the cluster's subject mapping (docs/scale-out.md §2); 0: a single daemon")
+	fs.Func("own", "the partitions this daemon serves, such as 0-3 or 0,2 (with -partitions; fixed for the data dir)", func(v string) error {
+		ps, err := daemon.ParsePartitions(v)
+		cfg.Deployment.Own = ps
+		return err
+	})
+	fs.StringVar(&cfg.Deployment.DaemonID, "daemon-id", "", "the daemon's name in its deployment (with -partitions): letters, digits, - and _")
+	fs.DurationVar(&cfg.Deployment.LeaseTTL, "lease-ttl", 30*time.Second, "with -partitions: how long a partition's lease lasts unrenewed; a killed daemon's restart waits for it")
 	fs.StringVar(&cfg.NATSToken, "nats-token", os.Getenv("WACPD_NATS_TOKEN"), "token for -nats-url (or $WACPD_NATS_TOKEN)")
 	fs.StringVar(&cfg.MetricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (HOST:PORT; port 0 picks a free port); default off")
 	fs.DurationVar(&cfg.GCInterval, "gc-interval", 10*time.Minute, "period of Badger value-log garbage collection; negative turns it off")

@@ -1,0 +1,157 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/wacpd/wacpd/placement"
+	"github.com/wacpd/wacpd/principal"
+	"github.com/wacpd/wacpd/runtime"
+	"github.com/wacpd/wacpd/wire"
+)
+
+// The coordinator's requests across daemons. The cluster's mapping sends
+// every request of the root's agent (wacp.v1.agent.<root>.<op>) to the
+// root's partition, whose daemon is the deployment's home. A request that
+// names a workspace or checkpoint of another daemon's partition is relayed
+// by the home daemon to that partition's subject,
+// wacp.v1.p.<partition>.agent.<root>.<op>, with the caller's headers (its
+// Wacp-Token: every daemon of the deployment knows the coordinator's), and
+// the owner's answer goes back to the caller as it is. The owner runs it on
+// its own copy of the root. A relay is one more request on the cluster,
+// not a commit: nothing is stored on the way, and a caller that gets no
+// answer retries as it would with one daemon.
+
+// PartitionPrefix starts the subjects a daemon of a deployment serves its
+// partitions' agent requests on: wacp.v1.p.<partition>.agent.<ws>.<op>.
+const PartitionPrefix = wire.Prefix + "p."
+
+// DaemonPrefix starts the subjects a daemon of a deployment serves its own
+// system, audit and highway endpoints on: wacp.v1.d.<daemon id>.<op>.
+const DaemonPrefix = wire.Prefix + "d."
+
+// forwardedHeader marks a relayed request with the relaying daemon's id: a
+// relayed request is never relayed again.
+const forwardedHeader = "Wacp-Forwarded"
+
+// partitionSubject is op's subject for workspace ws's agent on partition p.
+func partitionSubject(p int, ws, op string) string {
+	return PartitionPrefix + strconv.Itoa(p) + ".agent." + ws + "." + op
+}
+
+// agentSubject splits an agent request's subject, either
+// wacp.v1.agent.<ws>.<op> or wacp.v1.p.<n>.agent.<ws>.<op>: its workspace,
+// its op, and its partition (-1 for the first form).
+func agentSubject(subj string) (ws, op string, part int, ok bool) {
+	rest, found := strings.CutPrefix(subj, wire.AgentPrefix)
+	part = -1
+	if !found {
+		var n string
+		if rest, found = strings.CutPrefix(subj, PartitionPrefix); !found {
+			return "", "", 0, false
+		}
+		if n, rest, found = strings.Cut(rest, ".agent."); !found {
+			return "", "", 0, false
+		}
+		p, err := strconv.Atoi(n)
+		if err != nil || p < 0 {
+			return "", "", 0, false
+		}
+		part = p
+	}
+	ws, op, found = strings.Cut(rest, ".")
+	if !found || ws == "" || op == "" {
+		return "", "", 0, false
+	}
+	return ws, op, part, true
+}
+
+// targetField names, for each agent op the coordinator may address to a
+// workspace of another partition, the body field that names it (for
+// checkpoint.get a checkpoint id, minted in its workspace's partition).
+// Every other op of the root is the home daemon's.
+var targetField = map[string]string{
+	"workspace.get": "id", "workspace.abort": "id", "workspace.suspend": "id", "workspace.resume": "id",
+	"workspace.budget": "id", "workspace.priority": "id", "workspace.visibility.grant": "id",
+	"workspace.migrate": "id", "workspace.migrate.complete": "id", "workspace.transfer": "id",
+	"checkpoint.get": "id", "checkpoint.list": "workspace", "checkpoint.head": "workspace",
+	"integrate": "workspace", "conflict.resolve": "workspace", "rights.list": "workspace",
+	"envelope": "to", "workspace.create": "parent",
+}
+
+// place decides where a request of the root's agent runs on a deployment:
+// here, with the partition a new child of the root goes to (mint >= 0), or
+// relayed to another partition's daemon (relay >= 0). Only the
+// coordinator's requests through the root are placed; every other one runs
+// here. body is the request's, not yet checked: a body place cannot read
+// runs here and is refused by its handler.
+func (pt *partitions) place(c caller, op string, subjPart int, body []byte) (mint, relay int) {
+	mint, relay = -1, -1
+	field, ok := targetField[op]
+	if !ok || c.ws != pt.root || c.p.Kind != principal.KindCoordinator {
+		return mint, relay
+	}
+	var fields map[string]json.RawMessage
+	_ = json.Unmarshal(body, &fields)
+	var target string
+	_ = json.Unmarshal(fields[field], &target)
+	var p int
+	switch {
+	case op == "workspace.create" && (target == "" || target == pt.root):
+		// A child of the root: to the partition its request was
+		// addressed to, or, on the home partition's subject, the next of
+		// the round robin over all partitions.
+		if subjPart >= 0 && subjPart != pt.home {
+			p = subjPart
+		} else {
+			p = int(pt.next.Add(1)-1) % pt.d.Partitions
+		}
+		if pt.d.owns(p) {
+			return p, -1
+		}
+		return -1, p
+	case target == "" || target == pt.root:
+		return mint, relay
+	default:
+		p = placement.Partition(target, pt.d.Partitions)
+	}
+	if pt.d.owns(p) {
+		return mint, relay
+	}
+	return mint, p
+}
+
+// relay sends req on to partition p's daemon and answers the caller with
+// its answer: the body and the headers (an error's code) as they are. A
+// partition nobody serves now (its daemon is down) is unavailable.
+func (r *Daemon) relay(ctx context.Context, ep endpoint, req micro.Request, ws string, p int) {
+	if req.Headers().Get(forwardedHeader) != "" {
+		r.replyErr(ep.name, req, runtime.Refuse(wire.CodeUnavailable, "partition %d is not served by daemon %s, which a relayed request reached", p, r.cfg.Deployment.DaemonID))
+		return
+	}
+	msg := nats.NewMsg(partitionSubject(p, ws, ep.op))
+	msg.Data = req.Data()
+	for k, v := range req.Headers() {
+		msg.Header[k] = v
+	}
+	msg.Header.Set(forwardedHeader, r.cfg.Deployment.DaemonID)
+	resp, err := r.nc.RequestMsgWithContext(ctx, msg)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		r.replyErr(ep.name, req, runtime.Refuse(wire.CodeUnavailable, "partition %d has no daemon serving it now; retry when its daemon is back", p))
+		return
+	case err != nil:
+		r.replyErr(ep.name, req, runtime.Refuse(wire.CodeUnavailable, "partition %d's daemon did not answer: %v", p, err))
+		return
+	}
+	r.metrics.request(ep.name, "relayed")
+	if err := req.Respond(resp.Data, micro.WithHeaders(micro.Headers(resp.Header))); err != nil {
+		r.cfg.Logger.Warn("reply", "subject", req.Subject(), "err", err)
+	}
+}
