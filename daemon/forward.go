@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/wacpd/wacpd/principal"
 	"github.com/wacpd/wacpd/runtime"
 	"github.com/wacpd/wacpd/wire"
+	"github.com/wacpd/wacpd/workspace"
 )
 
 // The coordinator's requests across daemons. The cluster's mapping sends
@@ -82,7 +85,7 @@ var targetField = map[string]string{
 	"workspace.migrate": "id", "workspace.migrate.complete": "id", "workspace.transfer": "id",
 	"checkpoint.get": "id", "checkpoint.list": "workspace", "checkpoint.head": "workspace",
 	"integrate": "workspace", "conflict.resolve": "workspace", "rights.list": "workspace",
-	"envelope": "to", "workspace.create": "parent",
+	"envelope": "to", "workspace.create": "parent", "workspace.list": "parent",
 }
 
 // place decides where a request of the root's agent runs on a deployment:
@@ -154,4 +157,91 @@ func (r *Daemon) relay(ctx context.Context, ep endpoint, req micro.Request, ws s
 	if err := req.Respond(resp.Data, micro.WithHeaders(micro.Headers(resp.Header))); err != nil {
 		r.cfg.Logger.Warn("reply", "subject", req.Subject(), "err", err)
 	}
+}
+
+// gathers reports whether a workspace.list of caller c with parent is the
+// whole deployment's: the coordinator's, through the root, for the root's
+// children or every workspace, and not itself a relayed part of one.
+func (pt *partitions) gathers(c caller, parent string) bool {
+	return pt != nil && !c.relayed && c.ws == pt.root && c.p.Kind == principal.KindCoordinator &&
+		(parent == "" || parent == pt.root)
+}
+
+// gatherList completes page, this daemon's page of a workspace.list, with
+// the same page of every partition this daemon does not own, asked in
+// parallel: the coordinator sees one list, in id order (creation order),
+// each workspace once (every daemon has the root). A partition without a
+// daemon now makes the list unavailable rather than partial.
+func (r *Daemon) gatherList(ctx context.Context, c caller, body []byte, page wire.WorkspacePage, limit int) (wire.WorkspacePage, error) {
+	pt := r.parts
+	type part struct {
+		p    int
+		page wire.WorkspacePage
+		err  error
+	}
+	var asked []int
+	for p := range pt.d.Partitions {
+		if !pt.d.owns(p) {
+			asked = append(asked, p)
+		}
+	}
+	results := make(chan part, len(asked))
+	for _, p := range asked {
+		go func() {
+			msg := nats.NewMsg(partitionSubject(p, pt.root, "workspace.list"))
+			msg.Data = body
+			msg.Header.Set(TokenHeader, c.token)
+			msg.Header.Set(forwardedHeader, pt.d.DaemonID)
+			res := part{p: p}
+			resp, err := r.nc.RequestMsgWithContext(ctx, msg)
+			switch {
+			case errors.Is(err, nats.ErrNoResponders):
+				res.err = runtime.Refuse(wire.CodeUnavailable, "partition %d has no daemon serving it now: the list would be partial; retry when its daemon is back", p)
+			case err != nil:
+				res.err = runtime.Refuse(wire.CodeUnavailable, "partition %d's daemon did not answer: %v", p, err)
+			case resp.Header.Get(micro.ErrorCodeHeader) != "":
+				res.err = runtime.Refuse(wire.CodeUnavailable, "partition %d's daemon refused the list: %s", p, resp.Data)
+			default:
+				if err := json.Unmarshal(resp.Data, &res.page); err != nil {
+					res.err = fmt.Errorf("partition %d's list: %w", p, err)
+				}
+			}
+			results <- res
+		}()
+	}
+	seen := map[string]bool{}
+	all := []*workspace.Workspace{}
+	more := page.Next != nil
+	add := func(pg wire.WorkspacePage) {
+		for _, w := range pg.Workspaces {
+			if !seen[w.ID] {
+				seen[w.ID] = true
+				all = append(all, w)
+			}
+		}
+		more = more || pg.Next != nil
+	}
+	add(page)
+	var firstErr error
+	for range asked {
+		res := <-results
+		if res.err != nil && firstErr == nil {
+			firstErr = res.err
+		}
+		if res.err == nil {
+			add(res.page)
+		}
+	}
+	if firstErr != nil {
+		return wire.WorkspacePage{}, firstErr
+	}
+	slices.SortFunc(all, func(a, b *workspace.Workspace) int { return strings.Compare(a.ID, b.ID) })
+	if len(all) > limit {
+		all, more = all[:limit], true
+	}
+	out := wire.WorkspacePage{Workspaces: all}
+	if more && len(all) > 0 {
+		out.Next = &all[len(all)-1].ID
+	}
+	return out, nil
 }

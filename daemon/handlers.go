@@ -202,7 +202,11 @@ func (r *Daemon) workspaceList(ctx context.Context, c caller, body []byte) (any,
 	if more {
 		next = &list[len(list)-1].ID
 	}
-	return wire.WorkspacePage{Workspaces: nonNil(list), Next: next}, nil
+	page := wire.WorkspacePage{Workspaces: nonNil(list), Next: next}
+	if r.parts.gathers(c, req.Parent) {
+		return r.gatherList(ctx, c, body, page, req.Limit)
+	}
+	return page, nil
 }
 
 func (r *Daemon) workspaceOp(op string) handlerFunc {

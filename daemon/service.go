@@ -33,6 +33,12 @@ type caller struct {
 	ws string              // the workspace whose agent calls (agent endpoints)
 	p  principal.Principal // who called (the account's principal, or the token header's)
 	t  *ticket             // the request's admission; nil outside serve
+
+	// On a deployment of several daemons (deployment.go): the caller's
+	// token, on an external server, and whether another daemon relayed
+	// the request (forward.go).
+	token   string
+	relayed bool
 }
 
 type handlerFunc func(ctx context.Context, c caller, body []byte) (any, error)
@@ -388,6 +394,9 @@ func (r *Daemon) identify(req micro.Request, aud audience, p *principal.Principa
 			r.authFailures.succeeded(tp.Name) // each request authenticates on an external server
 		}
 		c.p = tp
+		if r.parts != nil {
+			c.token, c.relayed = req.Headers().Get(TokenHeader), req.Headers().Get(forwardedHeader) != ""
+		}
 	case aud == agents:
 		// Every agent request on the embedded server is routed; micro's
 		// subscriptions see one only when they were made after its

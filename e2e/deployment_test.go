@@ -205,6 +205,23 @@ func TestDeployment_DaemonAndNodeLoss(t *testing.T) {
 	if len(onD2) == 0 || len(onD2) == workers {
 		t.Fatalf("%d of %d workspaces on d2; want both daemons to hold some", len(onD2), workers)
 	}
+	// The coordinator lists one system: the workspaces of both daemons.
+	all, err := coord.ListWorkspaces(ctx, "", "")
+	if err != nil {
+		t.Fatalf("ListWorkspaces: %v", err)
+	}
+	var listed []string
+	for _, w := range all {
+		listed = append(listed, w.ID)
+	}
+	for _, ws := range append([]string{root}, spaces...) {
+		if !slices.Contains(listed, ws) {
+			t.Errorf("the coordinator's list %v lacks %s", listed, ws)
+		}
+	}
+	if len(listed) != workers+1 {
+		t.Errorf("the coordinator's list has %d workspaces, want the root and %d workers: %v", len(listed), workers, listed)
+	}
 	start := time.Now()
 	load.waitAll(t, "the load before the kills", spaces, start.Add(-time.Hour), enough, 60*time.Second, logs)
 
