@@ -27,6 +27,12 @@ func TestRunRefusesBadLimits(t *testing.T) {
 		{[]string{"-replicas", "3"}, "replicas 3 needs a NATS cluster (-nats-url)"},
 		{[]string{"-nats-url", "nats://127.0.0.1:1,,nats://127.0.0.1:2"}, "URL 2 of 3 is empty"},
 		{[]string{"-nats-url", "http://127.0.0.1:1"}, `scheme "http", want nats, tls, ws or wss`},
+		{[]string{"-partitions", "8", "-own", "0-3", "-daemon-id", "d1"}, "-nats-url is required"},
+		{[]string{"-partitions", "8", "-daemon-id", "d1", "-nats-url", "nats://127.0.0.1:1"}, "needs the partitions this daemon owns (-own)"},
+		{[]string{"-partitions", "8", "-own", "6-9", "-daemon-id", "d1", "-nats-url", "nats://127.0.0.1:1"}, "own partition 8: want 0 to 7"},
+		{[]string{"-partitions", "8", "-own", "0-x", "-daemon-id", "d1"}, `invalid value "0-x" for flag -own`},
+		{[]string{"-partitions", "8", "-own", "1", "-daemon-id", "a.b", "-nats-url", "nats://127.0.0.1:1"}, `daemon id "a.b"`},
+		{[]string{"-own", "1"}, "without a partition count (-partitions)"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
