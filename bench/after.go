@@ -58,7 +58,7 @@ func restartTime(ctx context.Context, dir string, memoryLimit int64) (*inProcess
 	if err != nil {
 		return nil, 0, fmt.Errorf("restart: %w", err)
 	}
-	coord, err := dialCoordinator(ctx, d.url, d.token)
+	coord, err := dialCoordinator(ctx, dialer{url: d.url, token: d.token})
 	if err != nil {
 		d.stop()
 		return nil, 0, fmt.Errorf("restart: %w", err)

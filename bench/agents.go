@@ -14,11 +14,25 @@ import (
 // trail takes longer than client.DefaultTimeout.
 const coordTimeout = 10 * time.Minute
 
+// dialer is where the bench's clients connect: the daemon's NATS URL (or
+// its cluster's servers), the coordinator's token and the NATS token, if
+// the daemon runs on an external server.
+type dialer struct {
+	url, token, natsToken string
+}
+
+// options returns the options of a client acting as workspace ws ("": the
+// root) with token, whose requests time out after timeout (0: the
+// client's default).
+func (d dialer) options(token, ws string, timeout time.Duration) client.Options {
+	return client.Options{URL: d.url, Token: token, Workspace: ws, NATSToken: d.natsToken, Timeout: timeout}
+}
+
 // dialCoordinator connects as the root workspace with the admin token. It
 // names the root explicitly, so that $WACP_WORKSPACE cannot make it act as
 // another workspace.
-func dialCoordinator(ctx context.Context, url, token string) (*client.Client, error) {
-	c, err := client.Dial(ctx, client.Options{URL: url, Token: token, Timeout: coordTimeout})
+func dialCoordinator(ctx context.Context, d dialer) (*client.Client, error) {
+	c, err := client.Dial(ctx, d.options(d.token, "", coordTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("dial coordinator: %w", err)
 	}
@@ -31,7 +45,7 @@ func dialCoordinator(ctx context.Context, url, token string) (*client.Client, er
 		return c, nil
 	}
 	c.Close()
-	c, err = client.Dial(ctx, client.Options{URL: url, Token: token, Workspace: info.RootWorkspace, Timeout: coordTimeout})
+	c, err = client.Dial(ctx, d.options(d.token, info.RootWorkspace, coordTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("dial coordinator as %s: %w", info.RootWorkspace, err)
 	}
@@ -41,7 +55,7 @@ func dialCoordinator(ctx context.Context, url, token string) (*client.Client, er
 // newWorkers creates n worker workspaces under the root, activates each
 // with a directive and dials a client per worker with its own token. On
 // error it closes the clients it dialed.
-func newWorkers(ctx context.Context, coord *client.Client, url string, n int) (_ []*client.Client, err error) {
+func newWorkers(ctx context.Context, coord *client.Client, d dialer, n int) (_ []*client.Client, err error) {
 	workers := make([]*client.Client, 0, n)
 	defer func() {
 		if err != nil {
@@ -60,7 +74,7 @@ func newWorkers(ctx context.Context, coord *client.Client, url string, n int) (_
 		if err != nil {
 			return nil, fmt.Errorf("direct worker %s: %w", id, err)
 		}
-		c, err := client.Dial(ctx, client.Options{URL: url, Token: created.Token, Workspace: id})
+		c, err := client.Dial(ctx, d.options(created.Token, id, 0))
 		if err != nil {
 			return nil, fmt.Errorf("dial worker %s: %w", id, err)
 		}

@@ -2,18 +2,28 @@ package bench
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 )
 
 // Config configures a Run. The zero value of every field means its default.
 type Config struct {
-	// URL is a running daemon's NATS URL; "" starts one in-process on a
-	// temporary directory under Dir.
+	// URL is a running daemon's NATS URL, or the comma-separated servers
+	// of the NATS cluster it (or a deployment of several daemons) runs
+	// on; "" starts one in-process on a temporary directory under Dir.
 	URL string
 	// Token is the coordinator's (admin) token for URL; "" lets the client
 	// find it ($WACP_TOKEN, ./wacp-data/admin.token).
 	Token string
+	// NATSToken authenticates the connections to URL when the daemon runs
+	// on an external NATS server (wacpd -nats-url): client.Options.NATSToken;
+	// "" lets the client take $WACP_NATS_TOKEN.
+	NATSToken string
+	// Processes are other processes (with URL: the daemons and NATS
+	// servers) whose CPU time over the load the report gives per
+	// checkpoint. Linux only: they are read in /proc.
+	Processes []Process
 	// Dir is the parent of the temporary directories of the daemon's data
 	// and the floor's database; default os.TempDir(). Both are removed
 	// after the run.
@@ -93,6 +103,11 @@ func (c Config) withDefaults() (Config, error) {
 		return c, errors.New("bench: config: durations must not be negative")
 	case c.N < 0 || c.FloorN < 0 || c.Window < 0:
 		return c, errors.New("bench: config: N, FloorN and Window must not be negative")
+	}
+	for _, p := range c.Processes {
+		if p.PID <= 0 {
+			return c, fmt.Errorf("bench: config: process %q has no pid", p.Name)
+		}
 	}
 	return c, nil
 }

@@ -20,6 +20,24 @@
 //     where Linux allows it. With the daemon in-process it is daemon and
 //     clients together.
 //   - Floor: p50, p99 and rate of the bare Badger writes, of the same size.
+//   - CPU per checkpoint: this process's over the load and, for each of
+//     Config.Processes (the daemons and NATS servers behind Config.URL),
+//     theirs, read in /proc/<pid>/stat before and after the load.
+//
+// # Against a running daemon
+//
+// With Config.URL (a daemon's NATS URL, or the servers of the NATS cluster
+// one daemon or a deployment of several runs on, with Config.NATSToken for
+// an external server) the load, the signals and the verification are
+// measured as with the in-process daemon, through the cluster. What needs
+// the daemon in this process or its data dir is not measured: what it
+// gave Badger and its segment files per checkpoint (Report.Written), the
+// data dir's size in the windows, the restart, the store after compaction
+// (Report.After), the read bound of the verification and the volume and
+// contract bounds, which take their shape from Report.Written. Peak RSS is
+// this process's only; a watched process's is its VmHWM since it started.
+// On a deployment of several daemons the coordinator's audit.trail.verify
+// covers its own daemon's trail, not the others'.
 //
 // # Caveats
 //

@@ -105,6 +105,7 @@ type loadResult struct {
 	// (segmentWrites).
 	segment, raw int64
 	cpu          time.Duration // this process's CPU time over the load
+	others       []ProcessCPU  // Config.Processes' over the load
 	// allocs and allocBytes are what this process allocated on the heap
 	// over the load (heapAllocs).
 	allocs, allocBytes uint64
@@ -113,16 +114,16 @@ type loadResult struct {
 // runLoad sets up the workers, runs them under the coordinator's watch,
 // waits for their signals and verifies the trail. dataDir is the
 // in-process daemon's data dir, whose size the windows report, or "".
-func runLoad(ctx context.Context, cfg Config, url, token, dataDir string) (loadResult, error) {
+func runLoad(ctx context.Context, cfg Config, d dialer, dataDir string) (loadResult, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	coord, err := dialCoordinator(ctx, url, token)
+	coord, err := dialCoordinator(ctx, d)
 	if err != nil {
 		return loadResult{}, err
 	}
 	defer coord.Close()
 	cfg.Logger.Info("creating workers", "clients", cfg.Clients)
-	workers, err := newWorkers(ctx, coord, url, cfg.Clients)
+	workers, err := newWorkers(ctx, coord, d, cfg.Clients)
 	if err != nil {
 		return loadResult{}, err
 	}
@@ -160,8 +161,8 @@ func runLoad(ctx context.Context, cfg Config, url, token, dataDir string) (loadR
 	if err != nil {
 		return loadResult{}, fmt.Errorf("verify trail: %w", err)
 	}
-	d := time.Since(t0)
-	res.verify = VerifyReport{OK: v.OK, Entries: v.Entries, Elapsed: d, Rate: rate(int(v.Entries), d)}
+	took := time.Since(t0)
+	res.verify = VerifyReport{OK: v.OK, Entries: v.Entries, Elapsed: took, Rate: rate(int(v.Entries), took)}
 	return res, nil
 }
 
@@ -176,6 +177,11 @@ func drive(ctx context.Context, cfg Config, clients []*client.Client, dataDir st
 	puts0, written0 := badgerWrites()
 	seg0, raw0 := segmentWrites()
 	allocs0, allocBytes0 := heapAllocs()
+	others0, err := processesCPU(cfg.Processes)
+	if err != nil {
+		smp.stop()
+		return loadResult{}, nil, err
+	}
 	start, cpu0 := time.Now(), processCPU()
 	for i, c := range clients {
 		wg.Go(func() {
@@ -186,6 +192,7 @@ func drive(ctx context.Context, cfg Config, clients []*client.Client, dataDir st
 	}
 	wg.Wait()
 	res := loadResult{elapsed: time.Since(start), cpu: processCPU() - cpu0}
+	others1, othersErr := processesCPU(cfg.Processes)
 	allocs1, allocBytes1 := heapAllocs()
 	res.allocs, res.allocBytes = allocs1-allocs0, allocBytes1-allocBytes0
 	puts1, written1 := badgerWrites()
@@ -197,6 +204,9 @@ func drive(ctx context.Context, cfg Config, clients []*client.Client, dataDir st
 	if ctx.Err() != nil {
 		return res, nil, context.Cause(ctx)
 	}
+	if othersErr != nil {
+		return res, nil, othersErr
+	}
 	var cps []committed
 	var all []ack
 	for _, w := range ws {
@@ -206,6 +216,7 @@ func drive(ctx context.Context, cfg Config, clients []*client.Client, dataDir st
 		all = append(all, w.acks...)
 		cps = append(cps, w.cps...)
 	}
+	res.others = processesUsed(cfg.Processes, others0, others1, len(res.acks))
 	if len(all) >= 2*cfg.Window {
 		res.windows = windows(all, cfg.Window, samples, start)
 	}

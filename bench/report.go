@@ -25,6 +25,9 @@ type Report struct {
 	// in-process daemon, daemon and agents. On a CPU-bound machine it
 	// moves less from run to run than the rate.
 	CPU time.Duration `json:"cpu_per_checkpoint_ns"`
+	// Processes are the CPU time over the load of Config.Processes (with
+	// -url: the daemons and NATS servers), each also per checkpoint.
+	Processes []ProcessCPU `json:"processes,omitempty"`
 	// Allocs and AllocBytes are what this process allocated on the heap
 	// per checkpoint over the load (same scope as CPU): the garbage
 	// collector's work follows them, and unlike the CPU time they hardly
@@ -196,6 +199,15 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "\nthroughput   %.0f checkpoints/s in %s\n", r.Rate, dur(r.Elapsed))
 	if r.CPU > 0 {
 		fmt.Fprintf(w, "cpu          %s per checkpoint (%s)\n", dur(r.CPU), cpuScope(r.Daemon))
+	}
+	if len(r.Processes) > 0 {
+		total := r.CPU
+		for _, p := range r.Processes {
+			fmt.Fprintf(w, "  cpu of %s (pid %d): %s per checkpoint, %s in all; peak RSS %.1f MiB since it started\n",
+				p.Name, p.PID, dur(p.PerCheckpoint), dur(p.CPU), float64(p.PeakRSS)/(1<<20))
+			total += p.PerCheckpoint
+		}
+		fmt.Fprintf(w, "  cpu in all: %s per checkpoint (this process and those above)\n", dur(total))
 	}
 	if r.Allocs > 0 {
 		fmt.Fprintf(w, "allocs       %.0f objects and %.0f bytes allocated per checkpoint (the same)\n", r.Allocs, r.AllocBytes)

@@ -57,9 +57,9 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	debug.FreeOSMemory()
 	reset := resetPeakRSS()
 
-	url, token, dataDir := cfg.URL, cfg.Token, ""
+	dial, dataDir := dialer{url: cfg.URL, token: cfg.Token, natsToken: cfg.NATSToken}, ""
 	var d *inProcess
-	if url == "" {
+	if cfg.URL == "" {
 		dataDir = filepath.Join(base, "daemon")
 		rep.MemoryLimit = cfg.MemoryLimit
 		if d, err = startDaemon(ctx, dataDir, cfg.MemoryLimit); err != nil {
@@ -73,16 +73,16 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 				err = errors.Join(err, fmt.Errorf("stop daemon: %w", serr))
 			}
 		}()
-		rep.Daemon, url, token = "in-process", d.url, d.token
+		rep.Daemon, dial = "in-process", dialer{url: d.url, token: d.token}
 	}
-	res, err := runLoad(ctx, cfg, url, token, dataDir)
+	res, err := runLoad(ctx, cfg, dial, dataDir)
 	if err != nil {
 		return nil, err
 	}
 	rep.PeakRSS, rep.RSSScope = peakRSS(), rssScope(cfg.URL == "", reset)
 	rep.PeakRSSAnon = res.anon
 	rep.Elapsed, rep.Acks, rep.Rate = res.elapsed, Summarize(res.acks), rate(len(res.acks), res.elapsed)
-	rep.CPU = perOp(res.cpu, len(res.acks))
+	rep.CPU, rep.Processes = perOp(res.cpu, len(res.acks)), res.others
 	if n := len(res.acks); n > 0 {
 		rep.Allocs, rep.AllocBytes = float64(res.allocs)/float64(n), float64(res.allocBytes)/float64(n)
 	}

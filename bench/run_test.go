@@ -150,6 +150,38 @@ func TestRun(t *testing.T) {
 	}
 }
 
+// TestRunURL runs the load against a running daemon (-url), here one in
+// this process, with this process as a watched one: what only the
+// in-process daemon gives (what it wrote, the restart, the store) is left
+// out, and the watched processes' CPU is in.
+func TestRunURL(t *testing.T) {
+	for _, v := range []string{client.EnvURL, client.EnvToken, client.EnvWorkspace, client.EnvNATSToken} {
+		t.Setenv(v, "")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	d, err := startDaemon(ctx, t.TempDir(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.stop()
+	cfg := Config{URL: d.url, Token: d.token, Dir: t.TempDir(), Clients: 2, N: 10, FloorN: 5, Size: 256,
+		Processes: []Process{{Name: "self", PID: os.Getpid()}}}
+	rep, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Run(%+v) = %v", cfg, err)
+	}
+	if rep.Daemon != d.url || rep.Acks.N != 10 || rep.Signals.N != 10 || !rep.Verify.OK {
+		t.Errorf("report daemon %q, acks %d, signals %d, verify %+v; want %q, 10, 10, ok", rep.Daemon, rep.Acks.N, rep.Signals.N, rep.Verify, d.url)
+	}
+	if rep.Written != nil || rep.After != nil {
+		t.Errorf("written %+v, after %+v with -url; want none", rep.Written, rep.After)
+	}
+	if len(rep.Processes) != 1 || rep.Processes[0].CPU <= 0 || rep.Processes[0].PerCheckpoint != rep.Processes[0].CPU/10 {
+		t.Errorf("processes = %+v, want this one with some cpu, a tenth of it per checkpoint", rep.Processes)
+	}
+}
+
 func TestConfigErrors(t *testing.T) {
 	tests := []struct {
 		name string
@@ -159,6 +191,7 @@ func TestConfigErrors(t *testing.T) {
 		{"negative size", Config{Size: -1}},
 		{"negative duration", Config{Duration: -time.Second}},
 		{"negative n", Config{N: -1}},
+		{"process without pid", Config{Processes: []Process{{Name: "wacpd"}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
