@@ -306,6 +306,9 @@ func (r *Daemon) Run(ctx context.Context) (err error) {
 		return err
 	}
 	pub.recover = r.recoverJetStream
+	// Several daemons publish into one stream: each keeps its workspaces'
+	// order, not the stream's.
+	pub.perWorkspace = r.cfg.Deployment.on()
 	if ns := r.ns; ns != nil {
 		acc := ns.GlobalAccount() // the daemon's: the feeds are published there (docs/security.md)
 		pub.interest = acc.SubscriptionInterest

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/oklog/ulid/v2"
 
+	"github.com/wacpd/wacpd/clock"
 	"github.com/wacpd/wacpd/internal/atomicfile"
 	"github.com/wacpd/wacpd/placement"
 	"github.com/wacpd/wacpd/runtime"
@@ -212,7 +212,8 @@ func (r *Daemon) joinDeployment(ctx context.Context, dir string) (joined, error)
 				return joined{}, err
 			}
 		}
-		root, err := placement.MintInPartition(func() string { return ulid.Make().String() }, d.Own[0], d.Partitions)
+		ids := clock.NewIDs(nil)
+		root, err := placement.MintInPartition(func() string { return ids.New(time.Now()) }, d.Own[0], d.Partitions)
 		if err != nil {
 			return joined{}, err
 		}

@@ -107,7 +107,10 @@ func TestAgentSubject(t *testing.T) {
 func idIn(t *testing.T, p, n int) string {
 	t.Helper()
 	i := 0
-	id, err := placement.MintInPartition(func() string { i++; return "01TESTWORKSPACE" + strings.Repeat("0", 8) + string(rune('A'+i%26)) + string(rune('A'+i/26%26)) }, p, n)
+	id, err := placement.MintInPartition(func() string {
+		i++
+		return "01TESTWORKSPACE" + strings.Repeat("0", 8) + string(rune('A'+i%26)) + string(rune('A'+i/26%26))
+	}, p, n)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,8 @@ func TestDeps(t *testing.T) {
 			"github.com/modelcontextprotocol/go-sdk/mcp", "github.com/modelcontextprotocol/go-sdk/auth", // its streamable HTTP transport and Bearer check
 			// The web console (console.go) and its users' capabilities.
 			"github.com/wacpd/wacpd/console", "github.com/wacpd/wacpd/user",
-			"github.com/wacpd/wacpd/envelope", // the port rights rights.list answers (envelope.Right)
+			"github.com/wacpd/wacpd/envelope",  // the port rights rights.list answers (envelope.Right)
+			"github.com/wacpd/wacpd/placement", // several daemons: the partition function and the leases
 		},
 		Required: []string{"github.com/nats-io/nats-server/v2/server"},
 	})
