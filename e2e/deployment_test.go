@@ -225,7 +225,7 @@ func TestDeployment_DaemonAndNodeLoss(t *testing.T) {
 	start := time.Now()
 	load.waitAll(t, "the load before the kills", spaces, start.Add(-time.Hour), enough, 60*time.Second, logs)
 
-	// Kill a NATS node mid-load: the one d2 is connected to.
+	// Kill a NATS node mid-load: one a daemon is connected to.
 	var victim *natsNode
 	for _, n := range nodes {
 		if ok, _ := n.serves("wacpd"); ok {
@@ -256,6 +256,7 @@ func TestDeployment_DaemonAndNodeLoss(t *testing.T) {
 	d2 = startDaemon(t, dir2, dep("d2", "4-7")...)
 	up := time.Since(restarted)
 	load.waitAll(t, "d2's workspaces after its restart", onD2, restarted, enough, 60*time.Second, logs)
+	resumed := time.Since(daemonKilled)
 	stopLoad()
 	wg.Wait()
 
@@ -313,12 +314,20 @@ func TestDeployment_DaemonAndNodeLoss(t *testing.T) {
 	}
 	stopWatch()
 	<-watchCh
+	seenMu.Lock()
+	delivered := 0
+	for _, n := range seen {
+		delivered += n
+	}
+	seenMu.Unlock()
 
 	load.mu.Lock()
 	acked, failed := len(load.acked), load.failed
 	load.mu.Unlock()
-	t.Logf("%d workers (%d on d2); killed NATS node %s, then d2; d2 back in %s (its leases: up to the 15s TTL)", workers, len(onD2), victim.name, up.Round(time.Millisecond))
-	t.Logf("acknowledged %d, stored %d, lost %d; %d requests failed and were retried", acked, len(stored), lost, failed)
+	t.Logf("%d workers (%d on d2); killed NATS node %s, then d2; d2's restart took %s (its recovery, then its leases: up to the 15s TTL); each of d2's workers had %d checkpoints acknowledged %s after d2's kill",
+		workers, len(onD2), victim.name, up.Round(time.Millisecond), enough, resumed.Round(time.Millisecond))
+	t.Logf("acknowledged %d, stored %d, lost %d; %d requests failed and were retried; %d checkpoint signals delivered for %d stored checkpoints (%d repeats)",
+		acked, len(stored), lost, failed, delivered, len(stored), delivered-len(stored))
 
 	// The auditor verifies the two daemons as one system, offline.
 	d1.stop()
