@@ -349,12 +349,29 @@ type partitions struct {
 // The leases live until ctx ends; lost is told when one is lost.
 func (r *Daemon) acquireLeases(ctx context.Context, lost func(p int, err error)) (map[int]*placement.Lease, error) {
 	d := r.cfg.Deployment
-	ls, err := placement.OpenLeases(ctx, r.js, placement.Config{Bucket: leaseBucket, Replicas: r.replicas, TTL: d.LeaseTTL})
-	if err != nil {
-		return nil, err
+	// A cluster that has just lost a node may not answer for a few seconds
+	// (its meta leader's or the bucket's election): wait as ensureStream
+	// does.
+	var ls *placement.Leases
+	deadline := time.Now().Add(clusterWait)
+	for {
+		var err error
+		ls, err = placement.OpenLeases(ctx, r.js, placement.Config{Bucket: leaseBucket, Replicas: r.replicas, TTL: d.LeaseTTL})
+		if err == nil {
+			break
+		}
+		if !notYet(err) || time.Now().After(deadline) {
+			return nil, err
+		}
+		r.cfg.Logger.Warn("the NATS cluster cannot open the lease bucket yet; waiting", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
 	}
 	out := map[int]*placement.Lease{}
-	deadline := time.Now().Add(2 * d.LeaseTTL)
+	deadline = time.Now().Add(2 * d.LeaseTTL)
 	for _, p := range d.Own {
 		for warned := false; ; {
 			l, err := ls.Acquire(ctx, d.DaemonID, p)
@@ -366,11 +383,13 @@ func (r *Daemon) acquireLeases(ctx context.Context, lost func(p int, err error))
 				}()
 				break
 			}
-			if !errors.Is(err, placement.ErrHeld) || time.Now().After(deadline) {
+			// Held: wait for it to expire. No answer in time: the
+			// bucket is electing a leader. Anything else stops the start.
+			if (!errors.Is(err, placement.ErrHeld) && !notYet(err)) || time.Now().After(deadline) {
 				return nil, fmt.Errorf("partition %d: %w", p, err)
 			}
 			if !warned {
-				r.cfg.Logger.Warn("a partition's lease is held; waiting for it to expire", "partition", p, "err", err)
+				r.cfg.Logger.Warn("a partition's lease is held or its bucket does not answer; waiting", "partition", p, "err", err)
 				warned = true
 			}
 			select {
