@@ -291,9 +291,8 @@ func (r *Daemon) Run(ctx context.Context) (err error) {
 	if err := r.ensureStream(ctx); err != nil {
 		return err
 	}
-	fatal := make(chan error, 1) // a lost lease stops the daemon
 	if r.cfg.Deployment.on() {
-		stop, err := r.holdPartitions(ctx, dep, fatal)
+		stop, err := r.holdPartitions(dep)
 		if err != nil {
 			return err
 		}
@@ -380,12 +379,7 @@ func (r *Daemon) Run(ctx context.Context) (err error) {
 	fmt.Fprintf(r.cfg.Stdout, "wacpd %s listening on %s (data %s, root workspace %s)\n",
 		r.cfg.Version, r.url, dir, info.RootWorkspace)
 	close(r.ready)
-	select {
-	case <-ctx.Done():
-	case err := <-fatal:
-		r.cfg.Logger.Error("stopping", "err", err)
-		return err
-	}
+	<-ctx.Done()
 	r.cfg.Logger.Info("shutting down")
 	return nil
 }

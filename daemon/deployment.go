@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -338,16 +339,16 @@ func (r *Daemon) kvBucket(ctx context.Context, name, what string) (jetstream.Key
 type partitions struct {
 	d      Deployment
 	root   string
-	home   int // the root's partition
-	leases map[int]*placement.Lease
-	next   atomic.Uint64 // the round robin over all partitions
+	home   int                                      // the root's partition
+	leases map[int]*atomic.Pointer[placement.Lease] // the current lease of each owned partition (keepLease)
+	next   atomic.Uint64                            // the round robin over all partitions
 }
 
 // acquireLeases takes the lease of every owned partition. A lease another
 // holder still has (a daemon of the same id killed less than LeaseTTL ago,
 // or a misconfigured second owner) is waited for, up to twice the TTL.
-// The leases live until ctx ends; lost is told when one is lost.
-func (r *Daemon) acquireLeases(ctx context.Context, lost func(p int, err error)) (map[int]*placement.Lease, error) {
+// The leases live until ctx ends.
+func (r *Daemon) acquireLeases(ctx context.Context) (*placement.Leases, map[int]*placement.Lease, error) {
 	d := r.cfg.Deployment
 	// A cluster that has just lost a node may not answer for a few seconds
 	// (its meta leader's or the bucket's election): wait as ensureStream
@@ -361,12 +362,12 @@ func (r *Daemon) acquireLeases(ctx context.Context, lost func(p int, err error))
 			break
 		}
 		if !notYet(err) || time.Now().After(deadline) {
-			return nil, err
+			return nil, nil, err
 		}
 		r.cfg.Logger.Warn("the NATS cluster cannot open the lease bucket yet; waiting", "err", err)
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
@@ -377,16 +378,12 @@ func (r *Daemon) acquireLeases(ctx context.Context, lost func(p int, err error))
 			l, err := ls.Acquire(ctx, d.DaemonID, p)
 			if err == nil {
 				out[p] = l
-				go func() {
-					<-l.Lost()
-					lost(p, l.Err())
-				}()
 				break
 			}
 			// Held: wait for it to expire. No answer in time: the
 			// bucket is electing a leader. Anything else stops the start.
 			if (!errors.Is(err, placement.ErrHeld) && !notYet(err)) || time.Now().After(deadline) {
-				return nil, fmt.Errorf("partition %d: %w", p, err)
+				return nil, nil, fmt.Errorf("partition %d: %w", p, err)
 			}
 			if !warned {
 				r.cfg.Logger.Warn("a partition's lease is held or its bucket does not answer; waiting", "partition", p, "err", err)
@@ -394,12 +391,48 @@ func (r *Daemon) acquireLeases(ctx context.Context, lost func(p int, err error))
 			}
 			select {
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				return nil, nil, ctx.Err()
 			case <-time.After(500 * time.Millisecond):
 			}
 		}
 	}
-	return out, nil
+	return ls, out, nil
+}
+
+// keepLease owns partition p's lease slot while the daemon runs. When the
+// lease is lost (a renewal not written before its validity ran out, while
+// the cluster could not answer; or taken by another holder), the
+// partition's requests are refused (serving) and keepLease takes the lease
+// again as soon as the bucket lets it: after the recorded expiry, if no
+// other holder took it first. It returns when ctx ends or the lease is
+// released (a clean stop).
+func (r *Daemon) keepLease(ctx context.Context, ls *placement.Leases, p int, slot *atomic.Pointer[placement.Lease]) {
+	holder := r.cfg.Deployment.DaemonID
+	for {
+		l := slot.Load()
+		select {
+		case <-ctx.Done():
+			return
+		case <-l.Lost():
+		}
+		if ctx.Err() != nil || errors.Is(l.Err(), placement.ErrReleased) {
+			return
+		}
+		r.cfg.Logger.Error("lost a partition's lease; its requests are refused until it is taken again", "partition", p, "err", l.Err())
+		for {
+			nl, err := ls.Acquire(ctx, holder, p)
+			if err == nil {
+				slot.Store(nl)
+				r.cfg.Logger.Warn("took a partition's lease again", "partition", p, "token", nl.Token())
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}
 }
 
 // servedAt is one subscription of an endpoint: its micro name and subject.
@@ -438,8 +471,8 @@ func (pt *partitions) serving(part int) error {
 	if part < 0 {
 		return nil
 	}
-	l := pt.leases[part]
-	if l == nil || !l.Valid(time.Now()) {
+	slot := pt.leases[part]
+	if slot == nil || !slot.Load().Valid(time.Now()) {
 		return runtime.Refuse(wire.CodeUnavailable, "daemon %s does not hold partition %d's lease now", pt.d.DaemonID, part)
 	}
 	return nil
@@ -456,40 +489,38 @@ func (r *Daemon) joinCluster(ctx context.Context, dir string) (joined, error) {
 	return r.joinDeployment(ctx, dir)
 }
 
-// holdPartitions takes the leases of the owned partitions and makes the
-// daemon serve them. A lease lost while the daemon runs (a renewal that
-// could not be written before its expiry, or another holder) is sent to
-// fatal: the daemon stops rather than serve a partition that may be
-// another's. The returned stop releases the leases, so that the daemon's
-// next start need not wait for them to expire.
-func (r *Daemon) holdPartitions(ctx context.Context, dep joined, fatal chan<- error) (stop func(), err error) {
+// holdPartitions takes the leases of the owned partitions, makes the
+// daemon serve them, and keeps the leases (keepLease). The returned stop
+// releases them, so that the daemon's next start need not wait for them
+// to expire.
+func (r *Daemon) holdPartitions(dep joined) (stop func(), err error) {
 	lctx, cancel := context.WithCancel(context.Background())
-	var stopping atomic.Bool
-	leases, err := r.acquireLeases(lctx, func(p int, err error) {
-		if stopping.Load() {
-			return
-		}
-		select {
-		case fatal <- fmt.Errorf("lost the lease of partition %d: %w", p, err):
-		default:
-		}
-	})
+	ls, first, err := r.acquireLeases(lctx)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
 	d := r.cfg.Deployment
-	r.parts = &partitions{d: d, root: dep.rec.Root, home: placement.Partition(dep.rec.Root, d.Partitions), leases: leases}
-	r.cfg.Logger.Info("serving partitions", "daemon", d.DaemonID, "partitions", d.Own, "of", d.Partitions, "home", d.owns(r.parts.home))
+	pt := &partitions{d: d, root: dep.rec.Root, home: placement.Partition(dep.rec.Root, d.Partitions), leases: map[int]*atomic.Pointer[placement.Lease]{}}
+	var wg sync.WaitGroup
+	for p, l := range first {
+		slot := &atomic.Pointer[placement.Lease]{}
+		slot.Store(l)
+		pt.leases[p] = slot
+		wg.Add(1)
+		go func() { defer wg.Done(); r.keepLease(lctx, ls, p, slot) }()
+	}
+	r.parts = pt
+	r.cfg.Logger.Info("serving partitions", "daemon", d.DaemonID, "partitions", d.Own, "of", d.Partitions, "home", d.owns(pt.home))
 	return func() {
-		stopping.Store(true)
 		rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer rcancel()
-		for p, l := range leases {
-			if err := l.Release(rctx); err != nil {
+		for p, slot := range pt.leases {
+			if err := slot.Load().Release(rctx); err != nil {
 				r.cfg.Logger.Warn("release a partition's lease; it expires on its own", "partition", p, "err", err)
 			}
 		}
 		cancel()
+		wg.Wait()
 	}, nil
 }

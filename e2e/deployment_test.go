@@ -191,7 +191,7 @@ func TestDeployment_DaemonAndNodeLoss(t *testing.T) {
 		}
 		if _, err := coord.SendEnvelope(ctx, client.EnvelopeRequest{To: id, Type: "directive",
 			Payload: envelope.Payload{Content: "write checkpoints while a NATS node and a daemon die"}}); err != nil {
-			t.Fatalf("directive to %s: %v", id, err)
+			t.Fatalf("directive to %s: %v\n%s", id, err, logs())
 		}
 		got, err := coord.GetWorkspace(ctx, id)
 		if err != nil || got.State != "active" {
@@ -208,7 +208,7 @@ func TestDeployment_DaemonAndNodeLoss(t *testing.T) {
 	// The coordinator lists one system: the workspaces of both daemons.
 	all, err := coord.ListWorkspaces(ctx, "", "")
 	if err != nil {
-		t.Fatalf("ListWorkspaces: %v", err)
+		t.Fatalf("ListWorkspaces: %v\n%s", err, logs())
 	}
 	var listed []string
 	for _, w := range all {
@@ -266,7 +266,7 @@ func TestDeployment_DaemonAndNodeLoss(t *testing.T) {
 		for after := ""; ; {
 			page, err := coord.ListCheckpoints(ctx, ws, after, 1000)
 			if err != nil {
-				t.Fatalf("ListCheckpoints(%s): %v", ws, err)
+				t.Fatalf("ListCheckpoints(%s): %v\n%s", ws, err, logs())
 			}
 			for _, cp := range page {
 				stored[cp.ID] = ws
