@@ -207,6 +207,11 @@ func (r *Daemon) joinDeployment(ctx context.Context, dir string) (joined, error)
 	entry, err := kv.Get(ctx, deploymentKey)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
+		// The first daemon makes the deployment's root: its store must
+		// not have one of its own yet.
+		if _, err := os.Stat(filepath.Join(dir, "db")); err == nil {
+			return joined{}, fmt.Errorf("the cluster has no deployment yet and %s already holds a store: a deployment's first daemon starts on an empty data dir", dir)
+		}
 		tok := local
 		if tok == "" {
 			if tok, err = newToken(); err != nil {
