@@ -207,10 +207,20 @@ func (r *Daemon) joinDeployment(ctx context.Context, dir string) (joined, error)
 	entry, err := kv.Get(ctx, deploymentKey)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
-		// The first daemon makes the deployment's root: its store must
-		// not have one of its own yet.
-		if _, err := os.Stat(filepath.Join(dir, "db")); err == nil {
+		// The first daemon makes the deployment's root, on an empty data
+		// dir; or a daemon of a deployment whose cluster lost the record
+		// writes it again from its data dir, if it has the coordinator's
+		// token.
+		prev, err := readDirRecord(dir)
+		if err != nil {
+			return joined{}, err
+		}
+		_, statErr := os.Stat(filepath.Join(dir, "db"))
+		switch {
+		case prev == nil && statErr == nil:
 			return joined{}, fmt.Errorf("the cluster has no deployment yet and %s already holds a store: a deployment's first daemon starts on an empty data dir", dir)
+		case prev != nil && local == "":
+			return joined{}, fmt.Errorf("the cluster has no record of the deployment of root %s (bucket %s): start first the daemon whose data dir has the coordinator's %s, which writes it again", prev.Root, deploymentBucket, AdminTokenFile)
 		}
 		tok := local
 		if tok == "" {
@@ -218,10 +228,15 @@ func (r *Daemon) joinDeployment(ctx context.Context, dir string) (joined, error)
 				return joined{}, err
 			}
 		}
-		ids := clock.NewIDs(nil)
-		root, err := placement.MintInPartition(func() string { return ids.New(time.Now()) }, d.Own[0], d.Partitions)
-		if err != nil {
-			return joined{}, err
+		var root string
+		if prev != nil {
+			root = prev.Root
+			r.cfg.Logger.Warn("the cluster has no deployment record; writing it again from the data dir", "root", root)
+		} else {
+			ids := clock.NewIDs(nil)
+			if root, err = placement.MintInPartition(func() string { return ids.New(time.Now()) }, d.Own[0], d.Partitions); err != nil {
+				return joined{}, err
+			}
 		}
 		rec := deploymentRecord{Root: root, Partitions: d.Partitions, Coordinator: tokenHashHex(tok), Created: time.Now().UTC().Format(time.RFC3339Nano)}
 		b, _ := json.Marshal(rec)
@@ -264,23 +279,37 @@ func (r *Daemon) joinDeployment(ctx context.Context, dir string) (joined, error)
 	return j, nil
 }
 
+// readDirRecord returns DIR/DeploymentFile's record, nil when there is none.
+func readDirRecord(dir string) (*dirRecord, error) {
+	path := filepath.Join(dir, DeploymentFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var rec dirRecord
+	if err := json.Unmarshal(b, &rec); err != nil || rec.Root == "" {
+		return nil, fmt.Errorf("%s is not a deployment record (%v); restore it from a backup", path, err)
+	}
+	return &rec, nil
+}
+
 // checkDirRecord writes DIR/DeploymentFile at the first start and compares
 // it with want at the later ones: a data dir holds the workspaces of the
 // partitions it was started with, under one root.
 func checkDirRecord(dir string, want dirRecord) error {
 	path := filepath.Join(dir, DeploymentFile)
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		nb, _ := json.MarshalIndent(want, "", "  ")
-		return atomicfile.WriteFile(path, append(nb, '\n'), 0o600)
-	}
+	prev, err := readDirRecord(dir)
 	if err != nil {
 		return err
 	}
-	var got dirRecord
-	if err := json.Unmarshal(b, &got); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+	if prev == nil {
+		nb, _ := json.MarshalIndent(want, "", "  ")
+		return atomicfile.WriteFile(path, append(nb, '\n'), 0o600)
 	}
+	got := *prev
 	switch {
 	case got.Root != want.Root:
 		return fmt.Errorf("%s: the data dir belongs to the deployment of root %s, the cluster's is %s", path, got.Root, want.Root)
