@@ -278,6 +278,12 @@ func (r *Daemon) serveRequest(ep endpoint, p *principal.Principal, req micro.Req
 			return
 		}
 		mint, relay = pt.place(c, ep.op, part, req.Data())
+		// A child of the root minted into another of the daemon's
+		// partitions: only while it holds that partition's lease too.
+		if err := pt.serving(mint); err != nil {
+			r.replyErr(ep.name, req, err)
+			return
+		}
 	}
 	if c.t, err = r.adm.admit(c.p); err != nil {
 		r.replyErr(ep.name, req, err)
