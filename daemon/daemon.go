@@ -292,7 +292,7 @@ func (r *Daemon) Run(ctx context.Context) (err error) {
 		return err
 	}
 	if r.cfg.Deployment.on() {
-		stop, err := r.holdPartitions(dep)
+		stop, err := r.holdPartitions(ctx, dep)
 		if err != nil {
 			return err
 		}

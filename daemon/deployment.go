@@ -526,10 +526,13 @@ func (r *Daemon) joinCluster(ctx context.Context, dir string) (joined, error) {
 // holdPartitions takes the leases of the owned partitions, makes the
 // daemon serve them, and keeps the leases (keepLease). The returned stop
 // releases them, so that the daemon's next start need not wait for them
-// to expire.
-func (r *Daemon) holdPartitions(dep joined) (stop func(), err error) {
+// to expire. The end of ctx (the daemon's stop) ends the wait for the
+// leases; once taken, they live until stop.
+func (r *Daemon) holdPartitions(ctx context.Context, dep joined) (stop func(), err error) {
 	lctx, cancel := context.WithCancel(context.Background())
+	unhook := context.AfterFunc(ctx, cancel)
 	ls, first, err := r.acquireLeases(lctx)
+	unhook()
 	if err != nil {
 		cancel()
 		return nil, err

@@ -743,3 +743,45 @@ func TestDeployment_LeaseLoss(t *testing.T) {
 	}
 	t.Logf("partition 1 refused %d times, served again %v after its lease was taken (the intruder's record lasted %v)", refusals, back.Round(time.Millisecond), ttl)
 }
+
+// TestDeployment_StopWhileWaitingForALease: a daemon waiting for a
+// partition's lease another daemon holds (up to twice the TTL) stops as
+// soon as it is told to, without waiting for the lease.
+func TestDeployment_StopWhileWaitingForALease(t *testing.T) {
+	ctx := clientCtx(t)
+	td := newDeployment(t, ctx, 0)
+	buf := &logBuffer{}
+	cfg := depConfig(td.url, t.TempDir(), "d3", []int{2, 3}, 0)
+	cfg.Logger = slog.New(slog.NewTextHandler(buf, nil))
+	rt, err := daemon.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- rt.Run(rctx) }()
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(buf.String(), "lease is held"); {
+		select {
+		case err := <-done:
+			t.Fatalf("Run = %v before waiting for the lease\n%s", err, buf)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no wait for d2's lease after 20s\n%s", buf)
+		}
+		time.Sleep(20 * time.Millisecond) // polling the daemon's log
+	}
+	cancel()
+	stopped := time.Now()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Run = %v, want the stop's context.Canceled", err)
+		}
+		t.Logf("Run = %v, %v after the stop", err, time.Since(stopped).Round(time.Millisecond))
+	case <-time.After(10 * time.Second):
+		t.Errorf("Run has not returned 10s after the stop, while waiting for a lease of the default TTL (30s)\n%s", buf)
+		<-done
+	}
+}
