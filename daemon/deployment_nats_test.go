@@ -709,6 +709,11 @@ func TestDeployment_LeaseLoss(t *testing.T) {
 		case errCode(err) == wire.CodeUnavailable:
 			if !refused {
 				td.createWhileLost(t, ctx)
+				// The coordinator's request about the workspace, through
+				// the root's partition, is refused too.
+				if _, err := td.coord.GetWorkspace(ctx, on1.Workspace()); errCode(err) != wire.CodeUnavailable && !strings.Contains(td.d1.logs(), "took a partition's lease again") {
+					t.Errorf("the coordinator's workspace.get of partition 1's worker while its lease is lost = %v, want unavailable", err)
+				}
 			}
 			refused = true
 			refusals++

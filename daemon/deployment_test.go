@@ -125,36 +125,36 @@ func TestPlace(t *testing.T) {
 	body := func(k, v string) []byte { b, _ := json.Marshal(map[string]string{k: v}); return b }
 	there, here := idIn(t, 6, n), idIn(t, 2, n)
 
-	type want struct{ mint, relay int }
+	type want struct{ mint, relay, here int }
 	check := func(name string, c caller, op string, part int, b []byte, w want) {
 		t.Helper()
-		if m, r := pt.place(c, op, part, b); m != w.mint || r != w.relay {
-			t.Errorf("%s: place = mint %d relay %d, want mint %d relay %d", name, m, r, w.mint, w.relay)
+		if m, r, h := pt.place(c, op, part, b); m != w.mint || r != w.relay || h != w.here {
+			t.Errorf("%s: place = mint %d relay %d here %d, want mint %d relay %d here %d", name, m, r, h, w.mint, w.relay, w.here)
 		}
 	}
-	check("get of a remote workspace", coord, "workspace.get", 0, body("id", there), want{-1, 6})
-	check("get of a local workspace", coord, "workspace.get", 0, body("id", here), want{-1, -1})
-	check("get of the root", coord, "workspace.get", 0, body("id", root), want{-1, -1})
-	check("envelope to a remote workspace", coord, "envelope", 0, body("to", there), want{-1, 6})
-	check("integrate a remote workspace", coord, "integrate", 0, body("workspace", there), want{-1, 6})
-	check("a remote checkpoint", coord, "checkpoint.get", 0, body("id", there), want{-1, 6})
-	check("create under a remote parent", coord, "workspace.create", 0, body("parent", there), want{-1, 6})
-	check("create under a local parent", coord, "workspace.create", 0, body("parent", here), want{-1, -1})
-	check("the root's own inbox", coord, "inbox.next", 0, []byte(`{}`), want{-1, -1})
-	check("a body that is not JSON runs here", coord, "workspace.get", 0, []byte(`{`), want{-1, -1})
-	check("a relayed create keeps its partition", coord, "workspace.create", 5, []byte(`{}`), want{-1, 5})
-	check("a create addressed to an owned partition", coord, "workspace.create", 3, []byte(`{}`), want{3, -1})
+	check("get of a remote workspace", coord, "workspace.get", 0, body("id", there), want{-1, 6, -1})
+	check("get of a local workspace", coord, "workspace.get", 0, body("id", here), want{-1, -1, 2})
+	check("get of the root", coord, "workspace.get", 0, body("id", root), want{-1, -1, -1})
+	check("envelope to a remote workspace", coord, "envelope", 0, body("to", there), want{-1, 6, -1})
+	check("integrate a remote workspace", coord, "integrate", 0, body("workspace", there), want{-1, 6, -1})
+	check("a remote checkpoint", coord, "checkpoint.get", 0, body("id", there), want{-1, 6, -1})
+	check("create under a remote parent", coord, "workspace.create", 0, body("parent", there), want{-1, 6, -1})
+	check("create under a local parent", coord, "workspace.create", 0, body("parent", here), want{-1, -1, 2})
+	check("the root's own inbox", coord, "inbox.next", 0, []byte(`{}`), want{-1, -1, -1})
+	check("a body that is not JSON runs here", coord, "workspace.get", 0, []byte(`{`), want{-1, -1, -1})
+	check("a relayed create keeps its partition", coord, "workspace.create", 5, []byte(`{}`), want{-1, 5, -1})
+	check("a create addressed to an owned partition", coord, "workspace.create", 3, []byte(`{}`), want{3, -1, 3})
 
 	agent := caller{ws: here, p: principal.Principal{Kind: principal.KindAgent, Workspace: here}}
-	check("an agent's request is never placed", agent, "workspace.get", 2, body("id", there), want{-1, -1})
+	check("an agent's request is never placed", agent, "workspace.get", 2, body("id", there), want{-1, -1, -1})
 	// A coordinator token used on another workspace's subject is not placed either.
 	other := caller{ws: here, p: coord.p}
-	check("not through the root", other, "workspace.get", 2, body("id", there), want{-1, -1})
+	check("not through the root", other, "workspace.get", 2, body("id", there), want{-1, -1, -1})
 
 	// The root's children go round every partition, here or relayed.
 	var got []int
 	for range 2 * n {
-		m, r := pt.place(coord, "workspace.create", 0, []byte(`{"role":"worker"}`))
+		m, r, _ := pt.place(coord, "workspace.create", 0, []byte(`{"role":"worker"}`))
 		got = append(got, max(m, r))
 	}
 	for i, p := range got {

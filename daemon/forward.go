@@ -89,16 +89,17 @@ var targetField = map[string]string{
 }
 
 // place decides where a request of the root's agent runs on a deployment:
-// here, with the partition a new child of the root goes to (mint >= 0), or
-// relayed to another partition's daemon (relay >= 0). Only the
-// coordinator's requests through the root are placed; every other one runs
-// here. body is the request's, not yet checked: a body place cannot read
-// runs here and is refused by its handler.
-func (pt *partitions) place(c caller, op string, subjPart int, body []byte) (mint, relay int) {
-	mint, relay = -1, -1
+// here, with the partition a new child of the root goes to (mint >= 0) or
+// the owned partition of the workspace it acts on (here >= 0), whose lease
+// the daemon must hold; or relayed to another partition's daemon (relay >=
+// 0). Only the coordinator's requests through the root are placed; every
+// other one runs here. body is the request's, not yet checked: a body place
+// cannot read runs here and is refused by its handler.
+func (pt *partitions) place(c caller, op string, subjPart int, body []byte) (mint, relay, here int) {
+	mint, relay, here = -1, -1, -1
 	field, ok := targetField[op]
 	if !ok || c.ws != pt.root || c.p.Kind != principal.KindCoordinator {
-		return mint, relay
+		return mint, relay, here
 	}
 	var fields map[string]json.RawMessage
 	_ = json.Unmarshal(body, &fields)
@@ -116,18 +117,18 @@ func (pt *partitions) place(c caller, op string, subjPart int, body []byte) (min
 			p = int(pt.next.Add(1)-1) % pt.d.Partitions
 		}
 		if pt.d.owns(p) {
-			return p, -1
+			return p, -1, p
 		}
-		return -1, p
+		return -1, p, -1
 	case target == "" || target == pt.root:
-		return mint, relay
+		return mint, relay, here
 	default:
 		p = placement.Partition(target, pt.d.Partitions)
 	}
 	if pt.d.owns(p) {
-		return mint, relay
+		return -1, -1, p
 	}
-	return mint, p
+	return -1, p, -1
 }
 
 // relay sends req on to partition p's daemon and answers the caller with

@@ -277,10 +277,12 @@ func (r *Daemon) serveRequest(ep endpoint, p *principal.Principal, req micro.Req
 			r.replyErr(ep.name, req, err)
 			return
 		}
-		mint, relay = pt.place(c, ep.op, part, req.Data())
+		var here int
+		mint, relay, here = pt.place(c, ep.op, part, req.Data())
 		// A child of the root minted into another of the daemon's
-		// partitions: only while it holds that partition's lease too.
-		if err := pt.serving(mint); err != nil {
+		// partitions, or a coordinator's request about a workspace of
+		// one: only while it holds that partition's lease too.
+		if err := pt.serving(here); err != nil {
 			r.replyErr(ep.name, req, err)
 			return
 		}
