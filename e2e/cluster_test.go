@@ -423,22 +423,7 @@ func TestNATSCluster_NodeLoss(t *testing.T) {
 	stoppedAt := time.Now()
 
 	// Nothing acknowledged is lost: every acknowledged checkpoint is stored.
-	stored := map[string]string{}
-	for _, ws := range spaces {
-		for after := ""; ; {
-			page, err := coord.ListCheckpoints(ctx, ws, after, 1000)
-			if err != nil {
-				t.Fatalf("ListCheckpoints(%s): %v", ws, err)
-			}
-			for _, cp := range page {
-				stored[cp.ID] = ws
-			}
-			if len(page) < 1000 {
-				break
-			}
-			after = page[len(page)-1].ID
-		}
-	}
+	stored := storedCheckpoints(t, ctx, coord, spaces, d.log.String)
 	lost := 0
 	for id, ws := range load.acked {
 		if stored[id] != ws {
@@ -529,6 +514,30 @@ func TestNATSCluster_NodeLoss(t *testing.T) {
 	if out, err := exec.Command(bin.wacp, "trail", "verify", "--dir", d.dir).CombinedOutput(); err != nil {
 		t.Errorf("wacp trail verify --dir after the stop = %v\n%s", err, out)
 	}
+}
+
+// storedCheckpoints lists every checkpoint of spaces through the
+// coordinator c: checkpoint id -> workspace. logs gives what to print when
+// a list fails.
+func storedCheckpoints(t *testing.T, ctx context.Context, c *client.Client, spaces []string, logs func() string) map[string]string {
+	t.Helper()
+	stored := map[string]string{}
+	for _, ws := range spaces {
+		for after := ""; ; {
+			page, err := c.ListCheckpoints(ctx, ws, after, 1000)
+			if err != nil {
+				t.Fatalf("ListCheckpoints(%s): %v\n%s", ws, err, logs())
+			}
+			for _, cp := range page {
+				stored[cp.ID] = ws
+			}
+			if len(page) < 1000 {
+				break
+			}
+			after = page[len(page)-1].ID
+		}
+	}
+	return stored
 }
 
 // logTime matches a line of the daemon's log (slog's text form) and its

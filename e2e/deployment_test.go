@@ -261,23 +261,10 @@ func TestDeployment_DaemonAndNodeLoss(t *testing.T) {
 	wg.Wait()
 
 	// Nothing acknowledged is lost.
-	stored := map[string]string{}
-	for _, ws := range spaces {
-		for after := ""; ; {
-			page, err := coord.ListCheckpoints(ctx, ws, after, 1000)
-			if err != nil {
-				t.Fatalf("ListCheckpoints(%s): %v\n%s", ws, err, logs())
-			}
-			for _, cp := range page {
-				stored[cp.ID] = ws
-				if p, want := placement.Partition(cp.ID, deploymentPartitions), placement.Partition(ws, deploymentPartitions); p != want {
-					t.Errorf("checkpoint %s of %s is in partition %d, its workspace in %d", cp.ID, ws, p, want)
-				}
-			}
-			if len(page) < 1000 {
-				break
-			}
-			after = page[len(page)-1].ID
+	stored := storedCheckpoints(t, ctx, coord, spaces, logs)
+	for id, ws := range stored {
+		if p, want := placement.Partition(id, deploymentPartitions), placement.Partition(ws, deploymentPartitions); p != want {
+			t.Errorf("checkpoint %s of %s is in partition %d, its workspace in %d", id, ws, p, want)
 		}
 	}
 	lost := 0
