@@ -81,8 +81,12 @@ done
 
 # One row per run: rate, ack and signal latencies (ms), CPU per checkpoint
 # (µs) of the bench (agents; in-process: daemon too), the wacpd processes,
-# the NATS nodes and all of them, and the 1-minute load before and after.
-printf '%-11s %3s %6s %6s %6s %6s %7s %9s %6s %6s %6s  %s\n' setup run cp/s ack50 ack99 sig50 sig99 cpu:bench wacpd nats all load
+# the NATS nodes and all of them, and how busy the machine was: the bench's
+# fixed computation before and after the run (ms; 535-560 on this machine
+# when quiet, more when others share the cores; the run's own processes
+# are not running at either moment) and the 1-minute load average before
+# and after (which counts the run's own processes).
+printf '%-11s %3s %6s %6s %6s %6s %7s %9s %6s %6s %6s  %-9s  %s\n' setup run cp/s ack50 ack99 sig50 sig99 cpu:bench wacpd nats all calc load
 for s in "${setups[@]}"; do
 	for ((r = 1; r <= runs; r++)); do
 		f=$out/$s-$r
@@ -94,7 +98,8 @@ for s in "${setups[@]}"; do
 			([.processes[]? | select(.name | startswith("d")) | .cpu_per_checkpoint_ns] | add // 0) as $d |
 			([.processes[]? | select(.name | startswith("n")) | .cpu_per_checkpoint_ns] | add // 0) as $n |
 			[$s, $r, (.checkpoints_per_s | round), (.ack.p50_ns | ms), (.ack.p99_ns | ms), (.signal.p50_ns | ms), (.signal.p99_ns | ms),
-			 (.cpu_per_checkpoint_ns | us), ($d | us), ($n | us), ((.cpu_per_checkpoint_ns + $d + $n) | us), $load] | @tsv' "$f.json"
+			 (.cpu_per_checkpoint_ns | us), ($d | us), ($n | us), ((.cpu_per_checkpoint_ns + $d + $n) | us),
+			 "\(.machine.before_ns / 1e6 | round)/\(.machine.after_ns / 1e6 | round)", $load] | @tsv' "$f.json"
 	done
-done | awk -F'\t' '{printf "%-11s %3s %6s %6s %6s %6s %7s %9s %6s %6s %6s  %s\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12}'
+done | awk -F'\t' '{printf "%-11s %3s %6s %6s %6s %6s %7s %9s %6s %6s %6s  %-9s  %s\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13}'
 echo "measure.sh: reports in $out" >&2

@@ -15,6 +15,10 @@
 #                 agent subjects to -p partitions and daemon i owns the i-th
 #                 contiguous share of them.
 #   -p P          partitions of a deployment (default 8; P >= N).
+#   -interleave   daemon i owns partitions i, i+N, i+2N, … instead of the i-th
+#                 contiguous share: the root's children go round the
+#                 partitions from 0, so with contiguous shares and P much
+#                 larger than N the first P/N of them all land on d1.
 #   -replicas R   the daemons' -replicas (default: wacpd's own, 3 on a cluster).
 #   -embedded     one daemon on its embedded NATS server, no cluster.
 #   -bin DIR      directory holding wacpd and nats-server; default: build
@@ -27,13 +31,14 @@
 # as wacp-bench -pid flags).
 set -euo pipefail
 
-daemons=1 partitions=8 replicas="" embedded=0 bin="" keep=0
+daemons=1 partitions=8 replicas="" embedded=0 bin="" keep=0 interleave=0
 while [[ $# -gt 0 ]]; do
 	case "$1" in
 	-n) daemons=$2; shift 2 ;;
 	-p) partitions=$2; shift 2 ;;
 	-replicas) replicas=$2; shift 2 ;;
 	-embedded) embedded=1; shift ;;
+	-interleave) interleave=1; shift ;;
 	-bin) bin=$2; shift 2 ;;
 	-keep) keep=1; shift ;;
 	--) shift; break ;;
@@ -188,11 +193,15 @@ start_daemon() {
 	mkdir -p "$dir/d$n"
 	# shellcheck disable=SC2086 # WACPD_FLAGS is split on purpose
 	"$bin/wacpd" -data "$dir/d$n/data" -log-level info "$@" ${WACPD_FLAGS:-} >"$dir/d$n.log" 2>&1 &
-	local pid=$!
+	local pid=$! t0
+	t0=$(date +%s%N)
 	started "d$n" "$pid"
 	for t in $(seq 1200); do
 		alive "d$n" "$pid"
-		[[ -s $dir/d$n/data/wacpd.json ]] && return
+		if [[ -s $dir/d$n/data/wacpd.json ]]; then
+			echo "run.sh: d$n ready in $((($(date +%s%N) - t0) / 1000000)) ms" >&2
+			return
+		fi
 		((t < 1200)) || { echo "run.sh: d$n wrote no wacpd.json in 120s" >&2; exit 1; }
 		sleep 0.1
 	done
@@ -206,11 +215,15 @@ if ((embedded)); then
 elif ((daemons == 1)); then
 	start_daemon 1 -listen 127.0.0.1:0 "${nats_args[@]}"
 else
-	# Daemon i owns partitions [i*P/N, (i+1)*P/N); the first makes the
-	# deployment record, so the others start after it is ready.
+	# Daemon i owns partitions [i*P/N, (i+1)*P/N), or with -interleave
+	# those equal to i modulo N; the first makes the deployment record, so
+	# the others start after it is ready.
 	for ((i = 0; i < daemons; i++)); do
-		lo=$((i * partitions / daemons)) hi=$(((i + 1) * partitions / daemons - 1))
-		start_daemon $((i + 1)) -listen 127.0.0.1:0 "${nats_args[@]}" -partitions "$partitions" -own "$lo-$hi" -daemon-id "d$((i + 1))"
+		own=$((i * partitions / daemons))-$(((i + 1) * partitions / daemons - 1))
+		if ((interleave)); then
+			own=$(seq -s, "$i" "$daemons" $((partitions - 1)))
+		fi
+		start_daemon $((i + 1)) -listen 127.0.0.1:0 "${nats_args[@]}" -partitions "$partitions" -own "$own" -daemon-id "d$((i + 1))"
 	done
 fi
 

@@ -20,6 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,7 +67,23 @@ func run(n, workspaces, size, replicas int) error {
 		return err
 	}
 	defer js.DeleteStream(ctx, name)
-	fmt.Printf("stream %s: %d replicas, leader %s\n", name, replicas, s.CachedInfo().Cluster.Leader)
+	// Publish once the stream has a leader and every replica is current:
+	// a message sent while it has none may be stored by the retry after
+	// nats.go's first attempt got no answer.
+	var leader string
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		info, err := s.Info(ctx)
+		if err == nil && info.Cluster != nil && info.Cluster.Leader != "" && len(info.Cluster.Replicas) == replicas-1 &&
+			!slices.ContainsFunc(info.Cluster.Replicas, func(p *jetstream.PeerInfo) bool { return !p.Current }) {
+			leader = info.Cluster.Leader
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("stream %s has no leader with current replicas after 30s", name)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	fmt.Printf("stream %s: %d replicas, leader %s\n", name, replicas, leader)
 	body := bytes.Repeat([]byte("x"), max(size-100, 1)) // about 100 bytes of subject and headers
 
 	procs := strings.Fields(os.Getenv("WACP_PIDS"))
@@ -86,7 +103,7 @@ func run(n, workspaces, size, replicas int) error {
 				m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(last, 10))
 				ack, err := js.PublishMsg(ctx, m)
 				if err != nil {
-					errs <- err
+					errs <- fmt.Errorf("%s message %d, expecting %d: %w", subj, i, last, err)
 					return
 				}
 				last = ack.Sequence
