@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# measure.sh runs wacp-bench against each setup of docs/scale-out-figures.md,
+# measure.sh runs wacp-bench against each setup of docs/scale-out.md §2.5,
 # a fresh one (run.sh) per run, and prints a table of the JSON reports:
 #
 #   inprocess   the bench's own in-process daemon (no -url)
