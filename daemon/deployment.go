@@ -172,8 +172,7 @@ type deploymentRecord struct {
 
 // joined is what a daemon learns when it joins its deployment.
 type joined struct {
-	rec   deploymentRecord
-	admin string // the coordinator's token, when this daemon has it (admin.token)
+	rec deploymentRecord
 }
 
 // dirRecord is DeploymentFile's content.
@@ -247,7 +246,7 @@ func (r *Daemon) joinDeployment(ctx context.Context, dir string) (joined, error)
 				}
 			}
 			r.cfg.Logger.Info("created the deployment", "root", root, "partitions", d.Partitions)
-			j = joined{rec: rec, admin: tok}
+			j = joined{rec: rec}
 			break
 		}
 		if !errors.Is(err, jetstream.ErrKeyExists) {
@@ -268,7 +267,6 @@ func (r *Daemon) joinDeployment(ctx context.Context, dir string) (joined, error)
 		case local != "" && tokenHashHex(local) != j.rec.Coordinator:
 			return joined{}, fmt.Errorf("%s in %s is not the deployment's coordinator token: copy the first daemon's, or remove it", AdminTokenFile, dir)
 		}
-		j.admin = local
 	default:
 		return joined{}, fmt.Errorf("read the deployment record: %w", err)
 	}
