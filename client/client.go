@@ -47,6 +47,13 @@ type Options struct {
 	// whose own auth admits connections. Token then still identifies the
 	// caller to the daemon, in the Wacp-Token header. Default $WACP_NATS_TOKEN.
 	NATSToken string
+	// Daemon, on a deployment of several daemons (wacpd -partitions), names
+	// the daemon whose own endpoints this client calls: system.info, the
+	// audit and the highway endpoints go to wacp.v1.d.<Daemon>.<op>
+	// instead of the home daemon's subjects. Agent endpoints are routed by
+	// their workspace whatever it says. Default $WACP_DAEMON; empty: the
+	// home daemon (or the only one).
+	Daemon string
 }
 
 // Client is a connection to wacpd acting as one workspace. Its methods are
@@ -58,6 +65,7 @@ type Client struct {
 	ws      string
 	root    string
 	timeout time.Duration
+	daemon  string // Options.Daemon
 
 	mu      sync.Mutex // guards waiters
 	waiters map[*permWaiter]struct{}
@@ -99,7 +107,11 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < connect {
 		connect = max(time.Until(dl), time.Millisecond)
 	}
-	c := &Client{url: d.url, token: d.token, timeout: timeout, waiters: map[*permWaiter]struct{}{}}
+	daemon := first(opts.Daemon, os.Getenv(EnvDaemon))
+	if daemon != "" && !validToken(daemon) {
+		return nil, fmt.Errorf("client: daemon %q is not a daemon id", daemon)
+	}
+	c := &Client{url: d.url, token: d.token, timeout: timeout, daemon: daemon, waiters: map[*permWaiter]struct{}{}}
 	nc, err := nats.Connect(d.url,
 		nats.Token(first(opts.NATSToken, os.Getenv(EnvNATSToken), d.token)), nats.Name("wacp"), nats.Timeout(connect),
 		// The server lets each token receive replies only under its own
@@ -260,6 +272,7 @@ var endpoints = sync.OnceValue(func() map[string]wire.Endpoint {
 // request sends data to subject and returns the reply's body, or the
 // error reply as an *Error. extra lengthens the timeout.
 func (c *Client) request(ctx context.Context, subject string, data []byte, extra time.Duration) ([]byte, error) {
+	subject = daemonSubject(c.daemon, subject)
 	msg := nats.NewMsg(subject)
 	msg.Header.Set(TokenHeader, c.token)
 	msg.Data = data
@@ -285,6 +298,18 @@ func (c *Client) request(ctx context.Context, subject string, data []byte, extra
 		return nil, err
 	}
 	return resp.Data, nil
+}
+
+// daemonSubject returns the subject of daemon's own endpoint for subject,
+// one of the contract's system, audit or highway subjects:
+// wacp.v1.d.<daemon>.<op>. An agent subject, or any subject when daemon
+// is empty, is returned as it is.
+func daemonSubject(daemon, subject string) string {
+	rest, ok := strings.CutPrefix(subject, wire.Prefix)
+	if daemon == "" || !ok || strings.HasPrefix(subject, wire.AgentPrefix) {
+		return subject
+	}
+	return wire.Prefix + "d." + daemon + "." + rest
 }
 
 // DecodeCheckpoint decodes a checkpoint as the daemon sends it in a reply:

@@ -21,6 +21,7 @@ const (
 	EnvToken     = "WACP_TOKEN"
 	EnvWorkspace = "WACP_WORKSPACE"
 	EnvNATSToken = "WACP_NATS_TOKEN"
+	EnvDaemon    = "WACP_DAEMON"
 )
 
 // found is where discovery found the daemon.

@@ -316,6 +316,23 @@ func TestDeployment_DaemonAndNodeLoss(t *testing.T) {
 	t.Logf("acknowledged %d, stored %d, lost %d; %d requests failed and were retried; %d checkpoint signals delivered for %d stored checkpoints (%d repeats)",
 		acked, len(stored), lost, failed, delivered, len(stored), delivered-len(stored))
 
+	// Each daemon's log verifies online, through its own audit endpoints
+	// (wacp -daemon), with the coordinator's one token.
+	var entries []string
+	for _, id := range []string{"d1", "d2"} {
+		cmd := exec.Command(bin.wacp, "-url", urls, "-token", d1.admin, "-daemon", id, "trail", "verify")
+		cmd.Env = append(os.Environ(), "WACP_NATS_TOKEN="+token)
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.HasPrefix(string(out), "ok: ") {
+			t.Errorf("wacp -daemon %s trail verify = %v\n%s", id, err, out)
+		}
+		entries = append(entries, strings.TrimSpace(string(out)))
+	}
+	if len(entries) == 2 && entries[0] == entries[1] {
+		t.Errorf("wacp -daemon d1 and -daemon d2 trail verify both say %q: one daemon answered both", entries[0])
+	}
+	t.Logf("wacp -daemon d1|d2 trail verify: %q", entries)
+
 	// The auditor verifies the two daemons as one system, offline.
 	d1.stop()
 	d2.stop()

@@ -128,6 +128,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.opts.Token, "token", "", "bearer token (default $WACP_TOKEN, else the data dir's admin.token)")
 	fs.StringVar(&c.opts.DataDir, "data", "", "daemon data dir (default ./wacp-data)")
 	fs.StringVar(&c.opts.Workspace, "ws", "", "workspace to act as (default $WACP_WORKSPACE, else the root)")
+	fs.StringVar(&c.opts.Daemon, "daemon", "", "on a deployment of several daemons: call this daemon's own system, audit and highway endpoints (default $WACP_DAEMON, else the home daemon's)")
 	fs.StringVar(&c.format, "o", "table", "output: table or json")
 	fs.DurationVar(&c.opts.Timeout, "timeout", client.DefaultTimeout, "request timeout")
 	if err := fs.Parse(args); err != nil {
