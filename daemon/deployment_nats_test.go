@@ -790,3 +790,61 @@ func TestDeployment_StopWhileWaitingForALease(t *testing.T) {
 		<-done
 	}
 }
+
+// TestDeployment_ListPagesAcrossDaemons: the coordinator's workspace.list
+// of the deployment, when a daemon's page is cut (here by a small byte
+// budget), is paged without skipping or repeating a workspace: a merged
+// page stops at the smallest last id of a daemon that has more.
+func TestDeployment_ListPagesAcrossDaemons(t *testing.T) {
+	ctx := clientCtx(t)
+	url := startMappedNATS(t)
+	dir1, dir2 := t.TempDir(), t.TempDir()
+	// d2 cuts its pages short, d1 (home) does not: the merged page must
+	// not run past d2's last id.
+	d1 := startDep(t, depConfig(url, dir1, "d1", []int{0, 1}, 0))
+	startDep(t, daemon.WithPageBytes(depConfig(url, dir2, "d2", []int{2, 3}, 0), 1200))
+	b, err := os.ReadFile(filepath.Join(dir1, daemon.AdminTokenFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	coord, err := client.Dial(ctx, client.Options{URL: url, Token: strings.TrimSpace(string(b)), NATSToken: depNATSToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer coord.Close()
+	want := []string{readInfoFile(t, dir1).RootWorkspace}
+	for i := range 4 * depPartitions {
+		created, err := coord.CreateWorkspace(ctx, client.CreateRequest{Role: taxonomy.RoleWorker})
+		if err != nil {
+			t.Fatalf("CreateWorkspace %d: %v\n%s", i, err, d1.logs())
+		}
+		want = append(want, created.Workspace.ID)
+	}
+	slices.Sort(want)
+
+	first, err := coord.Call(ctx, "workspace.list", []byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page struct {
+		Workspaces []struct{ ID string } `json:"workspaces"`
+		Next       *string               `json:"next"`
+	}
+	if err := json.Unmarshal(first, &page); err != nil {
+		t.Fatal(err)
+	}
+	if page.Next == nil || len(page.Workspaces) >= len(want) {
+		t.Fatalf("the first page has %d of %d workspaces, next %v; want a page cut at d2's last", len(page.Workspaces), len(want), page.Next)
+	}
+	all, err := coord.ListWorkspaces(ctx, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range all {
+		got = append(got, w.ID)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the paged list of the deployment has %d workspaces, want %d, in id order, each once:\ngot  %v\nwant %v", len(got), len(want), got, want)
+	}
+}

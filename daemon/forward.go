@@ -210,9 +210,13 @@ func (r *Daemon) gatherList(ctx context.Context, c caller, body []byte, page wir
 			results <- res
 		}()
 	}
+	// Each daemon's page is its workspaces in id order after the same
+	// id; one that has more stops at its last id, and nothing past the
+	// smallest such id may be answered yet: another daemon's workspaces
+	// below it would be skipped by the next page.
 	seen := map[string]bool{}
 	all := []*workspace.Workspace{}
-	more := page.Next != nil
+	bound := ""
 	add := func(pg wire.WorkspacePage) {
 		for _, w := range pg.Workspaces {
 			if !seen[w.ID] {
@@ -220,7 +224,9 @@ func (r *Daemon) gatherList(ctx context.Context, c caller, body []byte, page wir
 				all = append(all, w)
 			}
 		}
-		more = more || pg.Next != nil
+		if pg.Next != nil && (bound == "" || *pg.Next < bound) {
+			bound = *pg.Next
+		}
 	}
 	add(page)
 	var firstErr error
@@ -237,9 +243,18 @@ func (r *Daemon) gatherList(ctx context.Context, c caller, body []byte, page wir
 		return wire.WorkspacePage{}, firstErr
 	}
 	slices.SortFunc(all, func(a, b *workspace.Workspace) int { return strings.Compare(a.ID, b.ID) })
-	if len(all) > limit {
-		all, more = all[:limit], true
+	more := bound != ""
+	if more {
+		n, _ := slices.BinarySearchFunc(all, bound, func(w *workspace.Workspace, id string) int { return strings.Compare(w.ID, id) })
+		all = all[:min(n+1, len(all))] // the bound itself is in the page that named it
 	}
+	// Each daemon's page fits the reply's byte budget; together they may
+	// not: cut the merged page as one daemon's is cut.
+	all, cut, err := pageOf(all, limit, r.replyBudget())
+	if err != nil {
+		return wire.WorkspacePage{}, err
+	}
+	more = more || cut
 	out := wire.WorkspacePage{Workspaces: all}
 	if more && len(all) > 0 {
 		out.Next = &all[len(all)-1].ID
