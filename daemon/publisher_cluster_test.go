@@ -105,6 +105,24 @@ func runNATSCluster(t *testing.T, log *serverLog) string {
 	}
 }
 
+// createPlacedStream creates the stream cfg. A cluster whose meta leader
+// has current followers may not yet count every peer online for placement
+// ("no suitable peers for placement, peer offline"): the daemon waits for
+// that (ensureStream), and so does the test, up to 30 s.
+func createPlacedStream(t *testing.T, ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) jetstream.Stream {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		st, err := js.CreateStream(ctx, cfg)
+		if err == nil {
+			return st
+		}
+		if !notYet(err) || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the cluster's placement
+	}
+}
+
 // waitReplicasCurrent waits until st has a leader and n-1 current
 // followers with nothing to catch up.
 func waitReplicasCurrent(t *testing.T, ctx context.Context, st jetstream.Stream, n int) *jetstream.StreamInfo {
@@ -156,13 +174,10 @@ func TestExpectedSubjectSequenceOnReplicatedStream(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st, err := js.CreateStream(ctx, jetstream.StreamConfig{
+	st := createPlacedStream(t, ctx, js, jetstream.StreamConfig{
 		Name: signalStream, Subjects: []string{"wacp.v1.sig.>"}, Storage: jetstream.FileStorage,
 		Duplicates: signalsDedupeWindow, Replicas: 3,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	waitReplicasCurrent(t, ctx, st, 3)
 
 	publish := func(id, to, from string, expect uint64) (*jetstream.PubAck, error) {

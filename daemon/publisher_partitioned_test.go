@@ -53,13 +53,10 @@ func newTestSignalStream(t *testing.T, url string, replicas int) *testSignalStre
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := js.CreateStream(ctx, jetstream.StreamConfig{
+	st := createPlacedStream(t, ctx, js, jetstream.StreamConfig{
 		Name: signalStream, Subjects: []string{"wacp.v1.sig.>"}, Storage: jetstream.FileStorage,
 		Duplicates: signalsDedupeWindow, Discard: jetstream.DiscardOld, Replicas: replicas,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if replicas > 1 {
 		waitReplicasCurrent(t, ctx, st, replicas)
 	}
