@@ -232,15 +232,14 @@ type clusterLoad struct {
 	killedAt atomic.Pointer[time.Time]
 }
 
-// write appends checkpoints to c's chain until ctx ends, like an agent that
-// retries: after a failure (no reply in time, no daemon reachable, or a
-// parent no longer the head because an unanswered request committed after
-// all) it reads its head again, after a short pause, and goes on. It closes
-// warm after `enough` acknowledgements, and after `enough` more of
-// requests sent after the kill, recovered.
-func (l *clusterLoad) write(ctx context.Context, c *client.Client, enough int, warm, recovered chan<- struct{}) {
+// writeChain appends checkpoints to c's chain until ctx ends, like an
+// agent that retries: after a failure (no reply in time, no daemon
+// reachable, or a parent no longer the head because an unanswered request
+// committed after all) it pauses 50 ms, reads its head again and goes on.
+// acked is told each acknowledged checkpoint and when its request was
+// sent, failed each failure.
+func writeChain(ctx context.Context, c *client.Client, acked func(id string, sent time.Time), failed func()) {
 	var head *string
-	before, after := 0, 0
 	for n := 0; ctx.Err() == nil; n++ {
 		sent := time.Now()
 		cp, err := c.CreateCheckpoint(ctx, artifact(head, "provisional", fmt.Sprintf("%s step %d", c.Workspace(), n)))
@@ -248,9 +247,7 @@ func (l *clusterLoad) write(ctx context.Context, c *client.Client, enough int, w
 			if ctx.Err() != nil {
 				return
 			}
-			l.mu.Lock()
-			l.failed++
-			l.mu.Unlock()
+			failed()
 			select { // pace the retries while the daemon is unreachable
 			case <-ctx.Done():
 				return
@@ -268,6 +265,16 @@ func (l *clusterLoad) write(ctx context.Context, c *client.Client, enough int, w
 		}
 		id := cp.ID
 		head = &id
+		acked(id, sent)
+	}
+}
+
+// write runs writeChain for c. It closes warm after `enough`
+// acknowledgements, and after `enough` more of requests sent after the
+// kill, recovered.
+func (l *clusterLoad) write(ctx context.Context, c *client.Client, enough int, warm, recovered chan<- struct{}) {
+	before, after := 0, 0
+	writeChain(ctx, c, func(id string, sent time.Time) {
 		l.mu.Lock()
 		l.acked[id] = c.Workspace()
 		killed := l.killedAt.Load()
@@ -285,7 +292,11 @@ func (l *clusterLoad) write(ctx context.Context, c *client.Client, enough int, w
 				close(recovered)
 			}
 		}
-	}
+	}, func() {
+		l.mu.Lock()
+		l.failed++
+		l.mu.Unlock()
+	})
 }
 
 // TestNATSCluster_NodeLoss runs wacpd on a 3-node NATS cluster with 3

@@ -40,42 +40,18 @@ type deploymentLoad struct {
 	failed int
 }
 
-// write appends checkpoints to c's chain until ctx ends, retrying as an
-// agent does (clusterLoad.write): after a failure it reads its head again.
+// write runs writeChain for c, recording what was acknowledged.
 func (l *deploymentLoad) write(ctx context.Context, c *client.Client) {
-	var head *string
-	for n := 0; ctx.Err() == nil; n++ {
-		sent := time.Now()
-		cp, err := c.CreateCheckpoint(ctx, artifact(head, "provisional", fmt.Sprintf("%s step %d", c.Workspace(), n)))
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			l.mu.Lock()
-			l.failed++
-			l.mu.Unlock()
-			select { // pace the retries while the workspace's daemon is away
-			case <-ctx.Done():
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-			h, err := c.Head(ctx, c.Workspace(), false)
-			var ce *client.Error
-			switch {
-			case err == nil:
-				head = &h.ID
-			case errors.As(err, &ce) && ce.Code == "not_found":
-				head = nil
-			}
-			continue
-		}
-		id := cp.ID
-		head = &id
+	writeChain(ctx, c, func(id string, sent time.Time) {
 		l.mu.Lock()
+		defer l.mu.Unlock()
 		l.acked[id] = c.Workspace()
 		l.sentAt[c.Workspace()] = append(l.sentAt[c.Workspace()], sent)
+	}, func() {
+		l.mu.Lock()
+		l.failed++
 		l.mu.Unlock()
-	}
+	})
 }
 
 // waitAll waits until every workspace of spaces has n acknowledgements of
