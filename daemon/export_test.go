@@ -21,3 +21,6 @@ func WithPageBytes(cfg Config, n int) Config {
 
 // RunNATSServer is runNATSServer, for the external tests.
 var RunNATSServer = runNATSServer
+
+// RunNATSCluster is runNATSCluster, for the external tests.
+var RunNATSCluster = runNATSCluster

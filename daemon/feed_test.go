@@ -60,12 +60,16 @@ func TestLiveFeedSkipsSubjectsNobodyReads(t *testing.T) {
 	}
 }
 
-// runNATSServer runs a NATS server with opts and stops it at cleanup.
-func runNATSServer(t *testing.T, opts *natsserver.Options) *natsserver.Server {
+// runNATSServer runs a NATS server with opts and stops it at cleanup;
+// with a log, the server logs into it from its start.
+func runNATSServer(t *testing.T, opts *natsserver.Options, log ...natsserver.Logger) *natsserver.Server {
 	t.Helper()
 	ns, err := natsserver.NewServer(opts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(log) > 0 && log[0] != nil {
+		ns.SetLoggerV2(log[0], false, false, false)
 	}
 	ns.Start()
 	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })

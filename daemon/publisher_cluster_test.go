@@ -52,10 +52,11 @@ func (l *serverLog) matching(subs ...string) []string {
 }
 
 // runNATSCluster runs a 3-node NATS cluster with JetStream in the test
-// process, clustered with routes on 127.0.0.1, each server logging into
-// log, and waits until its JetStream has a meta leader. It returns the
-// client URLs, comma-separated.
-func runNATSCluster(t *testing.T, log *serverLog) string {
+// process, clustered with routes on 127.0.0.1, clients authenticated by
+// token (none when empty), each server logging into log (nil: no log),
+// and waits until its JetStream has a meta leader with every follower
+// current. It returns the client URLs, comma-separated.
+func runNATSCluster(t *testing.T, token string, log natsserver.Logger) string {
 	t.Helper()
 	var routes []string
 	var ports []int
@@ -71,21 +72,13 @@ func runNATSCluster(t *testing.T, log *serverLog) string {
 	var urls []string
 	var servers []*natsserver.Server
 	for i, port := range ports {
-		ns, err := natsserver.NewServer(&natsserver.Options{
+		ns := runNATSServer(t, &natsserver.Options{
 			ServerName: fmt.Sprintf("n%d", i+1), Host: "127.0.0.1", Port: natsserver.RANDOM_PORT,
-			NoSigs: true, JetStream: true, StoreDir: t.TempDir(), DisableJetStreamBanner: true,
+			NoSigs: true, NoLog: log == nil, Authorization: token,
+			JetStream: true, StoreDir: t.TempDir(), DisableJetStreamBanner: true,
 			Cluster: natsserver.ClusterOpts{Name: "wacp", Host: "127.0.0.1", Port: port},
 			Routes:  natsserver.RoutesFromStr(strings.Join(routes, ",")),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ns.SetLoggerV2(log, false, false, false)
-		ns.Start()
-		t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-		if !ns.ReadyForConnections(10 * time.Second) {
-			t.Fatal("nats server did not start")
-		}
+		}, log)
 		servers = append(servers, ns)
 		urls = append(urls, ns.ClientURL())
 	}
@@ -162,7 +155,7 @@ var brokenStream = []string{"critical write error", "Resetting stream", "Error a
 // of one workspace's signals too.
 func TestExpectedSubjectSequenceOnReplicatedStream(t *testing.T) {
 	log := &serverLog{}
-	urls := runNATSCluster(t, log)
+	urls := runNATSCluster(t, "", log)
 	nc, err := nats.Connect(urls)
 	if err != nil {
 		t.Fatal(err)

@@ -382,7 +382,7 @@ func TestPublishersPerWorkspaceShareAStream(t *testing.T) {
 				url = runJetStreamServer(t)
 			} else {
 				log := &serverLog{}
-				url = runNATSCluster(t, log)
+				url = runNATSCluster(t, "", log)
 				t.Cleanup(func() {
 					if bad := log.matching(brokenStream...); len(bad) > 0 {
 						t.Errorf("the servers logged a broken stream:\n%s", strings.Join(bad, "\n"))
