@@ -435,46 +435,13 @@ func TestNATSCluster_NodeLoss(t *testing.T) {
 
 	// Nothing acknowledged is lost: every acknowledged checkpoint is stored.
 	stored := storedCheckpoints(t, ctx, coord, spaces, d.log.String)
-	lost := 0
-	for id, ws := range load.acked {
-		if stored[id] != ws {
-			lost++
-			t.Errorf("checkpoint %s of %s was acknowledged and is not stored", id, ws)
-		}
-	}
+	lost := notStored(t, load.acked, stored)
 
 	// Every stored checkpoint's signal reaches the coordinator. One the
 	// lost node was delivering is delivered again after the consumer's ack
 	// wait (30 s).
-	deadline := time.Now().Add(90 * time.Second)
-	var missing []string
-	for {
-		missing = missing[:0]
-		seenMu.Lock()
-		delivered := 0
-		for id := range stored {
-			if seen[id] == 0 {
-				missing = append(missing, id)
-			}
-		}
-		for _, n := range seen {
-			delivered += n
-		}
-		seenMu.Unlock()
-		if len(missing) == 0 {
-			t.Logf("signals: %d checkpoint signals delivered to the coordinator for %d stored checkpoints (%d repeats)", delivered, len(stored), delivered-len(stored))
-			break
-		}
-		select {
-		case err := <-watchCh:
-			t.Fatalf("the coordinator's watch ended with %v; %d stored checkpoints without a signal", err, len(missing))
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d stored checkpoints have no signal at the coordinator after 90s (first %s)\n%s", len(missing), len(stored), missing[0], d.log)
-		}
-		time.Sleep(20 * time.Millisecond) // polling what the watch has seen
-	}
+	delivered := awaitEverySignal(t, stored, &seenMu, seen, watchCh, d.log.String)
+	t.Logf("signals: %d checkpoint signals delivered to the coordinator for %d stored checkpoints (%d repeats)", delivered, len(stored), delivered-len(stored))
 	stopWatch()
 	if err := <-watchCh; err != nil {
 		t.Errorf("the coordinator's watch through the node loss = %v, want nil when stopped", err)
@@ -524,6 +491,57 @@ func TestNATSCluster_NodeLoss(t *testing.T) {
 	d.stop()
 	if out, err := exec.Command(bin.wacp, "trail", "verify", "--dir", d.dir).CombinedOutput(); err != nil {
 		t.Errorf("wacp trail verify --dir after the stop = %v\n%s", err, out)
+	}
+}
+
+// notStored fails the test for every acknowledged checkpoint (id ->
+// workspace) that is not stored in its workspace, and returns how many.
+func notStored(t *testing.T, acked, stored map[string]string) int {
+	t.Helper()
+	lost := 0
+	for id, ws := range acked {
+		if stored[id] != ws {
+			lost++
+			t.Errorf("checkpoint %s of %s was acknowledged and is not stored", id, ws)
+		}
+	}
+	return lost
+}
+
+// awaitEverySignal waits until the coordinator's watch has seen (seen, under
+// mu: checkpoint id -> checkpoint signals delivered) the signal of every
+// stored checkpoint, and returns how many signals it has delivered in all.
+// It fails the test when the watch ends first (watchCh), or after 90 s: a
+// signal a lost NATS node was carrying is delivered again after the
+// consumer's ack wait, 30 s.
+func awaitEverySignal(t *testing.T, stored map[string]string, mu *sync.Mutex, seen map[string]int, watchCh <-chan error, logs func() string) int {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		var missing []string
+		delivered := 0
+		mu.Lock()
+		for id := range stored {
+			if seen[id] == 0 {
+				missing = append(missing, id)
+			}
+		}
+		for _, n := range seen {
+			delivered += n
+		}
+		mu.Unlock()
+		if len(missing) == 0 {
+			return delivered
+		}
+		select {
+		case err := <-watchCh:
+			t.Fatalf("the coordinator's watch ended with %v; %d stored checkpoints without a signal", err, len(missing))
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d stored checkpoints have no signal at the coordinator after 90s (first %s of %s)\n%s", len(missing), len(stored), missing[0], stored[missing[0]], logs())
+		}
+		time.Sleep(20 * time.Millisecond) // polling what the watch has seen
 	}
 }
 

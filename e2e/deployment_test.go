@@ -243,46 +243,12 @@ func TestDeployment_DaemonAndNodeLoss(t *testing.T) {
 			t.Errorf("checkpoint %s of %s is in partition %d, its workspace in %d", id, ws, p, want)
 		}
 	}
-	lost := 0
-	for id, ws := range load.acked {
-		if stored[id] != ws {
-			lost++
-			t.Errorf("checkpoint %s of %s was acknowledged and is not stored", id, ws)
-		}
-	}
+	lost := notStored(t, load.acked, stored)
 
 	// Every stored checkpoint's signal reaches the coordinator.
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		var missing []string
-		seenMu.Lock()
-		for id := range stored {
-			if seen[id] == 0 {
-				missing = append(missing, id)
-			}
-		}
-		seenMu.Unlock()
-		if len(missing) == 0 {
-			break
-		}
-		select {
-		case err := <-watchCh:
-			t.Fatalf("the coordinator's watch ended with %v; %d stored checkpoints without a signal", err, len(missing))
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d stored checkpoints have no signal at the coordinator after 90s (first %s of %s)\n%s", len(missing), len(stored), missing[0], stored[missing[0]], logs())
-		}
-		time.Sleep(20 * time.Millisecond) // polling what the watch has seen
-	}
+	delivered := awaitEverySignal(t, stored, &seenMu, seen, watchCh, logs)
 	stopWatch()
 	<-watchCh
-	seenMu.Lock()
-	delivered := 0
-	for _, n := range seen {
-		delivered += n
-	}
-	seenMu.Unlock()
 
 	load.mu.Lock()
 	acked, failed := len(load.acked), load.failed
