@@ -116,9 +116,34 @@ func (r *Daemon) streamReplicas() int {
 	return 1
 }
 
-// clusterWait bounds ensureStream's wait for a cluster that cannot place
-// the stream yet.
+// clusterWait bounds whilePlacing's wait for a cluster that cannot place
+// a stream or bucket yet.
 const clusterWait = 30 * time.Second
+
+// whilePlacing runs try, and on an external server runs it again every
+// 500 ms, for up to clusterWait, while it fails for a reason that passes
+// once the cluster has settled (notYet): a cluster that has just started,
+// or lost a node, elects its JetStream meta leader (or a stream's leader)
+// and learns which peers are online for a moment after it takes
+// connections, and wacpd may be started with it. The first wait is logged,
+// naming what is being placed. It returns try's last error.
+func (r *Daemon) whilePlacing(ctx context.Context, what string, try func() error) error {
+	deadline := time.Now().Add(clusterWait)
+	for waited := false; ; waited = true {
+		err := try()
+		if err == nil || !r.external || !notYet(err) || time.Now().After(deadline) {
+			return err
+		}
+		if !waited {
+			r.cfg.Logger.Warn("the NATS server cannot place "+what+" yet; waiting", "for", clusterWait, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
 
 // JetStream's error codes for a cluster that cannot place a stream now;
 // nats.go names no constants for them.

@@ -407,21 +407,7 @@ const signalsDedupeWindow = 2 * time.Minute
 // its JetStream meta leader and learns which peers are online for a moment
 // after it takes connections, and wacpd may be started with it.
 func (r *Daemon) ensureStream(ctx context.Context) error {
-	deadline := time.Now().Add(clusterWait)
-	for waited := false; ; waited = true {
-		err := r.makeStream(ctx)
-		if err == nil || !r.external || !notYet(err) || time.Now().After(deadline) {
-			return err
-		}
-		if !waited {
-			r.cfg.Logger.Warn("the NATS server cannot place the signal stream yet; waiting", "for", clusterWait, "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
+	return r.whilePlacing(ctx, "the signal stream", func() error { return r.makeStream(ctx) })
 }
 
 // makeStream is one attempt of ensureStream.

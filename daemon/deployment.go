@@ -347,23 +347,17 @@ func coordinatorHash(s string) ([32]byte, error) {
 // kvBucket creates or opens a replicated bucket of the deployment, waiting
 // for a cluster that cannot place it yet as ensureStream does.
 func (r *Daemon) kvBucket(ctx context.Context, name, what string) (jetstream.KeyValue, error) {
-	deadline := time.Now().Add(clusterWait)
-	for {
-		kv, err := r.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	var kv jetstream.KeyValue
+	err := r.whilePlacing(ctx, "bucket "+name, func() (err error) {
+		kv, err = r.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 			Bucket: name, Description: what, History: 1, Storage: jetstream.FileStorage, Replicas: r.replicas,
 		})
-		if err == nil || !notYet(err) || time.Now().After(deadline) {
-			if err != nil {
-				return nil, fmt.Errorf("bucket %s: %w", name, err)
-			}
-			return kv, nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil, err
-		case <-time.After(500 * time.Millisecond):
-		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bucket %s: %w", name, err)
 	}
+	return kv, nil
 }
 
 // partitions holds the daemon's leases, one per owned partition, and the
@@ -383,28 +377,17 @@ type partitions struct {
 func (r *Daemon) acquireLeases(ctx context.Context) (*placement.Leases, map[int]*placement.Lease, error) {
 	d := r.cfg.Deployment
 	// A cluster that has just lost a node may not answer for a few seconds
-	// (its meta leader's or the bucket's election): wait as ensureStream
-	// does.
+	// (its meta leader's or the bucket's election).
 	var ls *placement.Leases
-	deadline := time.Now().Add(clusterWait)
-	for {
-		var err error
+	err := r.whilePlacing(ctx, "bucket "+leaseBucket, func() (err error) {
 		ls, err = placement.OpenLeases(ctx, r.js, placement.Config{Bucket: leaseBucket, Replicas: r.replicas, TTL: d.LeaseTTL})
-		if err == nil {
-			break
-		}
-		if !notYet(err) || time.Now().After(deadline) {
-			return nil, nil, err
-		}
-		r.cfg.Logger.Warn("the NATS cluster cannot open the lease bucket yet; waiting", "err", err)
-		select {
-		case <-ctx.Done():
-			return nil, nil, ctx.Err()
-		case <-time.After(500 * time.Millisecond):
-		}
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	out := map[int]*placement.Lease{}
-	deadline = time.Now().Add(2 * d.LeaseTTL)
+	deadline := time.Now().Add(2 * d.LeaseTTL)
 	for _, p := range d.Own {
 		for warned := false; ; {
 			l, err := ls.Acquire(ctx, d.DaemonID, p)
