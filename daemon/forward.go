@@ -139,25 +139,37 @@ func (r *Daemon) relay(ctx context.Context, ep endpoint, req micro.Request, ws s
 		r.replyErr(ep.name, req, runtime.Refuse(wire.CodeUnavailable, "partition %d is not served by daemon %s, which a relayed request reached", p, r.cfg.Deployment.DaemonID))
 		return
 	}
-	msg := nats.NewMsg(partitionSubject(p, ws, ep.op))
-	msg.Data = req.Data()
-	for k, v := range req.Headers() {
-		msg.Header[k] = v
-	}
-	msg.Header.Set(forwardedHeader, r.cfg.Deployment.DaemonID)
-	resp, err := r.nc.RequestMsgWithContext(ctx, msg)
-	switch {
-	case errors.Is(err, nats.ErrNoResponders):
-		r.replyErr(ep.name, req, runtime.Refuse(wire.CodeUnavailable, "partition %d has no daemon serving it now; retry when its daemon is back", p))
-		return
-	case err != nil:
-		r.replyErr(ep.name, req, runtime.Refuse(wire.CodeUnavailable, "partition %d's daemon did not answer: %v", p, err))
+	resp, err := r.askPartition(ctx, p, ws, ep.op, nats.Header(req.Headers()), req.Data(), "")
+	if err != nil {
+		r.replyErr(ep.name, req, err)
 		return
 	}
 	r.metrics.request(ep.name, "relayed")
 	if err := req.Respond(resp.Data, micro.WithHeaders(micro.Headers(resp.Header))); err != nil {
 		r.cfg.Logger.Warn("reply", "subject", req.Subject(), "err", err)
 	}
+}
+
+// askPartition sends a request of workspace ws's agent, op with body and
+// the headers hdr, to partition p's daemon, marked as relayed by this
+// daemon, and returns its answer (an error reply included). A partition
+// nobody serves now (its daemon is down), or whose daemon does not answer
+// in time, is unavailable; why adds to the reason.
+func (r *Daemon) askPartition(ctx context.Context, p int, ws, op string, hdr nats.Header, body []byte, why string) (*nats.Msg, error) {
+	msg := nats.NewMsg(partitionSubject(p, ws, op))
+	msg.Data = body
+	for k, v := range hdr {
+		msg.Header[k] = v
+	}
+	msg.Header.Set(forwardedHeader, r.cfg.Deployment.DaemonID)
+	resp, err := r.nc.RequestMsgWithContext(ctx, msg)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return nil, runtime.Refuse(wire.CodeUnavailable, "partition %d has no daemon serving it now%s; retry when its daemon is back", p, why)
+	case err != nil:
+		return nil, runtime.Refuse(wire.CodeUnavailable, "partition %d's daemon did not answer%s: %v", p, why, err)
+	}
+	return resp, nil
 }
 
 // gathers reports whether a workspace.list of caller c with parent is the
@@ -189,17 +201,11 @@ func (r *Daemon) gatherList(ctx context.Context, c caller, body []byte, page wir
 	results := make(chan part, len(asked))
 	for _, p := range asked {
 		go func() {
-			msg := nats.NewMsg(partitionSubject(p, pt.root, "workspace.list"))
-			msg.Data = body
-			msg.Header.Set(TokenHeader, c.token)
-			msg.Header.Set(forwardedHeader, pt.d.DaemonID)
 			res := part{p: p}
-			resp, err := r.nc.RequestMsgWithContext(ctx, msg)
+			resp, err := r.askPartition(ctx, p, pt.root, "workspace.list", nats.Header{TokenHeader: {c.token}}, body, ": the list would be partial")
 			switch {
-			case errors.Is(err, nats.ErrNoResponders):
-				res.err = runtime.Refuse(wire.CodeUnavailable, "partition %d has no daemon serving it now: the list would be partial; retry when its daemon is back", p)
 			case err != nil:
-				res.err = runtime.Refuse(wire.CodeUnavailable, "partition %d's daemon did not answer: %v", p, err)
+				res.err = err
 			case resp.Header.Get(micro.ErrorCodeHeader) != "":
 				res.err = runtime.Refuse(wire.CodeUnavailable, "partition %d's daemon refused the list: %s", p, resp.Data)
 			default:
