@@ -30,9 +30,10 @@ const MaxWait = wire.MaxWait
 
 // caller is who made a request.
 type caller struct {
-	ws string              // the workspace whose agent calls (agent endpoints)
-	p  principal.Principal // who called (the account's principal, or the token header's)
-	t  *ticket             // the request's admission; nil outside serve
+	ws   string              // the workspace whose agent calls (agent endpoints)
+	part int                 // the partition in the agent request's subject; -1: a subject without one
+	p    principal.Principal // who called (the account's principal, or the token header's)
+	t    *ticket             // the request's admission; nil outside serve
 
 	// On a deployment of several daemons (deployment.go): the caller's
 	// token, on an external server, and whether another daemon relayed
@@ -272,13 +273,12 @@ func (r *Daemon) serveRequest(ep endpoint, p *principal.Principal, req micro.Req
 	}
 	mint, relay := -1, -1
 	if pt := r.parts; pt != nil && ep.aud == agents {
-		_, _, part, _ := agentSubject(req.Subject())
-		if err := pt.serving(part); err != nil {
+		if err := pt.serving(c.part); err != nil {
 			r.replyErr(ep.name, req, err)
 			return
 		}
 		var here int
-		mint, relay, here = pt.place(c, ep.op, part, req.Data())
+		mint, relay, here = pt.place(c, ep.op, c.part, req.Data())
 		// A child of the root minted into another of the daemon's
 		// partitions, or a coordinator's request about a workspace of
 		// one: only while it holds that partition's lease too.
@@ -377,11 +377,11 @@ func (r *Daemon) handle(ctx context.Context, ep endpoint, c caller, body []byte)
 func (r *Daemon) identify(req micro.Request, aud audience, p *principal.Principal) (caller, error) {
 	var c caller
 	if aud == agents {
-		ws, _, _, ok := agentSubject(req.Subject())
+		ws, _, part, ok := agentSubject(req.Subject())
 		if !ok {
 			return c, runtime.Refuse(wire.CodeInvalidStructure, "subject %q is not wacp.v1.agent.<ws>.<op>", req.Subject())
 		}
-		c.ws = ws
+		c.ws, c.part = ws, part
 	}
 	switch {
 	case p != nil:
